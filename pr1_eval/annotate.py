@@ -1,0 +1,70 @@
+"""Fill a SampleRecord's structure and grade fields from its response.
+
+Generated, imported and regraded samples all pass through these two functions, so a record's
+derived fields never depend on where the response came from.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from pr1_eval.records import SampleRecord
+from pr1_eval.structure import parse_structure
+
+
+def token_offsets(tokenizer: Any, text: str) -> list[tuple[int, int]] | None:
+    """Per-token character ranges of ``text`` by re-tokenising (fast tokenizers only)."""
+    if tokenizer is None or not getattr(tokenizer, "is_fast", False):
+        return None
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    return [tuple(pair) for pair in encoded["offset_mapping"]]
+
+
+def annotate_structure(record: SampleRecord, offsets: Sequence[tuple[int, int]] | None = None) -> SampleRecord:
+    """Parse ``record.response`` and store blocks, format verdict and positions (in place)."""
+    structure = parse_structure(record.response, offsets)
+    record.has_parallel = structure.has_parallel
+    record.format_ok = structure.format_ok
+    record.format_error = structure.error
+    record.n_blocks = structure.n_blocks
+    record.paths_per_block = structure.paths_per_block
+    record.block_char_starts = [b.start for b in structure.blocks]
+    record.block_char_ends = [b.end for b in structure.blocks]
+    if offsets is not None:
+        n_tokens = len(offsets) or 1
+        record.block_token_starts = [int(b.token_start or 0) for b in structure.blocks]
+        record.block_token_ends = [int(b.token_end or 0) for b in structure.blocks]
+        record.block_rel_starts = [s / n_tokens for s in record.block_token_starts]
+        record.position_unit = "token"
+    else:
+        n_chars = len(record.response) or 1
+        record.block_token_starts = record.block_token_ends = None
+        record.block_rel_starts = [s / n_chars for s in record.block_char_starts]
+        record.position_unit = "char"
+    return record
+
+
+def annotate_grades(records: Sequence[SampleRecord], *, workers: int | None = None, timeout_s: float = 10.0,
+                    progress: bool = False) -> None:
+    """Grade every record (math-verify in worker processes + the paper checker) and assign the
+    per-problem answer classes used by maj@k. In place."""
+    from pr1_eval.grading import answer_classes, grade_responses
+
+    results = grade_responses([(r.response, r.gold) for r in records], workers=workers, timeout_s=timeout_s,
+                              progress=progress)
+    for record, result in zip(records, results, strict=True):
+        record.extracted_answer = result.extracted_answer
+        record.answer_source = result.answer_source
+        record.correct = result.correct
+        record.correct_paper = result.correct_paper
+        record.grade_status = result.grade_status
+        record.grade_error = result.grade_error
+    by_problem: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
+    for record in records:
+        by_problem[(record.task, record.problem_id)].append(record)
+    for group in by_problem.values():
+        classes = answer_classes([r.extracted_answer for r in group], timeout_s=timeout_s)
+        for record, cls in zip(group, classes, strict=True):
+            record.answer_class = cls

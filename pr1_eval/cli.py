@@ -1,0 +1,185 @@
+"""``pr1-eval``: run, report, regrade, import, demo, tiny-model, lm-eval-path (+ plugins).
+
+Commands from packages that ``pr1_eval`` must not import (``analysis``) register themselves
+through the ``pr1_eval.commands`` entry-point group: each entry is a ``register(subparsers)``
+function. User errors print one clear line and exit with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+from collections.abc import Sequence
+
+from pr1_eval.errors import Pr1EvalError
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="generate, grade and store k samples per problem")
+    p.add_argument("--model", required=True, help="HF model directory or hub id")
+    p.add_argument("--tasks", required=True, help="comma-separated: aime24,aime25,amc23,math500,math300_pr1,gsm8k or 'all'")
+    p.add_argument("-k", type=int, default=16, help="samples per problem (default 16)")
+    p.add_argument("--limit", type=int, default=None, help="first N problems of each task")
+    p.add_argument("--max-new-tokens", type=int, default=3000, help="response budget (paper: 3000)")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"])
+    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"])
+    p.add_argument("--paths", type=int, default=2, help="paths per block for --decoding forkjoin")
+    p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
+    p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
+    p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else ../shared/data/benchmarks, else the hub)")
+    p.add_argument("--out", default=None, help="run directory (default runs/<model>-<decoding>-k<k>-seed<seed>)")
+    p.add_argument("--problems-per-chunk", type=int, default=8, help="problems generated, graded and stored together")
+    p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--data-parallel-size", type=int, default=1)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--max-model-len", type=int, default=None)
+    p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--revision", default=None)
+    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: parsed from global_step_N)")
+    p.set_defaults(func=_cmd_run)
+
+
+def _engine_options(args: argparse.Namespace) -> dict[str, object]:
+    if args.engine == "hf":
+        return {"max_batch_size": args.batch_size}
+    options: dict[str, object] = {"max_batch_size": args.batch_size, "tensor_parallel_size": args.tensor_parallel_size,
+                                  "data_parallel_size": args.data_parallel_size,
+                                  "gpu_memory_utilization": args.gpu_memory_utilization}
+    if args.max_model_len:
+        options["max_model_len"] = args.max_model_len
+    return options
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pr1_eval.commands import print_report
+    from pr1_eval.runner import RunConfig, run_eval
+    from pr1_eval.tasks import parse_task_list
+
+    config = RunConfig(
+        model=args.model, tasks=parse_task_list(args.tasks), k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed, engine=args.engine,
+        decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, prompt=args.prompt, data_dir=args.data_dir,
+        out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
+        revision=args.revision, step=args.step, engine_options=_engine_options(args),
+    )
+    out = run_eval(config)
+    print_report(out)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pr1_eval.commands import print_report
+
+    print_report(args.run, as_json=args.json)
+    return 0
+
+
+def _cmd_regrade(args: argparse.Namespace) -> int:
+    from pr1_eval.commands import print_report, regrade
+
+    summary = regrade(args.run, workers=args.grade_workers)
+    print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")
+    print_report(args.run)
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from pr1_eval.commands import print_report
+    from pr1_eval.importer import import_jsonl, import_rows
+
+    if args.format == "lm-eval":
+        from pr1_eval.lm_eval_import import read_lm_eval_samples
+
+        rows = [row for path in args.files for row in read_lm_eval_samples(path)]
+        out = import_rows(rows, args.out, source=",".join(args.files), workers=args.grade_workers)
+    else:
+        if len(args.files) != 1:
+            raise Pr1EvalError("--format jsonl imports exactly one file")
+        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers)
+    print_report(out)
+    return 0
+
+
+def _cmd_tiny_model(args: argparse.Namespace) -> int:
+    from pr1_eval.tiny_model import build_tiny_model, build_trained_tiny_model
+
+    path = build_trained_tiny_model(args.dir, seed=args.seed) if args.trained else build_tiny_model(args.dir, seed=args.seed)
+    print(f"tiny model ({'trained' if args.trained else 'random'}) written to {path}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from pr1_eval.demo import run_demo
+
+    run_demo(args.dir)
+    return 0
+
+
+def _cmd_lm_eval_path(args: argparse.Namespace) -> int:
+    from pr1_eval.lm_eval_tasks import include_path
+
+    print(include_path())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pr1-eval", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    p = sub.add_parser("report", help="metrics of a run")
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_report)
+    p = sub.add_parser("regrade", help="re-grade stored responses without generating")
+    p.add_argument("run")
+    p.add_argument("--grade-workers", type=int, default=None)
+    p.set_defaults(func=_cmd_regrade)
+    p = sub.add_parser("import", help="turn generations made elsewhere into a graded run")
+    p.add_argument("files", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--format", choices=["jsonl", "lm-eval"], default="jsonl")
+    p.add_argument("--grade-workers", type=int, default=None)
+    p.set_defaults(func=_cmd_import)
+    p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")
+    p.add_argument("dir")
+    p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on CPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_tiny_model)
+    p = sub.add_parser("demo", help="the main job on embedded defaults: tiny model, every task, CPU")
+    p.add_argument("--dir", default="pr1-demo", help="where the model and run are written (default ./pr1-demo)")
+    p.set_defaults(func=_cmd_demo)
+    p = sub.add_parser("lm-eval-path", help="print the --include_path for lm-evaluation-harness")
+    p.set_defaults(func=_cmd_lm_eval_path)
+    _register_plugins(sub)
+    return parser
+
+
+def _register_plugins(sub: argparse._SubParsersAction) -> None:
+    for entry in importlib.metadata.entry_points(group="pr1_eval.commands"):
+        try:
+            entry.load()(sub)
+        except ImportError as exc:
+            print(f"warning: command {entry.name!r} unavailable ({exc})", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except Pr1EvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished chunks are saved — rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Decoding strategies over the engine interface: sequential (plain sampling), fork-join, structured."""

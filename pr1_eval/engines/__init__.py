@@ -1,0 +1,1 @@
+"""Generation engines: one interface (:class:`~pr1_eval.engines.base.Engine`), several backends."""

@@ -1,0 +1,85 @@
+"""The engine interface every backend implements (HF transformers, vLLM, test fakes).
+
+Decoding strategies (sequential, fork-join) only talk to this interface: they hand over token-id
+contexts and get token-id continuations back, so fork-join works on any engine. Requests carry
+``n`` (samples per context, so vLLM sees one request with ``SamplingParams(n=k)`` rather than k
+copies) and their own stop tokens and budget (fork-join stops paths at ``</Path>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sampling parameters shared by every request of a run. Paper defaults."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 3000
+    seed: int | None = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """Continue ``prompt_token_ids`` ``n`` times, independently.
+
+    ``max_new_tokens`` overrides the run's budget (fork-join passes what is left of the
+    response budget); generation stops at EOS or at any of ``stop_token_ids``, which are kept
+    in the output (so a ``</Path>`` stop is visible to the caller).
+    ``seed`` makes this request's samples reproducible independently of batching.
+    """
+
+    request_id: str
+    prompt_token_ids: Sequence[int]
+    n: int = 1
+    max_new_tokens: int | None = None
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    """One continuation. ``token_ids`` exclude pad/eos; ``text`` keeps special tokens.
+
+    ``finish_reason``: ``"eos"`` (end of sequence), ``"stop"`` (a stop token, in
+    ``stop_token_id``) or ``"length"`` (budget exhausted). ``logprobs`` holds the sampled
+    tokens' log-probabilities when the engine records them (same length as ``token_ids``).
+    """
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+    stop_token_id: int | None = None
+    logprobs: list[float] | None = field(default=None)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A text generator over token ids. ``tokenizer`` is a HF tokenizer for the same model."""
+
+    name: str
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
+        """One list of ``request.n`` completions per request, in request order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Engine settings for ``run.json`` (backend, dtype, device, parallelism…)."""
+        ...

@@ -1,0 +1,168 @@
+"""HF transformers engine: batched sampling on CPU or GPU.
+
+All samples of several requests go into one ``generate`` call (up to ``max_batch_size`` rows),
+left-padded. Requests are grouped by stop tokens so each batch stops on the right tags. Every
+batch is seeded from its requests' seeds, so a run with ``--seed`` is reproducible. Responses
+are decoded with special tokens kept (the six tags are special tokens); only pad/eos are cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
+from pr1_eval.errors import Pr1EvalError
+
+
+def load_tokenizer(model_path: str) -> Any:
+    """The model's tokenizer, with a clear error when the directory has none."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except Exception as exc:
+        raise Pr1EvalError(
+            f"could not load a tokenizer from {model_path!r} ({type(exc).__name__}: {str(exc)[:200]}); "
+            "a model directory needs tokenizer files (tokenizer.json / tokenizer_config.json) — "
+            "copy them from the base model"
+        ) from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _check_model_path(model_path: str) -> None:
+    path = Path(model_path).expanduser()
+    looks_local = model_path.startswith((".", "/", "~")) or path.exists()
+    if looks_local and not (path / "config.json").is_file():
+        raise Pr1EvalError(f"model directory {path} has no config.json; pass a Hugging Face model directory or hub id")
+
+
+class HFEngine:
+    """transformers ``generate`` behind the :class:`~pr1_eval.engines.base.Engine` interface."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_batch_size: int = 64,
+        record_logprobs: bool = False,
+    ) -> None:
+        from transformers import AutoModelForCausalLM
+
+        _check_model_path(model_path)
+        self.model_path = model_path
+        self._tokenizer = load_tokenizer(model_path)
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        torch_dtype = {"auto": torch.bfloat16 if self.device.startswith("cuda") else torch.float32,
+                       "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype).to(self.device)
+        except OSError as exc:
+            raise Pr1EvalError(f"could not load model weights from {model_path!r}: {exc}") from None
+        self.model.eval()
+        self.dtype = str(torch_dtype).replace("torch.", "")
+        self.max_batch_size = max_batch_size
+        self.record_logprobs = record_logprobs
+        eos = self.model.generation_config.eos_token_id or self._tokenizer.eos_token_id
+        self.eos_token_ids: set[int] = set(eos if isinstance(eos, list) else [eos])
+        self.pad_token_id: int = self._tokenizer.pad_token_id
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "hf", "device": self.device, "dtype": self.dtype, "max_batch_size": self.max_batch_size}
+
+    def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
+        results: list[list[Completion]] = [[] for _ in requests]
+        rows = [(i, r) for i, r in enumerate(requests) for _ in range(r.n)]
+        groups: dict[tuple[tuple[int, ...], int], list[tuple[int, GenerationRequest]]] = {}
+        for i, request in rows:
+            budget = request.max_new_tokens if request.max_new_tokens is not None else sampling.max_new_tokens
+            groups.setdefault((tuple(sorted(request.stop_token_ids)), budget), []).append((i, request))
+        for (stops, budget), group in groups.items():
+            for start in range(0, len(group), self.max_batch_size):
+                batch = group[start : start + self.max_batch_size]
+                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budget, sampling, batch)
+                for (i, _), completion in zip(batch, completions, strict=True):
+                    results[i].append(completion)
+        return results
+
+    def _batch_seed(self, batch: Sequence[tuple[int, GenerationRequest]], sampling: SamplingConfig) -> int | None:
+        seeds = [r.seed for _, r in batch if r.seed is not None]
+        if not seeds:
+            return sampling.seed
+        return (sum(seeds) + 1_000_003 * len(batch)) % (2**31 - 1)
+
+    def _generate_batch(
+        self,
+        prompts: Sequence[Sequence[int]],
+        stop_ids: tuple[int, ...],
+        budget: int,
+        sampling: SamplingConfig,
+        batch: Sequence[tuple[int, GenerationRequest]],
+    ) -> list[Completion]:
+        if budget <= 0:
+            return [Completion([], "", "length") for _ in prompts]
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            if prompt:
+                input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+                attention[row, width - len(prompt) :] = 1
+        seed = self._batch_seed(batch, sampling)
+        if seed is not None:
+            torch.manual_seed(seed)
+        do_sample = sampling.temperature > 0
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                do_sample=do_sample,
+                temperature=sampling.temperature if do_sample else None,
+                top_p=sampling.top_p if do_sample else None,
+                top_k=sampling.top_k if do_sample else None,
+                max_new_tokens=budget,
+                eos_token_id=sorted(self.eos_token_ids | set(stop_ids)),
+                pad_token_id=self.pad_token_id,
+                return_dict_in_generate=True,
+                output_logits=self.record_logprobs,
+            )
+        new_tokens = out.sequences[:, width:].tolist()
+        logprobs = self._chosen_logprobs(out.logits, out.sequences[:, width:]) if self.record_logprobs else None
+        return [self._to_completion(tokens, set(stop_ids), budget, logprobs[row] if logprobs else None)
+                for row, tokens in enumerate(new_tokens)]
+
+    @staticmethod
+    def _chosen_logprobs(logits: Sequence[torch.Tensor], chosen: torch.Tensor) -> list[list[float]]:
+        """Log-probabilities of the sampled tokens under the model's raw distribution."""
+        stacked = torch.stack(list(logits), dim=1).float().log_softmax(-1)
+        return stacked.gather(-1, chosen[:, : stacked.shape[1], None]).squeeze(-1).tolist()
+
+    def _to_completion(self, tokens: list[int], stop_ids: set[int], budget: int, logprobs: list[float] | None) -> Completion:
+        kept: list[int] = []
+        finish, stop_token = "length", None
+        for token in tokens:
+            if token in stop_ids:
+                kept.append(token)
+                finish, stop_token = "stop", token
+                break
+            if token in self.eos_token_ids or token == self.pad_token_id:
+                finish = "eos"
+                break
+            kept.append(token)
+        if finish == "length" and len(kept) < budget:
+            finish = "eos"  # padded early: the sequence ended on pad (pad == eos tokenizers)
+        text = self._tokenizer.decode(kept, skip_special_tokens=False)
+        return Completion(kept, text, finish, stop_token, logprobs[: len(kept)] if logprobs is not None else None)

@@ -1,0 +1,139 @@
+"""``SampleRecord``: the one typed row per (run, task, problem, sample) that every stage shares.
+
+Generation fills the identity, prompt and response fields; structure parsing fills the block
+fields; grading fills the answer and verdict fields. ``samples.parquet`` stores exactly these
+columns (see :data:`SAMPLE_SCHEMA`), and every reader (report, analysis, dashboards, lm-eval
+import, RL reward tests) goes through this declaration instead of guessing column names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pyarrow as pa
+
+GradeStatus = Literal["ok", "no_answer", "timeout", "error", "ungraded"]
+AnswerSource = Literal["final_answer", "boxed", "none"]
+FinishReason = Literal["stop", "length", "eos", "unknown"]
+
+#: Grade statuses whose ``correct`` is a real verdict (``no_answer`` is a verdict: wrong).
+SCORED_STATUSES = frozenset({"ok", "no_answer"})
+
+
+def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field whose documentation travels with it (``field.metadata['doc']``)."""
+    if factory is not dataclasses.MISSING:
+        return field(default_factory=factory, metadata={"doc": text})
+    if default is not dataclasses.MISSING:
+        return field(default=default, metadata={"doc": text})
+    return field(metadata={"doc": text})
+
+
+@dataclass
+class SampleRecord:
+    """One generated (or imported) response and everything derived from it."""
+
+    # identity
+    task: str = _doc("Task name, e.g. 'aime24' (imported runs may use unregistered names).")
+    problem_id: str = _doc("Stable id of the problem within the task (the data file's `id`).")
+    sample_idx: int = _doc("0-based index of this sample among the k samples of the problem.")
+    task_version: str = _doc("Version of the task definition the problem came from.", "")
+    prompt_hash: str = _doc("sha256 (first 16 hex) of the exact rendered prompt text.", "")
+    problem: str = _doc("Problem text as given to the template (may be empty for imports).", "")
+    # generation
+    response: str = _doc("Raw response, special tags kept; only pad/eos stripped.", "")
+    finish_reason: str = _doc("'stop' (eos or stop token), 'length' (budget), or 'unknown'.", "unknown")
+    n_prompt_tokens: int | None = _doc("Prompt length in tokens (None when unknown).", None)
+    n_response_tokens: int | None = _doc("Response length in tokens (None when unknown).", None)
+    engine_calls: int | None = _doc("Engine calls that produced this sample (fork-join > 1).", None)
+    critical_path_tokens: int | None = _doc(
+        "Tokens on the critical path: main line + longest path + summary per block.", None
+    )
+    engine_inserted_tokens: int | None = _doc("Tags the decoder inserted (closing cut-off tags).", None)
+    # grading
+    gold: str = _doc("Gold final answer as a string.", "")
+    extracted_answer: str | None = _doc("Answer extracted from the response (None when none).", None)
+    answer_source: str = _doc("Where the answer came from: 'final_answer', 'boxed' or 'none'.", "none")
+    correct: bool | None = _doc("math-verify verdict; None when it could not score (timeout/error).", None)
+    correct_paper: bool | None = _doc("The paper's string checker verdict.", None)
+    grade_status: str = _doc("'ok', 'no_answer', 'timeout', 'error' or 'ungraded'.", "ungraded")
+    grade_error: str | None = _doc("Why grading failed, when grade_status is timeout/error.", None)
+    answer_class: int | None = _doc(
+        "Math-equivalence class of extracted_answer among this problem's samples (for maj@k); "
+        "None when there is no answer.",
+        None,
+    )
+    # structure
+    has_parallel: bool = _doc("At least one <Parallel> block.", False)
+    format_ok: bool = _doc("Passes the strict format check (Algorithm 1).", True)
+    format_error: str | None = _doc("First format violation, with its character offset.", None)
+    n_blocks: int = _doc("Number of <Parallel> blocks.", 0)
+    paths_per_block: list[int] = _doc("Number of <Path>s in each block.", factory=list)
+    block_char_starts: list[int] = _doc("Character offset of each <Parallel>.", factory=list)
+    block_char_ends: list[int] = _doc("Character offset just after each </Parallel>.", factory=list)
+    block_token_starts: list[int] | None = _doc("Token index of each <Parallel> (None: no tokenizer).", None)
+    block_token_ends: list[int] | None = _doc("Token index just after each </Parallel>.", None)
+    block_rel_starts: list[float] = _doc(
+        "Position of each <Parallel> relative to the response: tokens before it / response tokens "
+        "(characters when token positions are unknown; see position_unit).",
+        factory=list,
+    )
+    position_unit: str = _doc("'token' or 'char': the unit of block_rel_starts.", "char")
+
+    def key(self) -> tuple[str, str, int]:
+        """The identity under which a run stores this sample exactly once."""
+        return (self.task, self.problem_id, self.sample_idx)
+
+    def to_row(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> SampleRecord:
+        """Build from a stored row, ignoring unknown columns and converting arrays to lists."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in row:
+                continue
+            value = row[f.name]
+            if hasattr(value, "tolist"):
+                value = value.tolist()
+            values[f.name] = value
+        return cls(**values)
+
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "sample_idx": pa.int64(),
+    "n_prompt_tokens": pa.int64(),
+    "n_response_tokens": pa.int64(),
+    "engine_calls": pa.int64(),
+    "critical_path_tokens": pa.int64(),
+    "engine_inserted_tokens": pa.int64(),
+    "answer_class": pa.int64(),
+    "correct": pa.bool_(),
+    "correct_paper": pa.bool_(),
+    "has_parallel": pa.bool_(),
+    "format_ok": pa.bool_(),
+    "n_blocks": pa.int64(),
+    "paths_per_block": pa.list_(pa.int64()),
+    "block_char_starts": pa.list_(pa.int64()),
+    "block_char_ends": pa.list_(pa.int64()),
+    "block_token_starts": pa.list_(pa.int64()),
+    "block_token_ends": pa.list_(pa.int64()),
+    "block_rel_starts": pa.list_(pa.float64()),
+}
+
+SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))
+SAMPLE_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field(name, _ARROW_TYPES.get(name, pa.string()), metadata={"doc": f.metadata["doc"]})
+        for name, f in ((f.name, f) for f in dataclasses.fields(SampleRecord))
+    ]
+)
+COLUMN_DOCS: dict[str, str] = {f.name: f.metadata["doc"] for f in dataclasses.fields(SampleRecord)}
+
+
+def records_to_table(records: list[SampleRecord]) -> pa.Table:
+    """Records as an Arrow table with the declared schema."""
+    return pa.Table.from_pylist([r.to_row() for r in records], schema=SAMPLE_SCHEMA)

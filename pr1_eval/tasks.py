@@ -1,0 +1,199 @@
+"""The task registry (plain data) and the loader that turns a task into problems.
+
+A task is a name, a version, a file in the benchmark folder, the fields to read, and the
+Hugging Face hub dataset used when no folder is given. Loading validates every row and names
+file and line on a malformed one; the sha256 of the data goes into ``run.json``.
+
+Hub sources (used only when no data folder is found; documented here and in the README):
+
+- aime24: ``HuggingFaceH4/aime_2024`` (split train)
+- aime25: ``math-ai/aime25`` (split test)
+- amc23: ``math-ai/amc23`` (split test; the problem is in ``question``)
+- math500 / math300_pr1: ``HuggingFaceH4/MATH-500`` (split test); math300_pr1 keeps the rows
+  whose answer, with ``_`` removed, is an integer (the paper's rule, 316 rows)
+- gsm8k: ``openai/gsm8k`` (config main, split test; the answer follows ``####``)
+
+Decision: math300_pr1's gold is the MATH answer (``math_answer``), not the paper's ground
+truth, which dropped the base subscript of 5 answers (e.g. ``52_8`` became ``528``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.paths import resolve_data_dir
+
+
+@dataclass(frozen=True)
+class HubSource:
+    path: str
+    split: str
+    name: str | None = None
+    id_field: str | None = None
+    problem_field: str = "problem"
+    answer_field: str = "answer"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One benchmark. ``file`` is relative to the benchmark folder."""
+
+    name: str
+    version: str
+    file: str
+    description: str
+    hub: HubSource
+    id_field: str = "id"
+    problem_field: str = "problem"
+    answer_field: str = "answer"
+
+
+TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        TaskSpec("aime24", "1", "aime24.jsonl", "AIME 2024 I+II (30)", HubSource("HuggingFaceH4/aime_2024", "train", id_field="id")),
+        TaskSpec("aime25", "1", "aime25.jsonl", "AIME 2025 I+II (30)", HubSource("math-ai/aime25", "test", id_field="id")),
+        TaskSpec("amc23", "1", "amc23.jsonl", "AMC 2023 (40, integer-answer form)", HubSource("math-ai/amc23", "test", id_field="id", problem_field="question")),
+        TaskSpec("math500", "1", "math500.jsonl", "MATH-500 (500)", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id")),
+        TaskSpec("math300_pr1", "1", "math300_pr1.jsonl", "The paper's 316-problem integer-answer MATH subset", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id"), answer_field="math_answer"),
+        TaskSpec("gsm8k", "1", "gsm8k_test.jsonl", "GSM8K test (1319)", HubSource("openai/gsm8k", "test", name="main", problem_field="question")),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    task: str
+    problem_id: str
+    problem: str
+    gold: str
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    problems: list[Problem]
+    source: str
+    data_hash: str
+
+
+def get_task(name: str) -> TaskSpec:
+    """The registered task, or an error listing the known ones."""
+    if name not in TASKS:
+        known = ", ".join(sorted(TASKS))
+        raise Pr1EvalError(f"unknown task {name!r}; known tasks: {known}")
+    return TASKS[name]
+
+
+def parse_task_list(text: str) -> list[str]:
+    """``"aime24,amc23"`` → validated names (``all`` = every task except gsm8k)."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names == ["all"]:
+        return [n for n in TASKS if n != "gsm8k"]
+    for name in names:
+        get_task(name)
+    if not names:
+        raise Pr1EvalError("no task given; pass e.g. --tasks aime24,amc23")
+    return names
+
+
+def _require_str(row: dict[str, Any], fieldname: str, where: str) -> str:
+    value = row.get(fieldname)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise Pr1EvalError(f"{where}: missing or empty field {fieldname!r}; each row needs id, problem and answer")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def read_jsonl_problems(path: Path, spec: TaskSpec) -> list[Problem]:
+    """Validated problems from a JSONL file; a malformed row names file and line."""
+    if not path.is_file():
+        raise Pr1EvalError(
+            f"task {spec.name!r}: data file {path} not found; point --data-dir (or PR1_DATA_DIR) "
+            f"at a folder holding {spec.file}"
+        )
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}); fix or remove that line") from None
+            if not isinstance(row, dict):
+                raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            pid = _require_str(row, spec.id_field, where)
+            if pid in seen:
+                raise Pr1EvalError(f"{where}: duplicate problem id {pid!r}; ids must be unique")
+            seen.add(pid)
+            problems.append(Problem(spec.name, pid, _require_str(row, spec.problem_field, where), _require_str(row, spec.answer_field, where)))
+    return problems
+
+
+_GSM8K_ANSWER = re.compile(r"####\s*(.+)$", re.S)
+_INTEGER = re.compile(r"-?\d+")
+
+
+def _hub_rows(spec: TaskSpec) -> list[Problem]:
+    """Problems from the hub dataset behind ``spec`` (requires network access to the hub)."""
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - datasets is a core dependency
+        raise Pr1EvalError("loading from the hub needs the `datasets` package") from exc
+    hub = spec.hub
+    try:
+        data = datasets.load_dataset(hub.path, hub.name, split=hub.split)
+    except Exception as exc:
+        raise Pr1EvalError(
+            f"task {spec.name!r}: no data folder was found and the hub dataset {hub.path} could not be loaded "
+            f"({type(exc).__name__}: {exc}); set PR1_DATA_DIR or pass --data-dir to a folder holding {spec.file}"
+        ) from None
+    problems = []
+    for i, row in enumerate(data):
+        answer = str(row[hub.answer_field]).strip()
+        if spec.name == "gsm8k":
+            match = _GSM8K_ANSWER.search(answer)
+            answer = (match.group(1) if match else answer).replace(",", "").strip()
+        if spec.name == "math300_pr1" and not _INTEGER.fullmatch(answer.replace("_", "")):
+            continue
+        if isinstance(row.get(hub.answer_field), float) and float(answer).is_integer():
+            answer = str(int(float(answer)))
+        pid = str(row[hub.id_field]) if hub.id_field and hub.id_field in row else f"{spec.name}-{i}"
+        problems.append(Problem(spec.name, pid, str(row[hub.problem_field]), answer))
+    return problems
+
+
+def problems_hash(problems: list[Problem]) -> str:
+    """sha256 of the canonical JSON of (id, problem, gold): identical data ⇔ identical hash."""
+    digest = hashlib.sha256()
+    for p in problems:
+        digest.update(json.dumps([p.problem_id, p.problem, p.gold], ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def load_task(name: str, data_dir: str | Path | None = None, limit: int | None = None) -> LoadedTask:
+    """Load a registered task from the data folder (or the hub when there is none).
+
+    ``limit`` keeps the first N problems; the hash covers the problems actually used.
+    """
+    spec = get_task(name)
+    folder = resolve_data_dir(data_dir)
+    if folder is not None:
+        path = folder / spec.file
+        problems, source = read_jsonl_problems(path, spec), str(path)
+    else:
+        problems, source = _hub_rows(spec), f"hub:{spec.hub.path}"
+    if limit is not None:
+        problems = problems[:limit]
+    return LoadedTask(spec, problems, source, problems_hash(problems))
