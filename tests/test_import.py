@@ -1,0 +1,83 @@
+"""`pr1-eval import`: imported generations with known verdicts are graded and reported.
+
+Each case's expected verdict is decided by reading the response, not by running the grader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pr1_eval.grading.verify import HANG_ANSWER, TEST_HOOKS_ENV
+from pr1_eval.store import RunStore
+
+FILLER = "Some reasoning that goes on. " * 20  # > 300 characters
+
+# (problem_id, response, gold, correct, correct_paper, grade_status, answer_source)
+CASES = [
+    ("frac", "so it is\nFinal Answer: $\\dfrac{9}{7}$", "9/7", True, False, "ok", "final_answer"),
+    ("paths-disagree", "<Parallel><Path>Final Answer: 5</Path><Path>x = 6</Path></Parallel><Summary>6</Summary>\n"
+     "Final Answer: 6", "5", False, False, "ok", "final_answer"),
+    ("truncated", "Let me compute 3 + 4 = ", "7", False, False, "no_answer", "none"),
+    # the paper's checker does not skip paths, so it accepts what our extractor refuses
+    ("unclosed-path", "<Parallel><Path>a</Path><Path>Final Answer: 7", "7", False, True, "no_answer", "none"),
+    ("boxed", "The answer is $\\boxed{\\frac{1}{2}}$.", "0.5", True, False, "ok", "boxed"),
+    ("early-answer", "Final Answer: 42\n" + FILLER, "42", True, False, "ok", "final_answer"),
+    ("paper-ok", "work\nFinal Answer: 1,000", "1000", True, True, "ok", "final_answer"),
+    ("huge", "x" * 3_000_000 + "\nFinal Answer: 12", "12", True, True, "ok", "final_answer"),
+    ("hang", f"Final Answer: {HANG_ANSWER}", "3", None, False, "timeout", "final_answer"),
+]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("imp")
+    src = folder / "gen.jsonl"
+    with src.open("w") as handle:
+        for pid, response, gold, *_ in CASES:
+            handle.write(json.dumps({"task": "mytask", "problem_id": pid, "sample_idx": 0, "response": response,
+                                     "gold": gold, "model": "/x/global_step_40"}) + "\n")
+    env = {**os.environ, TEST_HOOKS_ENV: "1", "PR1_EVAL_GRADING_WORKERS": "2"}
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(folder / "run")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "mytask" in done.stdout
+    return folder / "run"
+
+
+def test_each_case_gets_its_known_verdict(imported: Path) -> None:
+    frame = RunStore(imported).read_frame().set_index("problem_id")
+    for pid, _, _, correct, correct_paper, status, source in CASES:
+        row = frame.loc[pid]
+        assert row["grade_status"] == status, pid
+        assert (None if row["correct"] is None else bool(row["correct"])) == correct, pid
+        assert bool(row["correct_paper"]) == correct_paper, pid
+        assert row["answer_source"] == source, pid
+    assert frame.loc["paths-disagree", "extracted_answer"] == "6"
+    assert not frame.loc["unclosed-path", "format_ok"]
+    assert frame.loc["paths-disagree", "has_parallel"] and frame.loc["paths-disagree", "paths_per_block"].tolist() == [2]
+
+
+def test_imported_run_reports_like_a_generated_one(imported: Path) -> None:
+    info = json.loads((imported / "run.json").read_text())
+    assert info["model"]["step"] == 40 and info["k"] == 1
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(imported), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    m = json.loads(done.stdout)["tasks"]["mytask"]
+    n_correct = sum(1 for case in CASES if case[3])
+    assert m["n_problems"] == len(CASES) and m["mean@1"] == pytest.approx(n_correct / len(CASES))
+    assert m["n_unscored"] == 1
+
+
+def test_malformed_import_line_names_file_and_line(tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(json.dumps({"task": "t", "problem_id": "p", "sample_idx": 0, "response": "r", "gold": "1"}) + "\n"
+                   + json.dumps({"task": "t", "problem_id": "p", "response": "r"}) + "\n")
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx, gold" in done.stderr
