@@ -33,7 +33,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
     p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else ../shared/data/benchmarks, else the hub)")
     p.add_argument("--out", default=None, help="run directory (default runs/<model>-<decoding>-k<k>-seed<seed>)")
-    p.add_argument("--problems-per-chunk", type=int, default=8, help="problems generated, graded and stored together")
+    p.add_argument("--problems-per-chunk", type=int, default=None,
+                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm)")
     p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
     p.add_argument("--data-parallel-size", type=int, default=1)

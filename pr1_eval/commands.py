@@ -49,7 +49,7 @@ def _print_forkjoin(report: dict[str, Any]) -> None:
               f"{m['critical_path_tokens_per_sample'] or float('nan'):>13.1f}")
 
 
-def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, int]:
+def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, float]:
     """Re-grade stored responses (e.g. after a grader upgrade) without generating.
 
     Only the grade fields change; structure fields are kept. Returns how many verdicts changed.

@@ -57,7 +57,7 @@ def task_metrics(frame: pd.DataFrame, k: int) -> dict[str, Any]:
         return {
             "n_problems": len(problems),
             "n_samples": int(len(frame)),
-            "incomplete": {str(r.problem_id): int(r.n) for r in short.itertuples()},
+            "incomplete": {str(pid): int(n) for pid, n in zip(short["problem_id"], short["n"], strict=True)},
             "expected_samples_per_problem": expected,
         }
     n = n_max

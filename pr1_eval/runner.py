@@ -1,8 +1,8 @@
 """``pr1-eval run``: generate k samples per problem, parse, grade, and store them in chunks.
 
-Work is done a chunk of problems at a time (all their k samples in one decoding call, then
-structure parsing and pooled grading), and each chunk is appended durably before the next one
-starts. A rerun of the same command reads the finished keys and generates only what is
+Work is done a chunk of problems at a time: all their k samples in one decoding call, then
+structure parsing, pooled grading and a durable append, which run on a grader thread while the
+engine generates the next chunk (the GPU does not wait for math-verify). A rerun of the same command reads the finished keys and generates only what is
 missing; a rerun with different settings into the same folder is refused, since mixing two
 configurations in one run would make its metrics meaningless.
 """
@@ -10,6 +10,7 @@ configurations in one run would make its metrics meaningless.
 from __future__ import annotations
 
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,12 @@ from pr1_eval.annotate import annotate_grades, annotate_structure, token_offsets
 from pr1_eval.decoding.base import DecodedSample
 from pr1_eval.engines.base import Engine, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.paths import resolve_data_dir
 from pr1_eval.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.records import SampleRecord
 from pr1_eval.runinfo import model_identity, now_iso, package_versions
 from pr1_eval.store import RunStore
 from pr1_eval.tasks import LoadedTask, Problem, load_task
-from pr1_eval.paths import resolve_data_dir
 
 
 @dataclass
@@ -48,7 +49,7 @@ class RunConfig:
     prompt: str = "parallel_r1_v3"
     data_dir: str | None = None
     out: str | None = None
-    problems_per_chunk: int = 8
+    problems_per_chunk: int | None = None
     grade_workers: int | None = None
     grade_timeout_s: float = 10.0
     revision: str | None = None
@@ -57,6 +58,13 @@ class RunConfig:
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
+
+    def chunk_size(self, engine: Engine) -> int:
+        """Problems per chunk: small on HF (bounded loss on a kill), large on vLLM, whose
+        scheduler needs many sequences in flight to fill a GPU."""
+        if self.problems_per_chunk:
+            return self.problems_per_chunk
+        return 64 if engine.name == "vllm" else 8
 
     def default_out(self) -> Path:
         name = Path(self.model.rstrip("/")).name or "model"
@@ -161,20 +169,32 @@ def _missing(task: PreparedTask, k: int, finished: set[tuple[str, str, int]]) ->
     return out
 
 
+def _grade_and_store(records: list[SampleRecord], config: RunConfig, store: RunStore, bar: Any) -> None:
+    annotate_grades(records, workers=config.grade_workers, timeout_s=config.grade_timeout_s)
+    store.append(records)
+    bar.update(len(records))
+
+
 def _run_task(config: RunConfig, engine: Engine, decoder: Any, store: RunStore, task: PreparedTask,
-              finished: set[tuple[str, str, int]], bar: Any) -> None:
+              finished: set[tuple[str, str, int]], bar: Any, grader: ThreadPoolExecutor) -> None:
+    """Generate chunk after chunk; each chunk is graded and stored on the grader thread while the
+    engine already generates the next one (at most one chunk waits, so memory stays bounded)."""
     todo = _missing(task, config.k, finished)
-    for start in range(0, len(todo), config.problems_per_chunk):
-        chunk = todo[start : start + config.problems_per_chunk]
+    pending: Future[None] | None = None
+    chunk_size = config.chunk_size(engine)
+    for start in range(0, len(todo), chunk_size):
+        chunk = todo[start : start + chunk_size]
         request_ids = [f"{task.loaded.spec.name}/{task.loaded.problems[i].problem_id}" for i, _ in chunk]
         decoded = decoder.decode(engine, [task.prompt_ids[i] for i, _ in chunk], config.k, config.sampling(), request_ids)
         records = [
             _make_record(task, i, s, decoded[j][s], engine.tokenizer)
             for j, (i, missing) in enumerate(chunk) for s in missing
         ]
-        annotate_grades(records, workers=config.grade_workers, timeout_s=config.grade_timeout_s)
-        store.append(records)
-        bar.update(len(records))
+        if pending is not None:
+            pending.result()
+        pending = grader.submit(_grade_and_store, records, config, store, bar)
+    if pending is not None:
+        pending.result()
 
 
 def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
@@ -184,7 +204,8 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
 
     if config.k < 1:
         raise Pr1EvalError(f"-k must be at least 1, got {config.k}")
-    config.data_dir = str(resolve_data_dir(config.data_dir)) if resolve_data_dir(config.data_dir) else None
+    data_dir = resolve_data_dir(config.data_dir)
+    config.data_dir = str(data_dir) if data_dir else None
     template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
     engine = engine or make_engine(config.engine, config.model, **config.engine_options)
     decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks)
@@ -197,9 +218,10 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     store.write_run_json(run_json)
     finished = store.finished_keys()
     total = sum(len(m) for t in prepared.values() for _, m in _missing(t, config.k, finished))
-    with tqdm(total=total, desc="samples", unit="sample", disable=None) as bar:
+    with tqdm(total=total, desc="samples", unit="sample", disable=None) as bar, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-grade") as grader:
         for task in prepared.values():
-            _run_task(config, engine, decoder, store, task, finished, bar)
+            _run_task(config, engine, decoder, store, task, finished, bar, grader)
     run_json["finished_at"], run_json["status"] = now_iso(), "complete"
     store.write_run_json(run_json)
     return out
