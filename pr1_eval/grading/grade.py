@@ -1,0 +1,201 @@
+"""Grade responses: extraction and the paper's checker here, math-verify in worker processes.
+
+The same functions serve the eval scorer and the RL reward, so their verdicts agree by
+construction. Two shortcuts keep math-verify's work small without changing any verdict an
+honest reading would give: an answer that equals the gold string exactly is correct without a
+call, and identical (gold, answer) pairs (common among k samples) are checked once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pr1_eval.grading.extract import ExtractedAnswer, extract_answer
+from pr1_eval.grading.paper import paper_correct
+from pr1_eval.grading.pool import GradingPool
+from pr1_eval.grading.shared import shared_pool
+from pr1_eval.grading.verify import Verdict, inner_timeout, verify_pair
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """The grading fields of a ``SampleRecord`` for one response (same names, same meanings):
+    ``correct`` is ``None`` exactly when math-verify could not score (``timeout``/``error``)."""
+
+    extracted_answer: str | None
+    answer_source: str
+    correct: bool | None
+    correct_paper: bool
+    grade_status: str
+    grade_error: str | None = None
+
+    def fill(self, record: Any) -> None:
+        """Copy these fields onto ``record`` (a ``SampleRecord`` or anything with the fields)."""
+        for name in ("extracted_answer", "answer_source", "correct", "correct_paper", "grade_status", "grade_error"):
+            setattr(record, name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The caller-side part of grading one response."""
+
+    extracted: ExtractedAnswer
+    paper: bool
+    key: tuple[str, str] | None  # (gold, answer) still to check with math-verify
+
+
+def _prepare(response: str, gold: str) -> tuple[_Prepared, Verdict | None]:
+    """Everything that runs in the caller: extraction, paper checker, the exact-match shortcut."""
+    gold = "" if gold is None else str(gold)
+    extracted = extract_answer(response)
+    paper = paper_correct(response, gold)
+    if extracted.text is None:
+        return _Prepared(extracted, paper, None), Verdict("no_answer", False)
+    if extracted.text.strip() == gold.strip() and gold.strip():
+        return _Prepared(extracted, paper, None), Verdict("ok", True)
+    return _Prepared(extracted, paper, (gold, extracted.text)), None
+
+
+def _result(prepared: _Prepared, verdict: Verdict) -> GradeResult:
+    """Join the caller-side part with the math-verify verdict."""
+    return GradeResult(
+        extracted_answer=prepared.extracted.text,
+        answer_source=prepared.extracted.source,
+        correct=verdict.correct,
+        correct_paper=prepared.paper,
+        grade_status=verdict.status,
+        grade_error=verdict.error,
+    )
+
+
+def grade_responses(
+    pairs: Sequence[tuple[str, str]],
+    workers: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: bool = False,
+) -> list[GradeResult]:
+    """Grade ``(response, gold)`` pairs; results in input order.
+
+    ``workers=None`` uses the process-wide pool (no start-up cost after the first call);
+    ``workers=N`` starts a dedicated pool of up to N processes for this call; ``workers=0``
+    grades in this process, on the main thread only, without hang protection (for debugging
+    and the benchmark). No item can take much longer than ``timeout_s`` of a worker's time.
+    Each check is queued as soon as its response is extracted, so workers start (and grade)
+    while the rest is still being extracted.
+    """
+    prepared: list[_Prepared] = []
+    verdicts: list[Verdict | None] = []
+    futures: dict[tuple[str, str], Future[Verdict]] = {}
+    with _checker(workers) as checker:
+        for response, gold in pairs:
+            item, verdict = _prepare(response, gold)
+            prepared.append(item)
+            verdicts.append(verdict)
+            if item.key is not None and item.key not in futures:
+                futures[item.key] = checker.submit(item.key[0], item.key[1], timeout_s)
+        checked = dict(zip(futures, _wait(list(futures.values()), progress), strict=True))
+    results = []
+    for item, verdict in zip(prepared, verdicts, strict=True):
+        if verdict is None:
+            assert item.key is not None
+            verdict = checked[item.key]
+        results.append(_result(item, verdict))
+    return results
+
+
+def check_pairs(
+    keys: Sequence[tuple[str, str]],
+    workers: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: bool = False,
+) -> list[Verdict]:
+    """math-verify verdicts for ``(gold, answer)`` pairs, in order (``workers`` as in
+    :func:`grade_responses`)."""
+    if not keys:
+        return []
+    with _checker(workers) as checker:
+        return _wait([checker.submit(gold, answer, timeout_s) for gold, answer in keys], progress)
+
+
+class _Checker(Protocol):
+    """What grading needs from a pool: ``submit`` returning a future verdict."""
+
+    def submit(self, gold: str, answer: str, timeout_s: float = ...) -> Future[Verdict]: ...
+
+
+class _InProcess:
+    """Checks at once on this thread: the ``workers=0`` stand-in for a pool."""
+
+    def submit(self, gold: str, answer: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Future[Verdict]:
+        future: Future[Verdict] = Future()
+        future.set_result(verify_pair(gold, answer, inner_timeout(timeout_s)))
+        return future
+
+
+@contextmanager
+def _checker(workers: int | None) -> Iterator[_Checker]:
+    """The checker ``workers`` asks for (see :func:`grade_responses`)."""
+    if workers == 0:
+        if threading.current_thread() is not threading.main_thread():
+            raise ValueError("workers=0 grades in-process and needs the main thread; use workers=None")
+        yield _InProcess()
+    elif workers is None:
+        yield shared_pool()
+    else:
+        with GradingPool(workers) as pool:
+            yield pool
+
+
+def _wait(futures: list[Future[Verdict]], progress: bool) -> list[Verdict]:
+    """Results of ``futures`` in order, optionally with a progress bar as they complete."""
+    if progress:
+        from tqdm import tqdm
+
+        with tqdm(total=len(futures), desc="grading", unit="answer") as bar:
+            for _ in as_completed(futures):
+                bar.update(1)
+    return [f.result() for f in futures]
+
+
+def grade_response(response: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> GradeResult:
+    """Grade one response through the process-wide pool; safe from any thread (VERL calls
+    reward functions from a worker thread, where math-verify's own alarms cannot work)."""
+    item, verdict = _prepare(response, gold)
+    if verdict is None:
+        assert item.key is not None
+        verdict = shared_pool().submit(item.key[0], item.key[1], timeout_s).result()
+    return _result(item, verdict)
+
+
+def answer_classes(answers: Sequence[str | None], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[int | None]:
+    """Group answers into math-equivalence classes (for majority voting): class ids number the
+    classes in order of first appearance; a missing answer gets ``None``.
+
+    Identical strings share a class without a check. Then, round by round, the first answer
+    not yet placed founds a class and every other unplaced answer is checked against it in
+    parallel. A check that times out or fails counts as "not equal", so the worst a hard
+    input can do is split a class, never merge two.
+    """
+    keys = [a.strip() if isinstance(a, str) and a.strip() else None for a in answers]
+    unplaced = list(dict.fromkeys(k for k in keys if k is not None))
+    class_of: dict[str, int] = {}
+    n_classes = 0
+    while unplaced:
+        head, rest = unplaced[0], unplaced[1:]
+        class_of[head] = n_classes
+        verdicts = _wait(shared_pool().submit_many([(head, other) for other in rest], timeout_s), False)
+        unplaced = []
+        for other, verdict in zip(rest, verdicts, strict=True):
+            if verdict.status == "ok" and verdict.correct:
+                class_of[other] = n_classes
+            else:
+                unplaced.append(other)
+        n_classes += 1
+    return [None if k is None else class_of[k] for k in keys]

@@ -1,0 +1,296 @@
+"""Killable grading workers: a pool of worker processes fed by one dispatcher thread.
+
+Why processes: math-verify's alarms need a main thread and some inputs hang in C code, so
+every check runs on a worker's main thread, and a worker that overruns an item's budget is
+killed and replaced; only that item is marked ``timeout``. A worker that dies marks its
+current item ``error``. Items queued behind a lost item are re-sent to a fresh worker.
+
+Why a dispatcher thread: callers on any thread (VERL calls rewards from a worker thread) just
+:meth:`GradingPool.submit` and wait on a :class:`~concurrent.futures.Future`; the dispatcher
+alone owns the pipes, deadlines and restarts, so no lock is held while grading.
+Items go to workers in small batches to amortise IPC, and come back one by one, so a
+deadline always belongs to exactly one item. Workers are fresh interpreters running
+:mod:`pr1_eval.grading.worker` (see there for why not ``multiprocessing`` spawn).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from queue import Empty, SimpleQueue
+
+from pr1_eval.grading.verify import TEST_HOOKS_ENV, Verdict
+from pr1_eval.grading.worker import start_worker, stop_worker
+
+#: Environment variable overriding the default number of workers.
+WORKERS_ENV = "PR1_EVAL_GRADING_WORKERS"
+#: Consecutive workers that die before becoming ready after which the pool gives up.
+_MAX_START_FAILURES = 3
+
+
+def default_workers() -> int:
+    """``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at 8 (grading is cheap)."""
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
+@dataclass
+class _Job:
+    """One (gold, answer) check and the future its caller waits on."""
+
+    job_id: int
+    gold: str
+    answer: str
+    timeout_s: float
+    future: Future[Verdict]
+
+
+@dataclass
+class _Worker:
+    """A worker process as the dispatcher tracks it."""
+
+    process: subprocess.Popen[bytes]
+    conn: Connection
+    started_at: float
+    ready: bool = False
+    batch: deque[_Job] = field(default_factory=deque)  # sent, unanswered; batch[0] is running
+    deadline: float | None = None  # when batch[0] times out
+
+
+class GradingPool:
+    """Up to ``workers`` grading processes behind a thread-safe :meth:`submit`.
+
+    Use as a context manager or call :meth:`close`. Workers start lazily, when work arrives.
+    ``test_hooks`` (default: ``$PR1_EVAL_GRADING_TEST_HOOKS == "1"``) arms the test-only
+    answers of :mod:`.verify`.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        max_batch: int = 8,
+        start_timeout_s: float = 180.0,
+        test_hooks: bool | None = None,
+    ) -> None:
+        self.n_workers = max(1, workers if workers is not None else default_workers())
+        self.max_batch = max(1, max_batch)
+        self.start_timeout_s = start_timeout_s
+        self.test_hooks = os.environ.get(TEST_HOOKS_ENV) == "1" if test_hooks is None else test_hooks
+        self.pid = os.getpid()
+        self._inbox: SimpleQueue[_Job] = SimpleQueue()
+        self._pending: deque[_Job] = deque()
+        self._workers: list[_Worker] = []
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._closing = False
+        self._finished = False
+        self._broken: str | None = None
+        self._start_failures = 0
+        self._wake_recv, self._wake_send = socket.socketpair()
+        self._wake_send.setblocking(False)
+        self._thread = threading.Thread(target=self._run, name="pr1-grading-dispatcher", daemon=True)
+        self._thread.start()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (or the dispatcher stopped)."""
+        return self._closing
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the current workers (for monitoring; changes as workers are replaced)."""
+        return [w.process.pid for w in list(self._workers)]
+
+    def submit(self, gold: str, answer: str, timeout_s: float = 10.0) -> Future[Verdict]:
+        """Queue one check of ``answer`` against ``gold``. The future always resolves: with the
+        verdict, or with an ``error`` verdict if the pool is closed or broken."""
+        job = _Job(next(self._ids), gold, answer, float(timeout_s), Future())
+        with self._lock:
+            if self._finished:
+                _resolve(job, Verdict("error", None, self._broken or "grading pool closed"))
+                return job.future
+            self._inbox.put(job)
+        self._wake()
+        return job.future
+
+    def submit_many(self, pairs: Sequence[tuple[str, str]], timeout_s: float = 10.0) -> list[Future[Verdict]]:
+        """:meth:`submit` for each ``(gold, answer)``, in order."""
+        return [self.submit(gold, answer, timeout_s) for gold, answer in pairs]
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop the workers; unfinished checks resolve as errors. Idempotent."""
+        self._closing = True
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout_s)
+
+    def __enter__(self) -> GradingPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- dispatcher thread ----------------------------------------------------------------
+    def _wake(self) -> None:
+        """Interrupt the dispatcher's wait (new work, or closing)."""
+        with contextlib.suppress(OSError):  # already awake (buffer full) or closed
+            self._wake_send.send(b"x")
+
+    def _run(self) -> None:
+        """The dispatcher loop; whatever happens, its ``finally`` resolves every future."""
+        try:
+            while not self._closing:
+                self._take_inbox()
+                self._start_workers()
+                self._dispatch()
+                self._wait_and_handle()
+                self._expire(time.monotonic())
+        except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting forever
+            self._broken = f"grading dispatcher failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._closing = True
+            self._shutdown()
+
+    def _take_inbox(self) -> None:
+        """Move submitted jobs into the dispatcher's own queue (only this thread touches it)."""
+        while True:
+            try:
+                job = self._inbox.get_nowait()
+            except Empty:
+                return
+            if self._broken is not None or self._finished:
+                _resolve(job, Verdict("error", None, self._broken or "grading pool closed"))
+            else:
+                self._pending.append(job)
+
+    def _start_workers(self) -> None:
+        """Start workers for queued work beyond what idle or starting workers will take."""
+        free = sum(1 for w in self._workers if not w.batch)
+        wanted = min(self.n_workers - len(self._workers), len(self._pending) - free)
+        for _ in range(max(0, wanted)):
+            self._workers.append(_spawn_worker(self.test_hooks))
+
+    def _dispatch(self) -> None:
+        """Give each idle, ready worker a batch: large enough to amortise IPC, small enough
+        (a fraction of the queue) that workers finish together."""
+        for worker in self._workers:
+            if not self._pending:
+                return
+            if not worker.ready or worker.batch:
+                continue
+            size = max(1, min(self.max_batch, len(self._pending) // (2 * self.n_workers)))
+            while self._pending and len(worker.batch) < size:
+                job = self._pending.popleft()
+                # a requeued job is already running; a fresh one may have been cancelled
+                if job.future.running() or job.future.set_running_or_notify_cancel():
+                    worker.batch.append(job)
+            if worker.batch:
+                worker.conn.send([(j.job_id, j.gold, j.answer, j.timeout_s) for j in worker.batch])
+                worker.deadline = time.monotonic() + worker.batch[0].timeout_s
+
+    def _wait_and_handle(self) -> None:
+        """Sleep until a worker speaks, work arrives or the nearest deadline; handle results and
+        deaths (EOF on a worker's socket)."""
+        limits = [w.deadline for w in self._workers if w.deadline is not None]
+        limits += [w.started_at + self.start_timeout_s for w in self._workers if not w.ready]
+        timeout = min(1.0, max(0.0, min(limits) - time.monotonic())) if limits else 1.0
+        ready = wait([self._wake_recv, *(w.conn for w in self._workers)], timeout)
+        if self._wake_recv in ready:
+            self._wake_recv.recv(65536)
+        for worker in list(self._workers):
+            if worker.conn in ready and not self._read_messages(worker):
+                _kill(worker)  # EOF on its socket: the process is gone or going
+                self._lost(worker, "error", f"grading worker died (exit code {worker.process.returncode})")
+
+    def _read_messages(self, worker: _Worker) -> bool:
+        """Handle everything the worker sent; ``False`` when its socket is closed."""
+        try:
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                if message[0] == "ready":
+                    worker.ready = True
+                    self._start_failures = 0
+                    continue
+                job_id, verdict = message
+                if worker.batch and worker.batch[0].job_id == job_id:
+                    _resolve(worker.batch.popleft(), verdict)
+                worker.deadline = time.monotonic() + worker.batch[0].timeout_s if worker.batch else None
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def _expire(self, now: float) -> None:
+        """Kill workers whose current item, or whose start-up, overran its budget."""
+        for worker in list(self._workers):
+            if worker.deadline is not None and now >= worker.deadline:
+                budget = worker.batch[0].timeout_s if worker.batch else 0.0
+                self._lost(worker, "timeout", f"no verdict within {budget:g}s; grading worker killed")
+            elif not worker.ready and now - worker.started_at > self.start_timeout_s:
+                self._lost(worker, "error", f"grading worker did not start within {self.start_timeout_s:g}s")
+
+    def _lost(self, worker: _Worker, status: str, message: str) -> None:
+        """Kill ``worker``; its running item gets ``status``; the rest go back to the queue."""
+        _kill(worker)
+        self._workers.remove(worker)
+        if worker.batch:
+            _resolve(worker.batch.popleft(), Verdict(status, None, message))
+            self._pending.extendleft(reversed(worker.batch))
+        if not worker.ready:
+            self._start_failures += 1
+            if self._start_failures >= _MAX_START_FAILURES:
+                self._broken = f"grading workers keep failing to start ({message})"
+                while self._pending:
+                    _resolve(self._pending.popleft(), Verdict("error", None, self._broken))
+
+    def _shutdown(self) -> None:
+        """Stop workers (politely, then by force) and resolve everything left as an error."""
+        for worker in self._workers:
+            with contextlib.suppress(OSError, ValueError):
+                worker.conn.send(None)
+        deadline = time.monotonic() + 2.0
+        for worker in self._workers:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(max(0.01, deadline - time.monotonic()))
+            _kill(worker)
+            for job in worker.batch:
+                _resolve(job, Verdict("error", None, "grading pool closed"))
+        self._workers.clear()
+        with self._lock:
+            self._finished = True
+            self._take_inbox()
+        while self._pending:
+            _resolve(self._pending.popleft(), Verdict("error", None, self._broken or "grading pool closed"))
+        self._wake_send.close()
+        self._wake_recv.close()
+
+
+def _resolve(job: _Job, verdict: Verdict) -> None:
+    """Deliver ``verdict`` unless the future already has one (first answer wins)."""
+    if not job.future.done():
+        job.future.set_result(verdict)
+
+
+def _spawn_worker(test_hooks: bool) -> _Worker:
+    process, conn = start_worker(test_hooks)
+    return _Worker(process, conn, time.monotonic())
+
+
+def _kill(worker: _Worker) -> None:
+    stop_worker(worker.process, worker.conn)

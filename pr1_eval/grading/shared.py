@@ -1,0 +1,40 @@
+"""The process-wide grading pool behind ``grade_response`` and ``answer_classes``.
+
+Created on first use (so importing the grader starts nothing), closed at interpreter exit, and
+recreated in a forked child, which inherits neither the dispatcher thread nor the right to
+the parent's workers. Its size is :func:`~pr1_eval.grading.pool.default_workers`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from pr1_eval.grading.pool import GradingPool, default_workers
+
+_shared: GradingPool | None = None
+_shared_lock = threading.Lock()
+_atexit_registered = False
+
+
+def shared_pool() -> GradingPool:
+    """The process-wide pool (created on first use, closed at exit; recreated after a fork,
+    since a forked child inherits neither the dispatcher thread nor the right to the workers)."""
+    global _shared, _atexit_registered
+    with _shared_lock:
+        if _shared is None or _shared.closed or _shared.pid != os.getpid():
+            _shared = GradingPool(default_workers())
+            if not _atexit_registered:
+                atexit.register(close_shared_pool)
+                _atexit_registered = True
+        return _shared
+
+
+def close_shared_pool() -> None:
+    """Close the process-wide pool, if this process started one."""
+    global _shared
+    with _shared_lock:
+        pool, _shared = _shared, None
+    if pool is not None and pool.pid == os.getpid():
+        pool.close()

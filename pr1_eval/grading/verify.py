@@ -1,0 +1,139 @@
+"""Math equivalence by math-verify, as a grading worker process runs it.
+
+math-verify bounds its own parse and compare steps with ``signal.alarm``, which only works on
+a process's main thread, and some inputs still hang in C code that never returns to Python.
+So the calls here run on the main thread of a dedicated worker process (:mod:`.pool` starts,
+watches and kills those); the inner alarms turn most slow inputs into a clean ``timeout``
+verdict without losing the worker, and the pool's kill covers the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+#: Environment variable that, set to "1" when a pool starts, arms the test-only answers below.
+TEST_HOOKS_ENV = "PR1_EVAL_GRADING_TEST_HOOKS"
+#: With test hooks armed, a worker given this answer sleeps forever (a hang no alarm breaks).
+HANG_ANSWER = "PR1EVAL-TEST-HANG"
+#: With test hooks armed, a worker given this answer dies at once (exit status 3).
+CRASH_ANSWER = "PR1EVAL-TEST-CRASH"
+#: With test hooks armed, a worker given this answer raises an exception while grading.
+RAISE_ANSWER = "PR1EVAL-TEST-RAISE"
+
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+class Verdict(NamedTuple):
+    """One equivalence check: ``status`` is 'ok', 'timeout' or 'error'; ``correct`` is the
+    verdict when 'ok', else ``None``; ``error`` says why it is not 'ok'."""
+
+    status: str
+    correct: bool | None
+    error: str | None = None
+
+
+class VerifyTimeout(Exception):
+    """A math-verify step hit its alarm and no comparison had succeeded."""
+
+
+def as_math(text: str) -> str:
+    """``text`` as one inline-math span, so bare LaTeX (``\\dfrac{9}{7}``) parses as LaTeX and
+    ``10\\%`` keeps its meaning; stray unescaped ``$`` inside are dropped first."""
+    return "$" + _UNESCAPED_DOLLAR.sub("", text.strip()) + "$"
+
+
+def _config() -> list[Any]:
+    """math-verify's default targets, LaTeX then plain expressions (imported lazily: the parent
+    process never needs math-verify)."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    return [LatexExtractionConfig(), ExprExtractionConfig()]
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str, op_timeout: int) -> tuple[Any, ...]:
+    """math-verify's parse of ``text`` (cached: the same gold is checked k times).
+
+    A timeout raises :class:`VerifyTimeout` (and is therefore not cached); other parse errors
+    give an empty parse, as math-verify's own ``raise_on_error=False`` would.
+    """
+    from math_verify import parse
+    from math_verify.errors import TimeoutException
+
+    try:
+        return tuple(parse(as_math(text), extraction_config=_config(), parsing_timeout=op_timeout, raise_on_error=True))
+    except TimeoutException as exc:
+        raise VerifyTimeout(f"math-verify parse timed out after {op_timeout}s") from exc
+    except Exception:  # noqa: BLE001 - unparsable text is simply not equal to anything
+        return ()
+
+
+def math_equal(gold: str, answer: str, op_timeout: int = 5) -> bool:
+    """Whether ``answer`` equals ``gold`` by math-verify (``gold`` first: verify is asymmetric).
+
+    Same result as ``verify(parse(gold), parse(answer))``, except that a step that timed out
+    raises :class:`VerifyTimeout` instead of silently counting as unequal, unless another
+    comparison already succeeded. Must run on a main thread (math-verify uses SIGALRM).
+    """
+    from math_verify import verify
+    from math_verify.errors import TimeoutException
+
+    gold_parsed = _parse(gold, op_timeout)
+    answer_parsed = _parse(answer, op_timeout)
+    timed_out = False
+    for g in gold_parsed:
+        for t in answer_parsed:
+            try:
+                if verify(g, t, timeout_seconds=op_timeout, raise_on_error=True):
+                    return True
+            except TimeoutException:
+                timed_out = True
+            except Exception:  # noqa: BLE001,S112 - math-verify counts a failed comparison as unequal
+                continue
+    if timed_out:
+        raise VerifyTimeout(f"math-verify comparison timed out after {op_timeout}s")
+    return False
+
+
+def verify_pair(gold: str, answer: str, op_timeout: int = 5, test_hooks: bool = False) -> Verdict:
+    """:func:`math_equal` as a :class:`Verdict`; never raises (except for the crash hook).
+
+    Off the main thread math-verify's alarms fail and it would quietly answer "unequal", so
+    that case is reported as an error instead; use the worker pool from threads.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return Verdict("error", None, "math-verify needs the main thread (SIGALRM); grade through the pool")
+    try:
+        if test_hooks:
+            _run_test_hook(answer)
+        return Verdict("ok", math_equal(gold, answer, op_timeout))
+    except VerifyTimeout as exc:
+        return Verdict("timeout", None, str(exc))
+    except RecursionError:
+        return Verdict("error", None, "RecursionError in math-verify")
+    except Exception as exc:  # noqa: BLE001 - any failure is reported per item
+        return Verdict("error", None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _run_test_hook(answer: str) -> None:
+    """Simulate the failures the pool must survive (only when test hooks are armed)."""
+    if answer == HANG_ANSWER:
+        while True:  # a hang that no alarm interrupts
+            signal.alarm(0)
+            time.sleep(3600)
+    if answer == CRASH_ANSWER:
+        os._exit(3)
+    if answer == RAISE_ANSWER:
+        raise RuntimeError("test hook: grading raised")
+
+
+def inner_timeout(timeout_s: float) -> int:
+    """Whole seconds for each math-verify step: a third of the per-item budget (at least 1),
+    so several steps fit before the pool kills the worker."""
+    return max(1, int(timeout_s / 3))

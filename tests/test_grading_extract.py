@@ -1,0 +1,200 @@
+"""Answer extraction and the paper's checker: pure functions, no worker processes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pr1_eval.grading import ExtractedAnswer, extract_answer, normalize_final_answer, paper_correct
+from pr1_eval.grading.extract import last_boxed
+
+
+def block(*paths: str, summary: str = "compare") -> str:
+    """A well-formed parallel block with the given path contents."""
+    inner = "".join(f"<Path>{p}</Path>" for p in paths)
+    return f"<Parallel>{inner}</Parallel><Summary>{summary}</Summary>"
+
+
+# ----- extract_answer ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("Work.\nFinal Answer: 42", ExtractedAnswer("42", "final_answer")),
+        ("FINAL ANSWER: 12", ExtractedAnswer("12", "final_answer")),
+        ("final answer :  7  ", ExtractedAnswer("7", "final_answer")),
+        ("Final Answer: $\\boxed{5}$", ExtractedAnswer("5", "final_answer")),
+        ("Final Answer: $\\boxed{5}$.", ExtractedAnswer("5", "final_answer")),
+        ("Final Answer: 5.", ExtractedAnswer("5", "final_answer")),
+        ("Final Answer: 3.5", ExtractedAnswer("3.5", "final_answer")),
+        ("Final Answer: $\\text{Evelyn}$.", ExtractedAnswer("Evelyn", "final_answer")),
+        ("Final Answer: \\(x^2\\)", ExtractedAnswer("x^2", "final_answer")),
+        ("Final Answer: The answer is $\\frac{3}{4}$.", ExtractedAnswer("\\frac{3}{4}", "final_answer")),
+        ("**Final Answer:** 7", ExtractedAnswer("7", "final_answer")),
+        ("**Final Answer**: 8", ExtractedAnswer("8", "final_answer")),
+        ("Final Answer:\n$$\n\\frac{1}{2}\n$$\n", ExtractedAnswer("\\frac{1}{2}", "final_answer")),
+        ("Final Answer: \\$18.90", ExtractedAnswer("\\$18.90", "final_answer")),
+        ("Final Answer: 1\nlater... Final Answer: 2\n", ExtractedAnswer("2", "final_answer")),
+        ("Final Answer: 1\nFinal Answer:   \n", ExtractedAnswer("1", "final_answer")),  # empty last one
+        ("Final Answer: 5\nsee \\boxed{6}", ExtractedAnswer("5", "final_answer")),  # line beats box
+        ("so the result is \\boxed{42}.", ExtractedAnswer("42", "boxed")),
+        ("\\boxed{1} then \\boxed{2}", ExtractedAnswer("2", "boxed")),
+        ("\\boxed{\\frac{1}{\\sqrt{2}}}", ExtractedAnswer("\\frac{1}{\\sqrt{2}}", "boxed")),
+        ("\\boxed{\\{1, 2\\}}", ExtractedAnswer("\\{1, 2\\}", "boxed")),
+        ("\\boxed{3} and finally \\boxed{4", ExtractedAnswer("3", "boxed")),  # cut-off box skipped
+        ("\\boxed{\\text{(A)}}", ExtractedAnswer("(A)", "boxed")),
+        ("no answer here", ExtractedAnswer(None, "none")),
+        ("Final Answer:", ExtractedAnswer(None, "none")),
+        ("", ExtractedAnswer(None, "none")),
+    ],
+)
+def test_extract_answer_cases(response: str, expected: ExtractedAnswer) -> None:
+    assert extract_answer(response) == expected
+
+
+def test_final_answer_inside_paths_is_ignored() -> None:
+    response = (
+        "Let me try two ways.\n"
+        + block("Final Answer: 7", "so \\boxed{8}\nFinal Answer: 8")
+        + "\nBoth agree on 9.\nFinal Answer: 9\n"
+    )
+    assert extract_answer(response) == ExtractedAnswer("9", "final_answer")
+
+
+def test_answers_only_inside_paths_give_none() -> None:
+    response = "Start." + block("Final Answer: 7", "\\boxed{8}") + "\nI am not sure."
+    assert extract_answer(response) == ExtractedAnswer(None, "none")
+
+
+def test_boxed_outside_paths_is_used_when_paths_hold_final_answers() -> None:
+    response = block("Final Answer: 7", "Final Answer: 8") + "\nSo \\boxed{8}."
+    assert extract_answer(response) == ExtractedAnswer("8", "boxed")
+
+
+def test_unclosed_path_is_ignored() -> None:
+    response = "Final Answer: 1\n<Parallel><Path>maybe\nFinal Answer: 2\n\\boxed{2}"  # cut off mid-path
+    assert extract_answer(response) == ExtractedAnswer("1", "final_answer")
+
+
+def test_stray_path_outside_a_block_is_ignored() -> None:
+    response = "Final Answer: 3\n<Path>Final Answer: 4</Path>"
+    assert extract_answer(response) == ExtractedAnswer("3", "final_answer")
+
+
+def test_answer_in_summary_counts() -> None:
+    response = block("a", "b", summary="Both give 6.\nFinal Answer: 6")
+    assert extract_answer(response) == ExtractedAnswer("6", "final_answer")
+
+
+@pytest.mark.parametrize("bad", [None, 12345, b"Final Answer: 3"])
+def test_extract_answer_never_raises_on_non_strings(bad: object) -> None:
+    result = extract_answer(bad)  # type: ignore[arg-type]
+    assert isinstance(result, ExtractedAnswer)
+
+
+def test_last_boxed_handles_escaped_braces() -> None:
+    assert last_boxed("x \\boxed{a\\}b} y") == "a\\}b"
+
+
+# ----- big and adversarial inputs ----------------------------------------------------------------
+FIVE_MB = 5_000_000
+
+
+def _timed(fn, *args):  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    result = fn(*args)
+    return result, time.perf_counter() - start
+
+
+def test_five_megabyte_response_with_paths() -> None:
+    unit = "Reasoning line.\n" + block("Final Answer: 1\n" + "x" * 900, "Final Answer: 2") + "\n"
+    response = unit * (FIVE_MB // len(unit)) + "Final Answer: \\frac{5}{2}\n"
+    assert len(response) > 4_900_000
+    result, seconds = _timed(extract_answer, response)
+    assert result == ExtractedAnswer("\\frac{5}{2}", "final_answer")
+    assert seconds < 5.0
+    _, seconds = _timed(paper_correct, response, "\\frac{5}{2}")
+    assert seconds < 1.0
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "\\boxed{" * (FIVE_MB // 7),  # nothing ever closes
+        "Final Answer: " + "$" * FIVE_MB,  # one enormous line of delimiters
+        "Final Answer: " + "{(" * (FIVE_MB // 2),
+        "Final Answer:\n" * (FIVE_MB // 14),  # many empty answers
+        "<Parallel><Path>" * (500_000 // 16),  # 62k tags; the structure parse costs ~10 us a tag
+        "a" * FIVE_MB,
+    ],
+    ids=["unclosed-boxes", "dollars", "brackets", "empty-finals", "open-tags", "plain"],
+)
+def test_pathological_inputs_return_quickly(response: str) -> None:
+    result, seconds = _timed(extract_answer, response)
+    assert isinstance(result, ExtractedAnswer)
+    assert seconds < 10.0
+    _, seconds = _timed(paper_correct, response, "1")
+    assert seconds < 2.0
+
+
+# ----- the paper's checker ----------------------------------------------------------------------
+def test_paper_reads_only_the_last_300_characters() -> None:
+    assert paper_correct("Final Answer: 42\n" + "x" * 200, "42")
+    # the same answer 400 characters before the end is outside the paper's window
+    assert not paper_correct("Final Answer: 42\n" + "x" * 400, "42")
+    assert extract_answer("Final Answer: 42\n" + "x" * 400).text == "42"  # ours still finds it
+
+
+def test_paper_counts_answers_inside_paths() -> None:
+    response = "Start.\n" + block("\nFinal Answer: 42\n", "\nFinal Answer: 41\n") + "\n"
+    assert paper_correct(response, "41")  # last match, even inside a path
+    # with the tags stripped, text that touched a tag runs together, as in the paper's decode
+    glued = "Start." + block("Final Answer: 42", "Final Answer: 41", summary="done")
+    assert not paper_correct(glued, "41")  # it reads "42Final Answer: 41done"
+    assert extract_answer(response).text is None
+
+
+def test_paper_strips_tags_like_its_decoder() -> None:
+    response = "Final Answer: 42\n" + "<Path></Path>" * 30  # 390 chars of tags, 0 of text
+    assert paper_correct(response, "42")  # the paper decoded without special tokens
+    assert not paper_correct(response, "42", strip_tags=False)
+
+
+@pytest.mark.parametrize(
+    ("answer_line", "gold", "expected"),
+    [
+        ("Final Answer: 42", "42", True),
+        ("final answer:42", "42", True),
+        ("Final Answer: $\\boxed{1,000}$ dollars", "1000", True),
+        ("Final Answer: 90^\\circ", "90", True),
+        ("Final Answer: \\frac12", "\\frac{1}{2}", True),
+        ("Final Answer: \\sqrt2", "\\sqrt{2}", True),
+        ("Final Answer: x = 5", "5", True),
+        ("Final Answer: \\text{Evelyn}", "\\text{Evelyn}", True),
+        ("Final Answer: 9/7", "\\frac{9}{7}", False),  # no maths, just strings
+        ("Final Answer: 0.5", "\\frac{1}{2}", False),
+        ("Final Answer: 43", "42", False),
+        ("The answer is 42", "42", False),  # no Final Answer line at all
+    ],
+)
+def test_paper_checker_examples(answer_line: str, gold: str, expected: bool) -> None:
+    assert paper_correct("Some reasoning.\n" + answer_line, gold) is expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalised"),
+    [
+        ("$\\boxed{1,000}$ dollars", "1000"),
+        ("x = \\frac{3}{4}", "\\frac{3}{4}"),
+        ("10 \\text{ cm}", "10"),
+        ("\\text{(A)}", "(A)"),
+        ("\\fracab", "\\frac{a}{b}"),
+        ("\\sqrt3", "\\sqrt{3}"),
+        ("1,2", "12"),  # quirk: digits-and-commas lose their commas, so the pair 1,2 reads as 12
+        ("(1,2)", "(1,2)"),
+        ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\left(3,\\frac{\\pi}{2}\\right)"),
+        ("It is $5$ and $6$", "5"),  # the first $…$ span wins
+    ],
+)
+def test_normalize_final_answer(raw: str, normalised: str) -> None:
+    assert normalize_final_answer(raw) == normalised
