@@ -55,12 +55,7 @@ def annotate_grades(records: Sequence[SampleRecord], *, workers: int | None = No
     results = grade_responses([(r.response, r.gold) for r in records], workers=workers, timeout_s=timeout_s,
                               progress=progress)
     for record, result in zip(records, results, strict=True):
-        record.extracted_answer = result.extracted_answer
-        record.answer_source = result.answer_source
-        record.correct = result.correct
-        record.correct_paper = result.correct_paper
-        record.grade_status = result.grade_status
-        record.grade_error = result.grade_error
+        result.fill(record)
     by_problem: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
     for record in records:
         by_problem[(record.task, record.problem_id)].append(record)

@@ -1,0 +1,298 @@
+"""Data builders: the shared JSONL training sets → VERL parquet files.
+
+* **SFT** (Parallel-GSM8K): one ``messages`` row per trajectory (user = the paper's prompt
+  template around the problem, assistant = the trajectory, tags kept as text), read by VERL's
+  ``MultiTurnSFTDataset``. Rows failing pr1-eval's strict format check are dropped — a cold start
+  exists to teach the format, so a malformed example teaches the wrong thing.
+* **RL** (GSM8K train, DAPO-Math-17k, and a validation set from the benchmarks): VERL's RL
+  schema — ``data_source``, ``prompt`` (chat messages), ``ability``, ``reward_model.ground_truth``
+  and ``extra_info`` (split, index, id, problem).
+
+Problem texts are kept whole: the official preprocessing cut problems at their first blank line,
+which drops figures, givens and even the question (see PROVENANCE.md on MATH300). The shared
+``dapo_math_17k.jsonl`` *is* that preprocessing's output (no DAPO problem in it has a blank line,
+and 293 end in a colon whose announced content is gone), so the builder takes the original
+DAPO-Math-17k file when given one (``--dapo FILE``: the hub parquet or JSONL, whose user message
+wraps the full problem in DAPO's instruction, which is stripped) and, on the shared file, drops
+the problems that visibly end mid-statement (a trailing colon): the gold answer of a problem
+without its givens only rewards guessing. DAPO repeats problems; repeats are collapsed to one row,
+and a problem whose copies disagree on the answer is dropped (one of its golds is wrong, so it
+would reward wrong answers half the time).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.paths import resolve_data_dir, resolve_training_dir
+from pr1_eval.prompts import PromptTemplate, load_template
+from pr1_eval.structure import parse_structure
+
+SFT_FILE = "parallel_gsm8k.jsonl"
+GSM8K_FILE = "gsm8k_train.jsonl"
+DAPO_FILE = "dapo_math_17k.jsonl"
+VAL_TASKS = ("aime24", "aime25", "amc23", "math300_pr1")
+OUTPUTS = {
+    "sft": "sft_parallel_gsm8k.parquet",
+    "gsm8k": "rl_gsm8k.parquet",
+    "dapo": "rl_dapo.parquet",
+    "val": "rl_val.parquet",
+}
+
+
+@dataclass
+class BuildReport:
+    """Counts for one output file; ``notes`` explain every row that was dropped or changed."""
+
+    name: str
+    rows_in: int = 0
+    rows_out: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    info: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    path: str = ""
+
+    def line(self) -> str:
+        """One human-readable summary line."""
+        parts = [f"{self.name}: {self.rows_in} in → {self.rows_out} out"]
+        parts += [f"dropped {n} ({why})" for why, n in self.dropped.items()]
+        parts += [f"{why}: {n}" for why, n in self.info.items()]
+        return "; ".join(parts)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSON Lines file; a malformed line is an error naming file and line."""
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
+    return rows
+
+
+def user_message(template: PromptTemplate, problem: str) -> list[dict[str, str]]:
+    """The chat prompt: one user message, no system message (as in the paper)."""
+    return [{"role": "user", "content": template.render(problem)}]
+
+
+def build_sft(rows: list[dict[str, Any]], template: PromptTemplate) -> tuple[list[dict[str, Any]], BuildReport]:
+    """SFT rows from Parallel-GSM8K trajectories; drops rows failing the strict format check."""
+    report = BuildReport("sft", rows_in=len(rows))
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        response = str(row["response"])
+        structure = parse_structure(response)
+        if not structure.format_ok:
+            report.dropped["format check failed"] = report.dropped.get("format check failed", 0) + 1
+            report.examples.setdefault("format check failed", []).append(f"{row['id']}: {structure.error}")
+            continue
+        if not structure.has_parallel:
+            report.info["kept without a parallel block"] = report.info.get("kept without a parallel block", 0) + 1
+        messages = [*user_message(template, str(row["problem"])), {"role": "assistant", "content": response}]
+        extra = {"id": str(row["id"]), "answer": str(row["answer"]), "n_blocks": structure.n_blocks}
+        out.append({"messages": messages, "data_source": "parallel_gsm8k", "extra_info": extra})
+    report.rows_out = len(out)
+    return out, report
+
+
+DAPO_PREFIX = "Solve the following math problem step by step. The last line of your response should be of the form Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
+DAPO_SUFFIX = '\n\nRemember to put your answer on its own line after "Answer:".'
+
+
+def strip_dapo_instruction(content: str) -> str:
+    """The problem inside DAPO's original user message (its instruction prefix and suffix removed)."""
+    if content.startswith(DAPO_PREFIX):
+        content = content[len(DAPO_PREFIX) :]
+    if content.endswith(DAPO_SUFFIX):
+        content = content[: -len(DAPO_SUFFIX)]
+    return content
+
+
+def load_problems(path: Path) -> list[dict[str, Any]]:
+    """``{id, problem, answer}`` rows from JSONL or parquet, in pr1's schema (``problem``/``answer``) or
+    VERL/hub RL schema (``prompt`` messages, ``reward_model.ground_truth``, ``extra_info.index``)."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        raw = pq.read_table(path).to_pylist()
+    else:
+        raw = read_jsonl(path)
+    out = []
+    for i, row in enumerate(raw):
+        if "problem" in row:
+            out.append({"id": str(row.get("id", i)), "problem": str(row["problem"]), "answer": str(row["answer"])})
+            continue
+        user = next(m["content"] for m in row["prompt"] if m["role"] == "user")
+        index = (row.get("extra_info") or {}).get("index", i)
+        out.append(
+            {
+                "id": str(index),
+                "problem": strip_dapo_instruction(str(user)),
+                "answer": str(row["reward_model"]["ground_truth"]),
+            }
+        )
+    return out
+
+
+def looks_truncated(problem: str) -> bool:
+    """The statement announces content that is not there (ends with a colon): cut by preprocessing."""
+    return problem.rstrip().endswith((":", "："))
+
+
+def drop_truncated(rows: list[dict[str, Any]], report: BuildReport) -> list[dict[str, Any]]:
+    """Remove visibly truncated problems, counting them in ``report``."""
+    kept = [r for r in rows if not looks_truncated(str(r["problem"]))]
+    if len(kept) < len(rows):
+        report.dropped["problem ends with ':' (truncated upstream)"] = len(rows) - len(kept)
+        report.examples["truncated"] = [str(r["id"]) for r in rows if looks_truncated(str(r["problem"]))][:5]
+    return kept
+
+
+def rl_row(
+    data_source: str, template: PromptTemplate, problem: str, answer: str, index: int, row_id: str, split: str
+) -> dict[str, Any]:
+    """One row in VERL's RL schema; ``extra_info.index`` lets VERL group rollouts per prompt."""
+    return {
+        "data_source": data_source,
+        "prompt": user_message(template, problem),
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": str(answer)},
+        "extra_info": {"split": split, "index": index, "id": row_id, "problem": problem},
+    }
+
+
+def problem_key(problem: str) -> str:
+    """De-duplication key: the problem with runs of whitespace collapsed."""
+    return " ".join(problem.split())
+
+
+def dedup(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], BuildReport]:
+    """Collapse repeated problems to their first row; drop problems whose copies disagree on the answer."""
+    report = BuildReport("dedup", rows_in=len(rows))
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[problem_key(str(row["problem"]))].append(row)
+    out = []
+    for copies in groups.values():
+        answers = {str(c["answer"]).strip() for c in copies}
+        if len(answers) > 1:
+            report.dropped["problems with conflicting answers"] = (
+                report.dropped.get("problems with conflicting answers", 0) + 1
+            )
+            report.info["rows of conflicting problems"] = report.info.get("rows of conflicting problems", 0) + len(
+                copies
+            )
+            report.examples.setdefault("conflicting", []).append(f"{copies[0]['id']}: answers {sorted(answers)}")
+            continue
+        out.append(copies[0])
+    report.info["unique problems"] = len(groups)
+    report.info["repeated rows collapsed"] = sum(
+        len(c) - 1 for c in groups.values() if len({str(x["answer"]).strip() for x in c}) == 1
+    )
+    report.rows_out = len(out)
+    return out, report
+
+
+def build_rl(
+    rows: list[dict[str, Any]], data_source: str, template: PromptTemplate, split: str = "train"
+) -> list[dict[str, Any]]:
+    """RL rows, full problem texts, in input order."""
+    return [
+        rl_row(data_source, template, str(r["problem"]), str(r["answer"]), i, str(r["id"]), split)
+        for i, r in enumerate(rows)
+    ]
+
+
+def val_gold(task: str, row: dict[str, Any]) -> str:
+    """Gold for validation; MATH300 uses the MATH answer where the paper's ground truth lost a base subscript."""
+    if task == "math300_pr1" and row.get("answer_agrees_with_math") is False and row.get("math_answer"):
+        return str(row["math_answer"])
+    return str(row["answer"])
+
+
+def build_val(benchmarks_dir: Path, template: PromptTemplate) -> list[dict[str, Any]]:
+    """The paper's validation mix (AIME24, AIME25, AMC23, MATH300), one ``data_source`` per benchmark."""
+    out: list[dict[str, Any]] = []
+    for task in VAL_TASKS:
+        for row in read_jsonl(benchmarks_dir / f"{task}.jsonl"):
+            out.append(
+                rl_row(task, template, str(row["problem"]), val_gold(task, row), len(out), str(row["id"]), "test")
+            )
+    return out
+
+
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write rows with pyarrow (nested lists/dicts become list/struct columns VERL reads back)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+@dataclass
+class Sources:
+    """Input files; any left ``None`` comes from the shared training folder."""
+
+    training_dir: Path | None = None
+    benchmarks_dir: Path | None = None
+    sft: Path | None = None
+    gsm8k: Path | None = None
+    dapo: Path | None = None
+    keep_truncated: bool = False
+
+    def resolve(self, name: str, default: str) -> Path:
+        explicit = getattr(self, name)
+        if explicit is not None:
+            return Path(explicit)
+        folder = self.training_dir or resolve_training_dir()
+        if folder is None or not (folder / default).is_file():
+            raise FileNotFoundError(
+                f"{default} not found (training folder {folder}); set PR1_TRAINING_DIR or pass --{name} FILE"
+            )
+        return folder / default
+
+
+def build_dapo(sources: Sources, template: PromptTemplate) -> tuple[list[dict[str, Any]], BuildReport]:
+    """De-duplicated DAPO rows; visibly truncated problems dropped unless ``keep_truncated``."""
+    rows, report = dedup(load_problems(sources.resolve("dapo", DAPO_FILE)))
+    report.name = "rl_dapo"
+    if not sources.keep_truncated:
+        rows = drop_truncated(rows, report)
+    return build_rl(rows, "dapo_math_17k", template), report
+
+
+def build_all(
+    out_dir: Path, sources: Sources | None = None, template_name: str = "parallel_r1_v3"
+) -> list[BuildReport]:
+    """Build every parquet file the stages read; returns one report per file."""
+    sources = sources or Sources()
+    template = load_template(template_name)
+    reports = []
+    sft_rows, sft_report = build_sft(read_jsonl(sources.resolve("sft", SFT_FILE)), template)
+    reports.append(_write(sft_rows, out_dir / OUTPUTS["sft"], sft_report))
+    gsm = load_problems(sources.resolve("gsm8k", GSM8K_FILE))
+    reports.append(
+        _write(build_rl(gsm, "gsm8k", template), out_dir / OUTPUTS["gsm8k"], BuildReport("rl_gsm8k", len(gsm)))
+    )
+    dapo, dapo_report = build_dapo(sources, template)
+    reports.append(_write(dapo, out_dir / OUTPUTS["dapo"], dapo_report))
+    benchmarks_dir = sources.benchmarks_dir or resolve_data_dir()
+    if benchmarks_dir is not None and benchmarks_dir.is_dir():
+        val = build_val(benchmarks_dir, template)
+        reports.append(_write(val, out_dir / OUTPUTS["val"], BuildReport("rl_val", len(val))))
+    return reports
+
+
+def _write(rows: list[dict[str, Any]], path: Path, report: BuildReport) -> BuildReport:
+    write_parquet(rows, path)
+    report.rows_out, report.path = len(rows), str(path)
+    return report

@@ -1,0 +1,170 @@
+"""Structured ("Unseen") training inside VERL: sibling paths never see each other.
+
+Loaded into every VERL process through ``model.external_lib=repro.structured_actor`` (VERL's
+``HFModelConfig`` imports it before any engine is built). Importing it
+
+* registers :class:`StructuredFSDPEngineWithLMHead` in VERL's ``EngineRegistry`` for the
+  ``fsdp``/``fsdp2`` backends on ``(cuda, nvidia)`` and ``(cuda, amd)`` — the registry looks the
+  vendor key up before the plain ``cuda`` one, so the override applies exactly where the module
+  is loaded and VERL's own registration stays untouched;
+* provides :class:`StructuredSFTDataset` (``data.custom_cls``) whose ``position_ids`` follow the
+  structured layout;
+* registers the fork-join agent loop (``repro.agent_loop``), which Unseen RL stages roll out with.
+
+The engine subclass changes one method: after VERL builds the padded (non-remove-padding)
+inputs, it replaces the 2-D attention mask by the 4-D structured mask and the position ids by
+the structured ones, both from :func:`pr1_eval.structured.build_mask_and_positions` — the same
+function the structured decoder uses, so training and decoding agree token for token. Right
+padding rows would see nothing (every key masked) and give NaN through softmax; they are let
+see themselves, and their logits are never read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from verl.utils import tensordict_utils as tu
+from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+from verl.workers.engine.base import EngineRegistry
+from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+
+from pr1_eval.structured import additive_mask, build_mask_and_positions, resolve_tag_ids
+
+logger = logging.getLogger(__name__)
+SUPPORTED_ATTENTION = ("sdpa", "eager")
+VENDORS = ("nvidia", "amd")
+"""CUDA-device vendors the override is registered for (VERL looks ``(device, vendor)`` up first)."""
+
+
+def response_starts(micro_batch: Any, lengths: Sequence[int]) -> list[int]:
+    """Where each sequence's response begins, so prompt tokens (the prompt names the tags in plain
+    words, which a tag-aware tokenizer turns into tag ids) are never read as structure.
+
+    PPO micro-batches carry a nested ``response_mask`` (response lengths); SFT ones a ``loss_mask``
+    whose first 1 is the first assistant token. Without either, the whole sequence is response.
+    """
+    keys = set(micro_batch.keys())
+    if "response_mask" in keys:
+        resp_mask = micro_batch["response_mask"]
+        if getattr(resp_mask, "is_nested", False):
+            resp = resp_mask.offsets().diff().tolist()
+        else:  # equal-length rows were stacked into a dense [B, R] tensor: every response has R tokens
+            resp = [int(resp_mask.shape[-1])] * len(lengths)
+        return [max(0, int(n) - int(r)) for n, r in zip(lengths, resp, strict=True)]
+    if "loss_mask" in keys:
+        masks = micro_batch["loss_mask"]
+        rows = masks.unbind() if getattr(masks, "is_nested", False) else list(masks)
+        starts = []
+        for row in rows:
+            hits = torch.nonzero(row > 0)
+            starts.append(int(hits[0, 0]) if hits.numel() else 0)
+        return starts
+    return [0] * len(lengths)
+
+
+def structured_batch(
+    sequences: Sequence[Sequence[int]],
+    tag_ids: Mapping[str, int],
+    starts: Sequence[int] | None = None,
+    max_len: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ``(mask [B,1,L,L] bool, position_ids [B,L] long)`` for a batch of sequences.
+
+    Real rows follow :func:`pr1_eval.structured.build_mask_and_positions`; pad columns are hidden
+    from every real row; pad rows attend only to themselves (never an all-masked row → no NaN).
+    """
+    starts = list(starts) if starts is not None else [0] * len(sequences)
+    length = max_len if max_len is not None else max((len(s) for s in sequences), default=0)
+    mask = torch.eye(length, dtype=torch.bool).repeat(len(sequences), 1, 1, 1)
+    positions = torch.zeros(len(sequences), length, dtype=torch.long)
+    for i, (seq, start) in enumerate(zip(sequences, starts, strict=True)):
+        n = len(seq)
+        seq_mask, seq_pos = build_mask_and_positions(list(seq), tag_ids, response_start=start)
+        mask[i, 0, :n, :n] = seq_mask
+        positions[i, :n] = seq_pos
+    return mask, positions
+
+
+def attention_mask_for(mask: torch.Tensor, attn_implementation: str, dtype: torch.dtype) -> torch.Tensor:
+    """The 4-D mask in the form the attention kernel takes: bool for sdpa, additive float for eager."""
+    if attn_implementation == "sdpa":
+        return mask
+    if attn_implementation == "eager":
+        return additive_mask(mask, dtype)
+    raise ValueError(
+        f"structured training needs a 4-D attention mask, which attn_implementation={attn_implementation!r} cannot "
+        f"take; set model.override_config.attn_implementation to one of {SUPPORTED_ATTENTION}"
+    )
+
+
+def _tag_ids(tokenizer: Any) -> dict[str, int]:
+    return resolve_tag_ids(tokenizer)
+
+
+def structured_model_inputs(engine: Any, micro_batch: Any, model_inputs: dict[str, Any]) -> dict[str, Any]:
+    """Replace VERL's padded 2-D mask and positions by the structured 4-D mask and positions."""
+    input_ids = micro_batch["input_ids"]
+    sequences = [t.tolist() for t in input_ids.unbind()]
+    lengths = [len(s) for s in sequences]
+    padded = model_inputs["input_ids"]
+    if not hasattr(engine, "_repro_tag_ids"):
+        engine._repro_tag_ids = _tag_ids(engine.model_config.tokenizer)
+    starts = response_starts(micro_batch, lengths)
+    mask, positions = structured_batch(sequences, engine._repro_tag_ids, starts, padded.shape[1])
+    attn = getattr(engine.model_config.hf_config, "_attn_implementation", None) or "sdpa"
+    dtype = getattr(engine, "_autocast_dtype", torch.bfloat16)
+    out = dict(model_inputs)
+    out["attention_mask"] = attention_mask_for(mask, attn, dtype).to(padded.device)
+    out["position_ids"] = positions.to(padded.device)
+    return out
+
+
+class StructuredFSDPEngineWithLMHead(FSDPEngineWithLMHead):
+    """VERL's FSDP LM engine with the structured mask and positions (see module docstring)."""
+
+    def prepare_model_inputs(self, micro_batch: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        if tu.get_non_tensor_data(data=micro_batch, key="use_remove_padding", default=True):
+            raise RuntimeError(
+                "structured training needs the padded path: set model.use_remove_padding=False "
+                "(actor_rollout_ref.model.use_remove_padding=False for PPO); packed flash-attention has no 4-D mask"
+            )
+        model_inputs, output_args = super().prepare_model_inputs(micro_batch)
+        return structured_model_inputs(self, micro_batch, model_inputs), output_args
+
+
+def register() -> type:
+    """Register the structured engine for fsdp/fsdp2 on (cuda, nvidia|amd); idempotent. Returns the class."""
+    current = EngineRegistry._engines.get("language_model", {}).get("fsdp", {}).get(("cuda", VENDORS[0]))
+    if current is StructuredFSDPEngineWithLMHead:
+        return current
+    EngineRegistry.register(
+        model_type="language_model", backend=["fsdp", "fsdp2"], device="cuda", vendor=list(VENDORS)
+    )(StructuredFSDPEngineWithLMHead)
+    logger.info("repro: structured FSDP engine registered for fsdp/fsdp2 on cuda (%s)", ", ".join(VENDORS))
+    return StructuredFSDPEngineWithLMHead
+
+
+class StructuredSFTDataset(MultiTurnSFTDataset):
+    """VERL's multi-turn SFT dataset with structured ``position_ids`` (``pad_mode=no_padding``).
+
+    Defined at module level so DataLoader workers can pickle it under any start method.
+    """
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        row = super().__getitem__(item)
+        if not hasattr(self, "_repro_tag_ids"):
+            self._repro_tag_ids = _tag_ids(self.tokenizer)
+        start = response_starts({"loss_mask": row["loss_mask"][None]}, [len(row["input_ids"])])[0]
+        _, positions = build_mask_and_positions(row["input_ids"].tolist(), self._repro_tag_ids, response_start=start)
+        row["position_ids"] = positions
+        return row
+
+
+register()
+try:  # the Unseen RL stages roll out with the fork-join agent loop; make it known in this process
+    import repro.agent_loop  # noqa: F401
+except ImportError as error:  # pragma: no cover - only without VERL's agent-loop extras
+    logger.warning("repro: fork-join agent loop not registered (%s)", error)

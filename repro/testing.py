@@ -1,0 +1,117 @@
+"""Small fixtures for repro's CPU tests: the tiny model, a tag-free base, a fake VERL checkpoint.
+
+Kept in the package (not in a conftest) so every ``tests/test_repro_*.py`` module shares them and
+so a user can reproduce a test by hand. Nothing here is used in training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(tempfile.gettempdir()) / f"pr1-repro-test-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def tiny_model_dir(kind: str = "random") -> Path:
+    """pr1-eval's tiny Qwen3 model (six tags as special tokens), built once per machine."""
+    from pr1_eval import tiny_model
+
+    cached = getattr(tiny_model, "cached_tiny_model", None)
+    if cached is not None:
+        return Path(cached(kind=kind))
+    build_tiny_model = tiny_model.build_tiny_model
+
+    target = CACHE / f"tiny-{kind}"
+    if not (target / "config.json").is_file():
+        scratch = Path(tempfile.mkdtemp(dir=CACHE.parent if CACHE.parent.exists() else None))
+        build_tiny_model(scratch / "m")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            (scratch / "m").rename(target)
+        except OSError:  # another process won the race
+            shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def build_untagged_base(out: Path, *, free_rows: int = 0, tied: bool = True, seed: int = 0) -> Path:
+    """A tiny Qwen3 + byte-level BPE tokenizer *without* the six tags (the input of ``add-tokens``).
+
+    ``free_rows`` extra embedding rows beyond the vocabulary mimic Qwen's padded matrix.
+    """
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    corpus = ["Natalia sold 48 clips in April and half as many in May. Final Answer: 72"] * 20
+    corpus += ["Let x be the number of cats; then 2x + 3 = 11, so x = 4.", "<path> and <Parallelogram> are plain text."]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", extra_special_tokens=["<|im_start|>"]
+    )
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(fast) + free_rows,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        tie_word_embeddings=tied,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        bos_token_id=None,
+    )
+    model = Qwen3ForCausalLM(config)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    return out
+
+
+def fake_verl_checkpoint(model_dir: Path, root: Path, step: int, *, ppo: bool = True) -> Path:
+    """A one-rank FSDP checkpoint in VERL's layout (``global_step_N[/actor]`` with shards, ``fsdp_config.json``
+    and ``huggingface/``) made from an HF model, for testing ``merge`` without a GPU."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    step_dir = root / f"global_step_{step}"
+    shards = step_dir / "actor" if ppo else step_dir
+    (shards / "huggingface").mkdir(parents=True, exist_ok=True)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    torch.save(model.state_dict(), shards / "model_world_size_1_rank_0.pt")
+    (shards / "fsdp_config.json").write_text(json.dumps({"FSDP_version": 1, "world_size": 1}))
+    for item in model_dir.iterdir():
+        if item.is_file() and not item.name.endswith((".safetensors", ".bin")):
+            shutil.copy(item, shards / "huggingface" / item.name)
+    return step_dir
+
+
+def load_tokenizer(path: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def training_file(name: str) -> Path:
+    """A file of the shared training data (``$PR1_TRAINING_DIR`` or ``../shared/data/training``)."""
+    from pr1_eval.paths import resolve_training_dir
+
+    folder = resolve_training_dir()
+    if folder is None or not (folder / name).is_file():
+        raise FileNotFoundError(f"training file {name} not found (looked in {folder}); set PR1_TRAINING_DIR")
+    return folder / name

@@ -1,0 +1,202 @@
+"""The fork-join rollout: the protocol on scripted engines, then VERL's agent-loop machinery on CPU
+(registration, instantiation the way ``AgentLoopWorker`` does it, ``generate_sequences`` with
+post-processing and the streamed reward) with a fake server manager backed by the tiny model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from pr1_eval import tags as T
+from pr1_eval.structure import parse_structure
+from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, Generation
+
+TAGS = {
+    T.PARALLEL_OPEN: 101,
+    T.PARALLEL_CLOSE: 102,
+    T.PATH_OPEN: 103,
+    T.PATH_CLOSE: 104,
+    T.SUMMARY_OPEN: 105,
+    T.SUMMARY_CLOSE: 106,
+}
+EOS, NL = 0, 10
+
+
+class Script:
+    """A fake engine: answers by the stop token it is asked for, and records every call."""
+
+    def __init__(self, main: list[list[int]], path: list[list[int]], summary: list[list[int]]) -> None:
+        self.queues = {101: list(main), 104: list(path), 106: list(summary), None: list(main)}
+        self.calls: list[tuple[list[int], list[int], int]] = []
+
+    async def __call__(self, prompt: list[int], stops: list[int], max_tokens: int) -> Generation:
+        self.calls.append((list(prompt), list(stops), max_tokens))
+        key = stops[0] if stops else None
+        queue = self.queues[key] if key in self.queues else self.queues[None]
+        out = (queue.pop(0) if queue else [EOS])[:max_tokens]
+        return Generation(out, [-0.5] * len(out))
+
+
+def rollout(script: Script, **kw) -> ForkJoinRollout:
+    return ForkJoinRollout(TAGS, [EOS], [NL], ForkJoinConfig(**{"response_length": 200, **kw}), script)
+
+
+def test_protocol_layout_mask_and_isolation() -> None:
+    script = Script(main=[[1, 2, 101], [3, EOS]], path=[[20, 21, 104], [30, 104]], summary=[[40, 106]])
+    t = asyncio.run(rollout(script).run([9, 9]))
+    assert t.ids == [1, 2, 101, 103, 20, 21, 104, 103, 30, 104, 102, NL, 105, 40, 106, 3, EOS]
+    inserted = {3, 7, 10, 11, 12}  # <Path> x2, </Parallel>, "\n", <Summary>
+    assert [i for i, m in enumerate(t.mask) if m == 0] == sorted(inserted)
+    assert [lp for i, lp in enumerate(t.log_probs) if i in inserted] == [0.0] * 5
+    path_calls = [c for c in script.calls if c[1] == [104]]
+    assert len(path_calls) == 2 and path_calls[0][0] == path_calls[1][0] == [9, 9, 1, 2, 101, 103], (
+        "paths see only the prefix"
+    )
+    summary_call = next(c for c in script.calls if c[1] == [106])
+    assert summary_call[0][-6:] == [30, 104, 102, NL, 105][-5:] or summary_call[0][-5:] == [30, 104, 102, NL, 105]
+    assert (t.blocks, t.engine_calls, t.inserted_tokens, t.engine_closed_tags) == (1, 5, 5, 0)
+    assert t.critical_path_tokens == 3 + 1 + 3 + 3 + 2 + 2
+
+
+def test_engine_closes_tags_at_eos_and_can_train_on_inserted_tokens() -> None:
+    script = Script(main=[[101], [EOS]], path=[[20, EOS], [30, 104]], summary=[[40, EOS]])
+    t = asyncio.run(rollout(script, train_on_inserted_tokens=True).run([9]))
+    assert t.ids == [101, 103, 20, 104, 103, 30, 104, 102, NL, 105, 40, 106, EOS]
+    assert t.engine_closed_tags == 2 and all(m == 1 for m in t.mask)
+
+
+def test_block_limit_and_budget() -> None:
+    many = Script(main=[[101]] * 6 + [[7, EOS]], path=[[20, 104]] * 12, summary=[[40, 106]] * 6)
+    t = asyncio.run(rollout(many, max_blocks=4).run([9]))
+    assert t.blocks == 4 and many.calls[-1][1] == [], "after max_blocks the main line no longer stops on <Parallel>"
+    long = Script(main=[[101]], path=[[20] * 50 + [104]] * 2, summary=[[40] * 50])
+    t = asyncio.run(rollout(long, response_length=60).run([9]))
+    assert len(t.ids) == 60 and len(t.mask) == 60 == len(t.log_probs)
+
+
+# ---------- VERL agent loop on CPU ----------
+
+
+@pytest.fixture(scope="module")
+def setup():
+    from hydra import compose, initialize_config_dir
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from repro.stages import CONFIG_DIR
+    from repro.testing import tiny_model_dir
+
+    path = tiny_model_dir()
+    overrides = [
+        f"actor_rollout_ref.model.path={path}",
+        "data.max_response_length=96",
+        "data.max_prompt_length=400",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        "reward.num_workers=1",
+    ]
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="unseen_s2", overrides=overrides)
+    tok = AutoTokenizer.from_pretrained(str(path))
+    model = AutoModelForCausalLM.from_pretrained(str(path)).eval()
+    return cfg, tok, model
+
+
+def server(model, tok, seed: int = 0):
+    from repro.fake_server import HFServerManager
+
+    return HFServerManager(model, tok, stop_bias=6.0, seed=seed)
+
+
+def test_agent_loop_is_registered_and_instantiable_like_verl_does(setup) -> None:
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    import repro.agent_loop as al
+
+    cfg, tok, model = setup
+    assert _agent_loop_registry[al.AGENT_NAME] == {"_target_": "repro.agent_loop.ForkJoinAgentLoop"}
+    fake = server(model, tok)
+    loop = hydra.utils.instantiate(
+        config=_agent_loop_registry[al.AGENT_NAME],
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=fake,
+        tokenizer=tok,
+        processor=None,
+        hf_model_type="qwen3",
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(cfg.data),
+    )
+    messages = [{"role": "user", "content": "What is 12 + 30?"}]
+    out = loop.loop.run_until_complete(
+        loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}, raw_prompt=messages)
+    )
+    text = tok.decode(out.response_ids, skip_special_tokens=False)
+    assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs) <= 96
+    assert out.extra_fields["pr1_blocks"] >= 1, text
+    assert len({r["request_id"] for r in fake.requests}) == 1, "one request id per trajectory (prefix-cache routing)"
+    path_requests = [
+        r
+        for r in fake.requests
+        if r["sampling_params"].get("stop_token_ids") == [tok.convert_tokens_to_ids(T.PATH_CLOSE)]
+    ]
+    first_block = [r["prompt_ids"] for r in path_requests[:2]]
+    assert first_block[0] == first_block[1], "both paths of a block start from the same context"
+    for i, token in enumerate(out.response_ids):
+        if out.response_mask[i] == 0:
+            assert tok.convert_ids_to_tokens(token) in (
+                T.PATH_OPEN,
+                T.PARALLEL_CLOSE,
+                T.SUMMARY_OPEN,
+                T.PATH_CLOSE,
+                T.SUMMARY_CLOSE,
+                "Ċ",
+            )
+    if out.response_ids[-1] == tok.eos_token_id:
+        assert parse_structure(text.replace(tok.eos_token, "")).format_ok, text
+
+
+def test_agent_loop_worker_end_to_end_with_streamed_reward(setup) -> None:
+    """VERL's own AgentLoopWorker: dataset row → fork-join → padding/masks → reward from our manager (with the step)."""
+    import torch
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
+    cfg, tok, model = setup
+    reward_worker = RewardLoopWorker(cfg)
+
+    class Remote:
+        async def remote(self, data):
+            return await reward_worker.compute_score(data)
+
+    class Handle:
+        compute_score = Remote()
+
+    worker = AgentLoopWorker(cfg, llm_client=server(model, tok, seed=1), reward_loop_worker_handles=[Handle()])
+    n = 2
+    batch = DataProto.from_dict(
+        tensors={"dummy": torch.zeros(n, 1)},
+        non_tensors={
+            "raw_prompt": np.array([[{"role": "user", "content": "What is 3 + 4?"}]] * n, dtype=object),
+            "data_source": np.array(["dapo_math_17k"] * n, dtype=object),
+            "reward_model": np.array([{"ground_truth": "7", "style": "rule"}] * n, dtype=object),
+            "extra_info": np.array([{"index": 0}] * n, dtype=object),
+            "index": np.array([0] * n),
+            "agent_name": np.array(["pr1_forkjoin"] * n, dtype=object),
+            "global_steps": np.array([9] * n),
+        },
+        meta_info={"global_steps": 9},
+    )
+    from verl.utils.ray_utils import get_event_loop
+
+    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+    assert out.batch["responses"].shape == (n, 96) and out.batch["prompts"].shape == (n, 400)
+    assert "rm_scores" in out.batch
+    scores = out.batch["rm_scores"].sum(-1).tolist()
+    assert all(s in (-1.0, 1.0, 1.2) for s in scores), scores
+    steps = [d["step"] for d in out.non_tensor_batch["reward_extra_info"]]
+    assert steps == [9.0] * n, "the global step reached the reward"
+    inserted = (out.batch["response_mask"] == 0) & (out.batch["attention_mask"][:, 400:] == 1)
+    assert inserted.any(), "engine-inserted tokens are masked out of the loss"
