@@ -1,0 +1,123 @@
+"""Block roles: does a block explore (paths reach different answers) or verify (they agree)?
+
+The paper reads its late-training blocks as multi-perspective verification and early ones as
+exploration. Here that reading is made checkable per block from the answers the paths reach
+(extracted by the grader's ``extract_answer``, compared by the grader's math-equivalence
+``answer_classes``, so "1/2" and "0.5" agree):
+
+- ``verification``: at least two paths reach an answer and all of those agree;
+- ``exploration``: at least two paths reach an answer and they do not all agree;
+- ``undetermined``: fewer than two paths reach an answer.
+
+Per response, *summary consistency* asks whether the final answer equals the paths' majority
+answer (over all the response's blocks), which tells whether the summary follows its paths.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from pr1_eval.grading import answer_classes
+
+ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
+ROLE_COLUMN_DOCS: dict[str, str] = {
+    "path_answer_classes": "Math-equivalence class of each path's answer within the block; None where no answer.",
+    "n_answering_paths": "Paths that reach an answer.",
+    "n_distinct_answers": "Distinct (math-inequivalent) answers among them.",
+    "role": "'verification', 'exploration' or 'undetermined' (see module docstring).",
+}
+CONSISTENCY_COLUMN_DOCS: dict[str, str] = {
+    "final_answer": "The response's extracted final answer (samples.extracted_answer).",
+    "majority_answer": "The answer reached by strictly more paths (all blocks) than any other; None on a tie.",
+    "n_answering_paths": "Paths of the response that reach an answer.",
+    "consistent": "Final answer math-equal to the majority answer; None when undefined (see reason).",
+    "reason": "Why consistent is None: 'no path answer', 'no majority' or 'no final answer'.",
+}
+_KEYS = ["run", "task", "problem_id", "sample_idx", "model_family", "step", "decoding"]
+
+
+def equivalence_classes(answers: Sequence[str | None]) -> list[int | None]:
+    """Classes as :func:`pr1_eval.grading.answer_classes` numbers them, without starting its
+    worker pool when there is nothing to compare (the common case: no or identical answers)."""
+    keys = [a.strip() if isinstance(a, str) and a.strip() else None for a in answers]
+    distinct = list(dict.fromkeys(k for k in keys if k is not None))
+    if len(distinct) <= 1:
+        return [None if k is None else 0 for k in keys]
+    return answer_classes(keys)
+
+
+def block_role(classes: Sequence[int | None]) -> str:
+    """The role of one block from its paths' answer classes."""
+    answered = [c for c in classes if c is not None]
+    if len(answered) < 2:
+        return "undetermined"
+    return "verification" if len(set(answered)) == 1 else "exploration"
+
+
+def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
+    """``blocks`` with the :data:`ROLE_COLUMN_DOCS` columns added."""
+    out = blocks.copy()
+    classes = [equivalence_classes(list(answers)) for answers in out["path_answers"]]
+    out["path_answer_classes"] = pd.Series(classes, index=out.index, dtype=object)
+    out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
+    out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
+    out["role"] = [block_role(cs) for cs in classes]
+    return out
+
+
+def role_shares(blocks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per group: ``n_blocks_roles`` and ``share_<role>`` for each role (null without blocks)."""
+    keys = list(by)
+    columns = keys + ["n_blocks_roles"] + [f"share_{r}" for r in ROLES]
+    if blocks.empty:
+        return pd.DataFrame(columns=columns)
+    counts = blocks.groupby(keys + ["role"], dropna=False).size().unstack("role", fill_value=0)
+    counts = counts.reindex(columns=list(ROLES), fill_value=0)
+    total = counts.sum(axis=1)
+    shares = counts.div(total, axis=0).add_prefix("share_")
+    shares.insert(0, "n_blocks_roles", total)
+    return shares.reset_index()[columns]
+
+
+def summary_consistency(samples: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
+    """One row per response with at least one block (:data:`CONSISTENCY_COLUMN_DOCS`)."""
+    columns = _KEYS + list(CONSISTENCY_COLUMN_DOCS)
+    if blocks.empty:
+        return pd.DataFrame(columns=columns)
+    answers_by_response: dict[tuple[Any, ...], list[str | None]] = {}
+    block: Any
+    for block in blocks.itertuples(index=False):
+        key = (block.run, block.task, block.problem_id, block.sample_idx)
+        answers_by_response.setdefault(key, []).extend(block.path_answers)
+    rows = []
+    sample: Any
+    for sample in samples.itertuples(index=False):
+        key = (sample.run, sample.task, sample.problem_id, sample.sample_idx)
+        if key in answers_by_response:
+            final = sample.extracted_answer if isinstance(sample.extracted_answer, str) else None
+            rows.append({**{k: getattr(sample, k) for k in _KEYS}, **response_consistency(answers_by_response[key], final)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def response_consistency(path_answers: Sequence[str | None], final: str | None) -> dict[str, Any]:
+    """Majority of the path answers and whether ``final`` equals it (math-equivalence)."""
+    classes = equivalence_classes([*path_answers, final])
+    path_classes, final_class = classes[:-1], classes[-1]
+    counts = Counter(c for c in path_classes if c is not None).most_common()
+    n_answering = sum(c for _, c in counts)
+    majority = counts[0][0] if counts and (len(counts) == 1 or counts[0][1] > counts[1][1]) else None
+    majority_answer = next((a for a, c in zip(path_answers, path_classes, strict=True) if c == majority), None)
+    reason = None
+    if not counts:
+        reason = "no path answer"
+    elif majority is None:
+        reason = "no majority"
+    elif final_class is None:
+        reason = "no final answer"
+    consistent = None if reason else bool(final_class == majority)
+    return {"final_answer": final, "majority_answer": None if majority is None else majority_answer,
+            "n_answering_paths": n_answering, "consistent": consistent, "reason": reason}

@@ -1,0 +1,137 @@
+"""Structure statistics: how often a model branches, how much, and where (claim a).
+
+Everything is computed from the samples frame's stored structure fields, grouped by any keys
+(run × task for the report, family × decoding × task × step for drift), so the two tables can
+never disagree about what "parallel ratio" means. A statistic with no data behind it (no
+blocks, nothing graded) is null and the row's ``notes`` say why, never 0 and never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Columns of :func:`structure_stats` (after the group keys).
+STRUCTURE_COLUMN_DOCS: dict[str, str] = {
+    "n_samples": "Responses in the group.",
+    "n_parallel": "Responses with at least one <Parallel> block.",
+    "parallel_ratio": "n_parallel / n_samples.",
+    "blocks_per_response": "Mean number of blocks over all responses (0 for responses without one).",
+    "blocks_per_parallel_response": "Mean number of blocks over responses that have one; null when none do.",
+    "paths_per_block": "Total paths / total blocks; null without blocks.",
+    "in_block_share": "Response length inside <Parallel>…</Parallel> / response length, pooled over responses.",
+    "in_block_unit": "'token' or 'char': the unit of in_block_share (tokens only when every response has them).",
+    "first_block_rel_pos": "Mean relative position of each response's first <Parallel>; null without blocks.",
+    "block_rel_pos": "Mean relative position over all blocks; null without blocks.",
+    "position_unit": "'token', 'char' or 'mixed': the unit of the relative positions (null without blocks).",
+    "format_ok_ratio": "Share of responses passing the strict format check.",
+    "n_scored": "Responses with a grading verdict (correct not null).",
+    "accuracy": "Share correct among scored responses; null when none are scored.",
+    "accuracy_with_block": "Accuracy among scored responses with a block; null when there are none.",
+    "accuracy_without_block": "Accuracy among scored responses without a block; null when there are none.",
+    "notes": "Why any of the above is null, or other caveats ('; '-separated).",
+}
+STRUCTURE_COLUMNS: tuple[str, ...] = tuple(STRUCTURE_COLUMN_DOCS)
+
+
+def structure_stats(samples: pd.DataFrame, by: Sequence[str] = ("run", "task")) -> pd.DataFrame:
+    """One row per group of ``by`` with the :data:`STRUCTURE_COLUMNS`."""
+    keys = list(by)
+    if samples.empty:
+        return pd.DataFrame(columns=keys + list(STRUCTURE_COLUMNS))
+    rows = []
+    for key, group in samples.groupby(keys, sort=True, dropna=False):
+        values = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(keys, values, strict=True)), **group_stats(group)})
+    return pd.DataFrame(rows, columns=keys + list(STRUCTURE_COLUMNS))
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def group_stats(group: pd.DataFrame) -> dict[str, Any]:
+    """The statistics of one group of samples (see :data:`STRUCTURE_COLUMN_DOCS`)."""
+    notes: list[str] = []
+    n = len(group)
+    has_block = group["n_blocks"].fillna(0).astype(int) > 0
+    n_blocks = group["n_blocks"].fillna(0).astype(int)
+    rel_lists = [list(r or []) for r in group["block_rel_starts"]]
+    total_paths = sum(sum(p or []) for p in group["paths_per_block"])
+    firsts = [r[0] for r in rel_lists if r]
+    all_rel = [x for r in rel_lists for x in r]
+    if n == 1:
+        notes.append("single sample: ratios are 0 or 1")
+    if not has_block.any():
+        notes.append("no parallel blocks: paths_per_block and positions are null")
+    share, share_unit = in_block_share(group)
+    units = {str(u) for u, nb in zip(group["position_unit"], n_blocks, strict=True) if nb}
+    unit = None if not units else (units.pop() if len(units) == 1 else "mixed")
+    if unit == "mixed":
+        notes.append("positions mix token and character units")
+    accuracy = _accuracy(group, has_block, notes)
+    return {
+        "n_samples": n,
+        "n_parallel": int(has_block.sum()),
+        "parallel_ratio": float(has_block.mean()),
+        "blocks_per_response": float(n_blocks.mean()),
+        "blocks_per_parallel_response": _mean(n_blocks[has_block].tolist()),
+        "paths_per_block": total_paths / int(n_blocks.sum()) if n_blocks.sum() else None,
+        "in_block_share": share,
+        "in_block_unit": share_unit,
+        "first_block_rel_pos": _mean(firsts),
+        "block_rel_pos": _mean(all_rel),
+        "position_unit": unit,
+        "format_ok_ratio": float(group["format_ok"].astype(bool).mean()),
+        **accuracy,
+        "notes": "; ".join(notes),
+    }
+
+
+def _accuracy(group: pd.DataFrame, has_block: pd.Series, notes: list[str]) -> dict[str, Any]:
+    """Accuracy overall, with and without a block, over scored responses only."""
+    scored = group["correct"].notna()
+    correct = group["correct"].astype("boolean")
+    if not scored.any():
+        notes.append("no graded responses: accuracy is null")
+
+    def share(mask: pd.Series) -> float | None:
+        selected = correct[mask & scored]
+        return float(selected.astype(bool).mean()) if len(selected) else None
+
+    with_block, without = share(has_block), share(~has_block)
+    if scored.any() and without is None:
+        notes.append("every scored response has a block: accuracy_without_block is null")
+    if scored.any() and with_block is None:
+        notes.append("no scored response has a block: accuracy_with_block is null")
+    return {"n_scored": int(scored.sum()), "accuracy": share(pd.Series(True, index=group.index)),
+            "accuracy_with_block": with_block, "accuracy_without_block": without}
+
+
+def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
+    """Share of response length inside blocks, pooled (Σ inside / Σ length), and its unit;
+    null when every response is empty.
+
+    Tokens when every response has a token count and every block a token position; otherwise
+    characters for all responses, so one unit is never divided by another.
+    """
+    token_ok = group["n_response_tokens"].notna().all() and all(
+        (not nb) or (ts is not None and len(ts) == nb)
+        for nb, ts in zip(group["n_blocks"].fillna(0).astype(int), group["block_token_starts"], strict=True)
+    )
+    inside = total = 0
+    row: Any
+    for row in group.itertuples(index=False):
+        starts: list[int]
+        ends: list[int]
+        if token_ok:
+            starts, ends, length = row.block_token_starts or [], row.block_token_ends or [], int(row.n_response_tokens)
+        else:
+            starts, ends = row.block_char_starts or [], row.block_char_ends or []
+            length = len(row.response) if isinstance(row.response, str) else 0
+        inside += sum(int(e) - int(s) for s, e in zip(starts, ends, strict=False))
+        total += length
+    return (inside / total if total else None), ("token" if token_ok else "char")

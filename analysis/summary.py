@@ -1,0 +1,166 @@
+"""One call from loaded runs to every table of the analysis, and the ``--json`` document.
+
+Why a separate orchestration module: the CLI, dashboards and notebooks need the same joined
+tables (structure + diversity + roles per run × task, the drift table, its trends) and must not
+each re-implement the joins. Undefined numbers stay null and the row's ``notes`` say why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.diversity import Embedder, block_diversity, diversity
+from analysis.drift import drift_json, drift_trends
+from analysis.loader import LoadedRuns
+from analysis.roles import ROLES, assign_roles, role_shares, summary_consistency
+from analysis.stats import structure_stats
+
+RUN_KEYS = ["run", "task"]
+STEP_KEYS = ["model_family", "decoding", "task", "step"]
+#: Keys of each object in ``runs`` of ``analyze --json`` (spec order).
+JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
+                 "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles")
+
+
+@dataclass
+class Analysis:
+    """Every table of one analysis. ``runs``: one row per run × task; ``blocks``: the loader's
+    blocks with roles and per-block diversity; ``pairs``: one row per sibling-path pair;
+    ``responses``: summary consistency per response with blocks; ``drift_points``: one row per
+    family × decoding × task × step; ``drift_trends``: Spearman per metric."""
+
+    runs: pd.DataFrame
+    blocks: pd.DataFrame
+    pairs: pd.DataFrame
+    responses: pd.DataFrame
+    drift_points: pd.DataFrame
+    drift_trends: pd.DataFrame
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    embeddings: dict[str, Any] | None = None
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by file stem (for writing to disk)."""
+        return {"runs": self.runs, "blocks": self.blocks, "pairs": self.pairs, "responses": self.responses,
+                "drift_points": self.drift_points, "drift_trends": self.drift_trends}
+
+
+def analyze(loaded: LoadedRuns, embedder: Embedder | None = None) -> Analysis:
+    """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given."""
+    blocks = assign_roles(loaded.blocks)
+    pairs = diversity(blocks, embedder)
+    blocks = block_diversity(blocks, pairs)
+    responses = summary_consistency(loaded.samples, blocks)
+    runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)
+    with_step = loaded.samples[loaded.samples["step"].notna()]
+    points = structure_stats(with_step, by=STEP_KEYS)
+    if not points.empty:
+        shares = role_shares(blocks[blocks["step"].notna()], by=STEP_KEYS)
+        points = points.merge(shares, on=STEP_KEYS, how="left")
+    embeddings = None
+    if embedder is not None:
+        embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
+                      "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
+    return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
+                    drift_trends=drift_trends(points), failures=list(loaded.failures), notes=list(loaded.notes),
+                    embeddings=embeddings)
+
+
+def _run_table(samples: pd.DataFrame, blocks: pd.DataFrame, pairs: pd.DataFrame, responses: pd.DataFrame,
+               embeddings_on: bool) -> pd.DataFrame:
+    """Structure stats per run × task joined with metadata, diversity, roles and consistency."""
+    table = structure_stats(samples, by=RUN_KEYS)
+    if table.empty:
+        return table
+    meta = samples.groupby("run", sort=False)[["model", "model_family", "step", "decoding"]].first().reset_index()
+    table = meta.merge(table, on="run", how="right")
+    table = table.merge(_diversity_means(pairs), on=RUN_KEYS, how="left")
+    table = table.merge(role_shares(blocks, by=RUN_KEYS), on=RUN_KEYS, how="left")
+    table = table.merge(_consistency(responses), on=RUN_KEYS, how="left")
+    for count in ("n_pairs", "n_pairs_empty", "n_blocks_roles", "n_consistency_defined"):
+        table[count] = table[count].fillna(0).astype(int)
+    table["notes"] = [_row_notes({str(k): v for k, v in row.items()}, embeddings_on) for row in table.to_dict("records")]
+    return table
+
+
+def _diversity_means(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Mean pairwise BLEU and cosine per run × task (over pairs, as the paper reports them)."""
+    columns = RUN_KEYS + ["n_pairs", "n_pairs_empty", "bleu_mean", "cosine_mean"]
+    if pairs.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = pairs.groupby(RUN_KEYS)
+    out = grouped.agg(n_pairs=("bleu", "size"), bleu_mean=("bleu", "mean"), cosine_mean=("cosine", "mean"))
+    out["n_pairs_empty"] = grouped["bleu"].apply(lambda s: int(s.isna().sum()))
+    return out.reset_index()[columns]
+
+
+def _consistency(responses: pd.DataFrame) -> pd.DataFrame:
+    """Share of responses whose final answer equals the paths' majority (where defined)."""
+    columns = RUN_KEYS + ["n_consistency_defined", "summary_consistency"]
+    if responses.empty:
+        return pd.DataFrame(columns=columns)
+    defined = responses[responses["consistent"].notna()]
+    grouped = defined.groupby(RUN_KEYS)["consistent"]
+    out = pd.DataFrame({"n_consistency_defined": grouped.size(), "summary_consistency": grouped.mean().astype(float)})
+    return responses[RUN_KEYS].drop_duplicates().merge(out.reset_index(), on=RUN_KEYS, how="left")[columns]
+
+
+def _row_notes(row: dict[str, Any], embeddings_on: bool) -> str:
+    """The structure notes plus the run-level reasons for nulls in the joined columns."""
+    notes = [n for n in str(row.get("notes") or "").split("; ") if n]
+    if _missing(row.get("step")):
+        notes.append("no checkpoint step: left out of drift")
+    if not row["n_pairs"] and row["n_parallel"]:
+        notes.append("no block has two paths: BLEU and cosine are null")
+    elif row.get("n_pairs_empty"):
+        notes.append(f"{int(row['n_pairs_empty'])} path pair(s) with an empty path: their BLEU/cosine are null")
+    if row["n_pairs"] and not embeddings_on:
+        notes.append("embeddings off: cosine is null")
+    if row["n_parallel"] and not row["n_consistency_defined"]:
+        notes.append("summary consistency is null: no response has both a path majority answer and a final answer")
+    if row["n_blocks_roles"] and row.get("share_undetermined") == 1.0:
+        notes.append("no block has two paths reaching an answer (grader extraction): every role is undetermined")
+    return "; ".join(notes)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe scalar: NaN/NA -> None, numpy scalars -> Python."""
+    if _missing(value):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def to_json(analysis: Analysis) -> dict[str, Any]:
+    """The ``analyze --json`` document: ``runs`` (spec keys), ``drift`` when any run has a step,
+    plus ``notes`` and ``failures`` so nothing null goes unexplained."""
+    runs = []
+    notes: list[str] = list(analysis.notes)
+    for row in analysis.runs.to_dict("records"):
+        item = {key: _clean(row.get(key)) for key in JSON_RUN_KEYS if key != "roles"}
+        item["roles"] = {role: _clean(row.get(f"share_{role}")) for role in ROLES}
+        runs.append(item)
+        if row.get("notes"):
+            notes.append(f"{row['run']} / {row['task']}: {row['notes']}")
+    document: dict[str, Any] = {"runs": runs}
+    if analysis.runs["step"].notna().any() if not analysis.runs.empty else False:
+        drift = drift_json(analysis.drift_trends)
+        document["drift"] = {task: {k: _clean(v) for k, v in obj.items()} for task, obj in drift.items()}
+        for r in analysis.drift_trends.to_dict("records"):
+            if r["metric"] == "block_rel_pos" and r["note"]:
+                notes.append(f"drift {r['task']} / {r['metric']}: {r['note']}")
+    document["notes"] = notes
+    document["failures"] = [{"path": path, "reason": reason} for path, reason in analysis.failures]
+    if analysis.embeddings is not None:
+        document["embeddings"] = analysis.embeddings
+    return document

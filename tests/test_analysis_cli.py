@@ -1,0 +1,119 @@
+"""``analyze``: registration, the exact --json shape, files written, failures and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from analysis_fixtures import block, embedding_model, make_record, response, write_run
+
+from analysis import cli
+from analysis import diversity as div
+
+RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
+            "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles"}
+
+
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    for step, words in [(10, 2), (20, 20), (30, 60)]:
+        intro = " ".join(["w"] * words)
+        records = [make_record("amc23", "p0", 0, response(intro, block(["Final Answer: 4", "\\boxed{4}"]), "end"),
+                               correct=True),
+                   make_record("amc23", "p1", 0, response("plain"), correct=False)]
+        write_run(root, f"ck{step}", records, model=f"/ck/e/global_step_{step}/hf")
+    (root / "broken").mkdir()
+    (root / "broken" / "run.json").write_text("[")
+    return root
+
+
+def test_register_adds_analyze_with_its_arguments() -> None:
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["analyze", "a", "b", "--json", "--out", "o", "--embedding-model", "m", "--no-embeddings"])
+    assert args.runs == ["a", "b"] and args.json and args.out == "o" and args.embedding_model == "m"
+    assert args.no_embeddings and args.func is cli.run_analyze
+    defaults = parser.parse_args(["analyze", "a"])
+    assert defaults.embedding_model == "all-MiniLM-L6-v2" and not defaults.no_embeddings
+
+
+def test_json_shape_values_files_and_partial_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = cli.main(["analyze", str(_root(tmp_path)), "--json", "--out", str(out), "--no-embeddings"])
+    captured = capsys.readouterr()
+    assert code == 1  # one run could not be read
+    assert "broken" in captured.err and "not valid JSON" in captured.err
+    document = json.loads(captured.out)
+    assert [r["run"] for r in document["runs"]] == ["ck10", "ck20", "ck30"]
+    for row in document["runs"]:
+        assert set(row) == RUN_KEYS and set(row["roles"]) == {"verification", "exploration", "undetermined"}
+        assert row["n_samples"] == 2 and row["parallel_ratio"] == 0.5 and row["blocks_per_response"] == 0.5
+        assert row["paths_per_block"] == 2.0 and row["cosine_mean"] is None
+        assert row["roles"] == {"verification": 1.0, "exploration": 0.0, "undetermined": 0.0}
+        assert row["bleu_mean"] == pytest.approx(div.symmetric_bleu("Final Answer: 4", "\\boxed{4}"))
+    assert [r["step"] for r in document["runs"]] == [10, 20, 30]
+    assert document["drift"] == {"amc23": {"spearman_rho": pytest.approx(1.0), "p_value": pytest.approx(0.0),
+                                           "n_steps": 3}}
+    assert [f["path"].endswith("broken") for f in document["failures"]] == [True]
+    for name in ("runs", "blocks", "pairs", "responses", "drift_points", "drift_trends"):
+        assert (out / f"{name}.parquet").is_file() and (out / f"{name}.csv").is_file()
+    assert pd.read_parquet(out / "runs.parquet")["parallel_ratio"].tolist() == [0.5, 0.5, 0.5]
+    blocks_csv = pd.read_csv(out / "blocks.csv")
+    assert json.loads(blocks_csv["path_texts"].iloc[0]) == ["Final Answer: 4", "\\boxed{4}"]
+    for name in ("parallel_ratio", "block_position", "role_shares", "bleu_hist"):
+        html = (out / f"{name}.html").read_text()
+        assert "<html>" in html and "Plotly.newPlot" in html and 'src="http' not in html  # standalone
+    assert not (out / "cosine_hist.html").exists()
+    assert any("cosine_hist.html not written" in n for n in document["notes"])
+    assert json.loads((out / "analysis.json").read_text()) == document
+
+
+def test_tables_printed_and_embeddings_used(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_EMBED_CACHE", str(tmp_path / "cache"))
+    model = embedding_model()  # loaded once per session, before the loader is swapped for it
+    monkeypatch.setattr(div, "load_embedding_model", lambda name, device=None: model)
+    run = write_run(tmp_path, "one", [make_record("t", "p0", 0, response(block(["two plus two", "2 + 2"])))])
+    assert cli.main(["analyze", str(run), "--out", str(tmp_path / "o")]) == 0
+    printed = capsys.readouterr().out
+    assert "== Structure (per run × task) ==" in printed and "== Path diversity and block roles ==" in printed
+    assert "single sample" in printed and "no checkpoint step" in printed
+    runs = pd.read_parquet(tmp_path / "o" / "runs.parquet")
+    assert 0.0 < runs["cosine_mean"].iloc[0] <= 1.0
+    assert list((tmp_path / "cache" / "all-MiniLM-L6-v2").glob("shard-*.npz"))
+
+
+def test_nothing_loadable_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "error: no run could be loaded" in err
+
+
+def test_bad_inputs_give_nulls_and_notes_never_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "runs"
+    write_run(root, "no_blocks", [make_record("t", "p0", 0, response("plain")), make_record("t", "p1", 0, "")])
+    write_run(root, "empty_paths", [make_record("t", "p0", 0, response(block(["", " "]))),
+                                    make_record("t", "p1", 0, response("x"))])
+    write_run(root, "one_path", [make_record("t", "p0", 0, "<Parallel>\n<Path>\nonly\n</Path>\n</Parallel>\n"),
+                                 make_record("t", "p1", 0, response("x"))])
+    write_run(root, "single", [make_record("t", "p0", 0, response(block(["a b", "c d"])))], step=5)
+    assert cli.main(["analyze", str(root), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    rows = {r["run"]: r for r in document["runs"]}
+    nulls = {"paths_per_block": None, "first_block_rel_pos": None, "bleu_mean": None, "cosine_mean": None,
+             "roles": {"verification": None, "exploration": None, "undetermined": None}}
+    assert {k: rows["no_blocks"][k] for k in nulls} == nulls and rows["no_blocks"]["parallel_ratio"] == 0.0
+    assert rows["empty_paths"]["bleu_mean"] is None and rows["empty_paths"]["paths_per_block"] == 2.0
+    assert rows["one_path"]["paths_per_block"] == 1.0 and rows["one_path"]["bleu_mean"] is None
+    assert rows["single"]["n_samples"] == 1 and rows["single"]["step"] == 5
+    assert document["drift"] == {"t": {"spearman_rho": None, "p_value": None, "n_steps": 1}}
+    notes = {n.split(" / ")[0]: n for n in document["notes"] if " / t: " in n}
+    assert "no parallel blocks" in notes["no_blocks"] and "no checkpoint step" in notes["no_blocks"]
+    assert "2 path pair(s) with an empty path" not in notes["empty_paths"]
+    assert "1 path pair(s) with an empty path" in notes["empty_paths"]
+    assert "no block has two paths" in notes["one_path"]
+    assert "single sample" in notes["single"] and "no checkpoint step" not in notes["single"]
+    assert any(n.startswith("drift t / block_rel_pos") and "at least 3" in n for n in document["notes"])
