@@ -92,16 +92,15 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from pr1_eval.commands import print_report
-    from pr1_eval.importer import import_jsonl, import_rows
+    from pr1_eval.importer import import_jsonl
 
+    if len(args.files) != 1:
+        raise Pr1EvalError(f"import takes one file (or, for --format lm-eval, one output folder); got {len(args.files)}")
     if args.format == "lm-eval":
-        from pr1_eval.lm_eval_import import read_lm_eval_samples
+        from pr1_eval.lm_eval_import import import_lm_eval
 
-        rows = [row for path in args.files for row in read_lm_eval_samples(path)]
-        out = import_rows(rows, args.out, source=",".join(args.files), workers=args.grade_workers)
+        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers)
     else:
-        if len(args.files) != 1:
-            raise Pr1EvalError("--format jsonl imports exactly one file")
         out = import_jsonl(args.files[0], args.out, workers=args.grade_workers)
     print_report(out)
     return 0
@@ -142,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grade-workers", type=int, default=None)
     p.set_defaults(func=_cmd_regrade)
     p = sub.add_parser("import", help="turn generations made elsewhere into a graded run")
-    p.add_argument("files", nargs="+")
+    p.add_argument("files", nargs="+", metavar="FILE", help="JSON Lines file, or lm-eval's --log_samples file/folder")
     p.add_argument("--out", required=True)
     p.add_argument("--format", choices=["jsonl", "lm-eval"], default="jsonl")
     p.add_argument("--grade-workers", type=int, default=None)

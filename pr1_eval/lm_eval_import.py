@@ -1,0 +1,219 @@
+"""Turn lm-eval's ``--log_samples`` output into pr1-eval import rows (``pr1-eval import --format lm-eval``).
+
+Why: many users run everything through ``lm_eval``; importing its per-sample log makes those
+runs appear in ``pr1-eval report``, the analysis and the leaderboard, graded by the same code.
+
+What lm-eval 0.4.13 writes (``EvaluationTracker.save_results_samples``): per task, a file
+``<output_path>/<model>/samples_<task>_<date>.jsonl``, one line per document with ``doc``,
+``doc_id``, ``target``, ``resps`` (per request, the list of its ``repeats`` raw generations),
+``filtered_resps`` and the metric values; beside it ``results_<date>.json`` holds the model
+arguments, generation settings and chat template of that run.
+
+Mapping: each repeat becomes one sample (``sample_idx`` = position among the repeats, i.e.
+generation order). The raw ``resps`` are imported, never ``filtered_resps`` (a filter may have
+reduced a response to an extracted answer). For the pr1_* tasks the document carries the
+pr1-eval task name, problem id and gold, so imported runs line up with native ones
+(``aime24``, not ``pr1_aime24``); for other generation tasks the task is the lm-eval name from
+the file name, the problem id is the document's ``problem_id``/``id``/``unique_id`` (else its
+``doc_id``) and the gold is ``doc["gold"]`` or lm-eval's ``target``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+
+log = logging.getLogger(__name__)
+
+_SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
+_ID_FIELDS = ("problem_id", "id", "unique_id")
+_PROBLEM_FIELDS = ("problem", "question")
+_PR1_DOC_FIELDS = frozenset({"task", "problem_id", "problem", "gold"})
+
+
+def find_sample_files(path: str | Path) -> list[Path]:
+    """The ``samples_*.jsonl`` files to import: ``path`` itself, or every one under a folder.
+
+    A folder holding two files of the same task (lm-eval run twice into one output path) is an
+    error rather than a silent merge of two runs.
+    """
+    path = Path(path).expanduser()
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise Pr1EvalError(f"lm-eval samples {path} not found; pass a samples_<task>_<date>.jsonl file or its folder")
+    files = sorted(p for p in path.rglob("samples_*.jsonl") if p.is_file())
+    if not files:
+        raise Pr1EvalError(f"{path} holds no samples_*.jsonl; run lm_eval with --log_samples --output_path {path}")
+    by_task: dict[str, list[Path]] = {}
+    for file in files:
+        match = _SAMPLES_NAME.match(file.name)
+        by_task.setdefault(match.group("task") if match else file.stem, []).append(file)
+    repeated = {task: paths for task, paths in by_task.items() if len(paths) > 1}
+    if repeated:
+        task, paths = next(iter(repeated.items()))
+        listing = ", ".join(str(p) for p in paths)
+        raise Pr1EvalError(f"{path} holds {len(paths)} lm-eval sample files for task {task!r} ({listing}); "
+                           "these are separate runs: import one file (or one run's folder) at a time")
+    return files
+
+
+def _results_file(samples_file: Path) -> Path | None:
+    """The ``results_<date>.json`` written by the same lm-eval run, when it is still beside the samples."""
+    match = _SAMPLES_NAME.match(samples_file.name)
+    if not match:
+        return None
+    candidates = sorted(samples_file.parent.glob(f"*_{match.group('date')}.json"))
+    return candidates[0] if candidates else None
+
+
+def _read_results(samples_file: Path) -> dict[str, Any]:
+    path = _results_file(samples_file)
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        log.warning("%s: unreadable lm-eval results file (%s); importing without its run settings", path, exc)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _model_of(results: dict[str, Any]) -> str | None:
+    """The model path or hub id of an lm-eval run (``pretrained=`` of ``--model_args``)."""
+    config = results.get("config") or {}
+    args = config.get("model_args")
+    if isinstance(args, str):
+        pairs = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+        args = pairs
+    if isinstance(args, dict) and args.get("pretrained"):
+        return str(args["pretrained"])
+    name = results.get("model_name")
+    return str(name) if name else None
+
+
+def _first(doc: dict[str, Any], fields: tuple[str, ...]) -> Any:
+    return next((doc[f] for f in fields if doc.get(f) not in (None, "")), None)
+
+
+def _flatten(resps: Any, where: str) -> list[str]:
+    """All raw generations of one document, in order: ``resps`` is per request, per repeat."""
+    if not isinstance(resps, list):
+        raise Pr1EvalError(f"{where}: 'resps' must be a list of lists of generations, got {type(resps).__name__}")
+    out: list[str] = []
+    for item in resps:
+        if isinstance(item, list):
+            out.extend(str(r) for r in item)
+        else:
+            out.append(str(item))
+    return out
+
+
+def _rows_of_file(file: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
+    match = _SAMPLES_NAME.match(file.name)
+    lm_task = match.group("task") if match else file.stem
+    output_type = ((results.get("configs") or {}).get(lm_task) or {}).get("output_type")
+    if output_type not in (None, "generate_until"):
+        raise Pr1EvalError(f"{file}: task {lm_task!r} is a {output_type} task; only generation tasks can be graded")
+    model = _model_of(results)
+    rows: list[dict[str, Any]] = []
+    with file.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{file}:{lineno}"
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}); is this an lm-eval samples file?") from None
+            if not isinstance(sample, dict) or "resps" not in sample or "doc" not in sample:
+                raise Pr1EvalError(f"{where}: not an lm-eval sample (needs 'doc' and 'resps'); "
+                                   "pass the samples_<task>_<date>.jsonl written by --log_samples")
+            doc = sample["doc"] if isinstance(sample["doc"], dict) else {}
+            problem_id = _first(doc, _ID_FIELDS)
+            if problem_id is None:
+                problem_id = sample.get("doc_id")
+            gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
+            if problem_id is None or gold is None:
+                raise Pr1EvalError(f"{where}: cannot tell the problem id or gold answer (no doc id/doc_id, no gold/target)")
+            ours = doc.keys() >= _PR1_DOC_FIELDS  # a pr1_* document names its pr1-eval task
+            base = {
+                "task": str(doc["task"]) if ours else lm_task,
+                "problem_id": str(problem_id),
+                "gold": str(gold),
+                "problem": str(_first(doc, _PROBLEM_FIELDS) or ""),
+                "_where": where,
+            }
+            if model:
+                base["model"] = model
+            for idx, response in enumerate(_flatten(sample["resps"], where)):
+                rows.append({**base, "sample_idx": idx, "response": response})
+    return rows
+
+
+def read_lm_eval_samples(path: str | Path) -> list[dict[str, Any]]:
+    """Import rows (``task, problem_id, sample_idx, response, gold, problem, model``) from lm-eval's
+    ``--log_samples`` output: one ``samples_*.jsonl`` file or a folder of them (one run).
+
+    Every repeat of a document becomes its own row; errors name file and line.
+    """
+    rows: list[dict[str, Any]] = []
+    for file in find_sample_files(path):
+        file_rows = _rows_of_file(file, _read_results(file))
+        if not file_rows:
+            raise Pr1EvalError(f"{file}: no samples in this file")
+        rows.extend(file_rows)
+    return rows
+
+
+def lm_eval_run_info(path: str | Path) -> dict[str, Any]:
+    """What the lm-eval run recorded about itself, for the imported run's ``run.json``."""
+    files = find_sample_files(path)
+    runs = []
+    sampling: dict[str, Any] = {}
+    for file in files:
+        results = _read_results(file)
+        match = _SAMPLES_NAME.match(file.name)
+        lm_task = match.group("task") if match else file.stem
+        task_config = (results.get("configs") or {}).get(lm_task) or {}
+        if task_config.get("generation_kwargs") is not None:
+            sampling[lm_task] = task_config["generation_kwargs"]
+        config = results.get("config") or {}
+        results_file = _results_file(file)
+        runs.append({
+            "samples_file": str(file),
+            "results_file": str(results_file) if results_file else None,
+            "lm_eval_task": lm_task,
+            "lm_eval_version": results.get("lm_eval_version"),
+            "model": config.get("model"),
+            "model_args": config.get("model_args"),
+            "repeats": task_config.get("repeats"),
+            "task_version": (results.get("versions") or {}).get(lm_task),
+            "chat_template_applied": None if not results else results.get("chat_template") is not None,
+            "system_instruction": results.get("system_instruction"),
+        })
+    distinct = {json.dumps(v, sort_keys=True) for v in sampling.values()}
+    info: dict[str, Any] = {"lm_eval": runs, "engine": {"backend": "lm-eval", "model": runs[0]["model"] if runs else None}}
+    if len(distinct) == 1:
+        info["sampling"] = next(iter(sampling.values()))
+    elif sampling:
+        info["sampling"] = sampling
+    return info
+
+
+def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None) -> Path:
+    """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory."""
+    from pr1_eval.importer import import_rows
+
+    rows = read_lm_eval_samples(path)
+    info = lm_eval_run_info(path)
+    for run in info["lm_eval"]:
+        if run["lm_eval_task"].startswith("pr1_") and run["chat_template_applied"] is False:
+            log.warning("%s: lm_eval ran without --apply_chat_template, so the model saw the bare prompt, "
+                        "not its chat template; scores are not comparable to pr1-eval runs", run["samples_file"])
+    return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info)

@@ -1,0 +1,261 @@
+"""The ``!function`` hooks behind the pr1_* lm-eval tasks.
+
+Why hooks and not YAML: the issue's rule is one implementation. Documents come from
+:func:`pr1_eval.tasks.load_task` (the ``PR1_DATA_DIR`` folder, the shared folder or the hub,
+exactly as ``pr1-eval run`` reads them), the prompt is :func:`pr1_eval.prompts.load_template`'s
+paper template, each response is parsed and graded by :mod:`pr1_eval.annotate` (the functions
+``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.metrics`. So an lm-eval run
+and ``pr1-eval report`` on the same generations give the same numbers by construction.
+
+How the pieces meet lm-eval 0.4.13's evaluator:
+
+* ``repeats: 16`` sends each prompt 16 times; the ``take_first_k`` filter (k = 16) hands
+  :func:`process_results` ``results == [[r_0, …, r_15]]`` (one request per document, its 16
+  responses in generation order, which becomes ``sample_idx`` on import).
+* :func:`process_results` returns, under every metric name, the same per-problem summary
+  (:class:`ProblemSummary`: samples, correct, majority verdict, samples with a parallel
+  block); each aggregation turns the list of summaries into one number exactly as
+  :func:`pr1_eval.report.task_metrics` does (mean over problems; the parallel ratio over
+  samples).
+
+This module is imported by file path from the YAML (``!function utils.…``), so it uses
+absolute imports only. Importing it also makes lm-eval's ``hf`` backend keep the six tags in
+decoded text (see :func:`keep_tags_in_hf_decode`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any, TypedDict
+
+import numpy as np
+
+from pr1_eval import tags as T
+from pr1_eval.metrics import majority_correct, pass_at_k, pass_at_k_paper
+from pr1_eval.prompts import PromptTemplate, load_template
+
+log = logging.getLogger(__name__)
+
+#: Samples per problem; the YAML's ``repeats`` and ``take_first_k`` ``k`` must equal it.
+K = 16
+#: The prompt template (the paper's).
+TEMPLATE = "parallel_r1_v3"
+#: Set to "0" to leave lm-eval's hf backend decoding untouched (tags are then stripped).
+KEEP_TAGS_ENV = "PR1_LM_EVAL_KEEP_TAGS"
+
+
+class ProblemSummary(TypedDict):
+    """What one problem contributes to every metric (logged per document by ``--log_samples``)."""
+
+    problem_id: str
+    n: int  # samples
+    c: int  # correct by math-verify (unscorable counts as wrong, as in the report)
+    maj: bool  # the most frequent math-equivalent answer is correct
+    n_parallel: int  # samples with at least one <Parallel> block
+    n_unscored: int  # samples graded timeout/error
+
+
+# ----- documents and prompt -----------------------------------------------------------------
+def load_docs(pr1_task: str, pr1_data_dir: str | None = None, **_: Any) -> Any:
+    """``custom_dataset`` hook: the pr1-eval task's problems as a ``DatasetDict`` with a test split.
+
+    lm-eval calls this with the task's ``dataset_kwargs`` (``pr1_task``) merged with the run's
+    metadata (``--model_args`` keys and ``--metadata``), hence the catch-all. The folder is
+    ``--metadata '{"pr1_data_dir": ...}'`` when given, else pr1-eval's usual resolution
+    (``PR1_DATA_DIR``, the shared folder, the hub).
+    """
+    import datasets
+
+    from pr1_eval.tasks import load_task
+
+    loaded = load_task(pr1_task, pr1_data_dir)
+    log.info("%s: %d problems from %s (sha256 %s)", pr1_task, len(loaded.problems), loaded.source, loaded.data_hash[:16])
+    rows = [{"task": p.task, "problem_id": p.problem_id, "problem": p.problem, "gold": p.gold} for p in loaded.problems]
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+
+@lru_cache(maxsize=1)
+def _template() -> PromptTemplate:
+    return load_template(TEMPLATE)
+
+
+def doc_to_text(doc: dict[str, Any]) -> str:
+    """The user message: the paper's template around the problem (lm-eval then applies the
+    model's chat template when run with ``--apply_chat_template``)."""
+    return _template().render(str(doc["problem"]))
+
+
+# ----- scoring ------------------------------------------------------------------------------
+def _responses(results: Sequence[Any]) -> list[str]:
+    """The k responses of one document: ``[[r_0..r_k-1]]`` after ``take_first_k``; a flat list
+    (a filter that keeps one string per request) is accepted too."""
+    out: list[str] = []
+    for item in results:
+        if isinstance(item, list | tuple):
+            out.extend(str(r) for r in item)
+        else:
+            out.append(str(item))
+    return out
+
+
+def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemSummary:
+    """Parse and grade one problem's responses with the importer's own functions."""
+    from pr1_eval.annotate import annotate_grades, annotate_structure
+    from pr1_eval.records import SampleRecord
+
+    records = [
+        annotate_structure(SampleRecord(task=str(doc["task"]), problem_id=str(doc["problem_id"]), sample_idx=i,
+                                        problem=str(doc.get("problem", "")), response=r, gold=str(doc["gold"])))
+        for i, r in enumerate(responses)
+    ]
+    annotate_grades(records)
+    correct = [bool(r.correct) for r in records]  # None (timeout/error) counts as wrong, as in the report
+    return ProblemSummary(
+        problem_id=str(doc["problem_id"]),
+        n=len(records),
+        c=sum(correct),
+        maj=majority_correct([r.answer_class for r in records], correct),
+        n_parallel=sum(bool(r.has_parallel) for r in records),
+        n_unscored=sum(r.grade_status not in ("ok", "no_answer") for r in records),
+    )
+
+
+def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, ProblemSummary]:
+    """``process_results`` hook: one summary per document, under every metric name."""
+    responses = _responses(results)
+    if len(responses) != K:
+        log.warning("%s: %d responses, expected %d (repeats and take_first_k k must both be %d)",
+                    doc.get("problem_id"), len(responses), K, K)
+    summary = summarize_problem(doc, responses)
+    return {name: summary for name in METRICS}
+
+
+# ----- aggregations (over problems, as pr1-eval's report) -------------------------------------
+def _complete(items: Sequence[ProblemSummary]) -> bool:
+    """The report's rule: every problem has the same number (≥ K) of samples; otherwise no number."""
+    sizes = {item["n"] for item in items}
+    if len(sizes) == 1 and min(sizes) >= K:
+        return True
+    log.error("incomplete: samples per problem %s, need %d each; metric reported as NaN", sorted(sizes), K)
+    return False
+
+
+def _per_problem_mean(items: Sequence[ProblemSummary], value: Callable[[ProblemSummary], float]) -> float:
+    if not items or not _complete(items):
+        return float("nan")
+    return float(np.mean([value(item) for item in items]))
+
+
+def mean_at_k(items: Sequence[ProblemSummary]) -> float:
+    """Mean@K: mean over problems of c/n."""
+    return _per_problem_mean(items, lambda i: i["c"] / i["n"])
+
+
+def pass_at_1(items: Sequence[ProblemSummary]) -> float:
+    """Unbiased pass@1 (equals Mean@K; kept as its own column as in the report)."""
+    return _per_problem_mean(items, lambda i: pass_at_k(i["n"], i["c"], 1))
+
+
+def pass_at_k_unbiased(items: Sequence[ProblemSummary]) -> float:
+    """Unbiased pass@K: mean over problems of 1 − C(n−c, K)/C(n, K)."""
+    return _per_problem_mean(items, lambda i: pass_at_k(i["n"], i["c"], K))
+
+
+def pass_at_k_paper_compat(items: Sequence[ProblemSummary]) -> float:
+    """The paper's "Pass@16" (expectation of VERL's bootstrap best@K)."""
+    return _per_problem_mean(items, lambda i: pass_at_k_paper(i["n"], i["c"], K))
+
+
+def maj_at_k(items: Sequence[ProblemSummary]) -> float:
+    """Maj@K: share of problems whose most frequent math-equivalent answer is correct."""
+    return _per_problem_mean(items, lambda i: float(i["maj"]))
+
+
+def parallel_ratio(items: Sequence[ProblemSummary]) -> float:
+    """Share of samples with at least one ``<Parallel>`` block (over samples, as the report)."""
+    if not items or not _complete(items):
+        return float("nan")
+    return sum(i["n_parallel"] for i in items) / sum(i["n"] for i in items)
+
+
+#: Metric name → aggregation; the YAML's ``metric_list`` names the same functions.
+METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
+    f"mean@{K}": mean_at_k,
+    "pass@1": pass_at_1,
+    f"pass@{K}": pass_at_k_unbiased,
+    f"pass@{K}_paper": pass_at_k_paper_compat,
+    f"maj@{K}": maj_at_k,
+    "parallel_ratio": parallel_ratio,
+}
+
+
+# ----- keep the tags through lm-eval's hf backend -----------------------------------------------
+def _special_added_ids(tokenizer: Any) -> set[int]:
+    """Ids that ``decode(..., skip_special_tokens=True)`` drops: special added tokens and the
+    tokenizer's declared special tokens."""
+    decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    special = {i for i, tok in decoder.items() if getattr(tok, "special", False)}
+    return special | set(getattr(tokenizer, "all_special_ids", []) or [])
+
+
+def _skipped_ids(tokenizer: Any) -> tuple[set[int], set[int]]:
+    """(ids to drop when decoding, ids of the six tags that are special tokens), cached on the
+    tokenizer (lm-eval decodes once per sample)."""
+    cached: tuple[set[int], set[int]] | None = getattr(tokenizer, "_pr1_skip_ids", None)
+    if cached is None:
+        special = _special_added_ids(tokenizer)
+        tags = {tid for tid in (tokenizer.convert_tokens_to_ids(tag) for tag in T.ALL_TAGS)
+                if isinstance(tid, int) and tid in special}
+        cached = (special - tags, tags)
+        with contextlib.suppress(AttributeError):  # a tokenizer refusing attributes just recomputes
+            tokenizer._pr1_skip_ids = cached
+    return cached
+
+
+def decode_keeping_tags(tokenizer: Any, tokens: Any) -> str:
+    """Decode like ``skip_special_tokens=True`` except that the six tags stay in the text."""
+    ids = [tokens] if isinstance(tokens, int) else list(tokens)
+    skip, _ = _skipped_ids(tokenizer)
+    return str(tokenizer.decode([i for i in ids if i not in skip], skip_special_tokens=False))
+
+
+def keep_tags_in_hf_decode() -> bool:
+    """Make lm-eval's ``hf`` backend keep the six tags in generated text; True when patched.
+
+    Why: ``HFLM.generate_until`` decodes with ``skip_special_tokens=True`` and offers no option
+    to change it, so with a Parallel-R1 tokenizer (tags are special tokens) every response
+    would lose its ``<Parallel>``/``<Path>``/``<Summary>`` tags, and ``parallel_ratio`` would read
+    0 however often the model branches. The patch keeps only those six ids (eos, pad and every
+    other special token are still dropped), changes nothing for a tokenizer without the tags,
+    and touches the class only when the hf backend is already loaded in this process (vLLM
+    decodes with ``skip_special_tokens=False`` by default and needs nothing).
+    ``PR1_LM_EVAL_KEEP_TAGS=0`` turns it off.
+    """
+    if os.environ.get(KEEP_TAGS_ENV, "1") == "0":
+        return False
+    module = sys.modules.get("lm_eval.models.huggingface")
+    cls = getattr(module, "HFLM", None)
+    if cls is None:
+        return False
+    original = cls.tok_decode
+    if getattr(original, "_pr1_keeps_tags", False):
+        return True
+
+    def tok_decode(self: Any, tokens: Any, skip_special_tokens: bool = True) -> str:
+        if skip_special_tokens and _skipped_ids(self.tokenizer)[1]:
+            return decode_keeping_tags(self.tokenizer, tokens)
+        return str(original(self, tokens, skip_special_tokens=skip_special_tokens))
+
+    tok_decode._pr1_keeps_tags = True  # type: ignore[attr-defined]
+    tok_decode.__doc__ = (original.__doc__ or "") + "\n(pr1-eval: the six Parallel-R1 tags are kept.)"
+    cls.tok_decode = tok_decode
+    log.info("pr1-eval: lm-eval's hf backend now keeps the Parallel-R1 tags in decoded text")
+    return True
+
+
+keep_tags_in_hf_decode()

@@ -1,0 +1,107 @@
+"""The issue's check: the ``lm_eval`` CLI (hf backend) with the tiny model on ``pr1_aime24 --limit 2``.
+
+It must run offline, give every document 16 graded samples, and report metrics equal to what
+``pr1-eval report`` computes for the same generations imported from ``--log_samples``. The
+generation budget is kept small so the whole test stays within a couple of minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pr1_eval.lm_eval_tasks import include_path
+
+BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "benchmarks"
+METRICS = ["mean@16", "pass@1", "pass@16", "pass@16_paper", "maj@16", "parallel_ratio"]
+MAX_GEN_TOKS = 96
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not BENCH.is_dir(), reason="needs the shared benchmark folder")]
+
+
+def _lm_eval_command() -> list[str]:
+    """The installed ``lm_eval`` console script beside this interpreter (else ``python -m lm_eval``)."""
+    script = Path(sys.executable).parent / "lm_eval"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "lm_eval"]
+
+
+@pytest.fixture(scope="module")
+def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from pr1_eval.tiny_model import cached_tiny_model
+
+    model = cached_tiny_model("trained")
+    out = tmp_path_factory.mktemp("lm_eval") / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "PR1_DATA_DIR": str(BENCH), "PR1_EVAL_GRADING_WORKERS": "1"}
+    command = [*_lm_eval_command(), "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+               "--device", "cpu", "--batch_size", "32", "--include_path", include_path(), "--tasks", "pr1_aime24",
+               "--limit", "2", "--apply_chat_template", "--gen_kwargs", f"max_gen_toks={MAX_GEN_TOKS}",
+               "--log_samples", "--output_path", str(out)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "overrides existing task" not in done.stdout + done.stderr  # our names do not shadow lm-eval's built-ins
+    results_files = list(out.rglob("results_*.json"))
+    samples_files = list(out.rglob("samples_pr1_aime24_*.jsonl"))
+    assert len(results_files) == 1 and len(samples_files) == 1, list(out.rglob("*"))
+    return {"out": out, "stdout": done.stdout, "results": json.loads(results_files[0].read_text()),
+            "samples": [json.loads(line) for line in samples_files[0].read_text().splitlines()]}
+
+
+def test_every_document_gets_16_graded_samples(lm_eval_run: dict[str, Any]) -> None:
+    samples = lm_eval_run["samples"]
+    assert [s["doc"]["problem_id"] for s in samples] == ["aime24-0", "aime24-1"]
+    for sample in samples:
+        assert len(sample["resps"]) == 1 and len(sample["resps"][0]) == 16
+        assert sample["filtered_resps"] == sample["resps"]  # take_first_k kept all 16
+        assert sample["arguments"]["gen_args_0"]["arg_0"].startswith("<|im_start|>user\n")  # chat template applied
+        gen = sample["arguments"]["gen_args_0"]["arg_1"]
+        assert gen["max_gen_toks"] == MAX_GEN_TOKS and gen["do_sample"] and gen["temperature"] == 1.0
+        summary = sample["mean@16"]
+        assert summary["n"] == 16 and summary["n_unscored"] == 0 and summary["problem_id"] == sample["doc"]["problem_id"]
+    responses = [r for s in samples for r in s["resps"][0]]
+    assert len(set(responses)) > 1, "all 16 clones identical: sampling is not happening"
+    assert any("<Parallel>" in r for r in responses), "the hf backend dropped the tags"
+    assert "<|im_end|>" not in "".join(responses) and "<|endoftext|>" not in "".join(responses)
+
+
+def test_lm_eval_metrics_equal_pr1_eval_report_of_the_imported_samples(lm_eval_run: dict[str, Any], tmp_path: Path) -> None:
+    from pr1_eval.importer import import_rows
+    from pr1_eval.lm_eval_import import read_lm_eval_samples
+    from pr1_eval.report import run_report
+    from pr1_eval.store import RunStore
+
+    rows = read_lm_eval_samples(lm_eval_run["out"])
+    assert len(rows) == 32
+    run = import_rows(rows, tmp_path / "run", source=str(lm_eval_run["out"]), workers=1)
+    frame = RunStore(run).read_frame()
+    assert frame["grade_status"].isin(["ok", "no_answer"]).all()
+    assert frame.groupby("problem_id").size().to_dict() == {"aime24-0": 16, "aime24-1": 16}
+    report = run_report(frame, 16)["tasks"]["aime24"]
+    lm_eval = lm_eval_run["results"]["results"]["pr1_aime24"]
+    got = {name: lm_eval[f"{name},k16"] for name in METRICS}
+    want = {name: report[name] for name in METRICS}
+    assert got == pytest.approx(want, abs=1e-12)
+    assert report["parallel_ratio"] > 0  # the tags reached the report too
+
+
+def test_pr1_eval_import_and_report_commands_print_the_same_numbers(lm_eval_run: dict[str, Any], tmp_path: Path) -> None:
+    """The same equality through the commands a user types: ``pr1-eval import --format lm-eval``
+    then ``pr1-eval report --json``."""
+    env = {**os.environ, "PR1_EVAL_GRADING_WORKERS": "1"}
+    pr1_eval = [sys.executable, "-m", "pr1_eval.cli"]
+    run = tmp_path / "run"
+    done = subprocess.run([*pr1_eval, "import", "--format", "lm-eval", str(lm_eval_run["out"]), "--out", str(run)],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = subprocess.run([*pr1_eval, "report", str(run), "--json"], env=env, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert report.returncode == 0, report.stderr[-3000:]
+    metrics = json.loads(report.stdout)["tasks"]["aime24"]
+    lm_eval = lm_eval_run["results"]["results"]["pr1_aime24"]
+    assert {name: lm_eval[f"{name},k16"] for name in METRICS} == pytest.approx({name: metrics[name] for name in METRICS}, abs=1e-12)
