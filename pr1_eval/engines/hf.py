@@ -17,11 +17,20 @@ import torch
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+
 
 def load_tokenizer(model_path: str) -> Any:
     """The model's tokenizer, with a clear error when the directory has none."""
     from transformers import AutoTokenizer
 
+    local = Path(model_path).expanduser()
+    if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
+        # transformers 5 would build an empty tokenizer from config.json alone: refuse instead
+        raise Pr1EvalError(
+            f"model directory {local} has no tokenizer files ({', '.join(TOKENIZER_FILES)}); "
+            "copy them from the base model"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_path)
     except Exception as exc:
@@ -65,7 +74,8 @@ class HFEngine:
         torch_dtype = {"auto": torch.bfloat16 if self.device.startswith("cuda") else torch.float32,
                        "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
         try:
-            self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype).to(self.device)
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype)
+            self.model = model.to(self.device)  # type: ignore[arg-type]
         except OSError as exc:
             raise Pr1EvalError(f"could not load model weights from {model_path!r}: {exc}") from None
         self.model.eval()
@@ -86,17 +96,24 @@ class HFEngine:
     def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in requests]
         rows = [(i, r) for i, r in enumerate(requests) for _ in range(r.n)]
-        groups: dict[tuple[tuple[int, ...], int], list[tuple[int, GenerationRequest]]] = {}
+        # Group by stop tokens only: rows with different budgets share a batch (each is cut to its
+        # own budget afterwards), so fork-join waves, whose samples all have different budgets
+        # left, still run as a few batched calls rather than one call per sample.
+        groups: dict[tuple[int, ...], list[tuple[int, GenerationRequest]]] = {}
         for i, request in rows:
-            budget = request.max_new_tokens if request.max_new_tokens is not None else sampling.max_new_tokens
-            groups.setdefault((tuple(sorted(request.stop_token_ids)), budget), []).append((i, request))
-        for (stops, budget), group in groups.items():
+            groups.setdefault(tuple(sorted(request.stop_token_ids)), []).append((i, request))
+        for stops, group in groups.items():
             for start in range(0, len(group), self.max_batch_size):
                 batch = group[start : start + self.max_batch_size]
-                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budget, sampling, batch)
+                budgets = [self._budget(r, sampling) for _, r in batch]
+                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budgets, sampling, batch)
                 for (i, _), completion in zip(batch, completions, strict=True):
                     results[i].append(completion)
         return results
+
+    @staticmethod
+    def _budget(request: GenerationRequest, sampling: SamplingConfig) -> int:
+        return max(0, request.max_new_tokens if request.max_new_tokens is not None else sampling.max_new_tokens)
 
     def _batch_seed(self, batch: Sequence[tuple[int, GenerationRequest]], sampling: SamplingConfig) -> int | None:
         seeds = [r.seed for _, r in batch if r.seed is not None]
@@ -108,10 +125,11 @@ class HFEngine:
         self,
         prompts: Sequence[Sequence[int]],
         stop_ids: tuple[int, ...],
-        budget: int,
+        budgets: Sequence[int],
         sampling: SamplingConfig,
         batch: Sequence[tuple[int, GenerationRequest]],
     ) -> list[Completion]:
+        budget = max(budgets)
         if budget <= 0:
             return [Completion([], "", "length") for _ in prompts]
         width = max(len(p) for p in prompts)
@@ -141,7 +159,7 @@ class HFEngine:
             )
         new_tokens = out.sequences[:, width:].tolist()
         logprobs = self._chosen_logprobs(out.logits, out.sequences[:, width:]) if self.record_logprobs else None
-        return [self._to_completion(tokens, set(stop_ids), budget, logprobs[row] if logprobs else None)
+        return [self._to_completion(tokens[: budgets[row]], set(stop_ids), budgets[row], logprobs[row] if logprobs else None)
                 for row, tokens in enumerate(new_tokens)]
 
     @staticmethod
