@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.paths import resolve_training_dir
 
 TASK = "parallel_gsm8k"
@@ -33,14 +34,11 @@ def to_import_jsonl(source: str | Path, target: str | Path) -> Path:
     ``target``. Raises, naming file and line, on a row without those fields."""
     source, target = Path(source), Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with source.open(encoding="utf-8") as src, target.open("w", encoding="utf-8") as dst:
-        for lineno, line in enumerate(src, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
+    with target.open("w", encoding="utf-8") as dst:
+        for where, row in iter_jsonl(source):
             missing = [k for k in ("id", "answer", "response") if k not in row]
             if missing:
-                raise Pr1EvalError(f"{source}:{lineno}: missing field(s) {', '.join(missing)}")
+                raise Pr1EvalError(f"{where}: missing field(s) {', '.join(missing)}")
             out = {"task": TASK, "problem_id": str(row["id"]), "sample_idx": 0, "response": row["response"],
                    "gold": str(row["answer"]), "problem": row.get("problem", ""), "model": MODEL}
             dst.write(json.dumps(out, ensure_ascii=False) + "\n")

@@ -9,13 +9,13 @@ one-shot, not resumable appends).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.annotate import annotate_grades, annotate_structure
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records import SampleRecord
 from pr1_eval.runinfo import checkpoint_step, now_iso, package_versions
 from pr1_eval.store import RunStore
@@ -25,23 +25,13 @@ REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")
 
 def read_import_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Rows of an import file, validated; errors name file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise Pr1EvalError(f"import file {path} not found")
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise Pr1EvalError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            missing = [k for k in REQUIRED if not isinstance(row, dict) or k not in row]
-            if missing:
-                raise Pr1EvalError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
-            row["_where"] = f"{path}:{lineno}"
-            rows.append(row)
+    for where, row in iter_jsonl(path):
+        missing = [k for k in REQUIRED if k not in row]
+        if missing:
+            raise Pr1EvalError(f"{where}: missing field(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
+        row["_where"] = where
+        rows.append(row)
     return rows
 
 

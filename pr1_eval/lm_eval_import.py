@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.jsonl import iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -122,37 +123,29 @@ def _rows_of_file(file: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
         raise Pr1EvalError(f"{file}: task {lm_task!r} is a {output_type} task; only generation tasks can be graded")
     model = _model_of(results)
     rows: list[dict[str, Any]] = []
-    with file.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{file}:{lineno}"
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}); is this an lm-eval samples file?") from None
-            if not isinstance(sample, dict) or "resps" not in sample or "doc" not in sample:
-                raise Pr1EvalError(f"{where}: not an lm-eval sample (needs 'doc' and 'resps'); "
-                                   "pass the samples_<task>_<date>.jsonl written by --log_samples")
-            doc = sample["doc"] if isinstance(sample["doc"], dict) else {}
-            problem_id = _first(doc, _ID_FIELDS)
-            if problem_id is None:
-                problem_id = sample.get("doc_id")
-            gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
-            if problem_id is None or gold is None:
-                raise Pr1EvalError(f"{where}: cannot tell the problem id or gold answer (no doc id/doc_id, no gold/target)")
-            ours = doc.keys() >= _PR1_DOC_FIELDS  # a pr1_* document names its pr1-eval task
-            base = {
-                "task": str(doc["task"]) if ours else lm_task,
-                "problem_id": str(problem_id),
-                "gold": str(gold),
-                "problem": str(_first(doc, _PROBLEM_FIELDS) or ""),
-                "_where": where,
-            }
-            if model:
-                base["model"] = model
-            for idx, response in enumerate(_flatten(sample["resps"], where)):
-                rows.append({**base, "sample_idx": idx, "response": response})
+    for where, sample in iter_jsonl(file, hint="is this an lm-eval samples file?"):
+        if "resps" not in sample or "doc" not in sample:
+            raise Pr1EvalError(f"{where}: not an lm-eval sample (needs 'doc' and 'resps'); "
+                               "pass the samples_<task>_<date>.jsonl written by --log_samples")
+        doc = sample["doc"] if isinstance(sample["doc"], dict) else {}
+        problem_id = _first(doc, _ID_FIELDS)
+        if problem_id is None:
+            problem_id = sample.get("doc_id")
+        gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
+        if problem_id is None or gold is None:
+            raise Pr1EvalError(f"{where}: cannot tell the problem id or gold answer (no doc id/doc_id, no gold/target)")
+        ours = doc.keys() >= _PR1_DOC_FIELDS  # a pr1_* document names its pr1-eval task
+        base = {
+            "task": str(doc["task"]) if ours else lm_task,
+            "problem_id": str(problem_id),
+            "gold": str(gold),
+            "problem": str(_first(doc, _PROBLEM_FIELDS) or ""),
+            "_where": where,
+        }
+        if model:
+            base["model"] = model
+        for idx, response in enumerate(_flatten(sample["resps"], where)):
+            rows.append({**base, "sample_idx": idx, "response": response})
     return rows
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.paths import resolve_data_dir
 
 
@@ -121,22 +122,12 @@ def read_jsonl_problems(path: Path, spec: TaskSpec) -> list[Problem]:
         )
     problems: list[Problem] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}); fix or remove that line") from None
-            if not isinstance(row, dict):
-                raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            pid = _require_str(row, spec.id_field, where)
-            if pid in seen:
-                raise Pr1EvalError(f"{where}: duplicate problem id {pid!r}; ids must be unique")
-            seen.add(pid)
-            problems.append(Problem(spec.name, pid, _require_str(row, spec.problem_field, where), _require_str(row, spec.answer_field, where)))
+    for where, row in iter_jsonl(path, hint="fix or remove that line"):
+        pid = _require_str(row, spec.id_field, where)
+        if pid in seen:
+            raise Pr1EvalError(f"{where}: duplicate problem id {pid!r}; ids must be unique")
+        seen.add(pid)
+        problems.append(Problem(spec.name, pid, _require_str(row, spec.problem_field, where), _require_str(row, spec.answer_field, where)))
     return problems
 
 

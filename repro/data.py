@@ -22,12 +22,12 @@ would reward wrong answers half the time).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.paths import resolve_data_dir, resolve_training_dir
 from pr1_eval.prompts import PromptTemplate, load_template
 from pr1_eval.structure import parse_structure
@@ -66,16 +66,7 @@ class BuildReport:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSON Lines file; a malformed line is an error naming file and line."""
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from error
-    return rows
+    return [row for _, row in iter_jsonl(path)]
 
 
 def user_message(template: PromptTemplate, problem: str) -> list[dict[str, str]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.prompts import load_template
 from repro.data import OUTPUTS, build_all, dedup, read_jsonl
 from repro.testing import training_file
@@ -122,6 +123,6 @@ def test_verl_rl_dataset_reads_the_parquet(built) -> None:
 def test_malformed_jsonl_names_file_and_line(tmp_path) -> None:
     bad = tmp_path / "x.jsonl"
     bad.write_text('{"a": 1}\n{oops\n')
-    with pytest.raises(ValueError, match=r"x.jsonl:2"):
+    with pytest.raises(Pr1EvalError, match=r"x.jsonl:2: not valid JSON"):
         read_jsonl(bad)
     assert training_file("gsm8k_train.jsonl").is_file()

@@ -1,0 +1,35 @@
+"""Reading JSON Lines with errors that name file and line: the one reader every stage uses
+(benchmarks, imports, lm-eval logs, training sets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+
+
+def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``("FILE:LINE", object)`` for each non-blank line.
+
+    Lines are split on ``\\n`` only (file iteration), never ``str.splitlines``: real traces
+    contain U+2028, which ``splitlines`` would treat as a line break. ``hint`` is appended to
+    errors (e.g. what file was expected).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise Pr1EvalError(f"{path}: file not found{'; ' + hint if hint else ''}")
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}){'; ' + hint if hint else ''}") from None
+            if not isinstance(row, dict):
+                raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            yield where, row
