@@ -47,15 +47,10 @@ def load_problems(n: int) -> list[str]:
 
 
 def render(engine: VLLMEngine, problems: list[str]) -> list[list[int]]:
-    from pr1_eval.tiny_traces import PAPER_TEMPLATE
+    from pr1_eval.prompts import apply_chat, load_template
 
-    tok = engine.tokenizer
-    out = []
-    for problem in problems:
-        text = tok.apply_chat_template([{"role": "user", "content": PAPER_TEMPLATE.replace("{problem}", problem)}],
-                                       tokenize=False, add_generation_prompt=True)
-        out.append(tok(text, add_special_tokens=False)["input_ids"])
-    return out
+    template, tok = load_template("parallel_r1_v3"), engine.tokenizer
+    return [tok(apply_chat(tok, template.render(problem)), add_special_tokens=False)["input_ids"] for problem in problems]
 
 
 def bare_loop(engine: VLLMEngine, prompts: list[list[int]], ids: list[str], k: int, sampling: SamplingConfig) -> tuple[float, int]:

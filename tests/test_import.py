@@ -81,3 +81,23 @@ def test_malformed_import_line_names_file_and_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx, gold" in done.stderr
+
+
+def test_regrade_restores_verdicts_without_generating(imported: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+    store = RunStore(run)
+    records = store.read_records()
+    stale = next(r for r in records if r.problem_id == "frac")
+    stale.correct, stale.grade_status = False, "ok"  # what an older, weaker grader might have said
+    store.rewrite(records)
+    env = {**os.environ, TEST_HOOKS_ENV: "1"}
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "regrade", str(run)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 verdict(s) changed" in done.stdout
+    frame = RunStore(run).read_frame().set_index("problem_id")
+    assert bool(frame.loc["frac", "correct"]) is True
+    assert len(frame) == len(CASES)
