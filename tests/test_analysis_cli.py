@@ -30,12 +30,14 @@ def _root(tmp_path: Path) -> Path:
     return root
 
 
-def test_register_adds_analyze_with_its_arguments() -> None:
+def test_register_adds_analyze_with_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["analyze", "a", "b", "--json", "--out", "o", "--embedding-model", "m", "--no-embeddings"])
     assert args.runs == ["a", "b"] and args.json and args.out == "o" and args.embedding_model == "m"
-    assert args.no_embeddings and args.func is cli.run_analyze
+    seen: list[argparse.Namespace] = []
+    monkeypatch.setattr(cli, "run_analyze", lambda a: seen.append(a) or 7)
+    assert args.no_embeddings and args.func(args) == 7 and seen == [args]  # the lazy handler delegates
     defaults = parser.parse_args(["analyze", "a"])
     assert defaults.embedding_model == "all-MiniLM-L6-v2" and not defaults.no_embeddings
 
