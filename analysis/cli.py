@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.command import register
 from analysis.diversity import Embedder
 from analysis.figures import write_figures
 from analysis.loader import load_runs
@@ -98,15 +97,10 @@ def print_tables(analysis: Analysis, notes: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m analysis.cli analyze ...``: the same command without the pr1-eval entry point."""
-    parser = argparse.ArgumentParser(prog="python -m analysis.cli")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except Pr1EvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """``python -m analysis.cli analyze ...``: the same command as ``pr1-eval analyze``."""
+    from pr1_eval.cli import main as pr1_eval_main
+
+    return pr1_eval_main(argv)
 
 
 if __name__ == "__main__":

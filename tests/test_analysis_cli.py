@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from analysis_fixtures import block, embedding_model, make_record, response, write_run
 
-from analysis import cli
+from analysis import cli, command
 from analysis import diversity as div
 
 RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
@@ -32,7 +32,7 @@ def _root(tmp_path: Path) -> Path:
 
 def test_register_adds_analyze_with_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     parser = argparse.ArgumentParser()
-    cli.register(parser.add_subparsers(dest="command"))
+    command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["analyze", "a", "b", "--json", "--out", "o", "--embedding-model", "m", "--no-embeddings"])
     assert args.runs == ["a", "b"] and args.json and args.out == "o" and args.embedding_model == "m"
     seen: list[argparse.Namespace] = []
