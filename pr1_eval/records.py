@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
-
-GradeStatus = Literal["ok", "no_answer", "timeout", "error", "ungraded"]
-AnswerSource = Literal["final_answer", "boxed", "none"]
-FinishReason = Literal["stop", "length", "eos", "unknown"]
 
 #: Grade statuses whose ``correct`` is a real verdict (``no_answer`` is a verdict: wrong).
 SCORED_STATUSES = frozenset({"ok", "no_answer"})

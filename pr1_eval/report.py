@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.metrics import bootstrap_ci, majority_correct, pass_at_k, pass_at_k_paper
+from pr1_eval.records import SCORED_STATUSES
 
 
 def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -65,7 +66,7 @@ def task_metrics(frame: pd.DataFrame, k: int) -> dict[str, Any]:
     pass_k = [pass_at_k(n, c, k) for c in problems["c"]]
     pass_1 = [pass_at_k(n, c, 1) for c in problems["c"]]
     pass_paper = [pass_at_k_paper(n, c, k) for c in problems["c"]]
-    unscored = int((~frame["grade_status"].isin(["ok", "no_answer"])).sum())
+    unscored = int((~frame["grade_status"].isin(SCORED_STATUSES)).sum())
     tokens = frame["n_response_tokens"].dropna()
     result: dict[str, Any] = {
         "n_problems": len(problems),
