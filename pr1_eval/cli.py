@@ -19,6 +19,15 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="generate, grade and store k samples per problem")
     p.add_argument("--model", required=True, help="HF model directory or hub id")
     p.add_argument("--tasks", required=True, help="comma-separated: aime24,aime25,amc23,math500,math300_pr1,gsm8k or 'all'")
+    add_generation_options(p)
+    p.add_argument("--out", default=None, help="run directory (default runs/<model>-<decoding>-k<k>-seed<seed>)")
+    p.add_argument("--revision", default=None)
+    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: parsed from global_step_N)")
+    p.set_defaults(func=_cmd_run)
+
+
+def add_generation_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by every command that generates (``run``, ``sweep``): sampling, engine, decoding, data."""
     p.add_argument("-k", type=int, default=16, help="samples per problem (default 16)")
     p.add_argument("--limit", type=int, default=None, help="first N problems of each task")
     p.add_argument("--max-new-tokens", type=int, default=3000, help="response budget (paper: 3000)")
@@ -32,7 +41,6 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
     p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
     p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else ../shared/data/benchmarks, else the hub)")
-    p.add_argument("--out", default=None, help="run directory (default runs/<model>-<decoding>-k<k>-seed<seed>)")
     p.add_argument("--problems-per-chunk", type=int, default=None,
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm)")
     p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
@@ -41,9 +49,6 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--grade-workers", type=int, default=None)
-    p.add_argument("--revision", default=None)
-    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: parsed from global_step_N)")
-    p.set_defaults(func=_cmd_run)
 
 
 def _engine_options(args: argparse.Namespace) -> dict[str, object]:
