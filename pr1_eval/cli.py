@@ -40,7 +40,9 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paths", type=int, default=2, help="paths per block for --decoding forkjoin")
     p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
     p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
-    p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else ../shared/data/benchmarks, else the hub)")
+    p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
+    p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],
+                   help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
     p.add_argument("--problems-per-chunk", type=int, default=None,
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm)")
     p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
@@ -71,7 +73,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model=args.model, tasks=parse_task_list(args.tasks), k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed, engine=args.engine,
         decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, prompt=args.prompt, data_dir=args.data_dir,
-        out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
+        data_source=args.data_source, out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
         revision=args.revision, step=args.step, engine_options=_engine_options(args),
     )
     out = run_eval(config)

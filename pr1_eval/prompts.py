@@ -1,9 +1,11 @@
 """Prompt templates and rendering through the model's chat template.
 
-Templates: ``parallel_r1_v3`` (the paper's, read from the shared prompts folder),
-``sequential_baseline`` (the paper's GRPO baseline, same folder), ``boxed`` (a plain
-``\\boxed{}`` instruction, built in), or any file given with ``--prompt FILE``. ``{problem}`` is
-replaced by plain string replacement: problems contain braces, so ``str.format`` would break.
+Templates: ``parallel_r1_v3`` (the paper's) and ``sequential_baseline`` (the paper's GRPO
+baseline), both packaged with pr1-eval (``pr1_eval/data/prompts``, sha256-checked) and
+overridable by a folder in ``$PR1_PROMPTS_DIR`` or a ``prompts/`` folder beside an explicit data
+folder; ``boxed`` (a plain ``\\boxed{}`` instruction, built in); or any file given with
+``--prompt FILE``. ``{problem}`` is replaced by plain string replacement: problems contain
+braces, so ``str.format`` would break.
 The user message goes through the tokenizer's chat template with no system message; a
 tokenizer without a chat template gets the bare message.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.paths import resolve_prompts_dir
+from pr1_eval.paths import PACKAGED_PREFIX, packaged_prompts_dir, resolve_prompts_dir, verified_packaged_file
 
 PLACEHOLDER = "{problem}"
 BOXED_TEMPLATE = "{problem}\nPlease reason step by step, and put your final answer within \\boxed{}."
@@ -39,19 +41,27 @@ class PromptTemplate:
         return self.text.replace(PLACEHOLDER, problem)
 
 
+def _named_template(name: str, folder: Path) -> PromptTemplate:
+    """A named template from ``folder``; the packaged folder's files are checked against their sha256."""
+    filename = SHARED_TEMPLATES[name]
+    if folder == packaged_prompts_dir():
+        path = verified_packaged_file(f"prompts/{filename}")
+        return PromptTemplate(name, path.read_text(encoding="utf-8"), PACKAGED_PREFIX + f"prompts/{filename}")
+    path = folder / filename
+    if not path.is_file():
+        raise Pr1EvalError(
+            f"prompt template {name!r} not found: {path} does not exist; put {filename} there or pass "
+            "--prompt FILE (without PR1_PROMPTS_DIR or a prompts/ folder beside --data-dir the packaged one is used)"
+        )
+    return PromptTemplate(name, path.read_text(encoding="utf-8"), str(path))
+
+
 def load_template(name_or_path: str = DEFAULT_TEMPLATE, data_dir: Path | None = None) -> PromptTemplate:
     """A named template or a file; errors say where templates were looked for."""
     if name_or_path == "boxed":
         return PromptTemplate("boxed", BOXED_TEMPLATE, "builtin")
     if name_or_path in SHARED_TEMPLATES:
-        folder = resolve_prompts_dir(data_dir)
-        if folder is None or not (folder / SHARED_TEMPLATES[name_or_path]).is_file():
-            raise Pr1EvalError(
-                f"prompt template {name_or_path!r} not found (looked in {folder or 'no prompts folder'}); "
-                "set PR1_PROMPTS_DIR to the folder with parallel_r1_v3.txt, or pass --prompt FILE"
-            )
-        path = folder / SHARED_TEMPLATES[name_or_path]
-        return PromptTemplate(name_or_path, path.read_text(encoding="utf-8"), str(path))
+        return _named_template(name_or_path, resolve_prompts_dir(data_dir))
     path = Path(name_or_path).expanduser()
     if not path.is_file():
         known = ", ".join(["boxed", *SHARED_TEMPLATES])

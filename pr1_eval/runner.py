@@ -48,6 +48,7 @@ class RunConfig:
     max_blocks: int = 4
     prompt: str = "parallel_r1_v3"
     data_dir: str | None = None
+    data_source: str = "auto"  # auto | packaged | hub (pr1_eval.tasks.load_task)
     out: str | None = None
     problems_per_chunk: int | None = None
     grade_workers: int | None = None
@@ -113,7 +114,7 @@ def _check_resumable(store: RunStore, new: dict[str, Any]) -> dict[str, Any]:
 def _prepare(config: RunConfig, template: PromptTemplate, tokenizer: Any) -> dict[str, PreparedTask]:
     prepared = {}
     for name in config.tasks:
-        loaded = load_task(name, config.data_dir, config.limit)
+        loaded = load_task(name, config.data_dir, config.limit, config.data_source)
         prompts = [apply_chat(tokenizer, template.render(p.problem)) for p in loaded.problems]
         ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in prompts]
         prepared[name] = PreparedTask(loaded, prompts, ids)
@@ -204,7 +205,7 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
 
     if config.k < 1:
         raise Pr1EvalError(f"-k must be at least 1, got {config.k}")
-    data_dir = resolve_data_dir(config.data_dir)
+    data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir
     config.data_dir = str(data_dir) if data_dir else None
     template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
     engine = engine or make_engine(config.engine, config.model, **config.engine_options)

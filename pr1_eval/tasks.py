@@ -1,10 +1,18 @@
 """The task registry (plain data) and the loader that turns a task into problems.
 
 A task is a name, a version, a file in the benchmark folder, the fields to read, and the
-Hugging Face hub dataset used when no folder is given. Loading validates every row and names
-file and line on a malformed one; the sha256 of the data goes into ``run.json``.
+Hugging Face hub dataset behind it. Loading validates every row and names file and line on a
+malformed one; the sha256 of the data goes into ``run.json``.
 
-Hub sources (used only when no data folder is found; documented here and in the README):
+Where a task's data comes from (``source``; ``--data-source`` on the command line):
+
+- ``auto`` (default): ``--data-dir``, else ``$PR1_DATA_DIR``, else the copy packaged with
+  pr1-eval (all six tasks ship in ``pr1_eval/data/benchmarks``, checked against their sha256),
+  else the hub (a registered task whose file is not packaged);
+- ``packaged``: the packaged copy, ignoring ``$PR1_DATA_DIR`` (a run comparable with anyone's);
+- ``hub``: the hub dataset below, converted as described (needs network access).
+
+Hub sources (documented here and in the README):
 
 - aime24: ``HuggingFaceH4/aime_2024`` (split train)
 - aime25: ``math-ai/aime25`` (split test)
@@ -28,7 +36,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.paths import resolve_data_dir
+from pr1_eval.paths import PACKAGED_PREFIX, is_packaged, resolve_data_dir, verified_packaged_file
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ def read_jsonl_problems(path: Path, spec: TaskSpec) -> list[Problem]:
     if not path.is_file():
         raise Pr1EvalError(
             f"task {spec.name!r}: data file {path} not found; point --data-dir (or PR1_DATA_DIR) "
-            f"at a folder holding {spec.file}"
+            f"at a folder holding {spec.file}, or leave both unset to use the packaged copy"
         )
     problems: list[Problem] = []
     seen: set[str] = set()
@@ -145,9 +153,10 @@ def _hub_rows(spec: TaskSpec) -> list[Problem]:
     try:
         data = datasets.load_dataset(hub.path, hub.name, split=hub.split)
     except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
         raise Pr1EvalError(
-            f"task {spec.name!r}: no data folder was found and the hub dataset {hub.path} could not be loaded "
-            f"({type(exc).__name__}: {exc}); set PR1_DATA_DIR or pass --data-dir to a folder holding {spec.file}"
+            f"task {spec.name!r}: the hub dataset {hub.path} could not be loaded ({type(exc).__name__}: {first_line}); "
+            f"if the hub is unreachable from here, pass --data-dir to a folder holding {spec.file}"
         ) from None
     problems = []
     for i, row in enumerate(data):
@@ -173,18 +182,41 @@ def problems_hash(problems: list[Problem]) -> str:
     return digest.hexdigest()
 
 
-def load_task(name: str, data_dir: str | Path | None = None, limit: int | None = None) -> LoadedTask:
-    """Load a registered task from the data folder (or the hub when there is none).
+DATA_SOURCES = ("auto", "packaged", "hub")
+
+
+def _packaged_problems(spec: TaskSpec) -> tuple[list[Problem], str]:
+    relpath = f"benchmarks/{spec.file}"
+    return read_jsonl_problems(verified_packaged_file(relpath), spec), PACKAGED_PREFIX + relpath
+
+
+def _problems_from(spec: TaskSpec, data_dir: str | Path | None, source: str) -> tuple[list[Problem], str]:
+    """The problems and a label of where they came from, following ``source`` (see the module doc)."""
+    if source not in DATA_SOURCES:
+        raise Pr1EvalError(f"unknown data source {source!r}; choose one of {', '.join(DATA_SOURCES)}")
+    if data_dir and source != "auto":
+        raise Pr1EvalError(f"--data-dir and --data-source {source} exclude each other; drop one of them")
+    folder = resolve_data_dir(data_dir) if source == "auto" else None
+    if folder is not None:
+        path = folder / spec.file
+        return read_jsonl_problems(path, spec), str(path)
+    if source != "hub" and is_packaged(f"benchmarks/{spec.file}"):
+        return _packaged_problems(spec)
+    if source == "packaged":
+        raise Pr1EvalError(f"task {spec.name!r} is not packaged with pr1-eval; use --data-source hub or --data-dir")
+    return _hub_rows(spec), f"hub:{spec.hub.path}"
+
+
+def load_task(
+    name: str, data_dir: str | Path | None = None, limit: int | None = None, source: str = "auto"
+) -> LoadedTask:
+    """Load a registered task: from ``data_dir`` / ``$PR1_DATA_DIR``, else the packaged copy, else
+    the hub (``source`` = ``auto``); ``packaged`` or ``hub`` forces one of them.
 
     ``limit`` keeps the first N problems; the hash covers the problems actually used.
     """
     spec = get_task(name)
-    folder = resolve_data_dir(data_dir)
-    if folder is not None:
-        path = folder / spec.file
-        problems, source = read_jsonl_problems(path, spec), str(path)
-    else:
-        problems, source = _hub_rows(spec), f"hub:{spec.hub.path}"
+    problems, origin = _problems_from(spec, data_dir, source)
     if limit is not None:
         problems = problems[:limit]
-    return LoadedTask(spec, problems, source, problems_hash(problems))
+    return LoadedTask(spec, problems, origin, problems_hash(problems))
