@@ -1,0 +1,371 @@
+"""The checkpoint leaderboard: per-task metrics of many runs, ranked, with honest paired comparisons.
+
+Python API (what ``pr1-eval leaderboard``, the dashboard and the notebooks call)::
+
+    from analysis.leaderboard import build_leaderboard, compute_leaderboard
+    doc = build_leaderboard(["runs/"], baseline=None, tasks=None, intersect=False)  # the --json document
+    board = compute_leaderboard(["runs/"])   # Leaderboard: .document plus .per_problem (for heatmaps)
+
+``runs`` are run directories or folders searched for runs (or an already loaded
+:class:`analysis.loader.LoadedRuns`). ``average`` is ``"task_mean"`` (default: the mean of task
+means, the paper's convention) or ``"problem_weighted"``; it decides the sort order. Bad input
+(mismatched problem sets, data hashes or k without ``intersect``; incomplete runs; an unknown
+baseline) raises :class:`pr1_eval.errors.Pr1EvalError` naming the difference.
+
+The document (``leaderboard --json``; K is the runs' k, e.g. ``mean@16``)::
+
+    {"schema_version": 1,
+     "runs": [{"name", "model", "family", "step", "decoding", "path", "k",
+               "rank", "tied_with_above", "p_vs_above",
+               "tasks": {TASK: {"n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "pass@K_paper",
+                                "maj@K", "parallel_ratio",
+                                # additive extras:
+                                "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
+                                "first_block_rel_pos"}},
+               "average": {"convention", "n_tasks", "n_problems", "mean@K", "pass@K", "pass@K_paper",
+                           "maj@K", "parallel_ratio",
+                           "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
+     "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
+                      "p_value", "p_holm", "test", "n_nonzero"}],
+     "baseline", "average_convention", "tasks", "alpha", "notes", "failures"}
+
+Conventions, and why:
+
+* Per-task metrics are :func:`pr1_eval.report.run_report`'s (one implementation of every
+  number), math-verify verdicts unless named ``_paper``. ``pass@K`` is the unbiased estimator.
+  ``pass@K_paper`` is the number the paper's "Pass@16" column would print: VERL's bootstrap
+  best@K on the paper's string checker (the report's ``best@K_paper``); the extras ``best@K``
+  (the same estimator on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
+  bootstrap interval of mean@K. Parallel ratio and first-block position are
+  :func:`analysis.stats.structure_stats`'.
+* A run is compared only when every compared task is complete against its run.json
+  (:func:`pr1_eval.completeness.check_completeness`); an incomplete run is refused by name.
+* ``average`` holds both conventions; the top-level metrics are the chosen one (``convention``).
+* Rows are sorted by the chosen average mean@K. ``tied_with_above`` is true when a paired
+  sign-flip test of the row against the row above, on the same average (per-problem differences
+  weighted by the convention), gives p ≥ ``alpha`` (0.05, unadjusted: it only marks rows).
+* Comparisons are each run against the baseline (``--baseline``; default the lowest step when all
+  runs are steps of one family, else the first run given), per task, on the problems both share:
+  delta of mean@K, paired bootstrap 95% interval (10,000 resamples, seed 0), two-sided sign-flip
+  p-value (exact up to 20 non-zero differences) and Holm's adjustment across that run's tasks.
+* Runs must share tasks, problem ids, data hashes and k. With ``intersect`` every run is cut to
+  the tasks and problems all runs share (so every number in the table is on the same problems)
+  and the notes say how many were kept; unknown data hashes (imports) are noted, not refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.loader import LoadedRuns, load_runs
+from analysis.paired import holm, paired_comparison, sign_flip_test
+from analysis.stats import structure_stats
+from pr1_eval.completeness import check_completeness
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.report import run_report
+from pr1_eval.store import RunStore
+
+SCHEMA_VERSION = 1
+AVERAGES = ("task_mean", "problem_weighted")
+#: Metrics averaged over tasks (K substituted).
+AVERAGED = ("mean@K", "pass@K", "pass@K_paper", "maj@K", "parallel_ratio")
+ALPHA = 0.05
+
+
+@dataclass
+class RunMeta:
+    """What a leaderboard row says about a run besides its numbers."""
+
+    name: str
+    path: str
+    model: str | None
+    family: str
+    step: int | None
+    decoding: str
+    k: int
+    data_hashes: dict[str, str | None]
+
+
+@dataclass
+class Leaderboard:
+    """:attr:`document` is the ``--json`` document; :attr:`per_problem` has one row per run × task ×
+    problem (``run, task, problem_id, n, c, fraction``) for heatmaps and further paired tests."""
+
+    document: dict[str, Any]
+    per_problem: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
+                      tasks: Sequence[str] | None = None, intersect: bool = False,
+                      average: str = "task_mean") -> dict[str, Any]:
+    """The ``leaderboard --json`` document (see the module docstring)."""
+    return compute_leaderboard(runs, baseline=baseline, tasks=tasks, intersect=intersect, average=average).document
+
+
+def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
+                        tasks: Sequence[str] | None = None, intersect: bool = False,
+                        average: str = "task_mean") -> Leaderboard:
+    """The leaderboard document plus the per-problem table behind it."""
+    if average not in AVERAGES:
+        raise Pr1EvalError(f"unknown average {average!r}; choose one of {', '.join(AVERAGES)}")
+    loaded = runs if isinstance(runs, LoadedRuns) else load_runs(runs, tokenizer=None)
+    if loaded.samples.empty:
+        reasons = "; ".join(f"{p}: {r}" for p, r in loaded.failures) or "nothing given"
+        raise Pr1EvalError(f"no run could be loaded ({reasons})")
+    metas, infos = _run_metas(loaded)
+    base = _resolve_baseline(metas, baseline)
+    samples, chosen, notes = _select(loaded.samples, metas, base, tasks, intersect)
+    for meta in metas:
+        notes.extend(_check_complete(meta, infos[meta.name], loaded.samples[loaded.samples["run"] == meta.name], chosen))
+    per_problem = problem_table(samples)
+    rows = [_run_row(meta, samples[samples["run"] == meta.name], chosen, average) for meta in metas]
+    rows = _rank(rows, per_problem, chosen, average)
+    comparisons = _comparisons(rows, base, per_problem, chosen)
+    document = {
+        "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "baseline": base.name,
+        "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
+        "notes": [*loaded.notes, *notes], "failures": [{"path": p, "reason": r} for p, r in loaded.failures],
+    }
+    return Leaderboard(document=_json_safe(document), per_problem=per_problem, notes=notes)
+
+
+_CONVENTION_TEXT = {"task_mean": "mean of task means (the paper's convention)",
+                    "problem_weighted": "problem-weighted (every problem counts once)"}
+
+
+def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, dict[str, Any]]]:
+    """Run metadata in the order the runs were given, and each run.json (k, tasks, data hashes)."""
+    metas, infos = [], {}
+    known: dict[str, dict[str, Any]] = getattr(loaded, "run_info", None) or {}
+    for name, group in loaded.samples.groupby("run", sort=False):
+        first = group.iloc[0]
+        info = known.get(str(name)) or RunStore(str(first["run_path"])).read_run_json()
+        tasks_info: dict[str, Any] = info["tasks"] if isinstance(info.get("tasks"), dict) else {}
+        k = info.get("k") or int(group.groupby(["task", "problem_id"]).size().max())
+        step = first["step"]
+        infos[str(name)] = info
+        metas.append(RunMeta(
+            name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
+            family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
+            k=int(k), data_hashes={str(t): (v or {}).get("data_hash") for t, v in tasks_info.items()}))
+    return metas, infos
+
+
+def _resolve_baseline(metas: list[RunMeta], wanted: str | None) -> RunMeta:
+    """``wanted`` by run name or path; default: lowest step of a one-family sweep, else the first run."""
+    if wanted is not None:
+        resolved = str(Path(wanted).expanduser().resolve())
+        for meta in metas:
+            if wanted in (meta.name, meta.path) or resolved == meta.path:
+                return meta
+        raise Pr1EvalError(f"--baseline {wanted!r} is none of the loaded runs ({', '.join(m.name for m in metas)}); "
+                           "pass a run name or directory from the list")
+    if all(m.step is not None for m in metas) and len({m.family for m in metas}) == 1:
+        return min(metas, key=lambda m: m.step if m.step is not None else 0)
+    return metas[0]
+
+
+def _problem_sets(samples: pd.DataFrame) -> dict[tuple[str, str], set[str]]:
+    return {(str(r), str(t)): set(g["problem_id"].astype(str)) for (r, t), g in samples.groupby(["run", "task"])}
+
+
+def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str], set[str]],
+                 tasks: list[str]) -> list[str]:
+    """Every way a run differs from the baseline in what it was scored on."""
+    found = []
+    for meta in metas:
+        if meta.k != base.k:
+            found.append(f"k: {meta.name} has k={meta.k}, {base.name} has k={base.k}")
+        for task in tasks:
+            mine, theirs = sets.get((meta.name, task)), sets.get((base.name, task))
+            if mine is None or theirs is None:
+                missing = meta.name if mine is None else base.name
+                if mine is not theirs:
+                    found.append(f"task {task}: run {missing} has no samples for it")
+                continue
+            if mine != theirs:
+                only_mine, only_theirs = sorted(mine - theirs), sorted(theirs - mine)
+                found.append(f"task {task}: {meta.name} has {len(mine)} problems, {base.name} {len(theirs)} "
+                             f"({len(only_mine)} only in {meta.name}{_ids(only_mine)}, "
+                             f"{len(only_theirs)} only in {base.name}{_ids(only_theirs)})")
+            h1, h2 = meta.data_hashes.get(task), base.data_hashes.get(task)
+            if h1 and h2 and h1 != h2:
+                found.append(f"task {task}: data hash of {meta.name} ({h1[:12]}) differs from {base.name}'s ({h2[:12]})")
+    return found
+
+
+def _ids(ids: list[str]) -> str:
+    return "" if not ids else ": " + ", ".join(ids[:3]) + ("…" if len(ids) > 3 else "")
+
+
+def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: Sequence[str] | None,
+            intersect: bool) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The samples every number is computed on, the tasks, and notes; refuses mismatched runs."""
+    present = list(dict.fromkeys(str(t) for t in samples["task"]))
+    chosen = list(tasks) if tasks else present
+    unknown = [t for t in chosen if t not in present]
+    if unknown:
+        raise Pr1EvalError(f"--tasks {', '.join(unknown)}: no loaded run has samples for it (tasks present: {', '.join(present)})")
+    samples = samples[samples["task"].isin(chosen)]
+    sets = _problem_sets(samples)
+    differences = _differences(metas, base, sets, chosen)
+    notes = [f"data hash unknown for {m.name} / {t} (imported run): problems matched by id only"
+             for m in metas for t in chosen if (m.name, t) in sets and not m.data_hashes.get(t)]
+    if not differences:
+        return samples, chosen, notes
+    if not intersect:
+        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        raise Pr1EvalError(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+    notes.append("--intersect: " + "; ".join(differences))
+    shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
+    if not shared_tasks:
+        raise Pr1EvalError("--intersect: the runs share no task; nothing to compare")
+    keep = []
+    for task in shared_tasks:
+        shared = set.intersection(*(sets[(m.name, task)] for m in metas))
+        largest = max(len(sets[(m.name, task)]) for m in metas)
+        notes.append(f"--intersect: task {task} compared on {len(shared)} shared problems (largest run has {largest})")
+        if not shared:
+            raise Pr1EvalError(f"--intersect: the runs share no problem of task {task}")
+        keep.append(samples[(samples["task"] == task) & samples["problem_id"].astype(str).isin(shared)])
+    dropped = [t for t in chosen if t not in shared_tasks]
+    if dropped:
+        notes.append(f"--intersect: task(s) {', '.join(dropped)} left out: not every run has them")
+    return pd.concat(keep, ignore_index=True), shared_tasks, notes
+
+
+def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per run × task × problem: samples n, correct c (unscored counts as wrong, as in
+    the report) and the fraction c/n, i.e. the problem's mean@K term."""
+    correct = samples["correct"].astype("boolean").fillna(False).astype(int)
+    frame = samples[["run", "task", "problem_id"]].assign(correct=correct, problem_id=samples["problem_id"].astype(str))
+    table = frame.groupby(["run", "task", "problem_id"], sort=False)["correct"].agg(n="size", c="sum").reset_index()
+    table["fraction"] = table["c"] / table["n"]
+    return table
+
+
+def _check_complete(meta: RunMeta, info: dict[str, Any], samples: pd.DataFrame, tasks: list[str]) -> list[str]:
+    """Refuse a run whose chosen tasks are incomplete (against what its run.json declares)."""
+    check = check_completeness(info, samples, meta.k)
+    for task in tasks:
+        entry = check.tasks.get(task)
+        if entry is not None and not entry.complete:
+            raise Pr1EvalError(f"run {meta.name} is incomplete on task {task}: {entry.describe()}; "
+                               f"{check.advice()}, or leave the run out")
+    if not check.status_ok:
+        return [f"{meta.name}: run.json status is {check.status!r}, but every compared task holds all its samples"]
+    return []
+
+
+def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> dict[str, Any]:
+    """One task's leaderboard cell from the report's metrics (keys with K substituted)."""
+    K = str(k)
+    ci = metrics.get("ci95") or {}
+    return {
+        "n_problems": metrics["n_problems"], f"mean@{K}": metrics[f"mean@{K}"], "ci95": ci.get(f"mean@{K}"),
+        f"pass@{K}": metrics[f"pass@{K}"], f"pass@{K}_paper": _paper_pass(metrics, k), f"maj@{K}": metrics[f"maj@{K}"],
+        "parallel_ratio": structure["parallel_ratio"],
+        "n_samples": metrics["n_samples"], "pass@1": metrics.get("pass@1"), f"pass@{K}_ci95": ci.get(f"pass@{K}"),
+        f"best@{K}": metrics.get(f"best@{K}"), f"mean@{K}_paper": metrics.get(f"mean@{K}_paper", metrics.get("mean_paper")),
+        "first_block_rel_pos": structure["first_block_rel_pos"],
+    }
+
+
+def _paper_pass(metrics: dict[str, Any], k: int) -> float:
+    """The paper-compatible pass@K: VERL's bootstrap best@K on the paper's checker (the report's
+    ``best@K_paper``; older reports called the math-verify variant ``pass@K_paper``)."""
+    for key in (f"best@{k}_paper", f"pass@{k}_paper"):
+        if metrics.get(key) is not None:
+            return float(metrics[key])
+    raise Pr1EvalError(f"the report has no paper-compatible pass@{k} (keys: {', '.join(sorted(metrics))})")
+
+
+def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str) -> dict[str, Any]:
+    """One leaderboard row, every metric from the report on exactly the compared samples."""
+    report = run_report(samples, meta.k)
+    structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
+    cells = {task: _task_cell(report["tasks"][task], meta.k, structure[task]) for task in tasks}
+    return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
+            "decoding": meta.decoding, "path": meta.path, "k": meta.k,
+            "tasks": cells, "average": _average(cells, meta.k, average)}
+
+
+def _average(cells: dict[str, dict[str, Any]], k: int, chosen: str) -> dict[str, Any]:
+    """Both averages over tasks; the chosen one also at the top level."""
+    keys = [m.replace("K", str(k)) for m in AVERAGED]
+    sizes = np.array([cell["n_problems"] for cell in cells.values()], dtype=float)
+    both: dict[str, dict[str, float]] = {"task_mean": {}, "problem_weighted": {}}
+    for key in keys:
+        values = np.array([cell[key] for cell in cells.values()], dtype=float)
+        both["task_mean"][key] = float(values.mean())
+        both["problem_weighted"][key] = float((values * sizes).sum() / sizes.sum())
+    return {"convention": chosen, "n_tasks": len(cells), "n_problems": int(sizes.sum()), **both[chosen], **both}
+
+
+def _weighted_diffs(per_problem: pd.DataFrame, run: str, other: str, tasks: list[str],
+                    average: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-problem differences run − other over all tasks, with the weights of the average."""
+    pairs = [_aligned(per_problem, run, other, task) for task in tasks]
+    total = sum(a.size for a, _ in pairs)
+    diffs = [a - b for a, b in pairs]
+    weights = [np.full(a.size, 1.0 / (len(tasks) * a.size) if average == "task_mean" else 1.0 / total)
+               for a, _ in pairs]
+    return np.concatenate(diffs), np.concatenate(weights)
+
+
+def _aligned(per_problem: pd.DataFrame, run: str, other: str, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """Fractions of two runs on the problems of ``task`` they share, in the same order."""
+    mine = per_problem[(per_problem["run"] == run) & (per_problem["task"] == task)].set_index("problem_id")["fraction"]
+    theirs = per_problem[(per_problem["run"] == other) & (per_problem["task"] == task)].set_index("problem_id")["fraction"]
+    shared = sorted(set(mine.index) & set(theirs.index))
+    return mine.loc[shared].to_numpy(float), theirs.loc[shared].to_numpy(float)
+
+
+def _rank(rows: list[dict[str, Any]], per_problem: pd.DataFrame, tasks: list[str], average: str) -> list[dict[str, Any]]:
+    """Sort by the average mean@K (stable) and mark rows not significantly below the row above."""
+    ordered = sorted(rows, key=lambda r: -r["average"][f"mean@{r['k']}"])
+    for i, row in enumerate(ordered):
+        row["rank"], row["tied_with_above"], row["p_vs_above"] = i + 1, False, None
+        if i:
+            diffs, weights = _weighted_diffs(per_problem, ordered[i - 1]["name"], row["name"], tasks, average)
+            p = sign_flip_test(diffs, weights).p_value
+            row["p_vs_above"], row["tied_with_above"] = p, p >= ALPHA
+    return ordered
+
+
+def _comparisons(rows: list[dict[str, Any]], base: RunMeta, per_problem: pd.DataFrame,
+                 tasks: list[str]) -> list[dict[str, Any]]:
+    """Each run against the baseline, per task, Holm-adjusted across that run's tasks."""
+    out = []
+    for row in rows:
+        if row["name"] == base.name:
+            continue
+        group = []
+        for task in tasks:
+            a, b = _aligned(per_problem, row["name"], base.name, task)
+            group.append({"run": row["name"], "baseline": base.name, "task": task, **paired_comparison(a, b)})
+        for item, adjusted in zip(group, holm([g["p_value"] for g in group]), strict=True):
+            item["p_holm"] = adjusted
+        out.extend(group)
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain JSON types: numpy scalars to Python, NaN/NA to None."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value

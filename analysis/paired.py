@@ -1,0 +1,140 @@
+"""Paired statistics over problems: is run A really better than run B on the same questions?
+
+Why paired: two runs scored on the same problems share each problem's difficulty, so the
+per-problem differences ``d_i = a_i − b_i`` vary far less than either run's scores (Miller,
+"Adding Error Bars to Evals", 2024). On AIME (30 problems) two separate 95% intervals overlap
+for almost any pair of checkpoints, while the paired interval of the difference is often clear
+of zero. Everything here takes per-problem values (mean@K per problem, c/n) and is pure.
+
+* :func:`paired_bootstrap_ci` — percentile interval of the mean difference, resampling
+  problems with replacement (10,000 resamples, fixed seed: the same runs give the same interval).
+* :func:`sign_flip_test` — two-sided paired permutation test. Under "no difference" each
+  problem's difference is as likely to have either sign, so the null distribution of the
+  statistic ``T = Σ w_i d_i`` (the mean of the differences when the weights are 1/n) comes from
+  flipping signs. Problems with ``d_i = 0`` never change ``T`` and are left out; up to
+  :data:`EXACT_MAX_NONZERO` non-zero differences all 2^m sign patterns are enumerated (exact
+  p-value), beyond that :data:`MONTE_CARLO_DRAWS` random patterns with a fixed seed give
+  ``(1 + hits) / (1 + draws)`` (never 0, Phipson & Smyth 2010).
+* :func:`holm` — Holm's step-down adjustment across the tasks of one comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Resamples of the paired bootstrap.
+BOOTSTRAP_RESAMPLES = 10_000
+#: Up to this many non-zero differences the permutation p-value is exact (2^20 ≈ 10^6 patterns).
+EXACT_MAX_NONZERO = 20
+#: Random sign patterns drawn beyond :data:`EXACT_MAX_NONZERO`.
+MONTE_CARLO_DRAWS = 10_000
+#: Seed of the bootstrap and of the Monte Carlo permutation test (results are reproducible).
+SEED = 0
+#: Resamples per chunk, so memory stays bounded for large problem sets (MATH-500 × 10,000).
+_CHUNK = 1_000
+
+
+@dataclass(frozen=True)
+class PermutationResult:
+    """A sign-flip test: two-sided p-value, how it was computed, and how many differences counted."""
+
+    p_value: float
+    method: str  # "exact" | "monte_carlo" | "no_difference"
+    n_nonzero: int
+    statistic: float
+
+
+def _as_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"expected a flat sequence of per-problem values, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("per-problem values must be finite numbers")
+    return array
+
+
+def paired_bootstrap_ci(diffs: Sequence[float] | np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                        alpha: float = 0.05, seed: int = SEED) -> tuple[float, float] | None:
+    """Percentile interval of the mean of ``diffs`` under resampling of problems; None with < 2."""
+    d = _as_array(diffs)
+    if d.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, _CHUNK):
+        stop = min(start + _CHUNK, n_resamples)
+        idx = rng.integers(0, d.size, size=(stop - start, d.size))
+        means[start:stop] = d[idx].mean(axis=1)
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _all_sign_sums(terms: np.ndarray) -> np.ndarray:
+    """Σ ±terms_i for all 2^len(terms) sign patterns."""
+    sums = np.zeros(1)
+    for term in terms:
+        sums = np.concatenate([sums + term, sums - term])
+    return sums
+
+
+def sign_flip_test(diffs: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray | None = None, *,
+                   exact_max_nonzero: int = EXACT_MAX_NONZERO, n_draws: int = MONTE_CARLO_DRAWS,
+                   seed: int = SEED) -> PermutationResult:
+    """Two-sided paired sign-flip permutation test of ``T = Σ w_i d_i`` (default ``w_i = 1/n``: the mean).
+
+    Weights let one test cover an average over tasks: ``w_i = 1/(n_tasks · n_task(i))`` makes
+    ``T`` the difference of the means of task means.
+    """
+    d = _as_array(diffs)
+    w = np.full(d.size, 1.0 / max(d.size, 1)) if weights is None else _as_array(weights)
+    if w.size != d.size:
+        raise ValueError(f"{w.size} weights for {d.size} differences")
+    terms = (w * d)[(w * d) != 0]
+    observed = float((w * d).sum())
+    if terms.size == 0:
+        return PermutationResult(1.0, "no_difference", 0, observed)
+    threshold = abs(float(terms.sum())) - 1e-9 * float(np.abs(terms).sum())  # float-rounding slack
+    if terms.size <= exact_max_nonzero:
+        half = terms.size // 2
+        totals = _all_sign_sums(terms[:half])[:, None] + _all_sign_sums(terms[half:])[None, :]
+        hits = int((np.abs(totals) >= threshold).sum())
+        return PermutationResult(hits / float(2 ** terms.size), "exact", int(terms.size), observed)
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_draws, _CHUNK):
+        signs = rng.integers(0, 2, size=(min(_CHUNK, n_draws - start), terms.size)) * 2 - 1
+        hits += int((np.abs(signs @ terms) >= threshold).sum())
+    return PermutationResult((1 + hits) / (1 + n_draws), "monte_carlo", int(terms.size), observed)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (None entries are not tested and stay None).
+
+    With m tested p-values sorted ascending, ``p_(j)`` becomes ``max_{i ≤ j} min(1, (m − i + 1) p_(i))``:
+    rejecting the adjusted values below α controls the family-wise error rate at α.
+    """
+    tested = [(p, i) for i, p in enumerate(p_values) if p is not None]
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    m = len(tested)
+    for rank, (p, i) in enumerate(sorted(tested)):
+        running = max(running, min(1.0, (m - rank) * float(p)))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_comparison(values: Sequence[float] | np.ndarray, baseline: Sequence[float] | np.ndarray, *,
+                      n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED) -> dict[str, object]:
+    """Delta, its paired-bootstrap 95% interval and the sign-flip p-value of two aligned per-problem vectors."""
+    a, b = _as_array(values), _as_array(baseline)
+    if a.size != b.size:
+        raise ValueError(f"paired values need the same problems: {a.size} vs {b.size}")
+    diffs = a - b
+    test = sign_flip_test(diffs, seed=seed)
+    interval = paired_bootstrap_ci(diffs, n_resamples=n_resamples, seed=seed)
+    return {"n_problems": int(a.size), "delta": float(diffs.mean()) if a.size else 0.0,
+            "ci95": None if interval is None else [interval[0], interval[1]],
+            "p_value": test.p_value, "test": test.method, "n_nonzero": test.n_nonzero}
