@@ -7,17 +7,35 @@
     pr1-repro merge CKPT_DIR [--dry-run]
     pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval args]
 
-Errors the user can fix print one line and exit 2.
+Every error prints one line (``pr1-repro: …`` saying what, where and how to fix) and exits 2,
+never a traceback: a training launch that dies in a stack trace after minutes of cluster setup
+is the expensive way to learn a path was wrong. ``run`` therefore checks the model and data
+paths the stage would read before it launches anything; ``--dry-run`` prints the command and
+config and then the same checks (exit 2 when something is missing). Set ``PR1_DEBUG=1`` to get
+the traceback of an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
+from pr1_eval.errors import Pr1EvalError
 from repro import checkpoints, stages
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (with where to read the usage) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -31,6 +49,9 @@ def _split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
 def cmd_add_tokens(args: argparse.Namespace, extra: list[str]) -> int:
     from repro.tokens import add_tokens
 
+    problem = _model_problem(args.base)
+    if problem:
+        raise Pr1EvalError(f"base {problem}; pass a local model folder or a hub id")
     report = add_tokens(args.base, args.out, dtype=args.dtype)
     print(f"tags {report.tag_ids}; added {len(report.added)}, already present {len(report.already_present)}")
     how = (
@@ -74,12 +95,63 @@ def cmd_stages(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+def _as_paths(value: Any) -> list[str]:
+    """A config's file entry (None, one path, or a list of paths) as a list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def _model_problem(model: str) -> str | None:
+    """Why ``model`` cannot be loaded, or None. A missing path shaped like ``org/name`` is a hub id
+    (VERL downloads it), anything else must be a local folder with ``config.json``."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return None if (path / "config.json").is_file() else f"model {path} has no config.json"
+    if not path.exists() and HUB_ID.fullmatch(model) and not model.startswith("."):
+        return None
+    return f"model {path} does not exist"
+
+
+def hub_note(model: str) -> str:
+    """A note when ``model`` is read as a hub id (no such local folder): a mistyped local path looks the same."""
+    if not Path(model).expanduser().exists() and _model_problem(model) is None:
+        return f"model {model} is not a local folder, so VERL will fetch it from the hub"
+    return ""
+
+
+def missing_inputs(stage: stages.Stage, config: Any) -> list[str]:
+    """What the composed stage config reads that is not there: the model, train and validation files."""
+    from omegaconf import OmegaConf
+
+    problems = [p for p in [_model_problem(str(OmegaConf.select(config, stage.model_key)))] if p]
+    for key in ("data.train_files", "data.val_files"):
+        for file in _as_paths(OmegaConf.select(config, key)):
+            if not Path(file).expanduser().is_file():
+                problems.append(f"{key} {file} does not exist")
+    return problems
+
+
+def _missing_message(stage: str, problems: list[str], data_dir: str | None) -> str:
+    """One line: what is missing, then how to provide each kind."""
+    hints = []
+    if any(p.startswith("model") for p in problems):
+        hints.append("pass --model a local checkpoint folder or a hub id")
+    if any(p.startswith("data.") for p in problems):
+        folder = data_dir or os.environ.get("PR1_REPRO_DATA") or "repro_data"
+        hints.append(f"build the data with `pr1-repro data --out {folder}` (or pass --data-dir)")
+    hints.append("--no-path-check skips this when only the cluster sees these paths")
+    return f"stage {stage}: {'; '.join(problems)}. Fix: {'; '.join(hints)}"
+
+
 def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.stage not in stages.STAGES:
-        raise SystemExit(f"unknown stage {args.stage!r}; choose one of {', '.join(stages.STAGES)}")
+        raise Pr1EvalError(f"unknown stage {args.stage!r}; choose one of {', '.join(stages.STAGES)}")
     flags = [e for e in extra if e.startswith("-")]
     if flags:
-        raise SystemExit(
+        raise Pr1EvalError(
             f"after `--` come Hydra overrides (key=value), not options: {' '.join(flags)}; put options before `--`"
         )
     req = stages.RunRequest(
@@ -93,20 +165,34 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         extra=tuple(extra),
         ray_address=args.ray_address,
     )
+    from omegaconf import OmegaConf
+
     cmd = stages.command(req)
+    config = stages.compose(req)
+    problems = [] if args.no_path_check else missing_inputs(req.stage, config)
+    if args.dry_run:
+        print("# command")
+        print(stages.shell(cmd))
+        print("# resolved config")
+        print(OmegaConf.to_yaml(config, resolve=True))
+        print("# inputs: " + ("not checked (--no-path-check)" if args.no_path_check else "; ".join(problems) or "all found"))
+    if hub_note(args.model):
+        print(f"# note: {hub_note(args.model)}")
+    if problems:
+        raise Pr1EvalError(_missing_message(args.stage, problems, args.data_dir))
+    if args.dry_run:
+        return 0
     print("# command")
     print(stages.shell(cmd))
-    if args.dry_run:
-        print("# resolved config")
-        print(stages.resolved_yaml(req))
-        return 0
     return subprocess.call(stages.executable(cmd, req), env=stages.local_env())
 
 
 def cmd_merge(args: argparse.Namespace, extra: list[str]) -> int:
+    if not Path(args.ckpt_dir).is_dir():
+        raise Pr1EvalError(f"{args.ckpt_dir}: no such folder; pass the trainer's checkpoint folder (trainer.default_local_dir)")
     steps = checkpoints.find_steps(Path(args.ckpt_dir))
     if not steps:
-        raise SystemExit(f"no global_step_N folders in {args.ckpt_dir}")
+        raise Pr1EvalError(f"no global_step_N folders in {args.ckpt_dir}; pass the folder that holds them")
     status = 0
     for step in steps:
         if step.is_merged and not args.force:
@@ -121,9 +207,11 @@ def cmd_merge(args: argparse.Namespace, extra: list[str]) -> int:
 
 def cmd_score(args: argparse.Namespace, extra: list[str]) -> int:
     root = Path(args.ckpt_root)
+    if not root.is_dir():
+        raise Pr1EvalError(f"{root}: no such folder; pass the trainer's checkpoint folder (trainer.default_local_dir)")
     merged = [s for s in checkpoints.find_steps(root) if s.is_merged]
     if not merged:
-        raise SystemExit(
+        raise Pr1EvalError(
             f"no merged checkpoints (global_step_N/{checkpoints.MERGED}) under {root}; run `pr1-repro merge {root}` first"
         )
     req = checkpoints.ScoreRequest(args.tasks, args.k, args.decoding, args.out_root, args.name, tuple(extra))
@@ -138,18 +226,16 @@ def cmd_score(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pr1-repro", description="Train Parallel-R1 checkpoints with VERL and score them."
-    )
+    parser = OneLineParser(prog="pr1-repro", description="Train Parallel-R1 checkpoints with VERL and score them.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("add-tokens", help="make the six tags single special tokens of a base model")
     p.add_argument("base")
     p.add_argument("out")
     p.add_argument("--dtype", default="auto")
-    p = sub.add_parser("data", help="build the VERL parquet files from the shared training data")
+    p = sub.add_parser("data", help="build the VERL parquet files from the training sets and the benchmarks")
     p.add_argument("--out", default="repro_data")
-    p.add_argument("--training-dir", default=None, help="default: $PR1_TRAINING_DIR, else ../shared/data/training")
-    p.add_argument("--benchmarks-dir", default=None, help="for the validation set; default: $PR1_DATA_DIR, else shared")
+    p.add_argument("--training-dir", default=None, help="default: $PR1_TRAINING_DIR, else shared/data/training beside the checkout")
+    p.add_argument("--benchmarks-dir", default=None, help="validation benchmarks; default: $PR1_DATA_DIR, else the packaged copy")
     p.add_argument("--sft", default=None, help="Parallel-GSM8K JSONL (id, problem, answer, response)")
     p.add_argument("--gsm8k", default=None, help="GSM8K train, pr1 JSONL or RL parquet")
     p.add_argument("--dapo", default=None, help="DAPO-Math-17k: the original hub parquet/JSONL keeps problems whole")
@@ -167,7 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="checkpoint folder (trainer.default_local_dir)")
     p.add_argument("--experiment", default=None)
     p.add_argument("--ray-address", default=None, help="multi-node: Ray dashboard address (default $RAY_ADDRESS)")
-    p.add_argument("--dry-run", action="store_true", help="print the command and the resolved config; run nothing")
+    p.add_argument("--dry-run", action="store_true", help="print the command, the resolved config and missing inputs; run nothing")
+    p.add_argument("--no-path-check", action="store_true", help="skip checking the model and data paths (cluster-only paths)")
     p = sub.add_parser("merge", help="convert VERL FSDP checkpoints to HF with VERL's model merger")
     p.add_argument("ckpt_dir")
     p.add_argument("--force", action="store_true")
@@ -199,9 +286,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(own)
     try:
         return COMMANDS[args.command](args, extra)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"pr1-repro: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("pr1-repro: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # one line, never a traceback (PR1_DEBUG=1 shows it)
+        if os.environ.get("PR1_DEBUG"):
+            raise
+        print(f"pr1-repro {args.command}: {one_line(error)}", file=sys.stderr)
         return 2
+
+
+def one_line(error: BaseException) -> str:
+    """The error as one line: its own message for errors the user can fix, else its type and first line."""
+    lines = str(error).strip().splitlines() or [""]
+    text = " ".join(line.strip() for line in lines) if isinstance(error, Pr1EvalError) else lines[0]
+    if isinstance(error, (Pr1EvalError, FileNotFoundError, ValueError)):
+        return text
+    return f"{type(error).__name__}: {text} (unexpected; PR1_DEBUG=1 shows the traceback)"
 
 
 if __name__ == "__main__":

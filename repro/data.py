@@ -7,6 +7,16 @@
 * **RL** (GSM8K train, DAPO-Math-17k, and a validation set from the benchmarks): VERL's RL
   schema — ``data_source``, ``prompt`` (chat messages), ``ability``, ``reward_model.ground_truth``
   and ``extra_info`` (split, index, id, problem).
+* **Validation** follows the paper's validation file: AIME24, AIME25 and AMC23 with every problem
+  repeated 16 times (so VERL's per-``data_source`` mean over rows at ``val_kwargs.n=1`` is Mean@16)
+  and MATH300 once — 1,916 rows, as in the official ``test.parquet``. The problems come through
+  :func:`pr1_eval.tasks.load_task` (the packaged, checksum-checked benchmarks, or ``--benchmarks-dir``),
+  the same loader and golds ``pr1-eval run`` scores checkpoints with.
+
+The training sets are not packaged with pr1-eval: each comes from its flag (``--sft``, ``--gsm8k``,
+``--dapo``), else from the training folder (``--training-dir``, ``$PR1_TRAINING_DIR``, or a
+``shared/data/training`` folder beside the checkout). A missing one is a one-line error naming the
+file, the flag, and the hub dataset that provides it; every input is checked before anything is built.
 
 Problem texts are kept whole: the official preprocessing cut problems at their first blank line,
 which drops figures, givens and even the question (see PROVENANCE.md on MATH300). The shared
@@ -27,15 +37,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.paths import resolve_data_dir, resolve_training_dir
+from pr1_eval.paths import resolve_training_dir
 from pr1_eval.prompts import PromptTemplate, load_template
 from pr1_eval.structure import parse_structure
+from pr1_eval.tasks import load_task
 
 SFT_FILE = "parallel_gsm8k.jsonl"
 GSM8K_FILE = "gsm8k_train.jsonl"
 DAPO_FILE = "dapo_math_17k.jsonl"
-VAL_TASKS = ("aime24", "aime25", "amc23", "math300_pr1")
+#: Validation tasks and how often each problem is repeated (the paper's file: Mean@16 on AIME/AMC, MATH300 once).
+VAL_REPEATS = {"aime24": 16, "aime25": 16, "amc23": 16, "math300_pr1": 1}
+VAL_TASKS = tuple(VAL_REPEATS)
+#: Where each training file comes from when it is not in the training folder: (flag, what provides it).
+TRAINING_SOURCES = {
+    "sft": (SFT_FILE, "Parallel-GSM8K JSONL with id, problem, answer, response; released at huggingface.co/Parallel-R1"),
+    "gsm8k": (GSM8K_FILE, "hub dataset openai/gsm8k, config main, train split, parquet or JSONL"),
+    "dapo": (DAPO_FILE, "hub dataset BytedTsinghua-SIA/DAPO-Math-17k, whose parquet keeps problems whole"),
+}
 OUTPUTS = {
     "sft": "sft_parallel_gsm8k.parquet",
     "gsm8k": "rl_gsm8k.parquet",
@@ -108,8 +128,9 @@ def strip_dapo_instruction(content: str) -> str:
 
 
 def load_problems(path: Path) -> list[dict[str, Any]]:
-    """``{id, problem, answer}`` rows from JSONL or parquet, in pr1's schema (``problem``/``answer``) or
-    VERL/hub RL schema (``prompt`` messages, ``reward_model.ground_truth``, ``extra_info.index``)."""
+    """``{id, problem, answer}`` rows from JSONL or parquet, in pr1's schema (``problem``/``answer``),
+    openai/gsm8k's (``question``, ``answer`` ending in ``#### N``) or VERL/hub RL schema (``prompt``
+    messages, ``reward_model.ground_truth``, ``extra_info.index``)."""
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -120,6 +141,10 @@ def load_problems(path: Path) -> list[dict[str, Any]]:
     for i, row in enumerate(raw):
         if "problem" in row:
             out.append({"id": str(row.get("id", i)), "problem": str(row["problem"]), "answer": str(row["answer"])})
+            continue
+        if "question" in row:  # openai/gsm8k: the gold follows "####" in the worked solution
+            answer = str(row["answer"]).rsplit("####", 1)[-1].replace(",", "").strip()
+            out.append({"id": str(row.get("id", f"gsm8k-train-{i}")), "problem": str(row["question"]), "answer": answer})
             continue
         user = next(m["content"] for m in row["prompt"] if m["role"] == "user")
         index = (row.get("extra_info") or {}).get("index", i)
@@ -202,22 +227,29 @@ def build_rl(
     ]
 
 
-def val_gold(task: str, row: dict[str, Any]) -> str:
-    """Gold for validation; MATH300 uses the MATH answer where the paper's ground truth lost a base subscript."""
-    if task == "math300_pr1" and row.get("answer_agrees_with_math") is False and row.get("math_answer"):
-        return str(row["math_answer"])
-    return str(row["answer"])
+def build_val(
+    template: PromptTemplate, benchmarks_dir: Path | None = None, repeats: dict[str, int] | None = None
+) -> tuple[list[dict[str, Any]], BuildReport]:
+    """The paper's validation mix, one ``data_source`` per benchmark, each problem ``repeats[task]`` times.
 
-
-def build_val(benchmarks_dir: Path, template: PromptTemplate) -> list[dict[str, Any]]:
-    """The paper's validation mix (AIME24, AIME25, AMC23, MATH300), one ``data_source`` per benchmark."""
+    Problems and golds come from :func:`pr1_eval.tasks.load_task`, so validation scores the data
+    ``pr1-eval run`` scores (MATH300 with the MATH answer where the paper's lost a base subscript).
+    Copies of a problem are adjacent and differ only in ``extra_info.repeat`` and ``index``.
+    """
+    repeats = repeats or VAL_REPEATS
     out: list[dict[str, Any]] = []
-    for task in VAL_TASKS:
-        for row in read_jsonl(benchmarks_dir / f"{task}.jsonl"):
-            out.append(
-                rl_row(task, template, str(row["problem"]), val_gold(task, row), len(out), str(row["id"]), "test")
-            )
-    return out
+    report = BuildReport("rl_val")
+    for task, times in repeats.items():
+        problems = load_task(task, benchmarks_dir).problems
+        report.rows_in += len(problems)
+        report.info[f"{task} problems ×{times}"] = len(problems)
+        for problem in problems:
+            for repeat in range(times):
+                row = rl_row(task, template, problem.problem, problem.gold, len(out), problem.problem_id, "test")
+                row["extra_info"]["repeat"] = repeat
+                out.append(row)
+    report.rows_out = len(out)
+    return out, report
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -231,7 +263,8 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
 
 @dataclass
 class Sources:
-    """Input files; any left ``None`` comes from the shared training folder."""
+    """Input files; any left ``None`` comes from the training folder (``training_dir`` or
+    :func:`pr1_eval.paths.resolve_training_dir`). ``benchmarks_dir`` None: the packaged benchmarks."""
 
     training_dir: Path | None = None
     benchmarks_dir: Path | None = None
@@ -240,21 +273,52 @@ class Sources:
     dapo: Path | None = None
     keep_truncated: bool = False
 
-    def resolve(self, name: str, default: str) -> Path:
+    def _folder(self) -> Path | None:
+        return self.training_dir or resolve_training_dir()
+
+    def _where(self) -> str:
+        folder = self._folder()
+        if folder is not None:
+            return f"not in {folder}"
+        return "no training folder: no --training-dir, no $PR1_TRAINING_DIR, no shared/data/training beside the checkout"
+
+    def resolve(self, name: str) -> Path:
+        """The file for input ``name`` (``sft``, ``gsm8k``, ``dapo``); a one-line error when it is missing."""
+        filename, provider = TRAINING_SOURCES[name]
         explicit = getattr(self, name)
         if explicit is not None:
+            if not Path(explicit).is_file():
+                raise Pr1EvalError(f"--{name} {explicit}: file not found; pass a {provider}")
             return Path(explicit)
-        folder = self.training_dir or resolve_training_dir()
-        if folder is None or not (folder / default).is_file():
-            raise FileNotFoundError(
-                f"{default} not found (training folder {folder}); set PR1_TRAINING_DIR or pass --{name} FILE"
-            )
-        return folder / default
+        folder = self._folder()
+        if folder is not None and (folder / filename).is_file():
+            return folder / filename
+        raise Pr1EvalError(f"{filename} not found ({self._where()}); pass --{name} FILE ({provider}) or --training-dir DIR")
+
+    def check(self) -> dict[str, Path]:
+        """Every training input resolved up front, so nothing is built when one is missing; the
+        error names each missing file with its flag and source, in one line."""
+        found: dict[str, Path] = {}
+        errors: dict[str, str] = {}
+        for name in TRAINING_SOURCES:
+            try:
+                found[name] = self.resolve(name)
+            except Pr1EvalError as error:
+                errors[name] = str(error)
+        if len(errors) == 1:
+            raise Pr1EvalError(next(iter(errors.values())))
+        if errors:
+            named = [n for n in errors if getattr(self, n) is not None]
+            parts = [errors[n] for n in named] + [
+                f"{TRAINING_SOURCES[n][0]}: pass --{n} FILE ({TRAINING_SOURCES[n][1]})" for n in errors if n not in named
+            ]
+            raise Pr1EvalError(f"training files missing ({self._where()}): " + " | ".join(parts) + " | or pass --training-dir DIR")
+        return found
 
 
 def build_dapo(sources: Sources, template: PromptTemplate) -> tuple[list[dict[str, Any]], BuildReport]:
     """De-duplicated DAPO rows; visibly truncated problems dropped unless ``keep_truncated``."""
-    rows, report = dedup(load_problems(sources.resolve("dapo", DAPO_FILE)))
+    rows, report = dedup(load_problems(sources.resolve("dapo")))
     report.name = "rl_dapo"
     if not sources.keep_truncated:
         rows = drop_truncated(rows, report)
@@ -264,23 +328,24 @@ def build_dapo(sources: Sources, template: PromptTemplate) -> tuple[list[dict[st
 def build_all(
     out_dir: Path, sources: Sources | None = None, template_name: str = "parallel_r1_v3"
 ) -> list[BuildReport]:
-    """Build every parquet file the stages read; returns one report per file."""
+    """Build every parquet file the stages read; returns one report per file.
+
+    Every input (the three training files, the template, the validation benchmarks) is read
+    before the first file is written, so a missing input leaves ``out_dir`` untouched.
+    """
     sources = sources or Sources()
     template = load_template(template_name)
-    reports = []
-    sft_rows, sft_report = build_sft(read_jsonl(sources.resolve("sft", SFT_FILE)), template)
-    reports.append(_write(sft_rows, out_dir / OUTPUTS["sft"], sft_report))
-    gsm = load_problems(sources.resolve("gsm8k", GSM8K_FILE))
-    reports.append(
-        _write(build_rl(gsm, "gsm8k", template), out_dir / OUTPUTS["gsm8k"], BuildReport("rl_gsm8k", len(gsm)))
-    )
+    files = sources.check()
+    val_rows, val_report = build_val(template, sources.benchmarks_dir)
+    sft_rows, sft_report = build_sft(read_jsonl(files["sft"]), template)
+    gsm = load_problems(files["gsm8k"])
     dapo, dapo_report = build_dapo(sources, template)
-    reports.append(_write(dapo, out_dir / OUTPUTS["dapo"], dapo_report))
-    benchmarks_dir = sources.benchmarks_dir or resolve_data_dir()
-    if benchmarks_dir is not None and benchmarks_dir.is_dir():
-        val = build_val(benchmarks_dir, template)
-        reports.append(_write(val, out_dir / OUTPUTS["val"], BuildReport("rl_val", len(val))))
-    return reports
+    return [
+        _write(sft_rows, out_dir / OUTPUTS["sft"], sft_report),
+        _write(build_rl(gsm, "gsm8k", template), out_dir / OUTPUTS["gsm8k"], BuildReport("rl_gsm8k", len(gsm))),
+        _write(dapo, out_dir / OUTPUTS["dapo"], dapo_report),
+        _write(val_rows, out_dir / OUTPUTS["val"], val_report),
+    ]
 
 
 def _write(rows: list[dict[str, Any]], path: Path, report: BuildReport) -> BuildReport:

@@ -1,38 +1,46 @@
-"""Data builders on the shared training data: counts of every file, full problem texts, the
-paper's prompt, and that VERL's own datasets read the parquet files back."""
+"""Data builders on slices of the training data (``tests/fixtures``): counts of every file, full
+problem texts, the paper's prompt, the validation mix at Mean@16, one-line errors for missing
+inputs, and that VERL's own datasets read the parquet files back."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.paths import packaged_benchmarks_dir
 from pr1_eval.prompts import load_template
-from repro.data import OUTPUTS, build_all, dedup, read_jsonl
-from repro.testing import training_file
+from repro.data import OUTPUTS, Sources, build_all, dedup, load_problems, read_jsonl, write_parquet
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+VAL_ROWS = {"aime24": 30 * 16, "aime25": 30 * 16, "amc23": 40 * 16, "math300_pr1": 316}
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("repro_data")
-    reports = {r.name: r for r in build_all(out)}
+    reports = {r.name: r for r in build_all(out, Sources(training_dir=FIXTURES))}
     return out, reports
 
 
-def test_counts_on_the_shared_data(built) -> None:
+def test_counts_on_the_fixture_slices(built) -> None:
+    """Expected counts follow from how the slices were chosen (tests/fixtures/README.md)."""
     _, reports = built
     sft = reports["sft"]
-    assert (sft.rows_in, sft.rows_out, sft.dropped) == (341, 340, {"format check failed": 1})
+    assert (sft.rows_in, sft.rows_out, sft.dropped) == (34, 33, {"format check failed": 1})
     assert sft.examples["format check failed"][0].startswith("parallel-gsm8k-v2-475")
     assert sft.info == {"kept without a parallel block": 3}
-    assert (reports["rl_gsm8k"].rows_in, reports["rl_gsm8k"].rows_out) == (7473, 7473)
+    assert (reports["rl_gsm8k"].rows_in, reports["rl_gsm8k"].rows_out) == (30, 30)
     dapo = reports["rl_dapo"]
-    assert (dapo.rows_in, dapo.rows_out) == (17917, 17168 - 20 - 285)
-    assert dapo.dropped == {"problems with conflicting answers": 20, "problem ends with ':' (truncated upstream)": 285}
-    assert dapo.info == {"rows of conflicting problems": 43, "unique problems": 17168, "repeated rows collapsed": 726}
-    assert reports["rl_val"].rows_out == 30 + 30 + 40 + 316
+    assert (dapo.rows_in, dapo.rows_out) == (36, 29 - 2 - 4)
+    assert dapo.dropped == {"problems with conflicting answers": 2, "problem ends with ':' (truncated upstream)": 4}
+    assert dapo.info == {"rows of conflicting problems": 5, "unique problems": 29, "repeated rows collapsed": 4}
+    val = reports["rl_val"]
+    assert (val.rows_in, val.rows_out) == (30 + 30 + 40 + 316, sum(VAL_ROWS.values())) == (416, 1916)
 
 
 def test_rows_follow_verl_schema_and_keep_full_problems(built) -> None:
@@ -48,15 +56,54 @@ def test_rows_follow_verl_schema_and_keep_full_problems(built) -> None:
     sft = pq.read_table(out / OUTPUTS["sft"]).to_pylist()
     assert [m["role"] for m in sft[0]["messages"]] == ["user", "assistant"]
     assert sft[0]["messages"][0]["content"].startswith("Solve the following problem step by step.")
+
+
+def test_validation_repeats_aime_and_amc_16_times_like_the_paper(built) -> None:
+    """The paper's validation file holds each AIME/AMC problem 16 times and MATH300 once (1,916 rows)."""
+    out, _ = built
     val = pq.read_table(out / OUTPUTS["val"]).to_pylist()
-    assert {r["data_source"] for r in val} == {"aime24", "aime25", "amc23", "math300_pr1"}
+    assert Counter(r["data_source"] for r in val) == VAL_ROWS
+    assert [r["extra_info"]["index"] for r in val] == list(range(1916))
+    copies = Counter((r["data_source"], r["extra_info"]["id"]) for r in val)
+    assert {n for (task, _), n in copies.items() if task != "math300_pr1"} == {16}
+    assert {n for (task, _), n in copies.items() if task == "math300_pr1"} == {1}
+    first = [r for r in val if r["extra_info"]["id"] == "aime24-0"]
+    assert [r["extra_info"]["repeat"] for r in first] == list(range(16))
+    assert len({json.dumps(r["prompt"]) for r in first}) == 1 and first[0]["reward_model"]["ground_truth"] == "204"
+    # golds equal the benchmark file's, read here with plain json (math300: the MATH answer)
+    with (packaged_benchmarks_dir() / "amc23.jsonl").open(encoding="utf-8") as handle:
+        amc = {row["id"]: row["answer"] for row in map(json.loads, handle)}
+    assert {r["extra_info"]["id"]: r["reward_model"]["ground_truth"] for r in val if r["data_source"] == "amc23"} == amc
     base8 = next(r for r in val if r["extra_info"]["id"] == "test/number_theory/864.json")
     assert base8["reward_model"]["ground_truth"] == "52_8", "MATH300 gold with the base subscript the paper lost"
 
 
+def test_missing_training_file_is_one_line_naming_file_flag_and_hub(tmp_path, monkeypatch) -> None:
+    import repro.data
+
+    monkeypatch.setattr(repro.data, "resolve_training_dir", lambda: None)
+    out = tmp_path / "out"
+    with pytest.raises(Pr1EvalError) as err:
+        build_all(out, Sources(sft=FIXTURES / "parallel_gsm8k.jsonl", gsm8k=FIXTURES / "gsm8k_train.jsonl"))
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("dapo_math_17k.jsonl not found (no training folder")
+    assert "--dapo FILE" in message and "BytedTsinghua-SIA/DAPO-Math-17k" in message
+    assert not out.exists(), "nothing is built when an input is missing"
+    with pytest.raises(Pr1EvalError, match=rf"parallel_gsm8k.jsonl not found \(not in {tmp_path}\).*--sft FILE"):
+        Sources(training_dir=tmp_path).resolve("sft")
+    with pytest.raises(Pr1EvalError, match=r"--gsm8k .*nope.jsonl: file not found; pass a hub dataset openai/gsm8k"):
+        Sources(gsm8k=tmp_path / "nope.jsonl").resolve("gsm8k")
+
+
+def test_hub_gsm8k_schema_is_read(tmp_path) -> None:
+    """openai/gsm8k (the hub's train split) keeps the gold after '####', with thousands separators."""
+    write_parquet([{"question": "How many?", "answer": "2 + 3 = 5\n#### 1,005"}], tmp_path / "train.parquet")
+    assert load_problems(tmp_path / "train.parquet") == [{"id": "gsm8k-train-0", "problem": "How many?", "answer": "1005"}]
+
+
 def test_original_dapo_file_keeps_multi_paragraph_problems_whole(tmp_path) -> None:
     """The hub's DAPO-Math-17k wraps each problem in an instruction; the builder strips it, keeps every paragraph."""
-    from repro.data import DAPO_PREFIX, DAPO_SUFFIX, Sources, build_dapo, write_parquet
+    from repro.data import DAPO_PREFIX, DAPO_SUFFIX, build_dapo
 
     problem = "Let $f$ satisfy the following:\n\n$$f(x+1) = 2f(x), \\quad f(0) = 3.$$\n\nFind $f(5)$."
     rows = [
@@ -125,4 +172,3 @@ def test_malformed_jsonl_names_file_and_line(tmp_path) -> None:
     bad.write_text('{"a": 1}\n{oops\n')
     with pytest.raises(Pr1EvalError, match=r"x.jsonl:2: not valid JSON"):
         read_jsonl(bad)
-    assert training_file("gsm8k_train.jsonl").is_file()
