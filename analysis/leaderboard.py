@@ -132,7 +132,9 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     document = {
         "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "baseline": base.name,
         "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
-        "notes": [*loaded.notes, *notes], "failures": [{"path": p, "reason": r} for p, r in loaded.failures],
+        # token lengths are not used here, so the loader's note about a missing tokenizer is noise
+        "notes": [*(n for n in loaded.notes if "no tokenizer" not in n), *notes],
+        "failures": [{"path": p, "reason": r} for p, r in loaded.failures],
     }
     return Leaderboard(document=_json_safe(document), per_problem=per_problem, notes=notes)
 

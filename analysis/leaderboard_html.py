@@ -1,0 +1,169 @@
+"""``leaderboard --html``: one self-contained page (plotly.js embedded once, so it opens offline).
+
+What is on it, and why: the leaderboard tables (the same rows the terminal prints); accuracy
+(mean@K) and pass@K with their 95% intervals over steps for each family, which is how a
+researcher reads "which checkpoint is best"; parallel ratio and first-block position over steps
+(the paper's training-dynamics view); and a per-problem heatmap (problems × checkpoints,
+fraction correct) per task, rows sorted by how much a problem changes across checkpoints, so
+the problems that flip are on top. With many problems only the ones that change are drawn
+(at most :data:`MAX_HEATMAP_ROWS`); the page says how many were left out.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
+
+from analysis.leaderboard import Leaderboard
+from analysis.leaderboard_cli import comparison_rows, ranking_rows, task_rows
+
+#: Tasks with at most this many problems are drawn whole; larger ones only where they change.
+SMALL_TASK = 60
+MAX_HEATMAP_ROWS = 300
+#: One colour per family × decoding in every subplot (the metric is told apart by the dash).
+PALETTE = qualitative.Plotly
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222}
+h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
+tr.tied td{color:#666} .note{color:#555;font-size:13px}
+"""
+
+
+def _table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
+    if not rows:
+        return "<p class='note'>(none)</p>"
+    heads = list(rows[0])
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    body = []
+    for i, row in enumerate(rows):
+        cls = " class='tied'" if tied and tied[i] else ""
+        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(row.get(h, ''))}</td>" for h in heads) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _x_values(runs: list[dict[str, Any]]) -> tuple[list[Any], str]:
+    """Steps when every run has one, else run names (in rank order)."""
+    if all(r["step"] is not None for r in runs):
+        return [r["step"] for r in runs], "checkpoint step"
+    return [r["name"] for r in runs], "run"
+
+
+def _families(doc: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Runs grouped by (family, decoding), each group in step order (or rank order without steps)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in doc["runs"]:
+        groups.setdefault((run["family"], run["decoding"]), []).append(run)
+    for key, runs in groups.items():
+        if all(r["step"] is not None for r in runs):
+            groups[key] = sorted(runs, key=lambda r: r["step"])
+    return groups
+
+
+def _error(values: list[float | None], intervals: list[list[float] | None]) -> dict[str, Any]:
+    """Asymmetric plotly error bars from [low, high] intervals (0 where none)."""
+    plus = [0.0 if v is None or not ci else ci[1] - v for v, ci in zip(values, intervals, strict=True)]
+    minus = [0.0 if v is None or not ci else v - ci[0] for v, ci in zip(values, intervals, strict=True)]
+    return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus}
+
+
+def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, str, str | None]]) -> go.Figure:
+    """One subplot per task; one line per family × series (metric key, label, interval key)."""
+    tasks = doc["tasks"]
+    figure = make_subplots(rows=1, cols=len(tasks), subplot_titles=tasks, shared_yaxes=True)
+    for index, ((family, decoding), runs) in enumerate(_families(doc).items()):
+        color = PALETTE[index % len(PALETTE)]
+        x, x_title = _x_values(runs)
+        k = runs[0]["k"]
+        for col, task in enumerate(tasks, start=1):
+            for key, label, ci_key in series:
+                metric = key.replace("K", str(k))
+                values = [r["tasks"][task].get(metric) for r in runs]
+                errors = None
+                if ci_key:
+                    errors = _error(values, [r["tasks"][task].get(ci_key.replace("K", str(k))) for r in runs])
+                    errors["color"] = color
+                figure.add_trace(go.Scatter(
+                    x=x, y=values, error_y=errors, mode="lines+markers", name=f"{label} · {family} · {decoding}",
+                    legendgroup=f"{label}{family}{decoding}", showlegend=col == 1,
+                    line={"color": color, "dash": "dash" if label.startswith(("pass", "first")) else "solid"},
+                    marker={"color": color}), row=1, col=col)
+            figure.update_xaxes(title_text=x_title, row=1, col=col)
+    figure.update_yaxes(range=[0, 1.02])
+    figure.update_layout(title=title, height=420, legend={"orientation": "h", "y": -0.25})
+    return figure
+
+
+def _heatmap(board: Leaderboard, task: str) -> tuple[go.Figure, str]:
+    """Problems × checkpoints (fraction correct) for one task, flipping problems first; and a note."""
+    runs = [r for group in _families(board.document).values() for r in group]
+    labels = [r["name"] + ("" if r["step"] is None else f" (step {r['step']})") for r in runs]
+    table = board.per_problem[board.per_problem["task"] == task]
+    grid = table.pivot(index="problem_id", columns="run", values="fraction").reindex(columns=[r["name"] for r in runs])
+    spread = grid.max(axis=1) - grid.min(axis=1)
+    order = pd.DataFrame({"spread": spread, "mean": grid.mean(axis=1)}).sort_values(["spread", "mean"], ascending=False)
+    grid = grid.loc[order.index]
+    note = f"{len(grid)} problems"
+    if len(grid) > SMALL_TASK:
+        changing = grid[spread.loc[grid.index] > 0]
+        shown = changing.iloc[:MAX_HEATMAP_ROWS]
+        note = (f"{len(shown)} of {len(grid)} problems shown: those whose fraction correct changes across checkpoints, "
+                f"most changing first ({len(grid) - len(changing)} never change)")
+        grid = shown
+    figure = go.Figure(go.Heatmap(z=grid.to_numpy(float), x=labels, y=[str(i) for i in grid.index], zmin=0, zmax=1,
+                                  colorscale="RdYlGn", colorbar={"title": "fraction correct"},
+                                  hovertemplate="problem %{y}<br>%{x}<br>fraction correct %{z:.2f}<extra></extra>"))
+    figure.update_layout(title=f"{task}: fraction correct per problem ({note})",
+                         height=max(300, min(2400, 140 + 16 * len(grid))), yaxis={"autorange": "reversed", "type": "category"},
+                         xaxis={"type": "category"})
+    return figure, note
+
+
+def leaderboard_html(board: Leaderboard) -> str:
+    """The page as one HTML string."""
+    doc = board.document
+    tied = [bool(r["tied_with_above"]) for r in doc["runs"]]
+    figures = [
+        _per_task_figure(doc, "Accuracy over checkpoints: mean@K (solid) and pass@K (dashed) with 95% intervals",
+                         [("mean@K", "mean@K", "ci95"), ("pass@K", "pass@K", "pass@K_ci95")]),
+        _per_task_figure(doc, "Parallel behaviour: parallel ratio (solid) and first-block relative position (dashed)",
+                         [("parallel_ratio", "parallel ratio", None), ("first_block_rel_pos", "first block position", None)]),
+    ]
+    heatmaps = [_heatmap(board, task)[0] for task in doc["tasks"]]
+    divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in [*figures, *heatmaps]]
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc["notes"])
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>pr1-eval leaderboard</title><style>{_STYLE}</style>
+<script type="text/javascript">{get_plotlyjs()}</script></head><body>
+<h1>pr1-eval leaderboard</h1>
+<p class="note">Average: {html.escape(doc['average_convention'])}. Rows in grey are marked tied: not significantly
+below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']}). Baseline of the comparisons:
+{html.escape(str(doc['baseline']))}.</p>
+<h2>Leaderboard</h2>{_table(ranking_rows(doc), tied)}
+<h2>Per task</h2>{_table(task_rows(doc))}
+<h2>Paired comparisons with the baseline</h2>
+<p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
+(10,000 resamples); two-sided sign-flip permutation p-value; Holm-adjusted across the tasks of each run.</p>
+{_table(comparison_rows(doc))}
+<h2>Over checkpoints</h2>{''.join(divs[:2])}
+<h2>Which problems flip</h2>{''.join(divs[2:])}
+{f'<h2>Notes</h2><ul class="note">{notes}</ul>' if notes else ''}
+</body></html>
+"""
+
+
+def write_leaderboard_html(board: Leaderboard, out: str | Path) -> Path:
+    """Write :func:`leaderboard_html` to ``out`` (parent folders created); returns the path."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(leaderboard_html(board), encoding="utf-8")
+    return path
