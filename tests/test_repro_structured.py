@@ -3,6 +3,8 @@ VERL's FSDP engine hook (``prepare_model_inputs``) on CPU, its registration, and
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -200,10 +202,10 @@ def test_structured_sft_dataset_positions(tiny, tmp_path) -> None:
     from pr1_eval.structured import build_mask_and_positions
     from repro.data import build_sft, read_jsonl, write_parquet
     from repro.structured_actor import StructuredSFTDataset
-    from repro.testing import training_file
 
     _, tok = tiny
-    rows, _ = build_sft(read_jsonl(training_file("parallel_gsm8k.jsonl"))[:3], load_template())
+    fixture = Path(__file__).resolve().parent / "fixtures" / "parallel_gsm8k.jsonl"  # real traces, no data folder needed
+    rows, _ = build_sft(read_jsonl(fixture)[:3], load_template())
     write_parquet(rows, tmp_path / "sft.parquet")
     config = OmegaConf.create(
         {"pad_mode": "no_padding", "max_length": 4096, "truncation": "right", "messages_key": "messages"}

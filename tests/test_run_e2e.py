@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 
 from pr1_eval.metrics import pass_at_k, pass_at_k_paper
+from pr1_eval.paths import packaged_benchmarks_dir
 from pr1_eval.store import RunStore
 from pr1_eval.tiny_model import cached_tiny_model
 
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "benchmarks"
+BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 
 
 def _cmd(model: Path, out: Path) -> list[str]:

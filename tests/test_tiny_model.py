@@ -18,10 +18,11 @@ import pytest
 
 from pr1_eval import tiny_model as tm
 from pr1_eval import tiny_traces
+from pr1_eval.paths import packaged_prompts_dir
 from pr1_eval.structure import parse_structure
 from pr1_eval.tags import ALL_TAGS
 
-SHARED_TEMPLATE = Path(__file__).resolve().parents[2] / "shared" / "data" / "prompts" / "parallel_r1_v3.txt"
+SHARED_TEMPLATE = packaged_prompts_dir() / "parallel_r1_v3.txt"  # the paper's template as shipped in the package
 FINAL_ANSWER = re.compile(r"^Final Answer:\s*\S", re.MULTILINE)
 
 
