@@ -135,10 +135,17 @@ def _cmd_lm_eval_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    from pr1_eval.sweep import add_parser  # light at import: the sweep's heavy imports load when it runs
+
+    add_parser(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pr1-eval", description=__doc__.splitlines()[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
+    _add_sweep(sub)
     p = sub.add_parser("report", help="metrics of a run")
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
