@@ -1,23 +1,15 @@
-"""The six Parallel-R1 tags, in one place.
-
-Every stage (structure parsing, decoding, masks, rewards, tokenizer building) must agree on
-the exact tag strings; they are single special tokens in Parallel-R1 checkpoints.
-"""
+"""The six Parallel-R1 tags (their home is :mod:`pr1_eval.protocol.tags`; kept as a short import)."""
 
 from __future__ import annotations
 
-PARALLEL_OPEN = "<Parallel>"
-PARALLEL_CLOSE = "</Parallel>"
-PATH_OPEN = "<Path>"
-PATH_CLOSE = "</Path>"
-SUMMARY_OPEN = "<Summary>"
-SUMMARY_CLOSE = "</Summary>"
-
-ALL_TAGS: tuple[str, ...] = (
-    PARALLEL_OPEN,
+from pr1_eval.protocol.tags import (
+    ALL_TAGS,
     PARALLEL_CLOSE,
-    PATH_OPEN,
+    PARALLEL_OPEN,
     PATH_CLOSE,
-    SUMMARY_OPEN,
+    PATH_OPEN,
     SUMMARY_CLOSE,
+    SUMMARY_OPEN,
 )
+
+__all__ = ["ALL_TAGS", "PARALLEL_CLOSE", "PARALLEL_OPEN", "PATH_CLOSE", "PATH_OPEN", "SUMMARY_CLOSE", "SUMMARY_OPEN"]

@@ -4,12 +4,21 @@ Registered with VERL's ``@register`` decorator when this module is imported; eve
 imports it in each VERL process through ``actor_rollout_ref.model.external_lib`` (VERL's model
 config imports that module in the agent-loop workers before any loop is instantiated). Knobs live
 under the stage config's ``repro.forkjoin`` section (``n_paths``, ``max_blocks``,
-``train_on_inserted_tokens``); the response budget is ``actor_rollout_ref.rollout.response_length``.
+``after_last_block``, ``train_on_inserted_tokens``); the response budget is
+``actor_rollout_ref.rollout.response_length``.
 
-The protocol itself is :class:`repro.forkjoin.ForkJoinRollout`; this class adapts it to VERL: the
-prompt is built with VERL's continuous-token builder, each engine call goes through the server
-manager with one request id per trajectory (sticky routing → prefix-cache hits), and the result is
-an ``AgentLoopOutput`` whose ``response_mask`` is 0 on engine-inserted tokens.
+The protocol is pr1-eval's step machine (:mod:`pr1_eval.protocol.forkjoin`, driven by
+:class:`repro.forkjoin.ForkJoinRollout`), with the tag ids and the EOS set from
+:mod:`pr1_eval.protocol`; this class adapts it to VERL: the prompt is built with VERL's
+continuous-token builder, each engine call goes through the server manager with one request id
+per trajectory (sticky routing → prefix-cache hits), and the result is an ``AgentLoopOutput`` whose
+``response_mask`` is 0 on engine-inserted tokens.
+
+Weight versions: every ``server_manager.generate`` returns ``min_global_steps`` /
+``max_global_steps`` (the policy versions that produced it). VERL's default (V1) trainer stores
+them per trajectory and casts them to ``int`` after the first actor update
+(``trainer_base._compute_metrics``), so a loop that drops them crashes step 1. A fork-join
+trajectory is many calls: it reports the smallest ``min`` and the largest ``max`` over its calls.
 """
 
 from __future__ import annotations
@@ -21,35 +30,29 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, Generation, Trajectory
+from pr1_eval.protocol.eos import eos_token_ids, load_generation_config
+from pr1_eval.protocol.tags import resolve_tag_ids
+from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput, Trajectory
 
 AGENT_NAME = "pr1_forkjoin"
 
 
-def _tag_ids(tokenizer: Any) -> dict[str, int]:
-    from pr1_eval.structured import resolve_tag_ids
+class WeightVersions:
+    """The policy versions (VERL global steps) seen across the calls of one trajectory."""
 
-    return resolve_tag_ids(tokenizer)
+    def __init__(self) -> None:
+        self.min: int | None = None
+        self.max: int | None = None
 
+    def record(self, extra_fields: dict[str, Any]) -> None:
+        low, high = extra_fields.get("min_global_steps"), extra_fields.get("max_global_steps")
+        if low is not None:
+            self.min = int(low) if self.min is None else min(self.min, int(low))
+        if high is not None:
+            self.max = int(high) if self.max is None else max(self.max, int(high))
 
-def eos_ids(tokenizer: Any, generation_config: Any = None) -> set[int]:
-    """Every id that ends a response: the tokenizer's EOS and the generation config's EOS list."""
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    extra = getattr(generation_config, "eos_token_id", None) if generation_config is not None else None
-    ids |= set(extra if isinstance(extra, list) else [extra] if extra is not None else [])
-    return {int(i) for i in ids}
-
-
-def _generation_config(model_path: str | None) -> Any:
-    """The checkpoint's generation config (its EOS list is what vLLM stops on), or None."""
-    if not model_path:
-        return None
-    try:
-        from transformers import GenerationConfig
-
-        return GenerationConfig.from_pretrained(model_path)
-    except (OSError, ValueError):
-        return None
+    def fields(self) -> dict[str, Any]:
+        return {"min_global_steps": self.min, "max_global_steps": self.max}
 
 
 @register(AGENT_NAME)
@@ -64,19 +67,21 @@ class ForkJoinAgentLoop(AgentLoopBase):
             max_blocks=int(options.get("max_blocks", 4)),
             response_length=int(self.rollout_config.response_length),
             train_on_inserted_tokens=bool(options.get("train_on_inserted_tokens", False)),
+            after_last_block=str(options.get("after_last_block", "end")),
         )
-        self.tag_ids = _tag_ids(self.tokenizer)
+        self.tag_ids = resolve_tag_ids(self.tokenizer)
         tokenizer: Any = self.tokenizer
         self.newline_ids = list(tokenizer.encode("\n", add_special_tokens=False))
-        self.eos_ids = eos_ids(self.tokenizer, _generation_config(self.config.actor_rollout_ref.model.get("path")))
+        model_path = self.config.actor_rollout_ref.model.get("path")
+        self.eos_ids = set(eos_token_ids(self.tokenizer, load_generation_config(model_path)))
 
-    def _generator(self, sampling_params: dict[str, Any]) -> Any:
+    def _generator(self, sampling_params: dict[str, Any], versions: WeightVersions) -> Any:
         """A ``generate(prompt, stops, max_tokens)`` bound to one trajectory's request id."""
         request_id = uuid4().hex
         counter = itertools.count()
         deterministic = bool(getattr(self.rollout_config, "full_determinism", False))
 
-        async def generate(prompt_ids: list[int], stops: list[int], max_tokens: int) -> Generation:
+        async def generate(prompt_ids: list[int], stops: list[int], max_tokens: int) -> RawOutput:
             params = dict(sampling_params)
             params["max_tokens"] = max_tokens
             if stops:
@@ -86,7 +91,8 @@ class ForkJoinAgentLoop(AgentLoopBase):
             out = await self.server_manager.generate(
                 request_id=rid, prompt_ids=list(prompt_ids), sampling_params=params
             )
-            return Generation(list(out.token_ids), list(out.log_probs) if out.log_probs else None)
+            versions.record(dict(getattr(out, "extra_fields", None) or {}))
+            return RawOutput(list(out.token_ids), list(out.log_probs) if out.log_probs else None)
 
         return generate
 
@@ -94,17 +100,17 @@ class ForkJoinAgentLoop(AgentLoopBase):
         messages = list(kwargs["raw_prompt"])
         prompt_ids = await self.ct_build_initial_tokens(messages)
         start = time.perf_counter()
+        versions = WeightVersions()
         rollout = ForkJoinRollout(
-            self.tag_ids,
-            self.eos_ids,
-            self.newline_ids,
-            self.fj_config,
-            self._generator(sampling_params),
+            self.tag_ids, self.eos_ids, self.newline_ids, self.fj_config, self._generator(sampling_params, versions)
         )
         traj = await rollout.run(list(prompt_ids))
-        return self._output(prompt_ids, traj, time.perf_counter() - start, bool(sampling_params.get("logprobs")))
+        want_logprobs = bool(sampling_params.get("logprobs"))
+        return self._output(prompt_ids, traj, time.perf_counter() - start, want_logprobs, versions)
 
-    def _output(self, prompt_ids: list[int], traj: Trajectory, seconds: float, want_logprobs: bool) -> AgentLoopOutput:
+    def _output(
+        self, prompt_ids: list[int], traj: Trajectory, seconds: float, want_logprobs: bool, versions: WeightVersions
+    ) -> AgentLoopOutput:
         stats = {
             "pr1_blocks": traj.blocks,
             "pr1_engine_calls": traj.engine_calls,
@@ -119,5 +125,5 @@ class ForkJoinAgentLoop(AgentLoopBase):
             response_logprobs=traj.log_probs if want_logprobs else None,
             num_turns=2,
             metrics=AgentLoopMetrics(generate_sequences=seconds),
-            extra_fields={**stats, "turn_scores": [], "tool_rewards": []},
+            extra_fields={**stats, **versions.fields(), "turn_scores": [], "tool_rewards": []},
         )

@@ -6,6 +6,11 @@ sampling_params, ...) -> TokenOutput`` — with vLLM's conventions: ``max_tokens
 ``temperature``/``top_p``/``top_k``, ``logprobs`` (raw log-probs of the sampled ids). Tests run the
 fork-join agent loop through it on the tiny model; ``stop_bias`` raises the logits of the stop
 tokens of each request so even an untrained model branches, closes paths and ends summaries.
+
+Like VERL's ``LLMServerClient.generate``, every output carries ``extra_fields`` with
+``global_steps`` (the weight version of the server: ``global_steps``, advanced by one every
+``update_every`` calls to mimic a weight sync landing mid-trajectory) and ``min_global_steps`` /
+``max_global_steps`` set from it.
 """
 
 from __future__ import annotations
@@ -16,10 +21,24 @@ from typing import Any
 import torch
 
 
+def version_fields(global_steps: int | None) -> dict[str, Any]:
+    """The weight-version fields VERL's ``LLMServerClient.generate`` puts on every output."""
+    return {"global_steps": global_steps, "min_global_steps": global_steps, "max_global_steps": global_steps}
+
+
 class HFServerManager:
     """Serve ``generate`` calls from an HF causal LM, one request at a time (thread-safe enough for asyncio)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, stop_bias: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        stop_bias: float = 0.0,
+        seed: int = 0,
+        global_steps: int | None = 1,
+        update_every: int | None = None,
+    ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.stop_bias = stop_bias
@@ -29,6 +48,8 @@ class HFServerManager:
         if tokenizer.eos_token_id is not None:
             self.eos.add(int(tokenizer.eos_token_id))
         self.requests: list[dict[str, Any]] = []
+        self.global_steps = global_steps
+        self.update_every = update_every
         self._lock = asyncio.Lock()
 
     async def generate(
@@ -42,8 +63,12 @@ class HFServerManager:
         )
         async with self._lock:
             ids, logprobs = self._sample(list(prompt_ids), dict(sampling_params))
+            version = self.global_steps
+            if self.update_every and len(self.requests) % self.update_every == 0 and self.global_steps is not None:
+                self.global_steps += 1  # a weight sync lands before the next call
         return TokenOutput(
-            token_ids=ids, log_probs=logprobs if sampling_params.get("logprobs") else None, stop_reason="completed"
+            token_ids=ids, log_probs=logprobs if sampling_params.get("logprobs") else None, stop_reason="completed",
+            extra_fields=version_fields(version),
         )
 
     @torch.no_grad()

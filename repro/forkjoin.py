@@ -1,79 +1,69 @@
-"""The paper's fork-join rollout protocol, independent of any engine.
+"""The fork-join rollout for training: pr1-eval's protocol machine behind a raw engine call.
 
-Main line until ``<Parallel>`` (or EOS, or the budget); then ``n_paths`` paths, each its own
-request on ``context + <Path>`` stopping at ``</Path>`` — sampled independently and concurrently,
-so a path never sees a sibling; the join appends the paths and ``</Parallel>\\n<Summary>``,
-generates to ``</Summary>``, and resumes the main line. At most ``max_blocks`` blocks; one total
-response budget. ``<Path>``, the join tokens and any tag the engine has to close (a path or
-summary that hit EOS) are *engine-inserted*: they get mask 0 unless ``train_on_inserted_tokens``
-(the official code trained on them). Every call of one trajectory carries the same request id so
-the router keeps it on one server and its prefix cache serves every call after the first.
+The protocol — when to fork, what each request may generate, which tokens are inserted, the block
+limit, the response cut, the critical path — is :class:`pr1_eval.protocol.forkjoin.ForkJoinMachine`,
+the machine evaluation drives too; nothing of it is repeated here. This module adds only what
+training needs on top: the engine's raw output (vLLM-style ids that end with the stop token or the
+EOS) is normalised by :meth:`Generation.from_raw`, the final EOS is kept in the response (the model
+must learn to stop), and the loss mask is the machine's generated-token mask unless
+``train_on_inserted_tokens`` (the official code trained on inserted tokens too).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pr1_eval import tags as T
+from pr1_eval.protocol.forkjoin import ForkJoinMachine, ForkJoinParams, Generation, run_async
 
 
 @dataclass
-class Generation:
-    """One engine call's result: generated ids (a hit stop token included) and their log-probs."""
+class RawOutput:
+    """One engine call's result as a server returns it: ids (a hit stop token or the EOS it stopped
+    on included) and their log-probs."""
 
     token_ids: list[int]
     log_probs: list[float] | None = None
 
 
-Generate = Callable[[list[int], list[int], int], Awaitable[Generation]]
+RawGenerate = Callable[[list[int], list[int], int], Awaitable[RawOutput]]
 """``generate(prompt_ids, stop_token_ids, max_tokens)`` — one engine request."""
 
 
 @dataclass(frozen=True)
 class ForkJoinConfig:
-    """Protocol knobs (paper: 2 paths, 4 blocks, 3000 response tokens, inserted tokens trained)."""
+    """repro's fork-join knobs (``repro.forkjoin`` in a stage config): the protocol's, plus whether
+    inserted tokens are trained on. Paper: 2 paths, 4 blocks, 3000 response tokens, the response
+    ends after the last block."""
 
     n_paths: int = 2
     max_blocks: int = 4
     response_length: int = 3000
     train_on_inserted_tokens: bool = False
+    after_last_block: str = "end"
+
+    def params(self) -> ForkJoinParams:
+        return ForkJoinParams(self.n_paths, self.max_blocks, self.response_length, self.after_last_block)
 
 
 @dataclass
 class Trajectory:
-    """The response being built: ids, loss mask, log-probs, and counters for the report."""
+    """The response: ids, loss mask, log-probs, and the machine's counters for the logs."""
 
-    budget: int
-    ids: list[int] = field(default_factory=list)
-    mask: list[int] = field(default_factory=list)
-    log_probs: list[float] = field(default_factory=list)
+    ids: list[int]
+    mask: list[int]
+    log_probs: list[float]
+    generated_mask: list[bool]
     blocks: int = 0
     engine_calls: int = 0
     inserted_tokens: int = 0
     engine_closed_tags: int = 0
     critical_path_tokens: int = 0
-
-    @property
-    def remaining(self) -> int:
-        return self.budget - len(self.ids)
-
-    def add_model(self, tokens: list[int], log_probs: list[float] | None) -> None:
-        self.ids += tokens
-        self.mask += [1] * len(tokens)
-        known = list(log_probs or [])[: len(tokens)]
-        self.log_probs += known + [0.0] * (len(tokens) - len(known))
-
-    def add_inserted(self, tokens: list[int], trained: bool) -> None:
-        self.ids += tokens
-        self.mask += [1 if trained else 0] * len(tokens)
-        self.log_probs += [0.0] * len(tokens)
-        self.inserted_tokens += len(tokens)
+    finish: str = ""
 
 
 class ForkJoinRollout:
-    """Run the protocol for one prompt with any ``generate`` coroutine (vLLM server, HF, a script)."""
+    """Run the protocol for one prompt with any raw ``generate`` coroutine (vLLM server, a script)."""
 
     def __init__(
         self,
@@ -81,70 +71,32 @@ class ForkJoinRollout:
         eos_ids: Iterable[int],
         newline_ids: list[int],
         config: ForkJoinConfig,
-        generate: Generate,
+        generate: RawGenerate,
     ) -> None:
-        self.tags = {tag: int(tag_ids[tag]) for tag in T.ALL_TAGS}
+        self.tag_ids = dict(tag_ids)
         self.eos = frozenset(int(i) for i in eos_ids)
         self.newline = list(newline_ids)
         self.config = config
         self._generate = generate
 
-    async def _call(self, t: Trajectory, prompt: list[int], stops: list[int], max_tokens: int) -> Generation:
-        t.engine_calls += 1
-        return await self._generate(prompt, stops, max(1, max_tokens))
+    async def _normalised(self, prompt: list[int], stops: list[int], max_tokens: int) -> Generation:
+        raw = await self._generate(prompt, stops, max_tokens)
+        return Generation.from_raw(raw.token_ids, raw.log_probs, stops, self.eos)
 
     async def run(self, prompt_ids: list[int]) -> Trajectory:
-        """Build one response; never exceeds ``response_length`` tokens."""
-        t = Trajectory(budget=self.config.response_length)
-        parallel_open = self.tags[T.PARALLEL_OPEN]
-        while t.remaining > 0:
-            can_fork = t.blocks < self.config.max_blocks
-            out = await self._call(t, prompt_ids + t.ids, [parallel_open] if can_fork else [], t.remaining)
-            t.add_model(out.token_ids, out.log_probs)
-            t.critical_path_tokens += len(out.token_ids)
-            if not (can_fork and out.token_ids and out.token_ids[-1] == parallel_open) or t.remaining <= 0:
-                break
-            if not await self._block(t, prompt_ids):
-                break
-        self._truncate(t)
-        return t
-
-    def _close(self, t: Trajectory, out: Generation, closing_tag: int) -> None:
-        """Append a path/summary body; the engine closes it when the model stopped without the tag."""
-        tokens, log_probs = list(out.token_ids), out.log_probs
-        if tokens and tokens[-1] == closing_tag:
-            t.add_model(tokens, log_probs)
-            return
-        while tokens and tokens[-1] in self.eos:  # an EOS inside a block would end the whole response
-            tokens.pop()
-        t.add_model(tokens, log_probs)
-        t.add_inserted([closing_tag], self.config.train_on_inserted_tokens)
-        t.engine_closed_tags += 1
-
-    async def _block(self, t: Trajectory, prompt_ids: list[int]) -> bool:
-        """Fork, join and summarise one block. False when the budget ran out inside it."""
-        trained = self.config.train_on_inserted_tokens
-        path_open, path_close = self.tags[T.PATH_OPEN], self.tags[T.PATH_CLOSE]
-        context = prompt_ids + t.ids + [path_open]
-        budget = t.remaining - 1
-        t.engine_calls += self.config.n_paths
-        paths = await asyncio.gather(
-            *(self._generate(context, [path_close], max(1, budget)) for _ in range(self.config.n_paths))
+        """Build one response; never longer than ``response_length`` tokens."""
+        machine = ForkJoinMachine(self.tag_ids, self.newline, self.config.params(), keep_final_eos=True)
+        await run_async(machine, prompt_ids, self._normalised)
+        trained_inserted = self.config.train_on_inserted_tokens
+        return Trajectory(
+            ids=list(machine.tokens),
+            mask=[1 if generated or trained_inserted else 0 for generated in machine.generated_mask],
+            log_probs=list(machine.logprobs),
+            generated_mask=list(machine.generated_mask),
+            blocks=len(machine.blocks),
+            engine_calls=machine.steps,
+            inserted_tokens=machine.inserted,
+            engine_closed_tags=machine.repairs,
+            critical_path_tokens=machine.critical_path_tokens(),
+            finish=machine.finish,
         )
-        for out in paths:
-            t.add_inserted([path_open], trained)
-            self._close(t, out, path_close)
-        t.critical_path_tokens += 1 + max(len(p.token_ids) for p in paths)
-        join = [self.tags[T.PARALLEL_CLOSE], *self.newline, self.tags[T.SUMMARY_OPEN]]
-        t.add_inserted(join, trained)
-        t.blocks += 1
-        if t.remaining <= 0:
-            return False
-        summary = await self._call(t, prompt_ids + t.ids, [self.tags[T.SUMMARY_CLOSE]], t.remaining)
-        self._close(t, summary, self.tags[T.SUMMARY_CLOSE])
-        t.critical_path_tokens += len(join) + len(summary.token_ids)
-        return t.remaining > 0
-
-    def _truncate(self, t: Trajectory) -> None:
-        n = self.config.response_length
-        t.ids, t.mask, t.log_probs = t.ids[:n], t.mask[:n], t.log_probs[:n]

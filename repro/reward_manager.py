@@ -21,31 +21,30 @@ import numpy as np
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
 
-from pr1_eval import tags as T
+from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from repro.rewards import STEP_KEY, TAGS_KEPT_KEY
 
 
 class TagKeepingTokenizer:
     """Proxy for a tokenizer whose ``decode`` never drops the six tags.
 
-    With ``skip_special_tokens=True`` every other special id is removed first and the rest decoded
-    with ``skip_special_tokens=False``; everything else is delegated to the wrapped tokenizer.
+    With ``skip_special_tokens=True`` it decodes through :func:`pr1_eval.protocol.decode.decode_keeping_tags`
+    (every other special id removed, the tags kept); everything else is delegated to the wrapped tokenizer.
     """
 
     def __init__(self, tokenizer: Any) -> None:
         self._tokenizer = tokenizer
-        tag_ids = {tokenizer.convert_tokens_to_ids(tag) for tag in T.ALL_TAGS}
-        special = set(getattr(tokenizer, "all_special_ids", []))
-        special |= {int(i) for i, tok in getattr(tokenizer, "added_tokens_decoder", {}).items() if tok.special}
-        self._drop = frozenset(special - tag_ids)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tokenizer, name)
 
     def decode(self, token_ids: Any, skip_special_tokens: bool = False, **kwargs: Any) -> str:
+        if skip_special_tokens and not kwargs:
+            return decode_keeping_tags(self._tokenizer, token_ids)
         ids = token_ids.tolist() if hasattr(token_ids, "tolist") else list(token_ids)
         if skip_special_tokens:
-            ids = [i for i in ids if int(i) not in self._drop]
+            drop, _ = tag_keeping_ids(self._tokenizer)
+            ids = [i for i in ids if int(i) not in drop]
         return str(self._tokenizer.decode(ids, skip_special_tokens=False, **kwargs))
 
 

@@ -115,3 +115,35 @@ def training_file(name: str) -> Path:
     if folder is None or not (folder / name).is_file():
         raise FileNotFoundError(f"training file {name} not found (looked in {folder}); set PR1_TRAINING_DIR")
     return folder / name
+
+
+def compose_stage(stage: str, overrides: list[str]) -> Any:
+    """A stage config composed exactly as ``pr1-repro run`` composes it (Hydra, repro's configs)."""
+    from hydra import compose, initialize_config_dir
+
+    from repro.stages import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return compose(config_name=stage, overrides=overrides)
+
+
+def forkjoin_agent_loop(cfg: Any, server: Any, tokenizer: Any) -> Any:
+    """The ``pr1_forkjoin`` agent loop instantiated the way VERL's ``AgentLoopWorker._run_agent_loop``
+    does it (registry entry → ``hydra.utils.instantiate`` with the worker's arguments)."""
+    import hydra
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    import repro.agent_loop as agent_loop
+
+    return hydra.utils.instantiate(
+        config=_agent_loop_registry[agent_loop.AGENT_NAME],
+        trainer_config=DictConfigWrap(cfg),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        hf_model_type="qwen3",
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(cfg.data),
+        tools=ToolListWrap([]),
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval import tags as T
+from pr1_eval.protocol.tags import single_token_tag_ids
 
 MANIFEST = "repro_tokens.json"
 
@@ -39,9 +40,9 @@ class AddTokensReport:
 
 
 def single_token_id(tokenizer: Any, tag: str) -> int | None:
-    """The id of ``tag`` when the tokenizer encodes it as exactly one token, else None."""
-    ids = tokenizer.encode(tag, add_special_tokens=False)
-    return int(ids[0]) if len(ids) == 1 else None
+    """The id of ``tag`` when the tokenizer encodes it as exactly one token, else None (the
+    protocol's resolver, :func:`pr1_eval.protocol.tags.single_token_tag_ids`)."""
+    return single_token_tag_ids(tokenizer).get(tag)
 
 
 def _mean_init(weight: Any, n_real_rows: int, rows: list[int]) -> None:

@@ -1,8 +1,8 @@
-"""Fork-join decoding: the paper's protocol, wave batching, budget, repairs, and the critical path."""
+"""Fork-join decoding for evaluation: wave batching over the protocol machine, the paper's block
+limit and budget, repairs, inserted-token masks and the critical path."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +21,7 @@ PROMPTS = [[50, 51, 52], [60, 61], [70]]
 IDS = ["t/a", "t/b", "t/c"]
 
 
-def _decode(script: Script, k: int = 4, budget: int = 400, **kw: int) -> tuple[FakeEngine, list]:
+def _decode(script: Script, k: int = 4, budget: int = 400, **kw: Any) -> tuple[FakeEngine, list]:
     engine = FakeEngine(script)
     out = ForkJoinDecoder(**kw).decode(engine, PROMPTS, k, SamplingConfig(max_new_tokens=budget, seed=3), IDS)
     return engine, out
@@ -85,10 +85,30 @@ def test_three_paths_and_max_blocks() -> None:
     engine, out = _decode(Script(blocks=5), k=1, paths=3, max_blocks=2)
     forks = [call for call in engine.calls if call[0].request_id.endswith("/paths")]
     assert len(forks) == 2 and all(r.n == 3 for call in forks for r in call)
-    last_main = engine.calls[-1]
-    assert all(r.stop_token_ids == () for r in last_main)  # no more forking after max_blocks
+    assert all(r.request_id.endswith("/summary") for r in engine.calls[-1])  # the last call was block 2's summary
+    for samples in out:
+        for s in samples:
+            structure = parse_structure(s.text)
+            assert structure.paths_per_block == [3, 3] and structure.format_ok, structure.error
+            assert s.finish_reason == "block_limit" and s.token_ids[-1] == TAG[T.SUMMARY_CLOSE]
+
+
+@pytest.mark.parametrize("max_blocks", [0, 1, 2, 4])
+def test_a_model_that_wants_six_blocks_gets_max_blocks(max_blocks: int) -> None:
+    """The paper's rollout ends the response after the last allowed block's summary."""
+    _, out = _decode(Script(blocks=6), k=2, max_blocks=max_blocks)
+    for s in (s for samples in out for s in samples):
+        assert parse_structure(s.text).n_blocks == max_blocks
+        assert s.finish_reason == "block_limit"
+
+
+def test_continuing_after_the_last_block_is_an_explicit_option() -> None:
+    """``after_last_block="continue"``: the main line resumes with no fork point, so the model
+    writes further blocks inline (the old behaviour, now opt-in and recorded)."""
+    engine, out = _decode(Script(blocks=3), k=1, max_blocks=1, after_last_block="continue")  # type: ignore[arg-type]
+    assert all(r.stop_token_ids == () for r in engine.calls[-1])
     for s in out[0]:
-        assert parse_structure(s.text).paths_per_block[:2] == [3, 3]
+        assert parse_structure(s.text).n_blocks == 2 and s.finish_reason == "eos"  # one inline block past the cap
 
 
 def test_eos_in_paths_and_summary_is_closed_and_recorded() -> None:
@@ -102,27 +122,32 @@ def test_eos_in_paths_and_summary_is_closed_and_recorded() -> None:
 
 
 @pytest.mark.parametrize("budget", [1, 2, 4, 5, 9, 13, 17, 18, 19, 20, 23, 27, 31, 40, 47, 60])
-def test_one_total_budget_is_never_exceeded_and_tags_are_closed(budget: int) -> None:
+def test_one_total_budget_is_never_exceeded(budget: int) -> None:
+    """The paper's budget rule: every request may use what is left, the response is cut at the cap
+    (so only a response cut at exactly ``budget`` tokens may leave a tag open)."""
     _, out = _decode(Script(blocks=3, path_lens=(7, 12)), k=2, budget=budget)
     for s in (s for samples in out for s in samples):
-        over = len(s.token_ids) - budget  # only a <Parallel> sampled as the last budgeted token is closed past it
-        assert over <= 0 or (over == 1 and s.token_ids[-2:] == [TAG[T.PARALLEL_OPEN], TAG[T.PARALLEL_CLOSE]])
-        counts = {tag: s.token_ids.count(TAG[tag]) for tag in T.ALL_TAGS}
-        assert counts[T.PATH_OPEN] == counts[T.PATH_CLOSE]
-        assert counts[T.PARALLEL_OPEN] == counts[T.PARALLEL_CLOSE]
-        assert counts[T.SUMMARY_OPEN] == counts[T.SUMMARY_CLOSE]
-        if s.finish_reason != "eos":
-            assert s.finish_reason == "length"
+        assert len(s.token_ids) <= budget
+        assert s.finish_reason in ("eos", "length", "block_limit")
+        if s.finish_reason == "length":
+            assert len(s.token_ids) == budget
+        else:
+            structure = parse_structure(s.text)
+            assert structure.format_ok, structure.error
+        assert s.generated_mask is not None and len(s.generated_mask) == len(s.token_ids)
         assert s.critical_path_tokens is not None and s.critical_path_tokens <= len(s.token_ids)
 
 
-def test_logprobs_mark_inserted_tokens_as_not_sampled() -> None:
+def test_inserted_tokens_are_masked_and_have_logprob_zero() -> None:
     _, out = _decode(Script(blocks=1), k=1)
     s = out[0][0]
-    assert s.logprobs is not None and len(s.logprobs) == len(s.token_ids)
-    for token, lp in zip(s.token_ids, s.logprobs, strict=True):
-        if token in (TAG[T.PATH_OPEN], TAG[T.PARALLEL_CLOSE], 7, TAG[T.SUMMARY_OPEN]):
-            assert math.isnan(lp)
+    assert s.logprobs is not None and s.generated_mask is not None
+    assert len(s.logprobs) == len(s.generated_mask) == len(s.token_ids)
+    inserted = [i for i, generated in enumerate(s.generated_mask) if not generated]
+    assert [s.token_ids[i] for i in inserted] == [TAG[T.PATH_OPEN], TAG[T.PATH_OPEN], TAG[T.PARALLEL_CLOSE], 7,
+                                                  TAG[T.SUMMARY_OPEN]]
+    assert all(s.logprobs[i] == 0.0 for i in inserted)
+    assert all(s.logprobs[i] == -0.5 for i in range(len(s.token_ids)) if i not in inserted)  # the engine's values
 
 
 def test_without_blocks_it_matches_sequential_decoding() -> None:
@@ -142,7 +167,13 @@ def test_multi_token_tags_are_refused() -> None:
 
 def test_make_decoder() -> None:
     fj = make_decoder("forkjoin", paths=3, max_blocks=2)
-    assert fj.describe() == {"mode": "forkjoin", "paths": 3, "max_blocks": 2, "protocol": "parallel-r1-paper"}
+    info = fj.describe()
+    assert (info["mode"], info["paths"], info["max_blocks"], info["after_last_block"]) == ("forkjoin", 3, 2, "end")
+    assert info["protocol"] == "parallel-r1-forkjoin" and "path_budget" in info and "inserted_logprob" in info
+    structured = make_decoder("structured", max_blocks=1, after_last_block="continue").describe()
+    assert (structured["max_blocks"], structured["after_last_block"]) == (1, "continue")
+    with pytest.raises(Pr1EvalError, match="after-last-block"):
+        make_decoder("forkjoin", after_last_block="never")
     assert make_decoder("sequential").name == "sequential"
     assert make_decoder("structured").name == "structured"
     with pytest.raises(Pr1EvalError, match="unknown --decoding"):

@@ -2,7 +2,8 @@
 
 The consistency tests are the point of this file: log-probs recorded while structured decoding
 (resp. sequential decoding) with the trained tiny model equal those of one teacher-forced forward
-pass with ``build_mask_and_positions`` (resp. a plain causal mask), to 1e-4 in float32.
+pass with ``build_mask_and_positions`` (resp. a plain causal mask), to 1e-4 in float32 — on the
+CPU, and on CUDA too when a GPU is present (the model fixtures are parametrised by device).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.engines.hf import HFEngine
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.structure import parse_structure
+from pr1_eval.protocol.mask import build_mask_and_positions_reference, structured_layout
 from pr1_eval.structured import StructureTracker, additive_mask, build_mask_and_positions, resolve_tag_ids
 
 TAGS = {tag: i + 1 for i, tag in enumerate(T.ALL_TAGS)}
@@ -113,6 +115,39 @@ def test_any_sequence_has_a_sane_mask(seq: list[int], start: int) -> None:
             assert mask[i, : i + 1].all()  # outside paths: plain causal
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([PO, PC, HO, HC, SO, SC, 7, 20, 21, 22]), max_size=80), st.integers(0, 8))
+def test_fast_builder_equals_the_token_by_token_reference(seq: list[int], start: int) -> None:
+    """The vectorised builder (structural tags only, sibling rectangles) is the reference fold."""
+    mask, pos = build_mask_and_positions(seq, TAGS, response_start=start)
+    ref_mask, ref_pos = build_mask_and_positions_reference(seq, TAGS, response_start=start)
+    assert torch.equal(mask, ref_mask) and torch.equal(pos, ref_pos)
+    assert torch.equal(build_mask_and_positions(torch.tensor(seq, dtype=torch.long), TAGS, start)[0], ref_mask)
+
+
+def test_fast_builder_on_long_well_formed_responses() -> None:
+    """Four blocks in a few thousand tokens (what the bench times): identical to the reference, and
+    each </Parallel> at p + longest path + 1."""
+    import random
+
+    rng = random.Random(5)
+    seq = [rng.randrange(20, 99) for _ in range(50)]
+    for _ in range(4):
+        seq += [rng.randrange(20, 99) for _ in range(rng.randrange(0, 300))] + [PO]
+        for _ in range(rng.choice([2, 3])):
+            seq += [HO, *(rng.randrange(20, 99) for _ in range(rng.randrange(0, 400))), HC]
+        seq += [PC, 7, SO, *(rng.randrange(20, 99) for _ in range(rng.randrange(0, 80))), SC]
+    mask, pos = build_mask_and_positions(seq, TAGS, response_start=50)
+    ref_mask, ref_pos = build_mask_and_positions_reference(seq, TAGS, response_start=50)
+    assert torch.equal(mask, ref_mask) and torch.equal(pos, ref_pos)
+    layout = structured_layout(seq, TAGS, response_start=50)
+    for block in range(4):
+        spans = [span for (b, _), span in layout.paths.items() if b == block]
+        p = spans[0][0] - 1  # the <Parallel> right before the first path
+        assert seq[p] == PO and seq[max(e for _, e in spans)] == PC
+        assert pos[max(e for _, e in spans)] == pos[p] + max(e - s for s, e in spans) + 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.integers(20, 30), max_size=6), min_size=2, max_size=4), st.randoms())
 def test_path_order_does_not_move_later_positions(paths: list[list[int]], rnd: Any) -> None:
@@ -129,13 +164,14 @@ def test_path_order_does_not_move_later_positions(paths: list[list[int]], rnd: A
 
 def test_additive_mask_never_gives_nan_on_empty_rows(tiny_hf: HFEngine) -> None:
     model = tiny_hf.model
-    ids = torch.tensor([[5, 40, 41, 42]])
+    device = next(model.parameters()).device
+    ids = torch.tensor([[5, 40, 41, 42]], device=device)
     allowed = torch.ones(4, 4, dtype=torch.bool).tril()
     allowed[0] = False  # a row that sees nothing at all (worse than padding)
     for impl in ("eager", "sdpa"):
         model.config._attn_implementation = impl
-        out = model(input_ids=ids, attention_mask=additive_mask(allowed[None, None], torch.float32),
-                    position_ids=torch.arange(4)[None]).logits
+        out = model(input_ids=ids, attention_mask=additive_mask(allowed[None, None], torch.float32).to(device),
+                    position_ids=torch.arange(4, device=device)[None]).logits
         assert torch.isfinite(out).all(), impl
     model.config._attn_implementation = "sdpa"
 
@@ -165,14 +201,16 @@ def _prompts(engine: HFEngine, n: int) -> list[list[int]]:
 def _forward_logprobs(model: Any, prompt: list[int], response: list[int], mask: torch.Tensor | None,
                       pos: torch.Tensor | None) -> torch.Tensor:
     """Log-probs of ``response`` under one teacher-forced forward of prompt + response."""
-    ids = torch.tensor([prompt + response])
+    device = next(model.parameters()).device
+    ids = torch.tensor([prompt + response], device=device)
     kwargs: dict[str, Any] = {}
-    if mask is not None:
-        kwargs = {"attention_mask": additive_mask(mask[None, None], torch.float32), "position_ids": pos[None]}
+    if mask is not None and pos is not None:
+        kwargs = {"attention_mask": additive_mask(mask[None, None].to(device), torch.float32),
+                  "position_ids": pos[None].to(device)}
     with torch.no_grad():
         logits = model(input_ids=ids, **kwargs).logits[0].float()
     lp = logits[len(prompt) - 1 : -1].log_softmax(-1)
-    return lp.gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
+    return lp.gather(-1, torch.tensor(response, device=device)[:, None]).squeeze(-1).cpu()
 
 
 @pytest.fixture(scope="module")
@@ -274,15 +312,19 @@ def test_structured_decoding_is_batch_independent_and_needs_hf(tiny_trained: HFE
         StructuredDecoder().decode(NoModel(), prompts, 1, sampling, ["x", "y"])  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module")
-def tiny_trained() -> Iterator[HFEngine]:
-    """The trained tiny model in float32 (the 1e-4 tolerance is a float32 one), on one thread:
-    a 128-wide model gains nothing from more and loses a lot when cores are contended."""
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))]
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def tiny_trained(request: pytest.FixtureRequest) -> Iterator[HFEngine]:
+    """The trained tiny model in float32 (the 1e-4 tolerance is a float32 one) on each available
+    device; on the CPU on one thread: a 128-wide model gains nothing from more and loses a lot when
+    cores are contended."""
     from pr1_eval.tiny_model import cached_tiny_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield HFEngine(str(cached_tiny_model("trained")), device="cpu", dtype="float32", max_batch_size=16)
+    yield HFEngine(str(cached_tiny_model("trained")), device=request.param, dtype="float32", max_batch_size=16)
     torch.set_num_threads(threads)
 
 
@@ -290,3 +332,48 @@ def tiny_trained() -> Iterator[HFEngine]:
 def tiny_hf(tiny_trained: HFEngine) -> HFEngine:
     return tiny_trained
 
+
+
+def test_seeded_sampling_is_reproducible_on_the_models_device(tiny_trained: HFEngine) -> None:
+    """One generator per sample on the model's device: the same seed gives the same samples, another
+    seed others (on CUDA this is what crashed with CPU generators)."""
+    prompts = _prompts(tiny_trained, 2)
+    decode = StructuredDecoder().decode
+    first = decode(tiny_trained, prompts, 2, SamplingConfig(max_new_tokens=30, seed=4), ["r/0", "r/1"])
+    again = decode(tiny_trained, prompts, 2, SamplingConfig(max_new_tokens=30, seed=4), ["r/0", "r/1"])
+    other = decode(tiny_trained, prompts, 2, SamplingConfig(max_new_tokens=30, seed=5), ["r/0", "r/1"])
+    tokens = [[s.token_ids for s in group] for group in first]
+    assert tokens == [[s.token_ids for s in group] for group in again]
+    assert tokens != [[s.token_ids for s in group] for group in other]
+
+
+def _scripted_sampling(monkeypatch: pytest.MonkeyPatch, script: list[int]) -> None:
+    """Make every row "sample" ``script`` (the model still runs, under the structured mask)."""
+    import pr1_eval.decoding.structured as module
+
+    step = iter(range(10_000))
+
+    def scripted(logits: torch.Tensor, sampling: SamplingConfig, generators: Any) -> torch.Tensor:
+        token = script[min(next(step), len(script) - 1)]
+        return torch.full((logits.shape[0],), token, dtype=torch.long)
+
+    monkeypatch.setattr(module, "sample_tokens", scripted)
+
+
+@pytest.mark.parametrize(("max_blocks", "after", "blocks", "finish"),
+                         [(0, "end", 0, "block_limit"), (1, "end", 1, "block_limit"), (2, "end", 2, "block_limit"),
+                          (1, "continue", 3, "eos")])
+def test_structured_decoding_applies_the_block_limit(tiny_hf: HFEngine, monkeypatch: pytest.MonkeyPatch,
+                                                     max_blocks: int, after: str, blocks: int, finish: str) -> None:
+    """``--max-blocks`` holds for structured decoding too: the response ends after the last allowed
+    block's ``</Summary>`` (or before a ``<Parallel>`` past the cap)."""
+    tags = resolve_tag_ids(tiny_hf.tokenizer)
+    word = tiny_hf.tokenizer.encode(" 12", add_special_tokens=False)[0]
+    po, pc, ho, hc, so, sc = (tags[t] for t in T.ALL_TAGS)
+    block = [word, po, ho, word, hc, ho, word, word, hc, pc, so, word, sc]
+    _scripted_sampling(monkeypatch, [*block * 3, word, tiny_hf.tokenizer.eos_token_id])
+    decoder = StructuredDecoder(max_blocks=max_blocks, after_last_block=after)
+    out = decoder.decode(tiny_hf, _prompts(tiny_hf, 1), 2, SamplingConfig(max_new_tokens=200, seed=0), ["m/0"])
+    for s in out[0]:
+        assert parse_structure(s.text).n_blocks == blocks and s.finish_reason == finish
+        assert s.token_ids == ([*block * blocks, word] if after == "continue" else (block * blocks or [word]))

@@ -17,7 +17,11 @@ from pr1_eval.engines.base import Engine, GenerationRequest, SamplingConfig
 
 @dataclass
 class DecodedSample:
-    """One finished response. ``token_ids`` is the response only (no prompt, no pad/eos)."""
+    """One finished response. ``token_ids`` is the response only (no prompt, no pad/eos).
+
+    ``generated_mask`` (fork-join) is False on tokens the protocol inserted rather than sampled;
+    ``None`` means every token was sampled. ``logprobs`` hold 0.0 on inserted tokens.
+    """
 
     token_ids: list[int]
     text: str
@@ -26,6 +30,7 @@ class DecodedSample:
     critical_path_tokens: int | None = None
     engine_inserted_tokens: int = 0
     logprobs: list[float] | None = None
+    generated_mask: list[bool] | None = None
 
 
 class Decoder(Protocol):

@@ -1,82 +1,35 @@
-"""Fork-join decoding: the Parallel-R1 paper's rollout protocol, over any engine.
+"""Fork-join decoding for evaluation: the paper's rollout, batched in waves over any engine.
 
-Per sample: the main line runs until ``<Parallel>`` or EOS; then ``paths`` paths are sampled
-independently, each from ``context + <Path>`` until ``</Path>`` (a path never sees a sibling);
-the join appends the paths and ``</Parallel>\\n<Summary>``, the summary runs until
-``</Summary>``, and the main line resumes. After ``max_blocks`` blocks the main line no longer
-stops at ``<Parallel>`` (a later block is written inline, sequentially, as the model pleases).
+The protocol (what is generated, budgets, inserted tokens, the block limit, the critical path)
+is :class:`pr1_eval.protocol.forkjoin.ForkJoinMachine`, the same machine repro's RL rollout drives;
+this module only batches. One machine per sample; every sample whose next request is a main-line
+continuation goes into one engine call, every sample that is forking into the next (one request
+with ``n=paths`` each, so vLLM shares the prefix), every sample that is summarising into the next.
+A run costs about three engine calls per block, not calls per sample. The first wave sends one
+request per problem with ``n=k`` and the same request id and seed as sequential decoding, so a
+response that never branches is token for token the sequential one.
 
-Batched across samples in *waves*: every sample that is on its main line goes into one engine
-call, every sample that is forking into the next (one request with ``n=paths`` each, so vLLM
-shares the prefix), every sample that is summarising into the next. A run costs about three
-engine calls per block, not calls per sample. The first wave sends one request per problem with
-``n=k`` and the same seed as sequential decoding.
-
-Budget: one total response budget ``sampling.max_new_tokens`` over the serialised response
-(main line + every path + join + summary, tags included). Paths of a block split what is left
-evenly, after reserving the join and a closing tag for each path and the summary, so a block
-never overruns it. The main line gets all that is left, exactly as in sequential decoding (a
-response that never branches is token for token the sequential one); the price is one edge
-case: a ``<Parallel>`` sampled as the very last token of the budget is closed with
-``</Parallel>`` one token past it.
-
-Repairs (counted in ``engine_inserted_tokens``, as the paper's rollout does): a path that ends at
-EOS or at its budget gets ``</Path>``; a summary that ends at EOS gets ``</Summary>`` and the main
-line resumes; a summary cut by the budget gets ``</Summary>`` and the sample ends (``length``); a
-``<Parallel>`` with no room left for a block gets ``</Parallel>`` and the sample ends. Protocol
-tokens (``<Path>``, ``</Parallel>\\n<Summary>``) are not repairs and are not counted.
-
-Per sample it records engine calls, tokens, and the critical path a parallel engine waits for:
-main-line tokens + for each block the longest path (its tags included) + join and summary, so
-``critical_path_tokens + (tokens of the other paths) == len(token_ids)``. ``logprobs`` (when the
-engine records them) hold ``nan`` for protocol and repair tokens, which were not sampled.
+Per sample it records engine calls (requests), the closing tags written for the model
+(``engine_inserted_tokens``), the critical path, which tokens were generated
+(``generated_mask``) and, when the engine records them, log-probs (0.0 on inserted tokens).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from pr1_eval import tags as T
 from pr1_eval.decoding.base import DecodedSample, request_seed
 from pr1_eval.engines.base import Completion, Engine, GenerationRequest, SamplingConfig
-from pr1_eval.errors import Pr1EvalError
-from pr1_eval.structured import resolve_tag_ids
-
-NOT_SAMPLED = math.nan
-"""Log-prob recorded for tokens the decoder inserted rather than sampled."""
+from pr1_eval.protocol.forkjoin import MAIN, PATHS, SUMMARY, ForkJoinMachine, ForkJoinParams, Generation
+from pr1_eval.protocol.tags import resolve_tag_ids
 
 
-@dataclass
-class _Sample:
-    """Mutable decoding state of one sample."""
-
-    problem: int
-    index: int
-    context: list[int]
-    rid: str
-    response: list[int] = field(default_factory=list)
-    logprobs: list[float] | None = field(default_factory=list)
-    state: str = "main"  # main | paths | summary | done
-    blocks: int = 0
-    calls: int = 0
-    critical: int = 0
-    inserted: int = 0
-    finish: str = "length"
-
-    def extend(self, tokens: Sequence[int], logprobs: Sequence[float] | None) -> None:
-        """Append tokens; ``logprobs=None`` marks them inserted (or the engine records none)."""
-        self.response.extend(tokens)
-        if self.logprobs is not None:
-            if logprobs is None or len(logprobs) != len(tokens):
-                self.logprobs.extend([NOT_SAMPLED] * len(tokens))
-            else:
-                self.logprobs.extend(logprobs)
-
-    def finish_as(self, reason: str) -> None:
-        self.state, self.finish = "done", reason
+def generation_from_completion(c: Completion) -> Generation:
+    """An engine :class:`Completion` (EOS already removed, stop token kept) as a machine input."""
+    logprobs = tuple(c.logprobs) if c.logprobs is not None else None
+    finish = c.finish_reason if c.finish_reason in ("stop", "eos") else "length"
+    return Generation(tuple(c.token_ids), logprobs, finish)
 
 
 class ForkJoinDecoder:
@@ -84,176 +37,89 @@ class ForkJoinDecoder:
 
     name = "forkjoin"
 
-    def __init__(self, paths: int = 2, max_blocks: int = 4) -> None:
-        if paths < 1:
-            raise Pr1EvalError(f"--paths must be at least 1, got {paths}")
-        if max_blocks < 0:
-            raise Pr1EvalError(f"--max-blocks must be 0 or more, got {max_blocks}")
-        self.paths = paths
-        self.max_blocks = max_blocks
+    def __init__(self, paths: int = 2, max_blocks: int = 4, after_last_block: str = "end") -> None:
+        self.params = ForkJoinParams(paths=paths, max_blocks=max_blocks, after_last_block=after_last_block)
         self.waves: list[tuple[str, int]] = []
         """(kind, number of requests) of every engine call of the last :meth:`decode`."""
 
+    @property
+    def paths(self) -> int:
+        return self.params.paths
+
+    @property
+    def max_blocks(self) -> int:
+        return self.params.max_blocks
+
     def describe(self) -> dict[str, Any]:
-        return {"mode": self.name, "paths": self.paths, "max_blocks": self.max_blocks, "protocol": "parallel-r1-paper"}
+        """Mode and every protocol parameter for ``run.json`` (the budget is the run's
+        ``max_new_tokens``)."""
+        info = self.params.describe()
+        info["response_budget"] = "sampling.max_new_tokens"
+        return {"mode": self.name, **info}
 
     def decode(
         self, engine: Engine, contexts: Sequence[Sequence[int]], k: int, sampling: SamplingConfig, request_ids: Sequence[str]
     ) -> list[list[DecodedSample]]:
         """``k`` samples per context, each decoded with the fork-join protocol."""
-        tag = resolve_tag_ids(engine.tokenizer)
-        self._tag = tag
-        self._join = [tag[T.PARALLEL_CLOSE], *engine.tokenizer.encode("\n", add_special_tokens=False), tag[T.SUMMARY_OPEN]]
-        self._budget = sampling.max_new_tokens
+        tags = resolve_tag_ids(engine.tokenizer)
+        newline = engine.tokenizer.encode("\n", add_special_tokens=False)
+        params = ForkJoinParams(self.params.paths, self.params.max_blocks, sampling.max_new_tokens,
+                                self.params.after_last_block)
         self.waves = []
         samples = [
-            _Sample(problem=p, index=j, context=list(ctx), rid=rid)
+            (p, j, list(ctx), rid, ForkJoinMachine(tags, newline, params))
             for p, (ctx, rid) in enumerate(zip(contexts, request_ids, strict=True))
             for j in range(k)
         ]
-        while any(s.state != "done" for s in samples):
-            for state, wave in (("main", self._main_wave), ("paths", self._path_wave), ("summary", self._summary_wave)):
-                batch = [s for s in samples if s.state == state]
+        while any(not m.done for *_, m in samples):
+            for kind in (MAIN, PATHS, SUMMARY):
+                batch = [s for s in samples if s[4].request is not None and s[4].request.kind == kind]
                 if batch:
-                    wave(engine, batch, sampling)
+                    self._wave(engine, kind, batch, sampling)
         out: list[list[DecodedSample]] = [[] for _ in contexts]
-        for s in samples:
-            out[s.problem].append(self._result(engine, s))
+        for p, _, _, _, machine in samples:
+            out[p].append(self._result(engine, machine))
         return out
 
-    # ----------------------------------------------------------------- waves
-    def _call(self, engine: Engine, kind: str, requests: list[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
-        self.waves.append((kind, len(requests)))
-        return engine.generate(requests, sampling)
-
-    def _left(self, s: _Sample) -> int:
-        return self._budget - len(s.response)
-
-    def _main_wave(self, engine: Engine, batch: list[_Sample], sampling: SamplingConfig) -> None:
-        """One call for every sample on its main line; fresh samples of a problem share one ``n=k`` request."""
-        groups: dict[tuple[Any, ...], list[_Sample]] = {}
-        for s in batch:
-            if self._left(s) <= 0:
-                s.finish_as("length")
-                continue
-            key: tuple[Any, ...] = ("fresh", s.problem) if not s.response else ("sample", s.problem, s.index)
-            groups.setdefault(key, []).append(s)
-        if not groups:
-            return
-        requests = []
+    def _wave(self, engine: Engine, kind: str, batch: list[tuple[int, int, list[int], str, ForkJoinMachine]],
+              sampling: SamplingConfig) -> None:
+        """One engine call for every sample of ``batch``; fresh samples of a problem share one
+        ``n=k`` request (the sequential decoder's request)."""
+        groups: dict[tuple[Any, ...], list[tuple[int, list[int], str, ForkJoinMachine]]] = {}
+        for problem, index, context, rid, machine in batch:
+            fresh = kind == MAIN and machine.request is not None and not machine.request.prefix
+            key: tuple[Any, ...] = ("fresh", problem) if fresh else ("sample", problem, index)
+            groups.setdefault(key, []).append((index, context, rid, machine))
+        calls = []
         for key, members in groups.items():
-            s = members[0]
-            may_fork = self._may_fork(s)
-            rid = s.rid if key[0] == "fresh" else f"{s.rid}#{s.index}/b{s.blocks}/main"
-            requests.append(GenerationRequest(
-                request_id=rid, prompt_token_ids=s.context + s.response, n=len(members),
-                max_new_tokens=self._left(s),
-                stop_token_ids=(self._tag[T.PARALLEL_OPEN],) if may_fork else (),
-                seed=request_seed(sampling.seed, rid),
+            index, context, rid, machine = members[0]
+            step = machine.request
+            assert step is not None
+            fresh = key[0] == "fresh"
+            request_id = rid if fresh else f"{rid}#{index}/b{step.block}/{kind}"
+            calls.append(GenerationRequest(
+                request_id=request_id, prompt_token_ids=[*context, *step.prefix], n=len(members) if fresh else step.n,
+                max_new_tokens=step.max_tokens, stop_token_ids=step.stop_ids, seed=request_seed(sampling.seed, request_id),
             ))
-        outputs = self._call(engine, "main", requests, sampling)
-        for members, completions in zip(groups.values(), outputs, strict=True):
-            for s, c in zip(members, completions, strict=True):
-                s.calls += 1
-                s.extend(c.token_ids, c.logprobs)
-                s.critical += len(c.token_ids)
-                if c.finish_reason == "stop" and c.token_ids and c.token_ids[-1] == self._tag[T.PARALLEL_OPEN]:
-                    self._open_block(s)
-                else:
-                    s.finish_as("eos" if c.finish_reason == "eos" else "length")
-
-    def _may_fork(self, s: _Sample) -> bool:
-        """Stop at ``<Parallel>`` while blocks remain."""
-        return s.blocks < self.max_blocks
-
-    def _path_allowance(self, s: _Sample) -> int:
-        """Tokens each path may generate: an even share of what is left after the join, the
-        summary's closing tag, and each path's ``<Path>``/``</Path>``."""
-        share = (self._left(s) - len(self._join) - 1) // self.paths
-        return share - 2
-
-    def _open_block(self, s: _Sample) -> None:
-        if self._path_allowance(s) >= 1:
-            s.state = "paths"
-            return
-        s.extend([self._tag[T.PARALLEL_CLOSE]], None)  # no room for a block: close it, end here (may be 1 over)
-        s.inserted += 1
-        s.critical += 1
-        s.finish_as("length")
-
-    def _path_wave(self, engine: Engine, batch: list[_Sample], sampling: SamplingConfig) -> None:
-        """One call for every forking sample: one request with ``n=paths`` on ``context + <Path>``."""
-        open_path, close_path = self._tag[T.PATH_OPEN], self._tag[T.PATH_CLOSE]
-        requests = []
-        for s in batch:
-            rid = f"{s.rid}#{s.index}/b{s.blocks}/paths"
-            requests.append(GenerationRequest(
-                request_id=rid, prompt_token_ids=[*s.context, *s.response, open_path], n=self.paths,
-                max_new_tokens=self._path_allowance(s), stop_token_ids=(close_path,), seed=request_seed(sampling.seed, rid),
-            ))
-        outputs = self._call(engine, "paths", requests, sampling)
-        for s, completions in zip(batch, outputs, strict=True):
-            s.calls += 1
-            longest = 0
-            for c in completions:
-                s.extend([open_path], None)
-                s.extend(c.token_ids, c.logprobs)
-                length = 1 + len(c.token_ids)
-                if c.finish_reason != "stop":  # EOS or budget: the engine closes the path
-                    s.extend([close_path], None)
-                    s.inserted += 1
-                    length += 1
-                longest = max(longest, length)
-            s.critical += longest + len(self._join)
-            s.extend(self._join, None)
-            s.blocks += 1
-            s.state = "summary"
-
-    def _summary_wave(self, engine: Engine, batch: list[_Sample], sampling: SamplingConfig) -> None:
-        """One call for every sample whose block was just joined: generate until ``</Summary>``."""
-        close_summary = self._tag[T.SUMMARY_CLOSE]
-        requests, callers = [], []
-        for s in batch:
-            if self._left(s) - 1 <= 0:  # only the reserved closing tag fits
-                self._close_summary(s, cut=True)
-                continue
-            rid = f"{s.rid}#{s.index}/b{s.blocks - 1}/summary"
-            requests.append(GenerationRequest(
-                request_id=rid, prompt_token_ids=s.context + s.response, n=1, max_new_tokens=self._left(s) - 1,
-                stop_token_ids=(close_summary,), seed=request_seed(sampling.seed, rid),
-            ))
-            callers.append(s)
-        if not requests:
-            return
-        outputs = self._call(engine, "summary", requests, sampling)
-        for s, completions in zip(callers, outputs, strict=True):
-            c = completions[0]
-            s.calls += 1
-            s.extend(c.token_ids, c.logprobs)
-            s.critical += len(c.token_ids)
-            if c.finish_reason == "stop":
-                s.state = "main"
+        self.waves.append((kind, len(calls)))
+        outputs = engine.generate(calls, sampling)
+        for (key, members), completions in zip(groups.items(), outputs, strict=True):
+            generations = [generation_from_completion(c) for c in completions]
+            if key[0] == "fresh":
+                for (_, _, _, machine), generation in zip(members, generations, strict=True):
+                    machine.feed([generation])
             else:
-                self._close_summary(s, cut=c.finish_reason == "length")
-
-    def _close_summary(self, s: _Sample, cut: bool) -> None:
-        """Repair a summary that ended without ``</Summary>``; a budget cut ends the sample."""
-        s.extend([self._tag[T.SUMMARY_CLOSE]], None)
-        s.inserted += 1
-        s.critical += 1
-        if cut:
-            s.finish_as("length")
-        else:
-            s.state = "main"  # EOS inside a summary: close it and resume, as the paper's rollout does
+                members[0][3].feed(generations)
 
     @staticmethod
-    def _result(engine: Engine, s: _Sample) -> DecodedSample:
+    def _result(engine: Engine, m: ForkJoinMachine) -> DecodedSample:
         return DecodedSample(
-            token_ids=s.response,
-            text=engine.tokenizer.decode(s.response, skip_special_tokens=False),
-            finish_reason=s.finish,
-            engine_calls=s.calls,
-            critical_path_tokens=s.critical,
-            engine_inserted_tokens=s.inserted,
-            logprobs=s.logprobs if s.logprobs is not None and any(not math.isnan(x) for x in s.logprobs) else None,
+            token_ids=m.tokens,
+            text=engine.tokenizer.decode(m.tokens, skip_special_tokens=False),
+            finish_reason=m.finish,
+            engine_calls=m.steps,
+            critical_path_tokens=m.critical_path_tokens(),
+            engine_inserted_tokens=m.repairs,
+            logprobs=m.logprobs if m.engine_logprobs else None,
+            generated_mask=m.generated_mask,
         )

@@ -14,8 +14,14 @@ runs the same loop on given responses.
 
 Masks are additive float (eager attention adds them; sdpa accepts them) with each padding row
 allowed to see itself, so no row is empty and nothing turns NaN. Rows that finish are dropped from
-the batch and the cache. Each sample has its own seeded generator, so a sample does not depend on
-how samples were batched.
+the batch and the cache. Each sample has its own seeded ``torch.Generator`` on the model's device
+(CPU or CUDA), so a sample does not depend on how samples were batched, a seed reproduces it on
+the same device, and no logits leave the GPU to be sampled.
+
+Block limit, as fork-join: after the ``max_blocks``-th block's ``</Summary>`` the response ends
+(finish ``block_limit``), and a ``<Parallel>`` that would open one block too many ends it before
+that token; ``after_last_block="continue"`` lifts the limit (later blocks keep the structured
+mask).
 """
 
 from __future__ import annotations
@@ -29,7 +35,31 @@ import torch
 from pr1_eval.decoding.base import DecodedSample, request_seed
 from pr1_eval.engines.base import Engine, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.structured import NO_PATH, StructureTracker, TokenSlot, additive_mask, resolve_tag_ids
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.eos import eos_token_ids
+from pr1_eval.protocol.forkjoin import AFTER_LAST_BLOCK
+from pr1_eval.protocol.mask import NO_PATH, StructureTracker, TokenSlot, additive_mask
+from pr1_eval.protocol.tags import resolve_tag_ids
+
+
+@dataclass(frozen=True)
+class _BlockLimit:
+    """The paper's block cap on a token stream the model writes itself (fork-join's rule).
+
+    Blocks are counted by ``<Parallel>`` tokens, as the structure parser counts them."""
+
+    parallel_open: int
+    summary_close: int
+    max_blocks: int
+
+    def refuses(self, tokens: list[int], token: int) -> bool:
+        """``token`` would open a block past the cap: end the response before it."""
+        return token == self.parallel_open and tokens.count(self.parallel_open) >= self.max_blocks
+
+    def ends_after(self, tokens: list[int], tracker: StructureTracker) -> bool:
+        """The token just pushed closed the summary of the last allowed block: end after it."""
+        return (tokens[-1] == self.summary_close and tracker.state == "main"
+                and tokens.count(self.parallel_open) >= self.max_blocks > 0)
 
 
 @dataclass
@@ -44,6 +74,7 @@ class _Row:
     generator: torch.Generator
     budget: int
     forced: list[int] | None = None
+    limit: _BlockLimit | None = None
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish: str = ""
@@ -63,7 +94,9 @@ def _model_of(engine: Engine) -> Any:
 
 
 def sample_tokens(logits: torch.Tensor, sampling: SamplingConfig, generators: Sequence[torch.Generator]) -> torch.Tensor:
-    """One token per row of ``logits`` ([B, V]) with temperature / top-k / top-p, as HF generate does."""
+    """One token per row of ``logits`` ([B, V]) with temperature / top-k / top-p, as HF generate does.
+
+    Row ``i`` draws from ``generators[i]``, which must live on ``logits``' device."""
     if sampling.temperature <= 0:
         return logits.argmax(dim=-1)
     scores = logits.float() / sampling.temperature
@@ -137,8 +170,22 @@ class StructuredDecoder:
 
     name = "structured"
 
+    def __init__(self, max_blocks: int = 4, after_last_block: str = "end") -> None:
+        if max_blocks < 0:
+            raise Pr1EvalError(f"--max-blocks must be 0 or more, got {max_blocks}")
+        if after_last_block not in AFTER_LAST_BLOCK:
+            raise Pr1EvalError(f"--after-last-block must be one of {', '.join(AFTER_LAST_BLOCK)}, got {after_last_block!r}")
+        self.max_blocks = max_blocks
+        self.after_last_block = after_last_block
+
     def describe(self) -> dict[str, Any]:
-        return {"mode": self.name, "mask": "pr1_eval.structured.build_mask_and_positions"}
+        """Mode and every protocol parameter for ``run.json``."""
+        return {
+            "mode": self.name, "mask": "pr1_eval.protocol.mask (structured: sibling paths hidden, paths restart at p+1)",
+            "max_blocks": self.max_blocks, "after_last_block": self.after_last_block,
+            "response_budget": "sampling.max_new_tokens",
+            "sampling_generator": "one torch.Generator per sample on the model's device, seeded from the run seed and request id",
+        }
 
     def decode(
         self, engine: Engine, contexts: Sequence[Sequence[int]], k: int, sampling: SamplingConfig, request_ids: Sequence[str]
@@ -146,8 +193,10 @@ class StructuredDecoder:
         """``k`` samples per context; every sample records its per-token log-probs."""
         model = _model_of(engine)
         tag_ids = resolve_tag_ids(engine.tokenizer)
-        eos = getattr(engine, "eos_token_ids", None) or {engine.tokenizer.eos_token_id}
+        eos = set(getattr(engine, "eos_token_ids", None) or eos_token_ids(engine.tokenizer))
         pad = engine.tokenizer.pad_token_id if engine.tokenizer.pad_token_id is not None else next(iter(eos))
+        device = next(model.parameters()).device
+        limit = _BlockLimit(tag_ids[T.PARALLEL_OPEN], tag_ids[T.SUMMARY_CLOSE], self.max_blocks) if self.after_last_block == "end" else None
         jobs = [
             (p, j, list(ctx), request_seed(sampling.seed, f"{rid}#{j}"))
             for p, (ctx, rid) in enumerate(zip(contexts, request_ids, strict=True))
@@ -158,8 +207,8 @@ class StructuredDecoder:
         for start in range(0, len(jobs), batch_size):
             chunk = jobs[start : start + batch_size]
             rows = [
-                _Row(len(ctx), StructureTracker(tag_ids, start_position=len(ctx)), self._generator(seed),
-                     sampling.max_new_tokens)
+                _Row(len(ctx), StructureTracker(tag_ids, start_position=len(ctx)), self._generator(seed, device),
+                     sampling.max_new_tokens, limit=limit)
                 for _, _, ctx, seed in chunk
             ]
             with torch.no_grad():
@@ -187,8 +236,10 @@ class StructuredDecoder:
         return [row.logprobs for row in rows]
 
     @staticmethod
-    def _generator(seed: int | None) -> torch.Generator:
-        generator = torch.Generator()
+    def _generator(seed: int | None, device: torch.device) -> torch.Generator:
+        """A generator on the logits' device: ``torch.multinomial`` refuses a CPU generator for CUDA
+        probabilities, and sampling there keeps the logits on the GPU."""
+        generator = torch.Generator(device=device)
         if seed is None:
             generator.seed()  # non-deterministic, and leaves torch's global generator alone
         else:
@@ -251,9 +302,15 @@ class StructuredDecoder:
             if token in eos:
                 row.finish = "eos"
                 continue
+            if row.limit is not None and row.limit.refuses(row.tokens, token):
+                row.finish = "block_limit"
+                continue
             row.tokens.append(token)
             row.logprobs.append(raw[b])
             slot = row.tracker.push(token)
+            if row.limit is not None and row.limit.ends_after(row.tokens, row.tracker):
+                row.finish = "block_limit"
+                continue
             if len(row.tokens) >= row.budget:
                 row.finish = "length"
                 continue

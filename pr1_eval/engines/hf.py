@@ -16,6 +16,7 @@ import torch
 
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.protocol.eos import eos_token_ids
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
@@ -82,8 +83,7 @@ class HFEngine:
         self.dtype = str(torch_dtype).replace("torch.", "")
         self.max_batch_size = max_batch_size
         self.record_logprobs = record_logprobs
-        eos = self.model.generation_config.eos_token_id or self._tokenizer.eos_token_id
-        self.eos_token_ids: set[int] = set(eos if isinstance(eos, list) else [eos])
+        self.eos_token_ids: set[int] = set(eos_token_ids(self._tokenizer, self.model.generation_config))
         self.pad_token_id: int = self._tokenizer.pad_token_id
 
     @property

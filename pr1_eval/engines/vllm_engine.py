@@ -113,16 +113,10 @@ def sampling_kwargs(request: GenerationRequest, sampling: SamplingConfig, budget
 
 
 def eos_token_ids(model_path: str, tokenizer: Any) -> set[int]:
-    """The tokenizer's EOS plus the generation config's (vLLM stops on both)."""
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    try:
-        from transformers import GenerationConfig
+    """The tokenizer's EOS plus the generation config's (vLLM stops on both): the protocol's EOS set."""
+    from pr1_eval.protocol.eos import model_eos_token_ids
 
-        eos = GenerationConfig.from_pretrained(model_path).eos_token_id
-        ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    except Exception:  # no generation_config.json: the tokenizer's EOS is all there is
-        pass
-    return ids
+    return set(model_eos_token_ids(model_path, tokenizer))
 
 
 class VLLMEngine:

@@ -25,7 +25,6 @@ decoded text (see :func:`keep_tags_in_hf_decode`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
@@ -35,9 +34,9 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from pr1_eval import tags as T
 from pr1_eval.metrics import majority_correct, pass_at_k, pass_at_k_paper
 from pr1_eval.prompts import PromptTemplate, load_template
+from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 
 log = logging.getLogger(__name__)
 
@@ -195,33 +194,7 @@ METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
 
 
 # ----- keep the tags through lm-eval's hf backend -----------------------------------------------
-def _special_added_ids(tokenizer: Any) -> set[int]:
-    """Ids that ``decode(..., skip_special_tokens=True)`` drops: special added tokens and the
-    tokenizer's declared special tokens."""
-    decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
-    special = {i for i, tok in decoder.items() if getattr(tok, "special", False)}
-    return special | set(getattr(tokenizer, "all_special_ids", []) or [])
-
-
-def _skipped_ids(tokenizer: Any) -> tuple[set[int], set[int]]:
-    """(ids to drop when decoding, ids of the six tags that are special tokens), cached on the
-    tokenizer (lm-eval decodes once per sample)."""
-    cached: tuple[set[int], set[int]] | None = getattr(tokenizer, "_pr1_skip_ids", None)
-    if cached is None:
-        special = _special_added_ids(tokenizer)
-        tags = {tid for tid in (tokenizer.convert_tokens_to_ids(tag) for tag in T.ALL_TAGS)
-                if isinstance(tid, int) and tid in special}
-        cached = (special - tags, tags)
-        with contextlib.suppress(AttributeError):  # a tokenizer refusing attributes just recomputes
-            tokenizer._pr1_skip_ids = cached
-    return cached
-
-
-def decode_keeping_tags(tokenizer: Any, tokens: Any) -> str:
-    """Decode like ``skip_special_tokens=True`` except that the six tags stay in the text."""
-    ids = [tokens] if isinstance(tokens, int) else list(tokens)
-    skip, _ = _skipped_ids(tokenizer)
-    return str(tokenizer.decode([i for i in ids if i not in skip], skip_special_tokens=False))
+__all__ = ["decode_keeping_tags"]  # the protocol's tag-keeping decoding, re-exported for lm-eval hooks
 
 
 def keep_tags_in_hf_decode() -> bool:
@@ -247,7 +220,7 @@ def keep_tags_in_hf_decode() -> bool:
         return True
 
     def tok_decode(self: Any, tokens: Any, skip_special_tokens: bool = True) -> str:
-        if skip_special_tokens and _skipped_ids(self.tokenizer)[1]:
+        if skip_special_tokens and tag_keeping_ids(self.tokenizer)[1]:
             return decode_keeping_tags(self.tokenizer, tokens)
         return str(original(self, tokens, skip_special_tokens=skip_special_tokens))
 
