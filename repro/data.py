@@ -41,6 +41,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.paths import resolve_training_dir
 from pr1_eval.prompts import PromptTemplate, load_template
+from pr1_eval.protocol.layout import normalise_block_layout
 from pr1_eval.structure import parse_structure
 from pr1_eval.tasks import load_task
 
@@ -99,7 +100,7 @@ def build_sft(rows: list[dict[str, Any]], template: PromptTemplate) -> tuple[lis
     report = BuildReport("sft", rows_in=len(rows))
     out: list[dict[str, Any]] = []
     for row in rows:
-        response = str(row["response"])
+        response = normalise_block_layout(str(row["response"]))  # fork-join's block layout
         structure = parse_structure(response)
         if not structure.format_ok:
             report.dropped["format check failed"] = report.dropped.get("format check failed", 0) + 1
