@@ -13,7 +13,7 @@ Loaded into every VERL process through ``model.external_lib=repro.structured_act
 
 The engine subclass changes one method: after VERL builds the padded (non-remove-padding)
 inputs, it replaces the 2-D attention mask by the 4-D structured mask and the position ids by
-the structured ones, both from :func:`pr1_eval.structured.build_mask_and_positions` — the same
+the structured ones, both from :func:`pr1_eval.protocol.mask.build_mask_and_positions` — the same
 function the structured decoder uses, so training and decoding agree token for token. Right
 padding rows would see nothing (every key masked) and give NaN through softmax; they are let
 see themselves, and their logits are never read.
@@ -31,7 +31,8 @@ from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 from verl.workers.engine.base import EngineRegistry
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
-from pr1_eval.structured import additive_mask, build_mask_and_positions, resolve_tag_ids
+from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
+from pr1_eval.protocol.tags import resolve_tag_ids
 
 logger = logging.getLogger(__name__)
 SUPPORTED_ATTENTION = ("sdpa", "eager")
@@ -70,21 +71,25 @@ def structured_batch(
     tag_ids: Mapping[str, int],
     starts: Sequence[int] | None = None,
     max_len: int | None = None,
+    device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ``(mask [B,1,L,L] bool, position_ids [B,L] long)`` for a batch of sequences.
 
-    Real rows follow :func:`pr1_eval.structured.build_mask_and_positions`; pad columns are hidden
+    Real rows follow :func:`pr1_eval.protocol.mask.build_mask_and_positions`; pad columns are hidden
     from every real row; pad rows attend only to themselves (never an all-masked row → no NaN).
+    ``device`` builds the masks there (the GPU a forward runs on builds them in microseconds).
     """
     starts = list(starts) if starts is not None else [0] * len(sequences)
     length = max_len if max_len is not None else max((len(s) for s in sequences), default=0)
-    mask = torch.eye(length, dtype=torch.bool).repeat(len(sequences), 1, 1, 1)
-    positions = torch.zeros(len(sequences), length, dtype=torch.long)
+    mask = torch.zeros(len(sequences), 1, length, length, dtype=torch.bool, device=device)
+    positions = torch.zeros(len(sequences), length, dtype=torch.long, device=device)
     for i, (seq, start) in enumerate(zip(sequences, starts, strict=True)):
         n = len(seq)
-        seq_mask, seq_pos = build_mask_and_positions(list(seq), tag_ids, response_start=start)
+        seq_mask, seq_pos = build_mask_and_positions(seq, tag_ids, response_start=start, device=device)
         mask[i, 0, :n, :n] = seq_mask
         positions[i, :n] = seq_pos
+        pad = torch.arange(n, length, device=device)
+        mask[i, 0, pad, pad] = True
     return mask, positions
 
 
@@ -107,13 +112,13 @@ def _tag_ids(tokenizer: Any) -> dict[str, int]:
 def structured_model_inputs(engine: Any, micro_batch: Any, model_inputs: dict[str, Any]) -> dict[str, Any]:
     """Replace VERL's padded 2-D mask and positions by the structured 4-D mask and positions."""
     input_ids = micro_batch["input_ids"]
-    sequences = [t.tolist() for t in input_ids.unbind()]
+    sequences = [t.tolist() for t in input_ids.unbind()]  # the tag scan is a numpy pass over each row
     lengths = [len(s) for s in sequences]
     padded = model_inputs["input_ids"]
     if not hasattr(engine, "_repro_tag_ids"):
         engine._repro_tag_ids = _tag_ids(engine.model_config.tokenizer)
     starts = response_starts(micro_batch, lengths)
-    mask, positions = structured_batch(sequences, engine._repro_tag_ids, starts, padded.shape[1])
+    mask, positions = structured_batch(sequences, engine._repro_tag_ids, starts, padded.shape[1], device=padded.device)
     attn = getattr(engine.model_config.hf_config, "_attn_implementation", None) or "sdpa"
     dtype = getattr(engine, "_autocast_dtype", torch.bfloat16)
     out = dict(model_inputs)
