@@ -103,6 +103,23 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
     return figure
 
 
+def accuracy_figure(doc: dict[str, Any]) -> go.Figure:
+    """mean@K (solid) and pass@K (dashed) with their 95% intervals over steps, one subplot per task."""
+    return _per_task_figure(doc, "Accuracy over checkpoints: mean@K (solid) and pass@K (dashed) with 95% intervals",
+                            [("mean@K", "mean@K", "ci95"), ("pass@K", "pass@K", "pass@K_ci95")])
+
+
+def behaviour_figure(doc: dict[str, Any]) -> go.Figure:
+    """Parallel ratio (solid) and first-block relative position (dashed) over steps, one subplot per task."""
+    return _per_task_figure(doc, "Parallel behaviour: parallel ratio (solid) and first-block relative position (dashed)",
+                            [("parallel_ratio", "parallel ratio", None), ("first_block_rel_pos", "first block position", None)])
+
+
+def heatmap_figure(board: Leaderboard, task: str) -> go.Figure:
+    """Problems × checkpoints (fraction correct) for one task, the problems that change most on top."""
+    return _heatmap(board, task)[0]
+
+
 def _heatmap(board: Leaderboard, task: str) -> tuple[go.Figure, str]:
     """Problems × checkpoints (fraction correct) for one task, flipping problems first; and a note."""
     runs = [r for group in _families(board.document).values() for r in group]
@@ -132,13 +149,8 @@ def leaderboard_html(board: Leaderboard) -> str:
     """The page as one HTML string."""
     doc = board.document
     tied = [bool(r["tied_with_above"]) for r in doc["runs"]]
-    figures = [
-        _per_task_figure(doc, "Accuracy over checkpoints: mean@K (solid) and pass@K (dashed) with 95% intervals",
-                         [("mean@K", "mean@K", "ci95"), ("pass@K", "pass@K", "pass@K_ci95")]),
-        _per_task_figure(doc, "Parallel behaviour: parallel ratio (solid) and first-block relative position (dashed)",
-                         [("parallel_ratio", "parallel ratio", None), ("first_block_rel_pos", "first block position", None)]),
-    ]
-    heatmaps = [_heatmap(board, task)[0] for task in doc["tasks"]]
+    figures = [accuracy_figure(doc), behaviour_figure(doc)]
+    heatmaps = [heatmap_figure(board, task) for task in doc["tasks"]]
     divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in [*figures, *heatmaps]]
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc["notes"])
     return f"""<!DOCTYPE html>
