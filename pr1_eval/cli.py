@@ -84,7 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pr1_eval.commands import print_report
 
-    print_report(args.run, as_json=args.json)
+    print_report(args.run, as_json=args.json, strict=args.strict)
     return 0
 
 
@@ -99,16 +99,17 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from pr1_eval.commands import print_report
-    from pr1_eval.importer import import_jsonl
+    from pr1_eval.importer import import_jsonl, parse_k_option
 
+    k = parse_k_option(args.k)
     if len(args.files) != 1:
         raise Pr1EvalError(f"import takes one file (or, for --format lm-eval, one output folder); got {len(args.files)}")
     if args.format == "lm-eval":
         from pr1_eval.lm_eval_import import import_lm_eval
 
-        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers)
+        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k)
     else:
-        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers)
+        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k)
     print_report(out)
     return 0
 
@@ -149,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="metrics of a run")
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete (missing problems or samples)")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("regrade", help="re-grade stored responses without generating")
     p.add_argument("run")
@@ -158,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE", help="JSON Lines file, or lm-eval's --log_samples file/folder")
     p.add_argument("--out", required=True)
     p.add_argument("--format", choices=["jsonl", "lm-eval"], default="jsonl")
+    p.add_argument("--k", default=None, metavar="N|TASK=N,...",
+                   help="samples per problem: every task (--k 4) or per task (--k aime24=16,math300_pr1=1); keeps the "
+                        "N lowest sample_idx of each problem (default: per task, the most any problem has)")
     p.add_argument("--grade-workers", type=int, default=None)
     p.set_defaults(func=_cmd_import)
     p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")

@@ -11,30 +11,60 @@ from pr1_eval.annotate import annotate_grades
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.report import format_report_table, run_report
 from pr1_eval.runinfo import now_iso
-from pr1_eval.store import RunStore
+from pr1_eval.store import RUN_JSON, RunStore
+
+
+def find_runs(folder: Path, depth: int = 2) -> list[Path]:
+    """Run folders (holding run.json) under ``folder``, at most ``depth`` levels down."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(depth):
+        level = sorted(child for parent in level for child in parent.iterdir() if child.is_dir()) if level else []
+        found += [child for child in level if (child / RUN_JSON).is_file()]
+        level = [child for child in level if not (child / RUN_JSON).is_file()]
+    return found
+
+
+def _not_a_run(run_dir: Path) -> Pr1EvalError:
+    """The error for a folder without run.json, naming the runs it holds ("did you mean …")."""
+    if not run_dir.exists():
+        return Pr1EvalError(f"{run_dir}: no such folder; pass a run folder (one holding run.json)")
+    runs = find_runs(run_dir) if run_dir.is_dir() else []
+    if not runs:
+        return Pr1EvalError(f"{run_dir} is not a pr1-eval run ({RUN_JSON} is missing) and holds none; "
+                            "pass a run folder (one holding run.json)")
+    shown = ", ".join(str(r) for r in runs[:5]) + (f" … {len(runs) - 5} more" if len(runs) > 5 else "")
+    return Pr1EvalError(f"{run_dir} is not a run but holds {len(runs)}: did you mean {shown}? "
+                        f"Report one of them (or compare them all with `pr1-eval analyze {run_dir}`)")
 
 
 def load_report(run_dir: str | Path) -> dict[str, Any]:
-    """Metrics of a stored run (K from run.json)."""
+    """Metrics of a stored run, checked against what its run.json declares (see ``pr1_eval.report``)."""
+    run_dir = Path(run_dir)
+    if not (run_dir / RUN_JSON).is_file():
+        raise _not_a_run(run_dir)
     store = RunStore(run_dir)
     run_json = store.read_run_json()
     frame = store.read_frame()
-    if frame.empty:
-        raise Pr1EvalError(f"{run_dir}: the run has no samples yet; rerun its command to generate them")
-    report = run_report(frame, int(run_json["k"]) if run_json.get("k") else None)
+    report = run_report(frame, run_json=run_json)
     report["run"] = str(run_dir)
     report["model"] = run_json.get("model")
     return report
 
 
-def print_report(run_dir: str | Path, as_json: bool = False) -> dict[str, Any]:
+def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> dict[str, Any]:
+    """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
     report = load_report(run_dir)
     if as_json:
         print(json.dumps(report, indent=2, default=str))
     else:
-        print(f"\nrun: {run_dir}")
+        status = "" if report["status"] == "complete" else f"  (status: {report['status']})"
+        print(f"run: {run_dir}{status}")
         print(format_report_table(report))
         _print_forkjoin(report)
+    if strict and not report["complete"]:
+        raise Pr1EvalError(f"{run_dir} is incomplete (--strict): {'; '.join(report['incomplete'])}; "
+                           f"{report['advice']}")
     return report
 
 
@@ -45,8 +75,9 @@ def _print_forkjoin(report: dict[str, Any]) -> None:
         return
     print(f"\n{'task':>12}  {'calls/sample':>12}  {'tokens/sample':>13}  {'critical path':>13}")
     for task, m in rows:
-        print(f"{task:>12}  {m['engine_calls_per_sample']:>12.2f}  {m['tokens_per_sample']:>13.1f}  "
-              f"{m['critical_path_tokens_per_sample'] or float('nan'):>13.1f}")
+        critical = m["critical_path_tokens_per_sample"]
+        print(f"{task:>12}  {m['engine_calls_per_sample']:>12.2f}  {round(m['tokens_per_sample']):>13}  "
+              f"{'-' if critical is None else round(critical):>13}")
 
 
 def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, float]:

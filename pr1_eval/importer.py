@@ -5,11 +5,17 @@ Input: JSON Lines, one object per sample: ``task``, ``problem_id``, ``sample_idx
 need not be registered. A malformed line is reported with file and line number; nothing is
 skipped silently. Importing into an existing run directory replaces its samples (imports are
 one-shot, not resumable appends).
+
+The file declares the run's problem set: each task's problems are the ones it holds, and each
+task's k is the most samples any of its problems has (AIME ×16 and MATH300 ×1 in one file is two
+tasks with k 16 and 1). A problem with fewer samples than its task's k is stored, and the report
+names it as incomplete. ``--k N`` (or ``--k aime24=16,math300_pr1=1``) sets k instead and keeps
+the N lowest ``sample_idx`` of every problem, recording how many samples it left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +23,7 @@ from pr1_eval.annotate import annotate_grades, annotate_structure
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records import SampleRecord
-from pr1_eval.runinfo import checkpoint_step, now_iso, package_versions
+from pr1_eval.runinfo import checkpoint_step, now_iso, package_versions, task_entry
 from pr1_eval.store import RunStore
 
 REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")
@@ -49,9 +55,55 @@ def _to_record(row: dict[str, Any]) -> SampleRecord:
     return annotate_structure(record)
 
 
+def parse_k_option(text: str | None) -> int | dict[str, int] | None:
+    """``--k``: ``"4"`` (every task) or ``"aime24=16,math300_pr1=1"`` (per task)."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        if "=" not in text:
+            value: int | dict[str, int] = int(text)
+        else:
+            value = {name.strip(): int(n) for name, n in (part.split("=", 1) for part in text.split(",") if part.strip())}
+    except ValueError:
+        raise Pr1EvalError(f"--k {text!r}: expected a number (--k 4) or task=number pairs (--k aime24=16,math300_pr1=1)") from None
+    values = [value] if isinstance(value, int) else list(value.values())
+    if any(v < 1 for v in values):
+        raise Pr1EvalError(f"--k {text!r}: k must be at least 1")
+    return value
+
+
+def _task_k(held: dict[str, list[int]], task: str, k: int | Mapping[str, int] | None) -> int:
+    """The k of ``task``: from ``--k``, else the most samples any of its problems has."""
+    if isinstance(k, int):
+        return k
+    if k is not None and task in k:
+        return int(k[task])
+    return max(len(indices) for indices in held.values())
+
+
+def _declare(records: list[SampleRecord], k: int | Mapping[str, int] | None
+             ) -> tuple[list[SampleRecord], dict[str, tuple[list[str], int]], int]:
+    """(records kept, task → (problem ids in file order, k), samples left out by ``--k``)."""
+    held: dict[str, dict[str, list[int]]] = {}
+    for record in records:
+        held.setdefault(record.task, {}).setdefault(record.problem_id, []).append(record.sample_idx)
+    if isinstance(k, Mapping) and (unknown := sorted(set(k) - set(held))):
+        raise Pr1EvalError(f"--k names task(s) {', '.join(unknown)} that the file does not hold "
+                           f"(it holds {', '.join(held)})")
+    declared = {task: (list(problems), _task_k(problems, task, k)) for task, problems in held.items()}
+    keep = {(task, pid, idx) for task, problems in held.items() for pid, indices in problems.items()
+            for idx in sorted(indices)[: declared[task][1]]}
+    kept = [r for r in records if r.key() in keep]
+    return kept, declared, len(records) - len(kept)
+
+
 def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None = None,
-                extra_run_info: dict[str, Any] | None = None) -> Path:
-    """Grade and store imported rows as a run at ``out_dir``; returns the run directory."""
+                extra_run_info: dict[str, Any] | None = None, k: int | Mapping[str, int] | None = None) -> Path:
+    """Grade and store imported rows as a run at ``out_dir``; returns the run directory.
+
+    ``k``: samples per problem, for every task (int) or per task (mapping); default: per task,
+    the most any of its problems has (see the module docstring).
+    """
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
@@ -61,29 +113,31 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
         if record.key() in seen:
             raise Pr1EvalError(f"{row.get('_where', source)}: duplicate sample {record.key()} (first at {seen[record.key()]})")
         seen[record.key()] = str(row.get("_where", source))
+    records, declared, left_out = _declare(records, k)
     annotate_grades(records, workers=workers, progress=True)
     models = {str(r["model"]) for r in rows if r.get("model")}
     steps = {int(r["step"]) for r in rows if r.get("step") is not None}
     model = models.pop() if len(models) == 1 else (None if not models else "mixed")
     step = steps.pop() if len(steps) == 1 else checkpoint_step(model or "")
-    per_problem: dict[tuple[str, str], int] = {}
-    for record in records:
-        per_problem[(record.task, record.problem_id)] = per_problem.get((record.task, record.problem_id), 0) + 1
-    k = max(per_problem.values())
+    ks = {task_k for _, task_k in declared.values()}
     store = RunStore(out_dir)
     run_json = {
         "name": Path(out_dir).name, "imported_from": source, "model": {"path": model, "revision": None, "step": step},
         "engine": {"backend": "import"}, "decoding": {"mode": "unknown"}, "sampling": None, "prompt": None,
-        "tasks": {t: {"version": None, "source": source, "data_hash": None,
-                      "n_problems": len({p for (tt, p) in per_problem if tt == t})} for t in sorted({r.task for r in records})},
-        "k": k, "seed": None, "packages": package_versions(), "started_at": now_iso(), "finished_at": now_iso(),
-        "status": "complete", **(extra_run_info or {}),
+        "tasks": {task: task_entry(ids, task_k, version=None, source=source, data_hash=None)
+                  for task, (ids, task_k) in declared.items()},
+        "k": ks.pop() if len(ks) == 1 else None, "k_option": k, "samples_left_out_by_k": left_out,
+        "seed": None, "packages": package_versions(), "started_at": now_iso(), "finished_at": now_iso(),
+        "status": "importing", **(extra_run_info or {}),
     }
-    store.write_run_json(run_json)
+    store.write_run_json(run_json)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
+    run_json["status"] = "complete"
+    store.write_run_json(run_json)
     return Path(out_dir)
 
 
-def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None = None) -> Path:
+def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
+                 k: int | Mapping[str, int] | None = None) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
-    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers)
+    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k)

@@ -136,6 +136,7 @@ def _rows_of_file(file: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
             raise Pr1EvalError(f"{where}: cannot tell the problem id or gold answer (no doc id/doc_id, no gold/target)")
         ours = doc.keys() >= _PR1_DOC_FIELDS  # a pr1_* document names its pr1-eval task
         base = {
+            "_lm_task": lm_task,
             "task": str(doc["task"]) if ours else lm_task,
             "problem_id": str(problem_id),
             "gold": str(gold),
@@ -199,8 +200,24 @@ def lm_eval_run_info(path: str | Path) -> dict[str, Any]:
     return info
 
 
-def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None) -> Path:
-    """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory."""
+def declared_k(rows: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, int]:
+    """Samples per problem each imported task was run with: lm-eval's ``repeats`` of its task
+    (from the results file), for the tasks whose results file records it."""
+    repeats = {run["lm_eval_task"]: run["repeats"] for run in info["lm_eval"] if run.get("repeats")}
+    out: dict[str, int] = {}
+    for row in rows:
+        if row["_lm_task"] in repeats:
+            out[row["task"]] = int(repeats[row["_lm_task"]])
+    return out
+
+
+def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
+                   k: int | dict[str, int] | None = None) -> Path:
+    """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory.
+
+    Each task's problems are the documents in its samples file; its k is ``k`` when given, else
+    lm-eval's ``repeats`` for that task, else the most responses any document has.
+    """
     from pr1_eval.importer import import_rows
 
     rows = read_lm_eval_samples(path)
@@ -209,4 +226,6 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
         if run["lm_eval_task"].startswith("pr1_") and run["chat_template_applied"] is False:
             log.warning("%s: lm_eval ran without --apply_chat_template, so the model saw the bare prompt, "
                         "not its chat template; scores are not comparable to pr1-eval runs", run["samples_file"])
-    return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info)
+    if k is None:
+        k = declared_k(rows, info) or None
+    return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info, k=k)

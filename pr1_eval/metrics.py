@@ -1,9 +1,15 @@
 """Pure metric functions over per-problem counts.
 
 Definitions (DESIGN.md): Mean@k = mean over problems of c/n. Unbiased Pass@k (n ≥ k samples,
-c correct) = 1 − C(n−c, k)/C(n, k). The paper's "Pass@16" is VERL's bootstrap best@k, whose
-expectation is 1 − (1 − c/n)^k (sampling k of n with replacement): ``pass_at_k_paper``.
-Maj@k = share of problems whose most frequent (math-equivalent) answer is correct.
+c correct) = 1 − C(n−c, k)/C(n, k). Maj@k = share of problems whose most frequent
+(math-equivalent) answer is correct.
+
+The paper's "Pass@16" is not Pass@k: it is VERL's bootstrap ``best@k`` (VERL logs it as
+``best@16/mean``), the chance that k draws *with replacement* from the n samples hold a correct
+one, whose expectation is 1 − (1 − c/n)^k: :func:`best_at_k`. It is named for the estimator it
+is, not for the paper, because it can be applied to any verdicts: the report gives it on
+math-verify verdicts (``best@K``) and on the paper's own checker (``best@K_paper``); only the
+latter, with ``mean@K_paper``, is fully paper-compatible.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
-def pass_at_k_paper(n: int, c: int, k: int) -> float:
-    """Expectation of VERL's bootstrap best@k: 1 − (1 − c/n)^k."""
+def best_at_k(n: int, c: int, k: int) -> float:
+    """Expectation of VERL's bootstrap best@k: 1 − (1 − c/n)^k (the paper's "Pass@k")."""
     if n <= 0:
         raise ValueError("need at least one sample")
     return 1.0 - (1.0 - c / n) ** k

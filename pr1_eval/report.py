@@ -1,10 +1,32 @@
 """Per-task metrics from a run's samples: the numbers ``pr1-eval report`` prints.
 
-Everything is computed from ``samples.parquet`` alone (plus K from ``run.json``), so a report
-can be recomputed independently by anyone holding the file. A task whose problems do not all
-have the same number of samples is reported as incomplete, naming the problems, never averaged.
-Samples that could not be scored (``timeout``/``error``) count as not correct and are reported
-as ``n_unscored`` so they are never silently hidden.
+Everything is computed from ``samples.parquet`` plus what ``run.json`` declares (each task's
+problems and samples per problem), so anyone holding the two files can recompute a report.
+
+:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "tasks"}``: ``k`` is the
+samples per problem when every task has the same, else None; ``status`` is run.json's;
+``complete`` is False when the status is not ``complete`` or any task is incomplete;
+``incomplete`` lists one human line per problem found. ``tasks`` maps each task (run.json order,
+declared tasks without any sample included) to a dict with these keys, ``K`` being that task's k:
+
+- ``complete`` (bool), ``k``, ``n_problems`` (problems scored), ``n_problems_expected`` (declared;
+  None when unknown), ``n_samples`` (stored), ``missing_problems`` (declared ids without a
+  sample), ``n_missing_problems``, ``short_problems`` ({id: samples held} below K),
+  ``undeclared_problems``, ``incomplete_reason`` (one line; None when complete);
+- metrics, **only when complete** — ``mean@K``, ``pass@1``, ``pass@K`` (unbiased), ``best@K``
+  (VERL's bootstrap best@K, 1 − (1 − c/n)^K, on math-verify verdicts), ``maj@K``,
+  ``mean@K_paper`` and ``best@K_paper`` (the same on the paper's string checker: the fully
+  paper-compatible pair), ``parallel_ratio``, ``format_ok_ratio``, ``mean_response_tokens``,
+  ``truncated_ratio``, ``no_answer_ratio``, ``n_unscored`` (timeout/error: counted as wrong),
+  ``ci95`` ({metric: [low, high]}, percentile bootstrap over problems; None below 2 problems),
+  ``engine_calls_per_sample``, ``tokens_per_sample``, ``critical_path_tokens_per_sample``;
+- ``partial`` — for an incomplete task, the same metric keys over its problems that do hold K
+  samples (None when none does). A consumer that reads only top-level metric keys therefore
+  never averages a subset by accident.
+
+Decision: ``pass@K_paper`` and ``mean_paper`` were renamed (``best@K``, ``mean@K_paper``) and not
+kept as aliases: the old ``pass@K_paper`` applied the paper's estimator to math-verify verdicts,
+so keeping the name would keep the confusion it caused.
 """
 
 from __future__ import annotations
@@ -14,24 +36,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pr1_eval.metrics import bootstrap_ci, majority_correct, pass_at_k, pass_at_k_paper
+from pr1_eval.completeness import TaskCompleteness, check_completeness
+from pr1_eval.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
 from pr1_eval.records import SCORED_STATUSES
+
+#: Metrics with a bootstrap interval (per-problem means).
+CI_METRICS = ("mean@{k}", "pass@{k}", "best@{k}", "maj@{k}", "mean@{k}_paper", "best@{k}_paper")
+
+
+def _verdicts(column: pd.Series) -> list[bool]:
+    """None/NaN (could not score) counts as not correct."""
+    return [bool(x) if x is not None and not pd.isna(x) else False for x in column]
 
 
 def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem: n samples, c correct, majority verdict."""
+    """One row per problem: n samples, c correct (math-verify), c_paper (paper's checker), majority verdict."""
     rows = []
     for pid, group in frame.groupby("problem_id", sort=False):
         group = group.sort_values("sample_idx")
-        correct = [bool(x) if x is not None and not pd.isna(x) else False for x in group["correct"]]
+        correct = _verdicts(group["correct"])
         classes = [None if pd.isna(c) else int(c) for c in group["answer_class"]]
-        rows.append({"problem_id": pid, "n": len(group), "c": int(sum(correct)), "maj": majority_correct(classes, correct)})
-    return pd.DataFrame(rows)
-
-
-def _ci(values: list[float]) -> list[float] | None:
-    interval = bootstrap_ci(values)
-    return None if interval is None else [interval[0], interval[1]]
+        rows.append({"problem_id": str(pid), "n": len(group), "c": int(sum(correct)),
+                     "c_paper": int(sum(_verdicts(group["correct_paper"]))), "maj": majority_correct(classes, correct)})
+    return pd.DataFrame(rows, columns=["problem_id", "n", "c", "c_paper", "maj"])
 
 
 def _forkjoin_stats(frame: pd.DataFrame) -> dict[str, float | None]:
@@ -47,70 +74,126 @@ def _forkjoin_stats(frame: pd.DataFrame) -> dict[str, float | None]:
     }
 
 
-def task_metrics(frame: pd.DataFrame, k: int) -> dict[str, Any]:
-    """Metrics of one task's samples; K is the run's k (pass@K, mean@K, maj@K)."""
+def metrics_of(frame: pd.DataFrame, k: int) -> dict[str, Any]:
+    """The metrics of samples in which every problem holds at least ``k`` samples."""
     problems = _problem_table(frame)
-    n_max = int(problems["n"].max()) if len(problems) else 0
-    incomplete = problems[problems["n"] != n_max]
-    if len(incomplete) or n_max < k:
-        expected = max(n_max, k)
-        short = problems[problems["n"] < expected]
-        return {
-            "n_problems": len(problems),
-            "n_samples": int(len(frame)),
-            "incomplete": {str(pid): int(n) for pid, n in zip(short["problem_id"], short["n"], strict=True)},
-            "expected_samples_per_problem": expected,
-        }
-    n = n_max
-    mean_per = (problems["c"] / n).tolist()
-    pass_k = [pass_at_k(n, c, k) for c in problems["c"]]
-    pass_1 = [pass_at_k(n, c, 1) for c in problems["c"]]
-    pass_paper = [pass_at_k_paper(n, c, k) for c in problems["c"]]
-    unscored = int((~frame["grade_status"].isin(SCORED_STATUSES)).sum())
+    per_problem: dict[str, list[float]] = {
+        f"mean@{k}": [c / n for n, c in zip(problems["n"], problems["c"], strict=True)],
+        "pass@1": [pass_at_k(n, c, 1) for n, c in zip(problems["n"], problems["c"], strict=True)],
+        f"pass@{k}": [pass_at_k(n, c, k) for n, c in zip(problems["n"], problems["c"], strict=True)],
+        f"best@{k}": [best_at_k(n, c, k) for n, c in zip(problems["n"], problems["c"], strict=True)],
+        f"maj@{k}": [float(m) for m in problems["maj"]],
+        f"mean@{k}_paper": [c / n for n, c in zip(problems["n"], problems["c_paper"], strict=True)],
+        f"best@{k}_paper": [best_at_k(n, c, k) for n, c in zip(problems["n"], problems["c_paper"], strict=True)],
+    }
     tokens = frame["n_response_tokens"].dropna()
-    result: dict[str, Any] = {
-        "n_problems": len(problems),
-        "n_samples": int(len(frame)),
-        f"mean@{k}": float(np.mean(mean_per)),
-        "pass@1": float(np.mean(pass_1)),
-        f"pass@{k}": float(np.mean(pass_k)),
-        f"pass@{k}_paper": float(np.mean(pass_paper)),
-        f"maj@{k}": float(problems["maj"].mean()),
-        "mean_paper": float(frame["correct_paper"].fillna(False).astype(bool).mean()),
+    result: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
+    result.update({
         "parallel_ratio": float(frame["has_parallel"].astype(bool).mean()),
         "format_ok_ratio": float(frame["format_ok"].astype(bool).mean()),
         "mean_response_tokens": float(tokens.mean()) if len(tokens) else None,
         "truncated_ratio": float((frame["finish_reason"] == "length").mean()),
         "no_answer_ratio": float((frame["grade_status"] == "no_answer").mean()),
-        "n_unscored": unscored,
-        "ci95": {f"mean@{k}": _ci(mean_per), f"pass@{k}": _ci(pass_k)},
-    }
+        "n_unscored": int((~frame["grade_status"].isin(SCORED_STATUSES)).sum()),
+        "ci95": {name.format(k=k): _ci(per_problem[name.format(k=k)]) for name in CI_METRICS},
+    })
     result.update(_forkjoin_stats(frame))
     return result
 
 
-def run_report(frame: pd.DataFrame, k: int | None = None) -> dict[str, Any]:
-    """``{"k": K, "tasks": {task: metrics}}`` for every task in the frame."""
+def _ci(values: list[float]) -> list[float] | None:
+    interval = bootstrap_ci(values)
+    return None if interval is None else [interval[0], interval[1]]
+
+
+def task_metrics(frame: pd.DataFrame, check: TaskCompleteness) -> dict[str, Any]:
+    """One task's report entry (see the module docstring for its keys)."""
+    held = frame.groupby("problem_id", sort=False).size() if len(frame) else pd.Series(dtype=int)
+    full = [str(pid) for pid, n in held.items() if n >= check.k]
+    result: dict[str, Any] = {
+        "complete": check.complete,
+        "k": check.k,
+        "n_problems": len(full),
+        "n_problems_expected": check.n_problems_expected,
+        "n_samples": int(len(frame)),
+        "missing_problems": check.missing_problems,
+        "n_missing_problems": check.n_missing_problems,
+        "short_problems": check.short_problems,
+        "undeclared_problems": check.undeclared_problems,
+        "incomplete_reason": None if check.complete else check.describe(),
+    }
+    if check.k < 1:
+        result["partial"] = None
+        return result
+    scored = frame[frame["problem_id"].astype(str).isin(full)] if full else frame.iloc[0:0]
+    metrics = metrics_of(scored, check.k) if full else None
+    if check.complete and metrics is not None:
+        result.update(metrics)
+    else:
+        result["partial"] = metrics
+    return result
+
+
+def run_report(frame: pd.DataFrame, k: int | None = None, *, run_json: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report of a run's samples (see the module docstring).
+
+    With ``run_json`` every task is checked against the problems and k it declares; without it,
+    against ``k`` (else the most samples any problem holds) over the problems present.
+    """
+    completeness = check_completeness(run_json, frame, k)
     tasks: dict[str, Any] = {}
-    for task, group in frame.groupby("task", sort=False):
-        task_k = k or int(group.groupby("problem_id").size().max())
-        tasks[str(task)] = task_metrics(group, task_k)
-    return {"k": k, "tasks": tasks}
+    for name, check in completeness.tasks.items():
+        group = frame[frame["task"].astype(str) == name] if len(frame) else frame
+        tasks[name] = task_metrics(group, check)
+    ks = {m["k"] for m in tasks.values()}
+    return {"k": ks.pop() if len(ks) == 1 else None, "status": completeness.status, "complete": completeness.complete,
+            "incomplete": completeness.problems(), "advice": None if completeness.complete else completeness.advice(),
+            "tasks": tasks}
+
+
+# ----- the terminal table -------------------------------------------------------------------
+_COLUMNS = ("task", "k", "problems", "samples", "mean@k [95% CI]", "pass@k [95% CI]", "best@k", "maj@k",
+            "mean@k_paper", "best@k_paper", "parallel", "format_ok", "tokens", "unscored")
+
+
+def _with_ci(m: dict[str, Any], name: str) -> str:
+    interval = (m.get("ci95") or {}).get(name)
+    return f"{m[name]:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
+def _row(task: str, m: dict[str, Any]) -> list[str]:
+    """One table row; an incomplete task shows its partial numbers, marked with ``*``."""
+    k = m["k"]
+    values = m if m["complete"] else m.get("partial")
+    expected = m["n_problems_expected"]
+    problems = f"{m['n_problems']}" if m["complete"] or expected is None else f"{m['n_problems']}/{expected}"
+    cells = [task if m["complete"] else f"{task}*", str(k), problems, str(m["n_samples"])]
+    if not values:
+        return cells + ["-"] * (len(_COLUMNS) - len(cells))
+    tokens = values["mean_response_tokens"]
+    return cells + [
+        _with_ci(values, f"mean@{k}"), _with_ci(values, f"pass@{k}"), f"{values[f'best@{k}']:.3f}",
+        f"{values[f'maj@{k}']:.3f}", f"{values[f'mean@{k}_paper']:.3f}", f"{values[f'best@{k}_paper']:.3f}",
+        f"{values['parallel_ratio']:.3f}", f"{values['format_ok_ratio']:.3f}",
+        "-" if tokens is None else str(round(tokens)), str(values["n_unscored"]),
+    ]
 
 
 def format_report_table(report: dict[str, Any]) -> str:
-    """A fixed-width summary table (one line per task) for the terminal."""
+    """A fixed-width summary table (one line per task), then one line per incompleteness.
+
+    Headers name K when every task has the same (``mean@16``), else read ``mean@k`` with k in
+    its own column."""
     k = report.get("k")
-    head = ["task", "problems", "samples", f"mean@{k}", "pass@1", f"pass@{k}", f"pass@{k}_paper", f"maj@{k}", "parallel", "format_ok", "tokens"]
-    lines = ["  ".join(f"{h:>12}" for h in head)]
-    for task, m in report["tasks"].items():
-        if "incomplete" in m:
-            names = ", ".join(list(m["incomplete"])[:5])
-            lines.append(f"{task:>12}  INCOMPLETE: {len(m['incomplete'])} problem(s) have fewer than "
-                         f"{m['expected_samples_per_problem']} samples ({names}…); rerun the same command to finish")
-            continue
-        kk = k or m["n_samples"] // max(m["n_problems"], 1)
-        cells = [task, m["n_problems"], m["n_samples"], m[f"mean@{kk}"], m["pass@1"], m[f"pass@{kk}"], m[f"pass@{kk}_paper"],
-                 m[f"maj@{kk}"], m["parallel_ratio"], m["format_ok_ratio"], m["mean_response_tokens"]]
-        lines.append("  ".join(f"{c:>12.4f}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
+    head = [c.replace("@k", f"@{k}") for c in _COLUMNS] if k else list(_COLUMNS)  # one k: name it
+    rows = [head] + [_row(task, m) for task, m in report["tasks"].items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
+    if report.get("incomplete"):
+        lines.append("")
+        starred = any(not m["complete"] for m in report["tasks"].values())
+        lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
+        lines += [f"  {line}" for line in report["incomplete"]]
+        lines.append(f"  to finish: {report['advice']}")
     return "\n".join(lines)

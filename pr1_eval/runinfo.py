@@ -1,11 +1,21 @@
-"""What goes into ``run.json`` besides the run's own settings: versions, model identity, times."""
+"""What goes into ``run.json`` besides the run's own settings: versions, model identity, times,
+and each task's declared problem set.
+
+Why a problem set per task: a report can only tell "30 problems, 2 done" from "2 problems, all
+done" if the run says which problems it promised. :func:`task_entry` records the problem ids,
+their hash and the samples per problem (k) of one task; every writer of ``run.json`` (the runner,
+the JSONL and lm-eval imports) uses it, and :mod:`pr1_eval.completeness` reads it back.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import importlib.metadata
+import json
 import re
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +59,17 @@ def model_identity(model: str, revision: str | None = None, step: int | None = N
         except (OSError, subprocess.SubprocessError):
             pass
     return info
+
+
+def problem_ids_sha256(problem_ids: Sequence[str]) -> str:
+    """sha256 of the ordered problem ids (compare two runs' problem sets without listing them)."""
+    return hashlib.sha256(json.dumps([str(p) for p in problem_ids], ensure_ascii=False).encode()).hexdigest()
+
+
+def task_entry(problem_ids: Sequence[str], k: int, *, version: str | None, source: str | None,
+               data_hash: str | None) -> dict[str, Any]:
+    """``run.json``'s record of one task: where its data came from and the problems and samples
+    per problem the run promises (``n_problems``, ``problem_ids``, ``problem_ids_sha256``, ``k``)."""
+    ids = [str(p) for p in problem_ids]
+    return {"version": version, "source": source, "data_hash": data_hash, "n_problems": len(ids),
+            "problem_ids": ids, "problem_ids_sha256": problem_ids_sha256(ids), "k": int(k)}

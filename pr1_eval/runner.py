@@ -24,7 +24,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.paths import resolve_data_dir
 from pr1_eval.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.records import SampleRecord
-from pr1_eval.runinfo import model_identity, now_iso, package_versions
+from pr1_eval.runinfo import model_identity, now_iso, package_versions, task_entry
 from pr1_eval.store import RunStore
 from pr1_eval.tasks import LoadedTask, Problem, load_task
 
@@ -131,8 +131,8 @@ def build_run_json(config: RunConfig, engine: Engine, decoder_info: dict[str, An
         "sampling": config.sampling().to_dict(),
         "prompt": {"name": template.name, "source": template.source, "sha256": template.sha256, "text": template.text},
         "tasks": {
-            t: {"version": p.loaded.spec.version, "source": p.loaded.source, "data_hash": p.loaded.data_hash,
-                "n_problems": len(p.loaded.problems)}
+            t: task_entry([q.problem_id for q in p.loaded.problems], config.k, version=p.loaded.spec.version,
+                          source=p.loaded.source, data_hash=p.loaded.data_hash)
             for t, p in prepared.items()
         },
         "k": config.k,

@@ -4,11 +4,19 @@ Why parts: a run is appended to in durable chunks. Each chunk is written to a te
 fsynced and renamed into place, so a SIGKILL loses at most the chunk in flight and never leaves
 a half-written part. Rerunning the same command reads the finished keys and skips them; reading
 refuses duplicated keys loudly rather than averaging over them.
+
+A part can still be damaged below us (a machine crash on a file system that reorders writes, a
+disk that filled up, a copy cut short). Parts are written with parquet page checksums, and a
+part that cannot be read whole is never read as data: reading the run fails naming the part,
+and resuming (:meth:`RunStore.finished_keys`) sets it aside as ``part-N.parquet.corrupt-M``,
+says so, and counts its samples as not done, so the rerun regenerates them.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable
@@ -20,10 +28,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.records import SAMPLE_COLUMNS, SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.records import SAMPLE_SCHEMA, SampleRecord, records_to_table
 
 SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"
+CORRUPT_SUFFIX = ".corrupt"
+
+log = logging.getLogger(__name__)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -84,24 +95,33 @@ class RunStore:
         index = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
         final = self.samples_dir / f"part-{index:05d}.parquet"
         tmp = self.samples_dir / f".part-{index:05d}.parquet.tmp"
-        pq.write_table(records_to_table(batch), tmp)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
+        try:
+            _write_part(records_to_table(batch), tmp)
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            hint = "free some space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "fix the cause"
+            raise Pr1EvalError(f"could not write {final} ({exc.strerror or exc}); {hint} and rerun the same "
+                               "command: finished chunks are kept and this one is regenerated") from None
         os.replace(tmp, final)
         _fsync_dir(self.samples_dir)
         return final
 
-    def read_table(self) -> pa.Table:
-        """All samples; stray temporary files from a killed run are ignored (never read)."""
+    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+        """All samples (``columns`` only, when given). Temporary files of a killed writer are
+        never read; a part that is cut short or corrupt is an error naming it."""
         tables = []
         for part in self.part_paths():
-            try:
-                tables.append(pq.read_table(part))
-            except Exception as exc:
-                raise Pr1EvalError(f"{part}: unreadable parquet part ({exc}); delete it and rerun to regenerate") from None
+            table, problem = _read_part(part, columns)
+            if table is None:
+                raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
+                                   "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
+            tables.append(table)
+        schema = _schema(columns)
         if not tables:
-            return SAMPLE_SCHEMA.empty_table()
-        return pa.concat_tables([_conform(t) for t in tables])
+            return schema.empty_table()
+        return pa.concat_tables([_conform(t, schema) for t in tables])
 
     def read_frame(self) -> pd.DataFrame:
         """All samples as a DataFrame with the declared columns, keys checked for duplicates."""
@@ -115,10 +135,32 @@ class RunStore:
     def read_records(self) -> list[SampleRecord]:
         return [SampleRecord.from_row(row) for row in self.read_table().to_pylist()]
 
+    def damaged_parts(self) -> list[tuple[Path, str]]:
+        """(part, what is wrong) for every part that cannot be read whole, checksums verified."""
+        return [(part, problem) for part in self.part_paths() for table, problem in [_read_part(part)] if table is None]
+
+    def set_aside_damaged_parts(self) -> list[Path]:
+        """Rename damaged parts to ``part-N.parquet.corrupt-M`` (kept for inspection, never read)
+        and delete stray temporary files of a killed writer; returns the new names."""
+        moved = []
+        for part, problem in self.damaged_parts():
+            n = 0
+            while (target := part.with_name(f"{part.name}{CORRUPT_SUFFIX}-{n}")).exists():
+                n += 1
+            os.replace(part, target)
+            log.warning("%s: %s; set aside as %s, its samples will be generated again", part, problem, target.name)
+            moved.append(target)
+        for stray in self.samples_dir.glob(".part-*.parquet.tmp") if self.samples_dir.is_dir() else []:
+            stray.unlink(missing_ok=True)
+        if moved:
+            _fsync_dir(self.samples_dir)
+        return moved
+
     def finished_keys(self) -> set[tuple[str, str, int]]:
-        """Keys already stored: a rerun skips these."""
-        table = self.read_table().select(["task", "problem_id", "sample_idx"])
-        cols = table.to_pydict()
+        """Keys already stored: a resumed run skips these. Damaged parts are set aside first
+        (see :meth:`set_aside_damaged_parts`), so their samples count as not done."""
+        self.set_aside_damaged_parts()
+        cols = self.read_table(columns=["task", "problem_id", "sample_idx"]).to_pydict()
         return set(zip(cols["task"], cols["problem_id"], cols["sample_idx"], strict=True))
 
     def rewrite(self, records: list[SampleRecord], chunk_size: int = 5000) -> None:
@@ -131,7 +173,7 @@ class RunStore:
         for i in range(0, max(len(records), 1), chunk_size):
             chunk = records[i : i + chunk_size]
             if chunk:
-                pq.write_table(records_to_table(chunk), staging / f"part-{i // chunk_size:05d}.parquet")
+                _write_part(records_to_table(chunk), staging / f"part-{i // chunk_size:05d}.parquet")
         backup = self.root / (SAMPLES_DIR + ".old")
         if self.samples_dir.exists():
             os.replace(self.samples_dir, backup)
@@ -144,13 +186,46 @@ class RunStore:
             backup.rmdir()
 
 
-def _conform(table: pa.Table) -> pa.Table:
+def _write_part(table: pa.Table, path: Path) -> None:
+    """One parquet part, with page checksums so damage inside a page is detected on read."""
+    pq.write_table(table, path, write_page_checksum=True)
+
+
+def _read_part(part: Path, columns: list[str] | None = None) -> tuple[pa.Table | None, str]:
+    """(table, "") or (None, what is wrong): cut short, not parquet, or a checksum mismatch."""
+    try:
+        size = part.stat().st_size
+        if not _has_parquet_ends(part, size):
+            return None, f"cut short or not a parquet file ({size} bytes, without parquet's PAR1 header and footer)"
+        present = pq.read_schema(part).names
+        wanted = None if columns is None else [c for c in columns if c in present]
+        return pq.read_table(part, columns=wanted, page_checksum_verification=True), ""
+    except Exception as exc:  # pyarrow raises OSError/ArrowInvalid/… for damaged files
+        return None, f"damaged parquet part ({type(exc).__name__}: {' '.join(str(exc).split())})"
+
+
+def _has_parquet_ends(path: Path, size: int) -> bool:
+    """A whole parquet file starts and ends with ``PAR1``; one cut short (or zero-filled) does not."""
+    if size < 12:
+        return False
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+        handle.seek(size - 4)
+        return head == b"PAR1" and handle.read(4) == b"PAR1"
+
+
+def _schema(columns: list[str] | None) -> pa.Schema:
+    if columns is None:
+        return SAMPLE_SCHEMA
+    return pa.schema([SAMPLE_SCHEMA.field(name) for name in columns])
+
+
+def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA) -> pa.Table:
     """Cast a part to the current schema (adds columns written by newer versions as nulls)."""
     columns = []
-    for name in SAMPLE_COLUMNS:
-        field = SAMPLE_SCHEMA.field(name)
-        if name in table.column_names:
-            columns.append(table.column(name).cast(field.type))
+    for field in schema:
+        if field.name in table.column_names:
+            columns.append(table.column(field.name).cast(field.type))
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=SAMPLE_SCHEMA)
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -101,3 +101,57 @@ def test_regrade_restores_verdicts_without_generating(imported: Path, tmp_path: 
     frame = RunStore(run).read_frame().set_index("problem_id")
     assert bool(frame.loc["frac", "correct"]) is True
     assert len(frame) == len(CASES)
+
+
+def _write(path: Path, counts: dict[tuple[str, str], int], gold: str = "1") -> Path:
+    with path.open("w") as handle:
+        for (task, pid), n in counts.items():
+            for i in range(n):  # sample i answers i: only sample 1 is right
+                handle.write(json.dumps({"task": task, "problem_id": pid, "sample_idx": i,
+                                         "response": f"Final Answer: {i}", "gold": gold}) + "\n")
+    return path
+
+
+def test_uneven_import_names_problems_counts_and_the_import_fix(tmp_path: Path) -> None:
+    src = _write(tmp_path / "uneven.jsonl", {("aime24", "a0"): 4, ("aime24", "a1"): 4, ("aime24", "a2"): 3,
+                                             ("aime24", "a3"): 2, ("math300_pr1", "m0"): 1})
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(tmp_path / "run"),
+                           "--grade-workers", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "aime24: 2 problem(s) have fewer than 4 samples (a2: 3, a3: 2)" in done.stdout
+    assert "complete the import file" in done.stdout and "--k aime24=2" in done.stdout
+    assert "rerun the same command" not in done.stdout
+    strict = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(tmp_path / "run"), "--strict", "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert strict.returncode == 2 and "incomplete (--strict)" in strict.stderr
+    report = json.loads(strict.stdout)
+    aime = report["tasks"]["aime24"]
+    assert not report["complete"] and not aime["complete"] and aime["short_problems"] == {"a2": 3, "a3": 2}
+    assert aime["partial"]["mean@4"] == pytest.approx(0.25)  # a0, a1: one right answer of 4 each
+    assert report["tasks"]["math300_pr1"]["complete"]
+
+
+def test_import_records_per_task_k_and_k_option_keeps_the_lowest_samples(tmp_path: Path) -> None:
+    from pr1_eval.importer import import_jsonl, parse_k_option
+    from pr1_eval.report import run_report
+
+    src = _write(tmp_path / "mixed.jsonl", {("aime24", "a0"): 16, ("aime24", "a1"): 16, ("math300_pr1", "m0"): 1,
+                                            ("math300_pr1", "m1"): 1})
+    run = import_jsonl(src, tmp_path / "run", workers=1)
+    info = json.loads((run / "run.json").read_text())
+    assert info["k"] is None and info["tasks"]["aime24"]["k"] == 16 and info["tasks"]["math300_pr1"]["k"] == 1
+    assert info["tasks"]["aime24"]["problem_ids"] == ["a0", "a1"] and info["status"] == "complete"
+    report = run_report(RunStore(run).read_frame(), run_json=info)
+    assert report["complete"] and report["tasks"]["aime24"]["mean@16"] == pytest.approx(1 / 16)
+    assert report["tasks"]["math300_pr1"]["mean@1"] == 0.0  # sample 0 answers 0
+
+    cut = import_jsonl(src, tmp_path / "cut", workers=1, k=parse_k_option("aime24=2"))
+    info = json.loads((cut / "run.json").read_text())
+    frame = RunStore(cut).read_frame()
+    assert sorted(frame.loc[frame["task"] == "aime24", "sample_idx"].unique()) == [0, 1]
+    assert info["tasks"]["aime24"]["k"] == 2 and info["samples_left_out_by_k"] == 28
+    assert run_report(frame, run_json=info)["tasks"]["aime24"]["mean@2"] == pytest.approx(0.5)
+    with pytest.raises(Exception, match="does not hold"):
+        import_jsonl(src, tmp_path / "bad", workers=1, k={"aime25": 2})
+    with pytest.raises(Exception, match="expected a number"):
+        parse_k_option("four")

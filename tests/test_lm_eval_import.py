@@ -128,3 +128,19 @@ def test_import_makes_a_graded_run_that_records_the_lm_eval_settings(tmp_path: P
     assert len(frame) == 8 and frame["grade_status"].isin(["ok", "no_answer"]).all()
     metrics = run_report(frame, 4)["tasks"]["aime24"]
     assert metrics["mean@4"] == 0.5 and metrics["parallel_ratio"] == 1.0
+
+
+def test_import_declares_problems_and_k_from_lm_eval_repeats(tmp_path: Path) -> None:
+    """k is the run's `repeats` (4 here), so a document that came back with fewer responses is named."""
+    from pr1_eval.report import run_report
+    from pr1_eval.store import RunStore
+
+    samples = _pr1_samples()
+    samples[1]["resps"] = [samples[1]["resps"][0][:3]]  # 3 of the 4 repeats
+    path = _write_run(tmp_path / "lm", "pr1_aime24", samples)
+    run = import_lm_eval(path, tmp_path / "run", workers=1)
+    info = json.loads((run / "run.json").read_text())
+    assert info["tasks"]["aime24"]["k"] == 4 and info["tasks"]["aime24"]["problem_ids"] == ["aime24-0", "aime24-1"]
+    report = run_report(RunStore(run).read_frame(), run_json=info)
+    assert not report["complete"] and report["tasks"]["aime24"]["short_problems"] == {"aime24-1": 3}
+    assert "--k aime24=3" in report["advice"]

@@ -26,7 +26,7 @@ from pr1_eval.tasks import load_task  # noqa: E402
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 
-METRIC_NAMES = ["mean@16", "pass@1", "pass@16", "pass@16_paper", "maj@16", "parallel_ratio"]
+METRIC_NAMES = ["mean@16", "pass@1", "pass@16", "best@16", "maj@16", "mean@16_paper", "best@16_paper", "parallel_ratio"]
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +117,8 @@ def test_process_results_grades_with_pr1_eval_and_aggregates_like_the_report(tmp
 
 
 def test_aggregations_refuse_uneven_sample_counts() -> None:
-    full = hooks.ProblemSummary(problem_id="a", n=16, c=4, maj=True, n_parallel=2, n_unscored=0)
-    short = hooks.ProblemSummary(problem_id="b", n=9, c=4, maj=True, n_parallel=2, n_unscored=0)
+    full = hooks.ProblemSummary(problem_id="a", n=16, c=4, c_paper=1, maj=True, n_parallel=2, n_unscored=0)
+    short = hooks.ProblemSummary(problem_id="b", n=9, c=4, c_paper=1, maj=True, n_parallel=2, n_unscored=0)
     for aggregate in hooks.METRICS.values():
         assert not math.isnan(aggregate([full]))
         assert math.isnan(aggregate([full, short]))  # the report, too, refuses a number for an incomplete task

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pr1_eval.metrics import bootstrap_ci, majority_correct, pass_at_k, pass_at_k_paper
+from pr1_eval.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
 from pr1_eval.records import SampleRecord
-from pr1_eval.report import run_report
+from pr1_eval.report import format_report_table, run_report
+from pr1_eval.runinfo import task_entry
 
 
 def brute_pass_at_k(n: int, c: int, k: int) -> float:
@@ -33,7 +34,7 @@ def test_pass_at_k_rejects_too_few_samples() -> None:
 
 def test_paper_pass16_reproduces_base_model_aime25_figure() -> None:
     counts = [2, 2, 1, 1] + [0] * 26
-    value = float(np.mean([pass_at_k_paper(16, c, 16) for c in counts]))
+    value = float(np.mean([best_at_k(16, c, 16) for c in counts]))
     assert round(value * 100, 1) == 10.2
 
 
@@ -41,7 +42,7 @@ def test_paper_pass_is_bootstrap_best_of_k_expectation() -> None:
     rng = random.Random(0)
     samples = [True] * 3 + [False] * 13
     draws = [any(rng.choice(samples) for _ in range(16)) for _ in range(40000)]
-    assert pass_at_k_paper(16, 3, 16) == pytest.approx(sum(draws) / len(draws), abs=0.01)
+    assert best_at_k(16, 3, 16) == pytest.approx(sum(draws) / len(draws), abs=0.01)
 
 
 def test_majority_uses_answer_classes_and_ignores_missing() -> None:
@@ -57,30 +58,96 @@ def test_bootstrap_ci_brackets_the_mean() -> None:
     assert bootstrap_ci([0.5]) is None
 
 
-def _frame(counts: dict[str, list[bool]], task: str = "t") -> pd.DataFrame:
+def _frame(counts: dict[str, list[bool]], task: str = "t", paper: dict[str, list[bool]] | None = None) -> pd.DataFrame:
     rows = []
     for pid, verdicts in counts.items():
         for i, ok in enumerate(verdicts):
             rec = SampleRecord(task=task, problem_id=pid, sample_idx=i, response="r", gold="1", correct=ok,
-                               grade_status="ok", answer_class=0 if ok else 1, n_response_tokens=10 + i,
-                               has_parallel=i % 2 == 0)
+                               correct_paper=(paper or {}).get(pid, verdicts)[i], grade_status="ok",
+                               answer_class=0 if ok else 1, n_response_tokens=10 + i, has_parallel=i % 2 == 0)
             rows.append(rec.to_row())
     return pd.DataFrame(rows)
 
 
+def _run_json(tasks: dict[str, tuple[list[str], int]], status: str = "complete") -> dict[str, object]:
+    return {"status": status, "k": None,
+            "tasks": {t: task_entry(ids, k, version="1", source="test", data_hash=None) for t, (ids, k) in tasks.items()}}
+
+
 def test_report_metrics_match_hand_computation() -> None:
-    frame = _frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4})
+    frame = _frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4},
+                   paper={"p1": [False] * 4, "p2": [True, False, False, False], "p3": [False] * 4})
     m = run_report(frame, k=4)["tasks"]["t"]
+    assert m["complete"] and m["k"] == 4 and m["n_problems"] == 3
     assert m["mean@4"] == pytest.approx((1 / 4 + 3 / 4 + 0) / 3)
     assert m["pass@4"] == pytest.approx(2 / 3)
     assert m["pass@1"] == pytest.approx(m["mean@4"])
-    assert m["pass@4_paper"] == pytest.approx((1 - 0.75**4 + 1 - 0.25**4) / 3)
+    assert m["best@4"] == pytest.approx((1 - 0.75**4 + 1 - 0.25**4) / 3)
+    assert m["mean@4_paper"] == pytest.approx((0 + 1 / 4 + 0) / 3)  # the paper's checker: one hit on p2
+    assert m["best@4_paper"] == pytest.approx((1 - 0.75**4) / 3)
     assert m["maj@4"] == pytest.approx(1 / 3)  # p2 majority correct; p1 majority wrong; p3 wrong
     assert m["parallel_ratio"] == pytest.approx(0.5)
     assert m["mean_response_tokens"] == pytest.approx(11.5)
+    assert set(m["ci95"]) == {"mean@4", "pass@4", "best@4", "maj@4", "mean@4_paper", "best@4_paper"}
+    assert "pass@4_paper" not in m and "mean_paper" not in m  # renamed: the old name applied the paper's estimator to math-verify
 
 
-def test_report_names_incomplete_problems_instead_of_averaging() -> None:
+def test_best_at_k_on_paper_verdicts_reproduces_the_papers_pass16_column() -> None:
+    """best@16_paper is what the paper's tables report as Pass@16 (VERL's best@16 on its checker)."""
+    counts = {f"p{i}": [j < c for j in range(16)] for i, c in enumerate([2, 2, 1, 1] + [0] * 26)}
+    frame = _frame({pid: [False] * 16 for pid in counts}, paper=counts)  # math-verify says no, the checker yes
+    m = run_report(frame, k=16)["tasks"]["t"]
+    assert round(m["best@16_paper"] * 100, 1) == 10.2 and m["best@16"] == 0.0
+
+
+def test_uneven_samples_are_named_and_not_averaged() -> None:
     frame = _frame({"p1": [True, False, False, False], "p2": [True, True]})
-    m = run_report(frame, k=4)["tasks"]["t"]
-    assert m["incomplete"] == {"p2": 2} and "mean@4" not in m
+    report = run_report(frame, k=4)
+    m = report["tasks"]["t"]
+    assert not m["complete"] and not report["complete"]
+    assert m["short_problems"] == {"p2": 2} and "mean@4" not in m
+    assert m["partial"]["mean@4"] == pytest.approx(0.25)  # over p1, the one problem with all 4 samples
+    assert "p2: 2" in m["incomplete_reason"]
+
+
+def test_problems_missing_from_run_json_declaration_make_the_task_incomplete() -> None:
+    """A run killed after 2 of 5 problems: every stored problem is perfect, the task is not."""
+    frame = _frame({"a0": [True] * 4, "a1": [True] * 4})
+    run_json = _run_json({"t": (["a0", "a1", "a2", "a3", "a4"], 4), "never": (["n0", "n1"], 4)}, status="running")
+    report = run_report(frame, run_json=run_json)
+    t, never = report["tasks"]["t"], report["tasks"]["never"]
+    assert not report["complete"] and report["status"] == "running"
+    assert not t["complete"] and t["missing_problems"] == ["a2", "a3", "a4"] and t["n_problems_expected"] == 5
+    assert "mean@4" not in t and t["partial"]["mean@4"] == 1.0
+    assert not never["complete"] and never["missing_problems"] == ["n0", "n1"] and never["n_samples"] == 0
+    assert never["partial"] is None
+    assert any("status is 'running'" in line for line in report["incomplete"])
+    assert "rerun the run's command" in report["advice"]
+    table = format_report_table(report)
+    assert "t*" in table and "never*" in table and "2/5" in table
+    assert "3 of 5 problem(s) have no samples (a2, a3, a4)" in table
+
+
+def test_complete_run_declared_in_run_json_has_per_task_k() -> None:
+    frame = pd.concat([_frame({"a": [True] * 4 + [False] * 12, "b": [False] * 16}, task="aime24"),
+                       _frame({"m1": [True], "m2": [False], "m3": [True]}, task="math300_pr1")])
+    run_json = _run_json({"aime24": (["a", "b"], 16), "math300_pr1": (["m1", "m2", "m3"], 1)})
+    report = run_report(frame, run_json=run_json)
+    assert report["complete"] and report["k"] is None and report["incomplete"] == []
+    aime, math = report["tasks"]["aime24"], report["tasks"]["math300_pr1"]
+    assert aime["k"] == 16 and aime["mean@16"] == pytest.approx(4 / 16 / 2)
+    assert math["k"] == 1 and math["mean@1"] == pytest.approx(2 / 3) and math["pass@1"] == pytest.approx(2 / 3)
+
+
+def test_table_shows_intervals_unscored_and_integer_tokens() -> None:
+    frame = _frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4})
+    frame.loc[0, "grade_status"] = "timeout"
+    report = run_report(frame, k=4)
+    table = format_report_table(report)
+    lines = table.splitlines()
+    assert lines[0].split()[:4] == ["task", "k", "problems", "samples"] and "unscored" in lines[0]
+    low, high = report["tasks"]["t"]["ci95"]["mean@4"]
+    row = lines[1].split()
+    assert row[0] == "t" and f"[{low:.3f}," in lines[1] and f"{high:.3f}]" in lines[1]
+    assert row[-2] == "12" and row[-1] == "1"  # mean tokens 11.5 rounds to 12; one unscored sample
+    assert not table.startswith("\n")

@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from pr1_eval.metrics import majority_correct, pass_at_k, pass_at_k_paper
+from pr1_eval.metrics import best_at_k, majority_correct, pass_at_k
 from pr1_eval.prompts import PromptTemplate, load_template
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 
@@ -54,6 +54,7 @@ class ProblemSummary(TypedDict):
     problem_id: str
     n: int  # samples
     c: int  # correct by math-verify (unscorable counts as wrong, as in the report)
+    c_paper: int  # correct by the paper's string checker (correct_paper)
     maj: bool  # the most frequent math-equivalent answer is correct
     n_parallel: int  # samples with at least one <Parallel> block
     n_unscored: int  # samples graded timeout/error
@@ -118,6 +119,7 @@ def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemS
         problem_id=str(doc["problem_id"]),
         n=len(records),
         c=sum(correct),
+        c_paper=sum(bool(r.correct_paper) for r in records),
         maj=majority_correct([r.answer_class for r in records], correct),
         n_parallel=sum(bool(r.has_parallel) for r in records),
         n_unscored=sum(r.grade_status not in ("ok", "no_answer") for r in records),
@@ -165,9 +167,19 @@ def pass_at_k_unbiased(items: Sequence[ProblemSummary]) -> float:
     return _per_problem_mean(items, lambda i: pass_at_k(i["n"], i["c"], K))
 
 
-def pass_at_k_paper_compat(items: Sequence[ProblemSummary]) -> float:
-    """The paper's "Pass@16" (expectation of VERL's bootstrap best@K)."""
-    return _per_problem_mean(items, lambda i: pass_at_k_paper(i["n"], i["c"], K))
+def best_at_k_verify(items: Sequence[ProblemSummary]) -> float:
+    """best@K: VERL's bootstrap best@K estimator, 1 − (1 − c/n)^K, on math-verify verdicts."""
+    return _per_problem_mean(items, lambda i: best_at_k(i["n"], i["c"], K))
+
+
+def mean_at_k_paper(items: Sequence[ProblemSummary]) -> float:
+    """mean@K_paper: Mean@K under the paper's string checker (the paper's "Mean@16")."""
+    return _per_problem_mean(items, lambda i: i["c_paper"] / i["n"])
+
+
+def best_at_k_paper(items: Sequence[ProblemSummary]) -> float:
+    """best@K_paper: best@K under the paper's string checker (the paper's "Pass@16", exactly)."""
+    return _per_problem_mean(items, lambda i: best_at_k(i["n"], i["c_paper"], K))
 
 
 def maj_at_k(items: Sequence[ProblemSummary]) -> float:
@@ -187,8 +199,10 @@ METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
     f"mean@{K}": mean_at_k,
     "pass@1": pass_at_1,
     f"pass@{K}": pass_at_k_unbiased,
-    f"pass@{K}_paper": pass_at_k_paper_compat,
+    f"best@{K}": best_at_k_verify,
     f"maj@{K}": maj_at_k,
+    f"mean@{K}_paper": mean_at_k_paper,
+    f"best@{K}_paper": best_at_k_paper,
     "parallel_ratio": parallel_ratio,
 }
 
