@@ -22,6 +22,7 @@ from pr1_eval.decoding.base import DecodedSample
 from pr1_eval.engines.base import Engine, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.paths import resolve_data_dir
+from pr1_eval.preflight import preflight_run
 from pr1_eval.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.records import SampleRecord
 from pr1_eval.runinfo import model_identity, now_iso, package_versions, task_entry
@@ -203,6 +204,7 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     from pr1_eval.decoding.factory import make_decoder
     from pr1_eval.engines.factory import make_engine
 
+    preflight_run(config, engine)  # every input checked before a model loads
     if config.k < 1:
         raise Pr1EvalError(f"-k must be at least 1, got {config.k}")
     data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir

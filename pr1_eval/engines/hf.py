@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
-from pr1_eval.errors import Pr1EvalError
+from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.protocol.eos import eos_token_ids
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -36,7 +36,7 @@ def load_tokenizer(model_path: str) -> Any:
         tokenizer = AutoTokenizer.from_pretrained(model_path)
     except Exception as exc:
         raise Pr1EvalError(
-            f"could not load a tokenizer from {model_path!r} ({type(exc).__name__}: {str(exc)[:200]}); "
+            f"could not load a tokenizer from {model_path!r} ({describe_exception(exc)}); "
             "a model directory needs tokenizer files (tokenizer.json / tokenizer_config.json) — "
             "copy them from the base model"
         ) from None

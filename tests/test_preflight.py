@@ -1,0 +1,164 @@
+"""Errors before expensive work: every `run` input is checked before a model loads.
+
+Each message is checked for what went wrong, where, and how to fix it; the CLI cases also check
+that the error comes in seconds (no model was loaded) as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.preflight import check_k, check_model, check_output, check_prompt, check_tasks, preflight_run
+from pr1_eval.runner import RunConfig
+from pr1_eval.store import RunStore
+
+
+def _model_folder(root: Path, *, config: bool = True, tokenizer: bool = True, weights: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if config:
+        (root / "config.json").write_text("{}")
+    if tokenizer:
+        (root / "tokenizer.json").write_text("{}")
+    if weights:
+        (root / "model.safetensors").write_bytes(b"x")
+    return root
+
+
+def test_a_complete_model_folder_passes(tmp_path: Path) -> None:
+    assert check_model(str(_model_folder(tmp_path / "m"))) == "local"
+
+
+@pytest.mark.parametrize(("missing", "says"), [
+    ("config", "has no config.json"),
+    ("tokenizer", "has no tokenizer files (none of tokenizer.json, tokenizer_config.json"),
+    ("weights", "has config.json but no weights"),
+])
+def test_an_incomplete_model_folder_names_the_missing_file(tmp_path: Path, missing: str, says: str) -> None:
+    folder = _model_folder(tmp_path / "m", **{missing: False})
+    with pytest.raises(Pr1EvalError) as caught:
+        check_model(str(folder))
+    assert f"model folder {folder} {says}" in str(caught.value)
+
+
+def test_a_verl_checkpoint_gets_the_merge_command(tmp_path: Path) -> None:
+    ckpt = tmp_path / "global_step_40"
+    (ckpt / "actor").mkdir(parents=True)
+    with pytest.raises(Pr1EvalError, match=r"VERL checkpoint: merge it first \(python -m verl.model_merger merge"):
+        check_model(str(ckpt))
+
+
+@pytest.mark.parametrize("path", ["/no/such/model", "./no-such-model", "runs/a/b"])
+def test_a_path_that_does_not_exist_says_so(path: str) -> None:
+    with pytest.raises(Pr1EvalError, match="no such folder; pass an existing model folder or a hub id"):
+        check_model(path)
+
+
+def test_a_hub_id_while_offline_says_the_hub_is_unreachable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(Pr1EvalError) as caught:
+        check_model("Qwen/Qwen3-0.6B")
+    message = str(caught.value)
+    assert "hub is unreachable (HF_HUB_OFFLINE=1 is set)" in message
+    assert "hf download Qwen/Qwen3-0.6B --local-dir DIR" in message and "pass --model DIR" in message
+
+
+def test_an_invalid_name_is_neither_folder_nor_hub_id() -> None:
+    with pytest.raises(Pr1EvalError, match="neither an existing folder nor a valid hub id"):
+        check_model("not a model!")
+
+
+def test_k_tasks_and_prompt_are_checked() -> None:
+    with pytest.raises(Pr1EvalError, match="-k must be at least 1"):
+        check_k(0)
+    with pytest.raises(Pr1EvalError, match="unknown task 'aime23'; known tasks: aime24"):
+        check_tasks(["aime24", "aime23"], None, 2)
+    assert len(check_tasks(["aime24"], None, 2)["aime24"].problems) == 2
+    with pytest.raises(Pr1EvalError, match="neither a known template"):
+        check_prompt("/no/such/prompt.txt", None)
+
+
+def _config(model: Path, out: Path, **changes: object) -> RunConfig:
+    fields: dict[str, object] = {"model": str(model), "tasks": ["aime24"], "k": 2, "limit": 2, "engine": "hf",
+                                 "out": str(out), "max_new_tokens": 8}
+    fields.update(changes)
+    return RunConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_an_output_folder_with_another_run_is_refused_before_loading(tmp_path: Path) -> None:
+    model = _model_folder(tmp_path / "m")
+    out = tmp_path / "run"
+    first = preflight_run(_config(model, out))
+    assert not first.resumes and first.model == "local"
+    # what the runner writes: the planned settings of the same config
+    from pr1_eval.preflight import planned_run_json
+
+    planned = planned_run_json(_config(model, out), first.template, {"mode": "sequential"}, first.tasks)
+    RunStore(out).write_run_json({**planned, "status": "running"})
+    assert preflight_run(_config(model, out)).resumes  # same settings: resumed
+    with pytest.raises(Pr1EvalError, match=r"holds a run with different settings \(k\)"):
+        preflight_run(_config(model, out, k=3))
+
+
+def test_output_folder_with_samples_but_no_run_json_or_a_file(tmp_path: Path) -> None:
+    (tmp_path / "o" / "samples.parquet").mkdir(parents=True)
+    (tmp_path / "o" / "samples.parquet" / "part-00000.parquet").write_bytes(b"PAR1")
+    with pytest.raises(Pr1EvalError, match="holds samples but no run.json"):
+        check_output(tmp_path / "o")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(Pr1EvalError, match="is a file; pass a folder"):
+        check_output(tmp_path / "f")
+
+
+def test_describe_exception_never_cuts_a_url_or_a_word() -> None:
+    text = ("We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached "
+            "files. Check your internet connection or see how to run the library in offline mode at "
+            "'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+    for limit in range(40, len(text) + 10, 7):
+        short = describe_exception(OSError(text), limit)
+        body = short.removeprefix("OSError: ").removesuffix(" …")
+        assert text.startswith(body), limit
+        assert body == text or text[len(body)] == " ", limit  # ends where a word ends
+        assert "https://huggingface.co/docs" not in body or "#offline-mode'." in body, limit
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pr1_eval.cli", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
+
+
+def test_cli_errors_come_before_any_model_loads(tmp_path: Path) -> None:
+    """No model is loaded: each error is one line, without a traceback, within a few seconds."""
+    model = _model_folder(tmp_path / "m", tokenizer=False)
+    cases = [
+        (["--model", str(model)], f"model folder {model} has no tokenizer files"),
+        (["--model", "/no/such/ckpt"], "--model /no/such/ckpt: no such folder"),
+        (["--model", "Qwen/Qwen3-0.6B"], "hub is unreachable (HF_HUB_OFFLINE=1 is set)"),
+        (["--model", str(model), "-k", "0"], "-k must be at least 1"),
+        (["--model", str(model), "--prompt", str(tmp_path / "nope.txt")], "neither a known template"),
+    ]
+    for extra, says in cases:
+        started = time.perf_counter()
+        done = _cli("run", "--tasks", "aime24", "--engine", "hf", "--out", str(tmp_path / "o"), *extra,
+                    env={"HF_HUB_CACHE": str(tmp_path / "cache")})
+        assert done.returncode == 2 and says in done.stderr, (extra, done.stderr)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert time.perf_counter() - started < 60
+
+
+def test_report_on_a_folder_of_runs_lists_them(tmp_path: Path) -> None:
+    for name in ("step100", "step200"):
+        RunStore(tmp_path / "runs" / name).write_run_json({"k": 1, "status": "complete", "tasks": {}})
+    done = _cli("report", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert f"did you mean {tmp_path / 'runs' / 'step100'}, {tmp_path / 'runs' / 'step200'}?" in done.stderr
+    done = _cli("report", str(tmp_path / "nothing-here"))
+    assert done.returncode == 2 and "no such folder" in done.stderr
