@@ -1,7 +1,9 @@
-"""End to end: `pr1-eval run` with the trained tiny model, SIGKILL mid-run, resume, report.
+"""End to end: `pr1-eval run` with the trained tiny model, SIGKILL mid-run, report, resume.
 
-The killed-and-resumed run must equal an uninterrupted run sample for sample: chunks of one
-problem and per-request seeds make each problem's samples independent of where a run resumed.
+The killed run must report itself incomplete (never a subset averaged silently), and the
+resumed run must equal an uninterrupted run sample for sample: chunks of one problem and
+per-request seeds make each problem's samples independent of where a run resumed.
+``tests/test_kill_resume.py`` kills a run repeatedly.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pr1_eval.metrics import pass_at_k, pass_at_k_paper
+from pr1_eval.metrics import best_at_k, pass_at_k
 from pr1_eval.paths import packaged_benchmarks_dir
 from pr1_eval.store import RunStore
 from pr1_eval.tiny_model import cached_tiny_model
@@ -49,7 +51,13 @@ def reference_run(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
-def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(model: Path, reference_run: Path, tmp_path: Path) -> None:
+def _report(run: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(run), *flags], env=_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_killed_run_reports_incomplete_then_resumes_to_the_uninterrupted_run(model: Path, reference_run: Path,
+                                                                            tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(_cmd(model, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -59,6 +67,19 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(model: Path, refer
     proc.wait()
     parts_at_kill = len(RunStore(out).part_paths())
     assert 2 <= parts_at_kill < 6, "the kill should land mid-run"
+
+    killed = json.loads(_report(out, "--json").stdout)
+    assert killed["complete"] is False and killed["status"] == "running"
+    missing = {task: m["missing_problems"] for task, m in killed["tasks"].items()}
+    assert set(missing) == {"aime24", "gsm8k"}  # a task that never started is listed, not dropped
+    assert sum(len(ids) for ids in missing.values()) == 6 - parts_at_kill  # one problem per part
+    assert not any("mean@4" in m for m in killed["tasks"].values() if not m["complete"])
+    table = _report(out)
+    assert table.returncode == 0 and "INCOMPLETE" in table.stdout and not table.stdout.startswith("\n")
+    assert "rerun the run's command" in table.stdout
+    strict = _report(out, "--strict")
+    assert strict.returncode == 2 and "incomplete (--strict)" in strict.stderr and "Traceback" not in strict.stderr
+
     resumed = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     got = RunStore(out).read_frame()  # raises on duplicated keys
@@ -69,6 +90,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted_run(model: Path, refer
     assert len(merged) == 24
     assert (merged["response"] == merged["response_ref"]).all()
     assert (merged["correct"].astype(str) == merged["correct_ref"].astype(str)).all()
+    assert _report(out, "--strict").returncode == 0
 
 
 def test_run_json_records_what_replays_the_run(reference_run: Path) -> None:
@@ -77,6 +99,8 @@ def test_run_json_records_what_replays_the_run(reference_run: Path) -> None:
     assert info["sampling"]["temperature"] == 1.0 and info["sampling"]["max_new_tokens"] == 48
     assert info["prompt"]["name"] == "parallel_r1_v3" and len(info["prompt"]["sha256"]) == 64
     assert set(info["tasks"]) == {"aime24", "gsm8k"} and len(info["tasks"]["aime24"]["data_hash"]) == 64
+    assert info["tasks"]["aime24"]["problem_ids"] == ["aime24-0", "aime24-1", "aime24-2"]
+    assert info["tasks"]["gsm8k"]["k"] == 4 and info["tasks"]["gsm8k"]["n_problems"] == 3
     assert info["engine"]["backend"] == "hf" and info["packages"]["torch"]
     assert info["decoding"]["mode"] == "sequential"
 
@@ -93,9 +117,14 @@ def test_report_json_recomputed_independently_from_parquet(reference_run: Path) 
         assert m["n_problems"] == 3 and m["n_samples"] == 12
         assert m["mean@4"] == pytest.approx(sum(c / 4 for c in counts) / 3)
         assert m["pass@4"] == pytest.approx(sum(pass_at_k(4, c, 4) for c in counts) / 3)
-        assert m["pass@4_paper"] == pytest.approx(sum(pass_at_k_paper(4, c, 4) for c in counts) / 3)
+        assert m["best@4"] == pytest.approx(sum(best_at_k(4, c, 4) for c in counts) / 3)
+        paper = group.groupby("problem_id")["correct_paper"].apply(lambda s: int(s.fillna(False).astype(bool).sum()))
+        assert m["mean@4_paper"] == pytest.approx(sum(c / 4 for c in paper) / 3)
+        assert m["best@4_paper"] == pytest.approx(sum(best_at_k(4, c, 4) for c in paper) / 3)
         assert m["parallel_ratio"] == pytest.approx(group["has_parallel"].mean())
-        assert set(m["ci95"]) == {"mean@4", "pass@4"}
+        assert m["complete"] and m["missing_problems"] == [] and m["n_problems_expected"] == 3
+        assert set(m["ci95"]) == {"mean@4", "pass@4", "best@4", "maj@4", "mean@4_paper", "best@4_paper"}
+    assert report["complete"] and report["status"] == "complete"
 
 
 def test_responses_keep_tags_and_structure_columns_agree(reference_run: Path) -> None:
