@@ -1,35 +1,60 @@
 #!/usr/bin/env bash
-# GPU check for issue 4 (vLLM engine, fork-join): correctness on real vLLM, then the benches.
+# GPU check: the HF path on CUDA (always), then vLLM (when it is importable in this Python).
 #
-# Run from the repository root on a CUDA machine whose Python has vllm (pip install 'pr1-eval[vllm]').
-# Nothing is downloaded: the trained tiny model is built locally (pr1_eval.tiny_model), or set MODEL to
-# a Parallel-R1 checkpoint directory for the real figures. Results land in $OUT (default ./gpu_check_out).
+# Run from the repository root on a CUDA machine. Nothing is downloaded: the trained tiny model is
+# built locally (pr1_eval.tiny_model), or set MODEL to a Parallel-R1 checkpoint directory for the
+# real figures. Results land in $OUT (default ./gpu_check_out).
 #
+#   bash bench/gpu_check.sh                                   # HF checks; vLLM ones if vllm imports
 #   PYTHON=.venv-vllm/bin/python MODEL=/ckpt/parallel-r1-unseen-s2 bash bench/gpu_check.sh
 #
-# Budget: about 3-6 minutes with the tiny model on one H100/H200; a 4B checkpoint with -k 16 on 30
-# AIME problems and 3000 tokens takes longer (set K/PROBLEMS/MAX_NEW lower to fit a short lease).
+# 1. HF sequential and structured decoding on CUDA in float32 and bfloat16: recorded log-probs
+#    against one teacher-forced forward (causal / structured mask), float32 within 1e-4; a seed
+#    reproduces structured samples on the device; the HF engine's throughput against a bare
+#    model.generate on the same batch (warmed up, alternated, best of 3)  -> $OUT/hf_check.json
+# 2. the CUDA-parametrised consistency tests (tests/test_structured.py -k cuda)
+# 3. with vllm: engine contract, seeds, fork-join on real vLLM, then bench/bench_vllm.py
+#
+# Budget: about 3-5 minutes with the tiny model on one H100/H200 (K/PROBLEMS/MAX_NEW size the vLLM
+# part; a 4B checkpoint needs them lower to fit a short lease).
 set -euo pipefail
 PY=${PYTHON:-python}
 OUT=${OUT:-gpu_check_out}
-K=${K:-16}
-PROBLEMS=${PROBLEMS:-30}
-MAX_NEW=${MAX_NEW:-1024}
+K=${K:-8}
+PROBLEMS=${PROBLEMS:-16}
+MAX_NEW=${MAX_NEW:-512}
 mkdir -p "$OUT"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [ -n "${MODEL:-}" ]; then MODEL_ARGS=(--model "$MODEL"); else MODEL_ARGS=(); fi
 
 echo "== environment"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 "$PY" - <<'PY'
-import torch, transformers
-try:
-    import vllm
-except ImportError as exc:
-    raise SystemExit(f"vllm is not importable in this Python ({exc}); install pr1-eval[vllm] in a GPU environment")
-print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "| transformers", transformers.__version__,
-      "| vllm", vllm.__version__)
+import importlib.util, torch, transformers
+vllm = "not installed"
+if importlib.util.find_spec("vllm") is not None:
+    import vllm as _v
+    vllm = _v.__version__
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(),
+      "| transformers", transformers.__version__, "| vllm", vllm)
 assert torch.cuda.is_available(), "no CUDA device visible"
 PY
+
+echo "== HF decoding on CUDA: float32 / bfloat16 consistency, seeds, engine vs bare generate"
+"$PY" bench/gpu_hf_check.py "${MODEL_ARGS[@]}" --json "$OUT/hf_check.json"
+
+echo "== consistency tests on CUDA"
+if "$PY" -c "import pytest, hypothesis" 2>/dev/null; then
+    "$PY" -m pytest -q -p no:cacheprovider tests/test_structured.py -k cuda
+else
+    echo "pytest/hypothesis not installed in this Python: skipped (pip install -e '.[dev]')"
+fi
+
+if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"; then
+    echo "== vllm is not importable in this Python: vLLM checks skipped (install pr1-eval[vllm] in a GPU environment)"
+    echo "== done: $OUT"
+    exit 0
+fi
 
 echo "== correctness on real vLLM (tiny trained model unless MODEL is set)"
 "$PY" - "$OUT" <<'PY'
@@ -39,7 +64,7 @@ from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.factory import make_engine, resolve_engine_name
 from pr1_eval.structure import parse_structure
-from pr1_eval.structured import resolve_tag_ids
+from pr1_eval.protocol.tags import resolve_tag_ids
 from pr1_eval import tags as T
 
 out_dir = sys.argv[1]
@@ -81,17 +106,19 @@ report["forkjoin"] = {
     "engine_calls": [s.engine_calls for s in samples], "inserted": sum(s.engine_inserted_tokens for s in samples),
     "critical_le_tokens": all((s.critical_path_tokens or 0) <= len(s.token_ids) for s in samples),
     "within_budget": all(len(s.token_ids) <= sampling.max_new_tokens for s in samples),
+    "blocks_within_cap": all(p.n_blocks <= 4 for p in parsed),
 }
 print(json.dumps(report, indent=1)[:3000])
 json.dump(report, open(os.path.join(out_dir, "correctness.json"), "w"), indent=1)
 assert report["forkjoin"]["within_budget"] and report["forkjoin"]["critical_le_tokens"]
+assert report["forkjoin"]["blocks_within_cap"]
 if not os.environ.get("MODEL"):
     assert report["forkjoin"]["with_block"] > 0, "the trained tiny model should branch under fork-join"
 print("correctness: OK (seeded_reproducible=%s)" % report["seeded_reproducible"])
 PY
 
 echo "== throughput (bare LLM.generate vs pr1-eval) and fork-join latency"
-if [ -n "${MODEL:-}" ]; then MODEL_ARGS=(--model "$MODEL"); else MODEL_ARGS=(--tiny); fi
+if [ -z "${MODEL:-}" ]; then MODEL_ARGS=(--tiny); fi
 "$PY" bench/bench_vllm.py "${MODEL_ARGS[@]}" -k "$K" --problems "$PROBLEMS" \
     --max-new-tokens "$MAX_NEW" --latency-problems 5 --json "$OUT/bench_vllm.json"
 echo "== done: $OUT"

@@ -54,7 +54,7 @@ def _repro(tokenizer: Any, budget: int, max_blocks: int, after: str) -> tuple[li
 
     cfg = compose_stage("unseen_s2", [
         f"actor_rollout_ref.model.path={tiny_model_dir()}", f"data.max_response_length={budget}",
-        f"repro.forkjoin.max_blocks={max_blocks}", f"+repro.forkjoin.after_last_block={after}",
+        f"repro.forkjoin.max_blocks={max_blocks}", f"repro.forkjoin.after_last_block={after}",
     ])
     server = ScriptedServer(_model(tokenizer))
     loop = forkjoin_agent_loop(cfg, server, tokenizer)
