@@ -127,8 +127,9 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
         notes.extend(_check_complete(meta, infos[meta.name], loaded.samples[loaded.samples["run"] == meta.name], chosen))
     per_problem = problem_table(samples)
     rows = [_run_row(meta, samples[samples["run"] == meta.name], chosen, average) for meta in metas]
-    rows = _rank(rows, per_problem, chosen, average)
-    comparisons = _comparisons(rows, base, per_problem, chosen)
+    fractions = per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction")
+    rows = _rank(rows, fractions, chosen, average)
+    comparisons = _comparisons(rows, base, fractions, chosen)
     document = {
         "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "baseline": base.name,
         "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
@@ -312,10 +313,10 @@ def _average(cells: dict[str, dict[str, Any]], k: int, chosen: str) -> dict[str,
     return {"convention": chosen, "n_tasks": len(cells), "n_problems": int(sizes.sum()), **both[chosen], **both}
 
 
-def _weighted_diffs(per_problem: pd.DataFrame, run: str, other: str, tasks: list[str],
+def _weighted_diffs(fractions: pd.DataFrame, run: str, other: str, tasks: list[str],
                     average: str) -> tuple[np.ndarray, np.ndarray]:
     """Per-problem differences run − other over all tasks, with the weights of the average."""
-    pairs = [_aligned(per_problem, run, other, task) for task in tasks]
+    pairs = [_aligned(fractions, run, other, task) for task in tasks]
     total = sum(a.size for a, _ in pairs)
     diffs = [a - b for a, b in pairs]
     weights = [np.full(a.size, 1.0 / (len(tasks) * a.size) if average == "task_mean" else 1.0 / total)
@@ -323,27 +324,26 @@ def _weighted_diffs(per_problem: pd.DataFrame, run: str, other: str, tasks: list
     return np.concatenate(diffs), np.concatenate(weights)
 
 
-def _aligned(per_problem: pd.DataFrame, run: str, other: str, task: str) -> tuple[np.ndarray, np.ndarray]:
-    """Fractions of two runs on the problems of ``task`` they share, in the same order."""
-    mine = per_problem[(per_problem["run"] == run) & (per_problem["task"] == task)].set_index("problem_id")["fraction"]
-    theirs = per_problem[(per_problem["run"] == other) & (per_problem["task"] == task)].set_index("problem_id")["fraction"]
-    shared = sorted(set(mine.index) & set(theirs.index))
-    return mine.loc[shared].to_numpy(float), theirs.loc[shared].to_numpy(float)
+def _aligned(fractions: pd.DataFrame, run: str, other: str, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """Fractions correct of two runs on the problems of ``task`` they share, in the same order
+    (``fractions``: index task × problem_id, one column per run)."""
+    pair = fractions.loc[task, [run, other]].dropna()
+    return pair[run].to_numpy(float), pair[other].to_numpy(float)
 
 
-def _rank(rows: list[dict[str, Any]], per_problem: pd.DataFrame, tasks: list[str], average: str) -> list[dict[str, Any]]:
+def _rank(rows: list[dict[str, Any]], fractions: pd.DataFrame, tasks: list[str], average: str) -> list[dict[str, Any]]:
     """Sort by the average mean@K (stable) and mark rows not significantly below the row above."""
     ordered = sorted(rows, key=lambda r: -r["average"][f"mean@{r['k']}"])
     for i, row in enumerate(ordered):
         row["rank"], row["tied_with_above"], row["p_vs_above"] = i + 1, False, None
         if i:
-            diffs, weights = _weighted_diffs(per_problem, ordered[i - 1]["name"], row["name"], tasks, average)
+            diffs, weights = _weighted_diffs(fractions, ordered[i - 1]["name"], row["name"], tasks, average)
             p = sign_flip_test(diffs, weights).p_value
             row["p_vs_above"], row["tied_with_above"] = p, p >= ALPHA
     return ordered
 
 
-def _comparisons(rows: list[dict[str, Any]], base: RunMeta, per_problem: pd.DataFrame,
+def _comparisons(rows: list[dict[str, Any]], base: RunMeta, fractions: pd.DataFrame,
                  tasks: list[str]) -> list[dict[str, Any]]:
     """Each run against the baseline, per task, Holm-adjusted across that run's tasks."""
     out = []
@@ -352,7 +352,7 @@ def _comparisons(rows: list[dict[str, Any]], base: RunMeta, per_problem: pd.Data
             continue
         group = []
         for task in tasks:
-            a, b = _aligned(per_problem, row["name"], base.name, task)
+            a, b = _aligned(fractions, row["name"], base.name, task)
             group.append({"run": row["name"], "baseline": base.name, "task": task, **paired_comparison(a, b)})
         for item, adjusted in zip(group, holm([g["p_value"] for g in group]), strict=True):
             item["p_holm"] = adjusted
