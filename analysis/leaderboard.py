@@ -12,17 +12,18 @@ means, the paper's convention) or ``"problem_weighted"``; it decides the sort or
 (mismatched problem sets, data hashes or k without ``intersect``; incomplete runs; an unknown
 baseline) raises :class:`pr1_eval.errors.Pr1EvalError` naming the difference.
 
-The document (``leaderboard --json``; K is the runs' k, e.g. ``mean@16``)::
+The document (``leaderboard --json``; K is the k of the run or task, e.g. ``mean@16``; an average
+over tasks of different k, as an import with per-task k can have, is named with a literal ``k``)::
 
     {"schema_version": 1,
-     "runs": [{"name", "model", "family", "step", "decoding", "path", "k",
+     "runs": [{"name", "model", "family", "step", "decoding", "path", "k" (null when tasks differ in k),
                "rank", "tied_with_above", "p_vs_above",
-               "tasks": {TASK: {"n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "pass@K_paper",
+               "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "pass@K_paper",
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
                                 "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
                                 "first_block_rel_pos"}},
-               "average": {"convention", "n_tasks", "n_problems", "mean@K", "pass@K", "pass@K_paper",
+               "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "pass@K_paper",
                            "maj@K", "parallel_ratio",
                            "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
@@ -89,8 +90,14 @@ class RunMeta:
     family: str
     step: int | None
     decoding: str
-    k: int
+    task_k: dict[str, int]  # samples per problem of each task (run.json's task k, else its k)
     data_hashes: dict[str, str | None]
+
+    @property
+    def k(self) -> int | None:
+        """The run's k when every task has the same, else None."""
+        ks = set(self.task_k.values())
+        return ks.pop() if len(ks) == 1 else None
 
 
 @dataclass
@@ -152,13 +159,14 @@ def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, dict[str, A
         first = group.iloc[0]
         info = known.get(str(name)) or RunStore(str(first["run_path"])).read_run_json()
         tasks_info: dict[str, Any] = info["tasks"] if isinstance(info.get("tasks"), dict) else {}
-        k = info.get("k") or int(group.groupby(["task", "problem_id"]).size().max())
+        held = group.groupby(["task", "problem_id"]).size().groupby(level="task").max()
+        task_k = {str(t): int((tasks_info.get(str(t)) or {}).get("k") or info.get("k") or n) for t, n in held.items()}
         step = first["step"]
         infos[str(name)] = info
         metas.append(RunMeta(
             name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
             family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
-            k=int(k), data_hashes={str(t): (v or {}).get("data_hash") for t, v in tasks_info.items()}))
+            task_k=task_k, data_hashes={str(t): (v or {}).get("data_hash") for t, v in tasks_info.items()}))
     return metas, infos
 
 
@@ -185,8 +193,6 @@ def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str]
     """Every way a run differs from the baseline in what it was scored on."""
     found = []
     for meta in metas:
-        if meta.k != base.k:
-            found.append(f"k: {meta.name} has k={meta.k}, {base.name} has k={base.k}")
         for task in tasks:
             mine, theirs = sets.get((meta.name, task)), sets.get((base.name, task))
             if mine is None or theirs is None:
@@ -194,6 +200,9 @@ def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str]
                 if mine is not theirs:
                     found.append(f"task {task}: run {missing} has no samples for it")
                 continue
+            if meta.task_k[task] != base.task_k[task]:
+                found.append(f"task {task}: k differs: {meta.name} has k={meta.task_k[task]}, "
+                             f"{base.name} has k={base.task_k[task]}")
             if mine != theirs:
                 only_mine, only_theirs = sorted(mine - theirs), sorted(theirs - mine)
                 found.append(f"task {task}: {meta.name} has {len(mine)} problems, {base.name} {len(theirs)} "
@@ -257,7 +266,7 @@ def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
 
 def _check_complete(meta: RunMeta, info: dict[str, Any], samples: pd.DataFrame, tasks: list[str]) -> list[str]:
     """Refuse a run whose chosen tasks are incomplete (against what its run.json declares)."""
-    check = check_completeness(info, samples, meta.k)
+    check = check_completeness(info, samples, meta.k)  # run.json's per-task k wins over the run's
     for task in tasks:
         entry = check.tasks.get(task)
         if entry is not None and not entry.complete:
@@ -269,11 +278,11 @@ def _check_complete(meta: RunMeta, info: dict[str, Any], samples: pd.DataFrame, 
 
 
 def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> dict[str, Any]:
-    """One task's leaderboard cell from the report's metrics (keys with K substituted)."""
+    """One task's leaderboard cell from the report's metrics (keys with the task's K substituted)."""
     K = str(k)
     ci = metrics.get("ci95") or {}
     return {
-        "n_problems": metrics["n_problems"], f"mean@{K}": metrics[f"mean@{K}"], "ci95": ci.get(f"mean@{K}"),
+        "k": k, "n_problems": metrics["n_problems"], f"mean@{K}": metrics[f"mean@{K}"], "ci95": ci.get(f"mean@{K}"),
         f"pass@{K}": metrics[f"pass@{K}"], f"pass@{K}_paper": _paper_pass(metrics, k), f"maj@{K}": metrics[f"maj@{K}"],
         "parallel_ratio": structure["parallel_ratio"],
         "n_samples": metrics["n_samples"], "pass@1": metrics.get("pass@1"), f"pass@{K}_ci95": ci.get(f"pass@{K}"),
@@ -293,24 +302,33 @@ def _paper_pass(metrics: dict[str, Any], k: int) -> float:
 
 def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str) -> dict[str, Any]:
     """One leaderboard row, every metric from the report on exactly the compared samples."""
-    report = run_report(samples, meta.k)
     structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
-    cells = {task: _task_cell(report["tasks"][task], meta.k, structure[task]) for task in tasks}
+    cells = {}
+    for task in tasks:
+        k = meta.task_k[task]
+        report = run_report(samples[samples["task"] == task], k)
+        cells[task] = _task_cell(report["tasks"][task], k, structure[task])
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
             "decoding": meta.decoding, "path": meta.path, "k": meta.k,
             "tasks": cells, "average": _average(cells, meta.k, average)}
 
 
-def _average(cells: dict[str, dict[str, Any]], k: int, chosen: str) -> dict[str, Any]:
-    """Both averages over tasks; the chosen one also at the top level."""
-    keys = [m.replace("K", str(k)) for m in AVERAGED]
+def k_label(k: int | None) -> str:
+    """How K is written in metric names: the number, or ``k`` for an average over tasks of different k."""
+    return "k" if k is None else str(k)
+
+
+def _average(cells: dict[str, dict[str, Any]], k: int | None, chosen: str) -> dict[str, Any]:
+    """Both averages over tasks; the chosen one also at the top level. With tasks of different k
+    (an import with per-task k) each task's own metric is averaged, named with ``k``."""
     sizes = np.array([cell["n_problems"] for cell in cells.values()], dtype=float)
     both: dict[str, dict[str, float]] = {"task_mean": {}, "problem_weighted": {}}
-    for key in keys:
-        values = np.array([cell[key] for cell in cells.values()], dtype=float)
+    for metric in AVERAGED:
+        key = metric.replace("K", k_label(k))
+        values = np.array([cell[metric.replace("K", str(cell["k"]))] for cell in cells.values()], dtype=float)
         both["task_mean"][key] = float(values.mean())
         both["problem_weighted"][key] = float((values * sizes).sum() / sizes.sum())
-    return {"convention": chosen, "n_tasks": len(cells), "n_problems": int(sizes.sum()), **both[chosen], **both}
+    return {"convention": chosen, "k": k, "n_tasks": len(cells), "n_problems": int(sizes.sum()), **both[chosen], **both}
 
 
 def _weighted_diffs(fractions: pd.DataFrame, run: str, other: str, tasks: list[str],
@@ -333,7 +351,7 @@ def _aligned(fractions: pd.DataFrame, run: str, other: str, task: str) -> tuple[
 
 def _rank(rows: list[dict[str, Any]], fractions: pd.DataFrame, tasks: list[str], average: str) -> list[dict[str, Any]]:
     """Sort by the average mean@K (stable) and mark rows not significantly below the row above."""
-    ordered = sorted(rows, key=lambda r: -r["average"][f"mean@{r['k']}"])
+    ordered = sorted(rows, key=lambda r: -r["average"][f"mean@{k_label(r['k'])}"])
     for i, row in enumerate(ordered):
         row["rank"], row["tied_with_above"], row["p_vs_above"] = i + 1, False, None
         if i:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.leaderboard import Leaderboard, compute_leaderboard
+from analysis.leaderboard import Leaderboard, compute_leaderboard, k_label
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -37,18 +37,25 @@ def _p(value: float | None) -> str:
     return f"{value:.2e}" if value < 1e-3 else f"{value:.3f}"
 
 
+def _label(doc: dict[str, Any]) -> str:
+    """K in column names: the number when every run and task share it, else ``k``."""
+    ks = {cell["k"] for run in doc["runs"] for cell in run["tasks"].values()}
+    return str(ks.pop()) if len(ks) == 1 else "k"
+
+
 def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One row per run: rank (``=`` when tied with the row above), identity, average, mean@K per task."""
     rows = []
+    label = _label(doc)
     for run in doc["runs"]:
-        k, avg = run["k"], run["average"]
+        avg, k = run["average"], k_label(run["k"])
         row = {"rank": ("=" if run["tied_with_above"] else "") + str(run["rank"]), "run": run["name"],
                "step": "-" if run["step"] is None else str(run["step"]), "decoding": run["decoding"],
-               f"avg mean@{k}": _num(avg[f"mean@{k}"]), f"avg pass@{k}": _num(avg[f"pass@{k}"]),
-               f"avg pass@{k}_paper": _num(avg[f"pass@{k}_paper"]), f"avg maj@{k}": _num(avg[f"maj@{k}"]),
+               f"avg mean@{label}": _num(avg[f"mean@{k}"]), f"avg pass@{label}": _num(avg[f"pass@{k}"]),
+               f"avg pass@{label}_paper": _num(avg[f"pass@{k}_paper"]), f"avg maj@{label}": _num(avg[f"maj@{k}"]),
                "avg parallel": _num(avg["parallel_ratio"]), "p vs above": _p(run["p_vs_above"])}
         for task, cell in run["tasks"].items():
-            row[f"{task} mean@{k}"] = _interval(cell[f"mean@{k}"], cell["ci95"])
+            row[f"{task} mean@{label}"] = _interval(cell[f"mean@{cell['k']}"], cell["ci95"])
         rows.append(row)
     return rows
 
@@ -56,13 +63,14 @@ def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
 def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One row per run × task with every leaderboard metric."""
     rows = []
+    label = _label(doc)
     for run in doc["runs"]:
-        k = run["k"]
         for task, cell in run["tasks"].items():
-            rows.append({"run": run["name"], "task": task, "problems": str(cell["n_problems"]),
-                         f"mean@{k} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
-                         f"pass@{k}": _num(cell[f"pass@{k}"]), f"pass@{k}_paper": _num(cell[f"pass@{k}_paper"]),
-                         f"maj@{k}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
+            k = cell["k"]
+            rows.append({"run": run["name"], "task": task, "k": str(k), "problems": str(cell["n_problems"]),
+                         f"mean@{label} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
+                         f"pass@{label}": _num(cell[f"pass@{k}"]), f"pass@{label}_paper": _num(cell[f"pass@{k}_paper"]),
+                         f"maj@{label}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
                          "first block": _num(cell["first_block_rel_pos"])})
     return rows
 

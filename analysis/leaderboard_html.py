@@ -83,14 +83,13 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
     for index, ((family, decoding), runs) in enumerate(_families(doc).items()):
         color = PALETTE[index % len(PALETTE)]
         x, x_title = _x_values(runs)
-        k = runs[0]["k"]
         for col, task in enumerate(tasks, start=1):
+            cells = [r["tasks"][task] for r in runs]
             for key, label, ci_key in series:
-                metric = key.replace("K", str(k))
-                values = [r["tasks"][task].get(metric) for r in runs]
+                values = [cell.get(key.replace("K", str(cell["k"]))) for cell in cells]
                 errors = None
                 if ci_key:
-                    errors = _error(values, [r["tasks"][task].get(ci_key.replace("K", str(k))) for r in runs])
+                    errors = _error(values, [cell.get(ci_key.replace("K", str(cell["k"]))) for cell in cells])
                     errors["color"] = color
                 figure.add_trace(go.Scatter(
                     x=x, y=values, error_y=errors, mode="lines+markers", name=f"{label} · {family} · {decoding}",

@@ -36,26 +36,28 @@ def sample(task: str, pid: str, idx: int, correct: bool, *, correct_paper: bool 
     return record
 
 
-def write_counts_run(root: Path, name: str, counts: Mapping[str, Mapping[str, int]], *, k: int,
+def write_counts_run(root: Path, name: str, counts: Mapping[str, Mapping[str, int]], *, k: int | Mapping[str, int],
                      step: int | None = None, family: str = "/ckpt/exp", decoding: str = "sequential",
                      data_hash: str | Mapping[str, str | None] | None = "hash-v1", block_every: int = 0,
                      lead: int = 40, paper_counts: Mapping[str, Mapping[str, int]] | None = None,
                      status: str = "complete", declared: Mapping[str, list[str]] | None = None) -> Path:
-    """Write a run whose problem ``pid`` of ``task`` has ``counts[task][pid]`` correct of ``k``."""
+    """Write a run whose problem ``pid`` of ``task`` has ``counts[task][pid]`` correct of ``k``
+    (``k`` per task, as an import with ``--k TASK=N`` declares it, when a mapping)."""
+    task_k = {t: (k[t] if isinstance(k, Mapping) else k) for t in counts}
     records = []
     for task, problems in counts.items():
         for pid, c in problems.items():
             c_paper = (paper_counts or {}).get(task, {}).get(pid, c)
-            for s in range(k):
+            for s in range(task_k[task]):
                 block = bool(block_every) and s % block_every == 0
                 records.append(sample(task, pid, s, s < c, correct_paper=s < c_paper, block=block, lead=lead))
     model = f"{family}/global_step_{step}" if step is not None else family
     hashes = {t: (data_hash.get(t) if isinstance(data_hash, Mapping) else data_hash) for t in counts}
     info: dict[str, Any] = {
         "name": name, "model": {"path": model, "revision": None, "step": step}, "decoding": {"mode": decoding},
-        "k": k, "status": "complete" if status == "complete" else status,
+        "k": k if isinstance(k, int) else None, "status": status,
         "tasks": {t: {"data_hash": hashes[t], "n_problems": len((declared or counts)[t]),
-                      "problem_ids": list((declared or counts)[t]), "k": k} for t in counts},
+                      "problem_ids": list((declared or counts)[t]), "k": task_k[t]} for t in counts},
     }
     store = RunStore(root / name)
     store.write_run_json(info)

@@ -130,7 +130,7 @@ def test_mismatched_runs_are_refused_with_the_difference_named(tmp_path: Path) -
     with pytest.raises(Pr1EvalError, match="data hash of rehashed"):
         build_leaderboard([tmp_path / "base", tmp_path / "rehashed"])
     write_counts_run(tmp_path, "k2", {"t": {"p1": 1, "p2": 2, "p3": 0}}, k=2)
-    with pytest.raises(Pr1EvalError, match="k: k2 has k=2, base has k=4"):
+    with pytest.raises(Pr1EvalError, match="task t: k differs: k2 has k=2, base has k=4"):
         build_leaderboard([tmp_path / "base", tmp_path / "k2"])
     write_counts_run(tmp_path, "other-task", {"u": {"p1": 1}}, k=K)
     with pytest.raises(Pr1EvalError, match="run other-task has no samples for it"):
@@ -150,6 +150,20 @@ def test_intersect_compares_on_the_shared_problems_and_says_how_many(tmp_path: P
     assert by_name["base"]["tasks"]["t"]["n_problems"] == 2
     (comparison,) = doc["comparisons"]
     assert comparison["n_problems"] == 2 and comparison["delta"] == pytest.approx(0.5)
+
+
+def test_tasks_with_their_own_k(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the paper scores AIME with 16 samples and MATH with 1: an import can declare k per task
+    counts_a, counts_b = {"aime": {"p1": 3, "p2": 1}, "math": {"m1": 1, "m2": 0}}, {"aime": {"p1": 1, "p2": 1}, "math": {"m1": 0, "m2": 0}}
+    write_counts_run(tmp_path, "a", counts_a, k={"aime": 4, "math": 1})
+    write_counts_run(tmp_path, "b", counts_b, k={"aime": 4, "math": 1})
+    doc = build_leaderboard([tmp_path / "a", tmp_path / "b"])
+    a = doc["runs"][0]
+    assert a["name"] == "a" and a["k"] is None
+    assert a["tasks"]["aime"]["mean@4"] == pytest.approx(4 / 8) and a["tasks"]["math"]["mean@1"] == pytest.approx(1 / 2)
+    assert a["average"]["mean@k"] == pytest.approx((4 / 8 + 1 / 2) / 2) and a["average"]["k"] is None
+    assert main(["leaderboard", str(tmp_path)]) == 0
+    assert "avg mean@k" in capsys.readouterr().out
 
 
 def test_incomplete_runs_and_unknown_tasks_are_refused(tmp_path: Path) -> None:
