@@ -8,23 +8,36 @@ could not be read and why, so one broken run never hides the others and never va
 Paths are re-parsed from the stored response with :func:`pr1_eval.structure.parse_structure`
 (the store keeps block positions, not path spans); each path's answer is extracted with the
 grader's own :func:`pr1_eval.grading.extract_answer`.
+
+Why a sidecar cache (:mod:`analysis.block_cache`): that parse is most of the cost of loading a
+large run (about 80 % of it for 96,000 responses), and the dashboard, the notebooks and
+``analyze`` reload the same runs again and again. So each run's blocks are parsed once and
+kept as parquet, keyed by the run's file signature (:func:`run_signature`: the size,
+modification time and inode of every part); a rewritten or appended part changes the key.
+Responses without a ``<Parallel>`` tag skip the parser (they cannot have a block).
+
+Text columns are Python objects (``str`` or None), not pandas' Arrow-backed strings: every
+filter, group-by and sort of an Arrow string column copies its bytes (hundreds of MB of
+responses each time), while object columns share their strings and copy only pointers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
+from analysis import block_cache
 from analysis.drift import model_family, resolve_step, section
 from analysis.tokens import TokenCounter, auto_token_counter
+from pr1_eval import tags as T
 from pr1_eval.grading import extract_answer
 from pr1_eval.records import COLUMN_DOCS
 from pr1_eval.store import RUN_JSON, SAMPLES_DIR, RunStore
-from pr1_eval.structure import Structure, parse_structure
+from pr1_eval.structure import Block, parse_structure
 
 #: Run metadata joined onto every sample and block row.
 RUN_COLUMN_DOCS: dict[str, str] = {
@@ -66,6 +79,13 @@ BLOCK_COLUMN_DOCS: dict[str, str] = {
     "path_answer_sources": "Where each path answer came from: 'final_answer', 'boxed' or 'none'.",
 }
 BLOCK_COLUMNS: tuple[str, ...] = tuple(BLOCK_COLUMN_DOCS)
+#: Block columns that come from the run's metadata, joined after the (cached) parse.
+_BLOCK_META = ("run", "model_family", "step", "decoding")
+#: Block columns that need a tokenizer (computed after the cache, from the texts).
+_BLOCK_TOKEN = ("path_token_lengths", "summary_token_length")
+#: What the parse produces and the sidecar stores: the rest, plus the summary text (for token counts).
+PARSED_COLUMNS: tuple[str, ...] = tuple(c for c in BLOCK_COLUMNS if c not in _BLOCK_META + _BLOCK_TOKEN) + (
+    "summary_text",)
 
 _LIST_COLUMNS = ("paths_per_block", "block_char_starts", "block_char_ends", "block_token_starts",
                  "block_token_ends", "block_rel_starts")
@@ -74,12 +94,14 @@ _LIST_COLUMNS = ("paths_per_block", "block_char_starts", "block_char_ends", "blo
 @dataclass
 class LoadedRuns:
     """What :func:`load_runs` returns. ``failures`` lists (path, reason) for runs not loaded;
-    ``notes`` lists oddities in loaded runs (e.g. stored structure disagreeing with the text)."""
+    ``notes`` lists oddities in loaded runs (e.g. stored structure disagreeing with the text);
+    ``run_info`` holds each loaded run's run.json by run name (k, tasks, sampling, ...)."""
 
     samples: pd.DataFrame
     blocks: pd.DataFrame
     failures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    run_info: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -106,17 +128,41 @@ def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[li
     return unique, failures
 
 
+def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int, int], ...]:
+    """(name, size, mtime_ns, inode) of run.json and of every samples part: it changes whenever
+    the run is appended to, regraded or rewritten, so caches keyed on it never serve stale data."""
+    store = RunStore(run_dir)
+    files = [store.run_json_path] if store.run_json_path.is_file() else []
+    signature = []
+    for path in files + store.part_paths():
+        stat = path.stat()
+        signature.append((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(signature)
+
+
+def runs_signature(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[Any, ...]:
+    """The runs found under ``paths_or_roots`` with their :func:`run_signature`: a cache key for
+    everything loaded from them (the dashboard keys its in-memory cache on it)."""
+    run_dirs, failures = discover_runs(paths_or_roots)
+    return tuple((str(d), run_signature(d)) for d in run_dirs) + tuple(failures)
+
+
 def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
-              tokenizer: Literal["auto"] | TokenCounter | None = "auto") -> LoadedRuns:
+              tokenizer: Literal["auto"] | TokenCounter | None = "auto", *, cache: bool = True,
+              progress: Callable[[int, int, str], None] | None = None) -> LoadedRuns:
     """Load every run named or found under ``paths_or_roots``.
 
     ``tokenizer`` gives path and summary token lengths: ``"auto"`` uses each run's own
     tokenizer when its model is a local folder; a function ``text -> n_tokens`` is used for
     every run; ``None`` leaves token lengths null (character lengths are always there).
+    ``cache``: reuse (and write) the parsed blocks in the sidecar cache (see the module docstring).
+    ``progress(done, total, what)`` is called as each run is read and as its blocks are ready.
     """
     run_dirs, failures = discover_runs(paths_or_roots)
-    loaded: list[tuple[pd.DataFrame, dict[str, Any]]] = []
-    for run_dir in run_dirs:
+    report = progress or (lambda done, total, what: None)
+    loaded: list[tuple[pd.DataFrame, dict[str, Any], Path]] = []
+    for i, run_dir in enumerate(run_dirs):
+        report(i, 2 * len(run_dirs), f"reading {run_dir.name}")
         try:
             samples, info = _read_run(run_dir)
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the others
@@ -125,22 +171,27 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
         if samples.empty:
             failures.append((str(run_dir), f"no samples stored ({SAMPLES_DIR} missing or empty)"))
             continue
-        loaded.append((samples, info))
-    _make_run_names_unique([samples for samples, _ in loaded])
+        loaded.append((samples, info, run_dir))
+    _make_run_names_unique([samples for samples, _, _ in loaded])
     block_parts: list[pd.DataFrame] = []
     notes: list[str] = []
-    for samples, info in loaded:
+    for i, (samples, info, run_dir) in enumerate(loaded):
+        report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
-        blocks, run_notes = build_blocks(samples, counter)
+        parsed, n_mismatched = _parsed_blocks(samples, run_dir, cache)
+        blocks = finish_blocks(parsed, samples, counter)
+        run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
         if counter is None and not blocks.empty:
             run_notes.append("no tokenizer available: path and summary token lengths are null")
         block_parts.append(blocks)
         notes.extend(f"{samples['run'].iat[0]}: {note}" for note in run_notes)
-    frames = [samples for samples, _ in loaded]
+    frames = [samples for samples, _, _ in loaded]
+    report(2 * len(run_dirs), 2 * len(run_dirs), "done")
     return LoadedRuns(
         samples=pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(SAMPLE_COLUMNS)),
         blocks=pd.concat(block_parts, ignore_index=True) if block_parts else pd.DataFrame(columns=list(BLOCK_COLUMNS)),
-        failures=failures, notes=notes)
+        failures=failures, notes=notes,
+        run_info={str(samples["run"].iat[0]): info for samples, info, _ in loaded})
 
 
 def _read_run(run_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -158,62 +209,144 @@ def _read_run(run_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         "decoding": str(decoding.get("mode") or "unknown"),
     }
     for column in _LIST_COLUMNS:
-        frame[column] = pd.Series([None if v is None else list(v.tolist() if hasattr(v, "tolist") else v) for v in frame[column]],
-                                  index=frame.index, dtype=object)
+        frame[column] = pd.Series([None if v is None else v.tolist() if hasattr(v, "tolist") else list(v)
+                                   for v in frame[column]], index=frame.index, dtype=object)
     for key, value in meta.items():
-        frame[key] = value
+        frame[key] = pd.Series([value] * len(frame), index=frame.index, dtype=object)
+    for column in frame.columns:
+        if pd.api.types.is_string_dtype(frame[column].dtype) and frame[column].dtype != object:
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     frame["step"] = frame["step"].astype("Int64")
     return frame[list(SAMPLE_COLUMNS)], info
 
 
-def build_blocks(samples: pd.DataFrame, counter: TokenCounter | None) -> tuple[pd.DataFrame, list[str]]:
-    """The blocks frame of one run's samples, and notes on samples whose stored structure
-    disagrees with a fresh parse of their response (the parse wins; token positions dropped)."""
-    rows: list[dict[str, Any]] = []
+def _mismatch_note(count: int) -> str:
+    return (f"{count} sample(s) whose stored block fields disagree with their response; re-parsed "
+            "(character positions used)")
+
+
+def _parsed_blocks(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[pd.DataFrame, int]:
+    """The parsed block columns of one run, from the sidecar cache when it holds this exact run."""
+    signature = run_signature(run_dir) if cache else None
+    if signature is not None:
+        hit = block_cache.read(run_dir, signature)
+        if hit is not None and len(hit[0].columns) == len(PARSED_COLUMNS):
+            return hit
+    parsed, mismatched = parse_blocks(samples)
+    if signature is not None:
+        block_cache.write(run_dir, signature, parsed, mismatched)
+    return parsed, mismatched
+
+
+def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The :data:`PARSED_COLUMNS` of every block of ``samples``, and how many samples' stored
+    structure disagrees with a fresh parse of their response (the parse wins; token positions
+    are then dropped and positions fall back to characters)."""
+    columns: dict[str, list[Any]] = {name: [] for name in PARSED_COLUMNS}
     mismatched = 0
-    sample: Any
-    for sample in samples.itertuples(index=False):
-        response = sample.response if isinstance(sample.response, str) else ""
-        structure = parse_structure(response)
-        stored_ok = int(sample.n_blocks or 0) == structure.n_blocks and len(sample.block_rel_starts or []) == structure.n_blocks
-        if not stored_ok:
-            mismatched += 1
-        rows.extend(_block_rows(sample, response, structure, stored_ok, counter))
-    notes = []
-    if mismatched:
-        notes.append(f"{mismatched} sample(s) whose stored block fields disagree with their response; re-parsed "
-                     "(character positions used)")
-    return pd.DataFrame(rows, columns=list(BLOCK_COLUMNS)).astype({"step": "Int64"}), notes
+    keys = zip(samples["task"], samples["problem_id"], samples["sample_idx"], strict=True)
+    stored = zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"], samples["block_token_starts"],
+                 samples["block_token_ends"], samples["position_unit"], strict=True)
+    for key, (response, n_blocks, rel_starts, token_starts, token_ends, unit) in zip(keys, stored, strict=True):
+        text = response if isinstance(response, str) else ""
+        n_stored = 0 if n_blocks is None or pd.isna(n_blocks) else int(n_blocks)
+        if T.PARALLEL_OPEN not in text:  # no block can exist: skip the parser
+            mismatched += n_stored != 0 or len(rel_starts or []) != 0
+            continue
+        structure = parse_structure(text)
+        stored_ok = n_stored == structure.n_blocks and len(rel_starts or []) == structure.n_blocks
+        mismatched += not stored_ok
+        positions = (rel_starts, token_starts, token_ends, str(unit)) if stored_ok else None
+        for i, block in enumerate(structure.blocks):
+            _append_block(columns, key, i, block, text, positions)
+    frame = pd.DataFrame({name: values if name in block_cache.DTYPES else pd.Series(values, dtype=object)
+                          for name, values in columns.items()}, columns=list(PARSED_COLUMNS))
+    return frame.astype(block_cache.DTYPES), mismatched
 
 
-def _block_rows(sample: Any, response: str, structure: Structure, stored_ok: bool,
-                counter: TokenCounter | None) -> list[dict[str, Any]]:
-    """Rows for one response's blocks (see :data:`BLOCK_COLUMN_DOCS`)."""
-    rows = []
-    token_starts = sample.block_token_starts if stored_ok else None
-    token_ends = sample.block_token_ends if stored_ok else None
-    for i, block in enumerate(structure.blocks):
-        texts = [response[p.start:p.end].strip() for p in block.paths]
-        summary = response[block.summary.start:block.summary.end].strip() if block.summary else None
-        answers = [extract_answer(t) for t in texts]
-        if stored_ok:
-            rel, unit = float(sample.block_rel_starts[i]), str(sample.position_unit)
-        else:
-            rel, unit = block.start / max(len(response), 1), "char"
-        rows.append({
-            "run": sample.run, "task": sample.task, "problem_id": sample.problem_id, "sample_idx": int(sample.sample_idx),
-            "block_idx": i, "model_family": sample.model_family, "step": sample.step, "decoding": sample.decoding,
-            "n_paths": len(block.paths), "closed": block.closed, "char_start": block.start, "char_end": block.end,
-            "token_start": None if token_starts is None else int(token_starts[i]),
-            "token_end": None if token_ends is None else int(token_ends[i]),
-            "rel_start": rel, "position_unit": unit, "path_texts": texts,
-            "path_char_lengths": [len(t) for t in texts],
-            "path_token_lengths": None if counter is None else [counter(t) for t in texts],
-            "summary_char_length": None if summary is None else len(summary),
-            "summary_token_length": None if summary is None or counter is None else counter(summary),
-            "path_answers": [a.text for a in answers], "path_answer_sources": [a.source for a in answers],
-        })
-    return rows
+def _append_block(columns: dict[str, list[Any]], key: tuple[Any, Any, Any], i: int, block: Block, text: str,
+                  positions: tuple[Any, Any, Any, str] | None) -> None:
+    """Append one block's parsed values to ``columns`` (see :data:`BLOCK_COLUMN_DOCS`)."""
+    texts = [text[p.start:p.end].strip() for p in block.paths]
+    answers = [extract_answer(t) for t in texts]
+    summary = text[block.summary.start:block.summary.end].strip() if block.summary else None
+    if positions is not None:
+        rel_starts, token_starts, token_ends, unit = positions
+        rel, token_start = float(rel_starts[i]), None if token_starts is None else int(token_starts[i])
+        token_end = None if token_ends is None else int(token_ends[i])
+    else:
+        rel, unit, token_start, token_end = block.start / max(len(text), 1), "char", None, None
+    values = {
+        "task": key[0], "problem_id": key[1], "sample_idx": int(key[2]), "block_idx": i, "n_paths": len(block.paths),
+        "closed": block.closed, "char_start": block.start, "char_end": block.end, "token_start": token_start,
+        "token_end": token_end, "rel_start": rel, "position_unit": unit, "path_texts": texts,
+        "path_char_lengths": [len(t) for t in texts], "summary_char_length": None if summary is None else len(summary),
+        "path_answers": [a.text for a in answers], "path_answer_sources": [a.source for a in answers],
+        "summary_text": summary,
+    }
+    for name, value in values.items():
+        columns[name].append(value)
+
+
+def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCounter | None) -> pd.DataFrame:
+    """The blocks frame of one run: parsed columns plus the run's metadata and token lengths."""
+    out = parsed.copy()
+    first = samples.iloc[0] if len(samples) else None
+    for name in _BLOCK_META:
+        out[name] = None if first is None else first[name]
+    summaries = out.pop("summary_text")
+    if counter is None:
+        out["path_token_lengths"] = None
+        out["summary_token_length"] = None
+    else:
+        out["path_token_lengths"] = [[counter(t) for t in texts] for texts in out["path_texts"]]
+        out["summary_token_length"] = [None if s is None else counter(s) for s in summaries]
+    return out[list(BLOCK_COLUMNS)].astype({"step": "Int64"})
+
+
+def build_blocks(samples: pd.DataFrame, counter: TokenCounter | None) -> tuple[pd.DataFrame, list[str]]:
+    """The blocks frame of one run's samples (no cache), and notes on samples whose stored
+    structure disagrees with a fresh parse of their response."""
+    parsed, mismatched = parse_blocks(samples)
+    return finish_blocks(parsed, samples, counter), [] if not mismatched else [_mismatch_note(mismatched)]
+
+
+@dataclass(frozen=True)
+class TraceSegment:
+    """One piece of a response in reading order, for showing a trace: a stretch of the main line
+    (``kind='main'``, its ``text``) or a block (``kind='block'``: each path's stripped ``paths``
+    and the ``summary``, None when it has none). Offsets are characters of the response; tags
+    themselves belong to no segment."""
+
+    kind: Literal["main", "block"]
+    start: int
+    end: int
+    text: str = ""
+    block_idx: int | None = None
+    paths: tuple[str, ...] = ()
+    summary: str | None = None
+    closed: bool = True
+
+
+def response_segments(response: str) -> list[TraceSegment]:
+    """``response`` split into main-line stretches and blocks, by the same parse as the blocks
+    frame (so a block's paths here equal its ``path_texts`` there). Empty main stretches are left out."""
+    text = response if isinstance(response, str) else ""
+    segments: list[TraceSegment] = []
+    position = 0
+    for i, block in enumerate(parse_structure(text).blocks):
+        if text[position:block.start].strip():
+            segments.append(TraceSegment("main", position, block.start, text=text[position:block.start].strip("\n")))
+        summary = text[block.summary.start:block.summary.end].strip() if block.summary else None
+        end = block.end
+        if block.summary is not None:
+            end = block.summary.end + (len(T.SUMMARY_CLOSE) if block.summary.closed else 0)
+        segments.append(TraceSegment("block", block.start, end, block_idx=i, closed=block.closed, summary=summary,
+                                     paths=tuple(text[p.start:p.end].strip() for p in block.paths)))
+        position = end
+    if text[position:].strip():
+        segments.append(TraceSegment("main", position, len(text), text=text[position:].strip("\n")))
+    return segments
 
 
 def _make_run_names_unique(frames: list[pd.DataFrame]) -> None:

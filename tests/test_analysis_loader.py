@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from analysis_fixtures import block, make_record, response, write_run
 
 from analysis.drift import model_family, resolve_step
-from analysis.loader import BLOCK_COLUMN_DOCS, BLOCK_COLUMNS, SAMPLE_COLUMN_DOCS, SAMPLE_COLUMNS, load_runs
+from analysis.loader import (
+    BLOCK_COLUMN_DOCS,
+    BLOCK_COLUMNS,
+    SAMPLE_COLUMN_DOCS,
+    SAMPLE_COLUMNS,
+    TraceSegment,
+    load_runs,
+    response_segments,
+)
 from pr1_eval.store import RunStore
 
 TWO_BLOCKS = response("Let x be the count.", block(["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"], "Both 7."),
@@ -71,7 +80,7 @@ def test_broken_runs_are_reported_and_the_others_load(tmp_path: Path) -> None:
     reasons = {Path(path).name: reason for path, reason in loaded.failures}
     assert set(reasons) == {"bad_json", "bad_part", "orphan", "empty", "missing"}
     assert "not valid JSON" in reasons["bad_json"]
-    assert "unreadable parquet" in reasons["bad_part"]
+    assert "part-00000.parquet" in reasons["bad_part"]  # the reason names the broken part
     assert "no run.json" in reasons["orphan"]
     assert "no samples" in reasons["empty"]
     assert reasons["missing"] == "does not exist"
@@ -127,3 +136,65 @@ def test_loader_reads_what_the_store_wrote(tmp_path: Path) -> None:
     stored = RunStore(run).read_frame()
     assert frame.iloc[0]["response"] == stored.iloc[0]["response"] and bool(frame.iloc[0]["correct"]) is True
     assert frame.iloc[0]["paths_per_block"] == [2, 3] and frame.iloc[0]["model"] == info["model"]["path"]
+
+
+def test_sidecar_cache_gives_the_same_frames_without_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.loader
+
+    monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
+    records = [make_record("t", "p0", 0, TWO_BLOCKS, tokens=True), make_record("t", "p1", 0, "plain"),
+               make_record("t", "p2", 0, response("a", block(["x", "y"]), final=None))]
+    write_run(tmp_path / "runs", "a", records)
+    counter = lambda text: len(text.split())  # noqa: E731
+    fresh = load_runs(tmp_path / "runs", tokenizer=counter, cache=False)
+    first = load_runs(tmp_path / "runs", tokenizer=counter)
+    assert len(list((tmp_path / "cache").glob("*.parquet"))) == 1
+
+    def no_parse(*args: object) -> None:
+        raise AssertionError("the cached run was parsed again")
+
+    monkeypatch.setattr(analysis.loader, "parse_blocks", no_parse)
+    second = load_runs(tmp_path / "runs", tokenizer=counter)
+    for frame in (first.blocks, second.blocks):
+        pd.testing.assert_frame_equal(frame, fresh.blocks)
+    assert second.blocks.iloc[0].path_texts == ["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"]
+    assert second.blocks.iloc[1].path_answers == [None, None, None]
+    assert second.blocks.iloc[0].token_start == TWO_BLOCKS.split().index("<Parallel>") == 5
+
+
+def test_sidecar_cache_follows_a_changed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
+    run = write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)])
+    assert len(load_runs(run, tokenizer=None).blocks) == 2
+    RunStore(run).append([make_record("t", "p1", 0, response(block(["u", "v"])))])
+    assert len(load_runs(run, tokenizer=None).blocks) == 3
+    assert len(list((tmp_path / "cache").glob("*.parquet"))) == 1  # the stale entry was dropped
+
+
+def test_sidecar_cache_can_be_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    load_runs(write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)]), tokenizer=None)
+    assert not (tmp_path / "home").exists()
+
+
+def test_response_segments_split_like_the_blocks_frame(tmp_path: Path) -> None:
+    write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)])
+    blocks = load_runs(tmp_path, tokenizer=None).blocks
+    segments = response_segments(TWO_BLOCKS)
+    assert [s.kind for s in segments] == ["main", "block", "main", "block", "main"]
+    assert [s.text for s in segments if s.kind == "main"] == ["Let x be the count.", "Now double check.", "Final Answer: 7"]
+    assert [list(s.paths) for s in segments if s.kind == "block"] == list(blocks["path_texts"])
+    assert [s.summary for s in segments if s.kind == "block"] == ["Both 7.", "Three ways."]
+    assert segments[1].start == TWO_BLOCKS.index("<Parallel>")
+    assert TWO_BLOCKS[segments[1].end - len("</Summary>"):segments[1].end] == "</Summary>"
+    assert response_segments("no tags at all") == [TraceSegment("main", 0, 14, text="no tags at all")]
+
+
+def test_progress_is_reported_and_run_json_kept(tmp_path: Path) -> None:
+    write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)], step=3)
+    write_run(tmp_path, "b", [make_record("t", "p0", 0, TWO_BLOCKS)])
+    seen: list[tuple[int, int]] = []
+    loaded = load_runs(tmp_path, tokenizer=None, progress=lambda done, total, what: seen.append((done, total)))
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert loaded.run_info["a"]["model"]["step"] == 3 and set(loaded.run_info) == {"a", "b"}

@@ -1,0 +1,202 @@
+"""Benchmark: the dashboard on a training sweep of 12 checkpoints × 500 problems × 16 samples
+(96,000 responses), loaded and rendered page by page through Streamlit's test harness.
+
+Builds the sweep once (synthetic Parallel-R1 traces written through :class:`pr1_eval.store.RunStore`,
+structure fields from :func:`pr1_eval.annotate.annotate_structure`; grades are an exact string
+match against the gold answer instead of math-verify, because grading is not what is measured),
+then measures, each in a fresh child process so its peak memory is its own:
+
+1. ``load: baseline`` — :func:`analysis.loader.load_runs` parsing every response (``cache=False``:
+   what every load cost before the sidecar cache);
+2. ``load: cold cache`` — the first load ever (parse + write the sidecar cache);
+3. ``load: warm cache`` — every later load (a dashboard restart, a notebook, ``analyze``);
+4. ``dashboard`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with a warm
+   sidecar: the first run (load + leaderboard), then each page twice — the first render computes
+   its tables, the second is the cached render a user sees afterwards. No embeddings.
+
+Ratios are against the baseline run in the same invocation. Prints a table; ``--json`` too.
+
+    .venv/bin/python bench/bench_dashboard.py [--runs 12] [--problems 500] [--k 16] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+PAGES = ("views/leaderboard.py", "views/training.py", "views/behaviour.py", "views/diversity.py",
+         "views/trace_viewer.py", "views/compare.py")
+_WORDS = ("let", "the", "number", "of", "ways", "be", "n", "so", "we", "count", "each", "case", "then", "sum",
+          "over", "all", "pairs", "which", "gives", "since", "modulo", "prime", "factor", "square", "root", "area",
+          "triangle", "circle", "radius", "$x^2$", "$\\frac{m}{n}$", "=", "+", "2", "3", "5", "7", "12", "we get",
+          "check", "again", "therefore", "hence", "case 2", "by symmetry", "substituting", "this", "is")
+
+
+def paragraphs(rng: random.Random, count: int = 3000) -> list[str]:
+    """A pool of math-flavoured paragraphs (20–220 words) that responses are assembled from."""
+    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(20, 220))) + "." for _ in range(count)]
+
+
+def response(rng: random.Random, pool: list[str], answer: int, progress: float, correct: bool) -> str:
+    """One trace: main line, 0–4 blocks of 2–3 paths (later checkpoints branch later), final answer."""
+    from pr1_eval import tags as T
+
+    n_blocks = rng.choices([0, 1, 2, 3, 4], weights=[10, 45, 30, 10, 5])[0]
+    parts = [" ".join(rng.choice(pool) for _ in range(1 + int(progress * 3)))]
+    for _ in range(n_blocks):
+        paths = []
+        for _ in range(3 if rng.random() < 0.2 else 2):
+            ending = f"\nFinal Answer: {answer + (rng.random() < 0.3)}" if rng.random() < 0.6 else ""
+            paths.append(f"{T.PATH_OPEN}\n{rng.choice(pool)}{ending}\n{T.PATH_CLOSE}\n")
+        parts.append(f"{T.PARALLEL_OPEN}\n{''.join(paths)}{T.PARALLEL_CLOSE}\n{T.SUMMARY_OPEN}\n{rng.choice(pool)[:200]}\n"
+                     f"{T.SUMMARY_CLOSE}\n")
+        parts.append(rng.choice(pool))
+    return "\n\n".join(parts) + f"\n\nFinal Answer: {answer if correct else answer + 1}"
+
+
+def build(root: Path, n_runs: int, n_problems: int, k: int) -> list[Path]:
+    """The sweep under ``root`` (reused when a finished one with these sizes is there)."""
+    from pr1_eval.annotate import annotate_structure
+    from pr1_eval.grading import extract_answer
+    from pr1_eval.records import SampleRecord
+    from pr1_eval.store import RunStore
+
+    manifest = root / "bench.json"
+    wanted = {"runs": n_runs, "problems": n_problems, "k": k, "version": 1}
+    runs = [root / f"step{100 * (i + 1):05d}" for i in range(n_runs)]
+    if manifest.is_file() and json.loads(manifest.read_text()) == wanted:
+        return runs
+    rng = random.Random(0)
+    pool = paragraphs(rng)
+    started = time.perf_counter()
+    for i, run in enumerate(runs):
+        step, progress = 100 * (i + 1), i / max(n_runs - 1, 1)
+        store = RunStore(run)
+        store.write_run_json({"name": run.name, "model": {"path": f"/ck/bench/global_step_{step}/actor", "step": step},
+                              "decoding": {"mode": "forkjoin"}, "k": k, "tasks": {"math500": {"n_problems": n_problems}},
+                              "status": "complete"})
+        for start in range(0, n_problems, 100):
+            chunk = []
+            for p in range(start, min(start + 100, n_problems)):
+                answer = (p * 7919) % 1000
+                for s in range(k):
+                    correct = rng.random() < 0.3 + 0.4 * progress
+                    record = SampleRecord(task="math500", problem_id=f"test/{p:04d}", sample_idx=s, gold=str(answer),
+                                          problem=f"Problem {p}: " + pool[p % len(pool)][:300],
+                                          response=response(rng, pool, answer, progress, correct), finish_reason="stop")
+                    annotate_structure(record)
+                    extracted = extract_answer(record.response)
+                    record.extracted_answer, record.answer_source = extracted.text, extracted.source
+                    record.correct = record.correct_paper = extracted.text == str(answer)
+                    record.grade_status = "ok" if extracted.text else "no_answer"
+                    record.answer_class = None if extracted.text is None else int(extracted.text != str(answer))
+                    chunk.append(record)
+            store.append(chunk)
+        print(f"  built {run.name} ({time.perf_counter() - started:.0f} s so far)", file=sys.stderr, flush=True)
+    manifest.write_text(json.dumps(wanted))
+    return runs
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_load(root: str, cache: bool) -> dict[str, Any]:
+    from analysis.loader import load_runs
+
+    started = time.perf_counter()
+    loaded = load_runs([root], tokenizer=None, cache=cache)
+    seconds = time.perf_counter() - started
+    chars = int(loaded.samples["response"].str.len().sum())
+    return {"seconds": seconds, "peak_mb": _peak_mb(), "samples": len(loaded.samples), "blocks": len(loaded.blocks),
+            "response_mb": chars / 2**20}
+
+
+def child_dashboard(root: str) -> dict[str, Any]:
+    from streamlit.testing.v1 import AppTest
+
+    sys.argv = ["app.py", root]
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=900)
+    started = time.perf_counter()
+    app.run()
+    timings: dict[str, Any] = {"first load (leaderboard)": time.perf_counter() - started}
+    errors = [str(e.value)[:300] for e in app.exception]
+    for page in PAGES:
+        for attempt in ("first", "cached"):
+            started = time.perf_counter()
+            app.switch_page(page).run()
+            timings[f"{page.split('/')[1][:-3]} ({attempt})"] = time.perf_counter() - started
+            errors += [f"{page}: {str(e.value)[:300]}" for e in app.exception]
+    return {"timings": timings, "peak_mb": _peak_mb(), "errors": errors}
+
+
+def run_child(kind: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--dir", str(root)], env=env,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"child {kind} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=12)
+    parser.add_argument("--problems", type=int, default=500)
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--dir", default="/tmp/pr1-bench-dashboard", help="where the sweep and the caches live")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", choices=["load-baseline", "load-cache", "dashboard"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    root = Path(args.dir)
+    if args.child:
+        sweep = str(root / "sweep")
+        result = (child_load(sweep, cache=False) if args.child == "load-baseline" else
+                  child_load(sweep, cache=True) if args.child == "load-cache" else child_dashboard(sweep))
+        print(json.dumps(result))
+        return
+    started = time.perf_counter()
+    runs = build(root / "sweep", args.runs, args.problems, args.k)
+    print(f"sweep: {len(runs)} runs × {args.problems} problems × {args.k} samples ready "
+          f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    cache = root / "loader-cache"
+    for stale in cache.glob("*.parquet") if cache.is_dir() else []:
+        stale.unlink()
+    env = {**os.environ, "PR1_LOADER_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    results = {"baseline": run_child("load-baseline", root, env), "cold": run_child("load-cache", root, env),
+               "warm": run_child("load-cache", root, env), "dashboard": run_child("dashboard", root, env)}
+    report(results, args)
+
+
+def report(results: dict[str, Any], args: argparse.Namespace) -> None:
+    base = results["baseline"]
+    n = base["samples"]
+    print(f"\n{n} responses ({base['response_mb']:.0f} MB of response text), {base['blocks']} blocks")
+    print(f"{'load':<34}{'seconds':>9}{'ms/response':>13}{'× baseline':>12}{'peak MB':>10}")
+    for name, key in (("baseline: parse every response", "baseline"), ("sidecar cache, cold (parse + write)", "cold"),
+                      ("sidecar cache, warm", "warm")):
+        r = results[key]
+        print(f"{name:<34}{r['seconds']:>9.1f}{1000 * r['seconds'] / n:>13.3f}{base['seconds'] / r['seconds']:>12.2f}"
+              f"{r['peak_mb']:>10.0f}")
+    dash = results["dashboard"]
+    print(f"\n{'dashboard (AppTest, warm sidecar)':<34}{'seconds':>9}")
+    for name, seconds in dash["timings"].items():
+        print(f"{name:<34}{seconds:>9.2f}")
+    print(f"{'peak memory of the dashboard process':<34}{dash['peak_mb']:>9.0f} MB")
+    for error in dash["errors"]:
+        print(f"ERROR {error}")
+    if args.json:
+        print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Pure pandas functions behind the pages: what a page shows, computed from analysis' frames.
+
+Kept free of Streamlit so each can be tested against a hand count, and so a page is only
+layout. Every number comes from an analysis or report function; these only reshape, filter
+and bin.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.loader import LoadedRuns
+from pr1_eval.report import run_report
+
+#: Outcomes the trace viewer filters on, from a sample's grade.
+OUTCOMES: tuple[str, ...] = ("correct", "wrong", "no answer", "timeout", "error", "ungraded")
+#: Report values shown beside the @K metrics in the fallback table.
+REPORT_EXTRAS = ("parallel_ratio", "format_ok_ratio", "n_unscored")
+_POSITION = re.compile(r" at character \d+$")
+_NUMBER = re.compile(r"\d+")
+
+
+def outcome(correct: Any, grade_status: Any) -> str:
+    """One of :data:`OUTCOMES`: 'no answer' is wrong with no extracted answer; timeout/error could not be scored."""
+    status = str(grade_status)
+    if status == "no_answer":
+        return "no answer"
+    if status in ("timeout", "error", "ungraded"):
+        return status
+    return "correct" if not pd.isna(correct) and bool(correct) else "wrong"
+
+
+def outcomes(samples: pd.DataFrame) -> pd.Series:
+    """:func:`outcome` of every sample."""
+    return pd.Series([outcome(c, s) for c, s in zip(samples["correct"], samples["grade_status"], strict=True)],
+                     index=samples.index, dtype=object)
+
+
+def format_error_kind(error: Any) -> str:
+    """A format-check message without its offset and counts ('block N has N path(s), …'), so
+    failures of one kind group together."""
+    text = _POSITION.sub("", str(error))
+    return _NUMBER.sub("N", text)
+
+
+def format_failures(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per run: responses failing the strict format check, by kind of first violation."""
+    failing = samples[~samples["format_ok"].astype(bool)]
+    columns = ["run", "kind", "responses", "share of run"]
+    if failing.empty:
+        return pd.DataFrame(columns=columns)
+    kinds = failing.assign(kind=[format_error_kind(e) for e in failing["format_error"]])
+    counts = kinds.groupby(["run", "kind"]).size().rename("responses").reset_index()
+    totals = samples.groupby("run").size()
+    counts["share of run"] = counts["responses"] / counts["run"].map(totals)
+    return counts.sort_values(["run", "responses"], ascending=[True, False])[columns]
+
+
+def binned(values: Sequence[float] | pd.Series, edges: np.ndarray) -> np.ndarray:
+    """Share of ``values`` in each bin of ``edges`` (the last bin includes its right edge)."""
+    array = np.asarray(pd.Series(values, dtype="float64").dropna(), dtype=float)
+    counts, _ = np.histogram(array, bins=edges)
+    return counts / max(array.size, 1)
+
+
+def task_reports(samples: pd.DataFrame, run_json: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``pr1-eval report``'s per-task metrics of one run's samples (checked against its run.json)."""
+    try:
+        report = run_report(samples, run_json=run_json)
+    except TypeError:  # a report without run.json checks takes k alone
+        k = run_json.get("k")
+        report = run_report(samples, int(k) if k else None)
+    return {str(task): metrics for task, metrics in report["tasks"].items()}
+
+
+def is_complete(metrics: dict[str, Any]) -> bool:
+    return bool(metrics.get("complete", "incomplete" not in metrics))
+
+
+def metric_k(metrics: dict[str, Any]) -> int | None:
+    """The K of a task's metrics (its ``k``, else read off its ``mean@K`` key)."""
+    if metrics.get("k"):
+        return int(metrics["k"])
+    return next((int(key.split("@")[1]) for key in metrics if re.fullmatch(r"mean@\d+", key)), None)
+
+
+def metric_cells(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The numbers of one report or leaderboard cell, in its own key order and names: every
+    numeric value, and each interval of ``ci95`` as '<metric> ci95'."""
+    cells: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if isinstance(value, bool) or key in ("k", "rank"):
+            continue
+        if isinstance(value, (int, float, np.integer, np.floating)) or (value is None and "@" in key):
+            cells[key] = value
+        elif key == "ci95" and isinstance(value, dict):
+            cells.update({f"{name} ci95": interval for name, interval in value.items()})
+        elif key.endswith("ci95") and (value is None or isinstance(value, list)):
+            cells[key] = value
+    return cells
+
+
+def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -> pd.DataFrame:
+    """Per run × task, the metrics ``pr1-eval report`` gives (the leaderboard's fallback)."""
+    rows = []
+    for run in runs:
+        samples = loaded.samples[(loaded.samples["run"] == run) & loaded.samples["task"].isin(tasks)]
+        if samples.empty:
+            continue
+        for task, metrics in task_reports(samples, loaded.run_info.get(run, {})).items():
+            if task not in tasks:
+                continue
+            note = "" if is_complete(metrics) else str(metrics.get("incomplete_reason") or "incomplete: no metrics")
+            k = metric_k(metrics)
+            cells = generic_k(metric_cells(metrics), k) if is_complete(metrics) else {}
+            shown = {key: value for key, value in cells.items() if key in REPORT_EXTRAS or
+                     ("@" in key and (not key.endswith("ci95") or key == "mean@K ci95"))}
+            rows.append({"run": run, "task": task, "k": k, "n_problems": metrics.get("n_problems"), **shown, "note": note})
+    return pd.DataFrame(rows)
+
+
+def generic_k(cells: dict[str, Any], k: int | None) -> dict[str, Any]:
+    """``mean@16`` → ``mean@K`` (and so on), so runs with different k share columns; ``k`` is its own column."""
+    if not k:
+        return cells
+    pattern = re.compile(rf"@{k}(?!\d)")
+    return {pattern.sub("@K", key): value for key, value in cells.items()}
+
+
+def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:
+    """The leaderboard document as one row per run × task plus each run's average, raw values."""
+    rows = []
+    for run in document["runs"]:
+        cells = [*run["tasks"].items(), ("average", run["average"])]
+        for task, cell in cells:
+            rows.append({"rank": run["rank"], "run": run["name"], "step": run["step"], "task": task, "k": run["k"],
+                         **generic_k(metric_cells(cell), run["k"]),
+                         "tied with above": ("yes" if run.get("tied_with_above") else "no") if task == "average" else ""})
+    return pd.DataFrame(rows)
+
+
+def problem_outcomes(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per run × task × problem: samples n, correct c (unscored counts as wrong, as in the report)."""
+    correct = samples["correct"].astype("boolean").fillna(False).astype(int)
+    frame = samples[["run", "task", "problem_id"]].assign(correct=correct)
+    return frame.groupby(["run", "task", "problem_id"], sort=False)["correct"].agg(n="size", c="sum").reset_index()
+
+
+def flips(samples: pd.DataFrame, run_a: str, run_b: str, task: str, criterion: str = "majority") -> pd.DataFrame:
+    """Problems of ``task`` in both runs, with c/n in each and whether each run solved it.
+
+    ``criterion``: 'majority' (more than half the samples correct) or 'any' (at least one). The
+    ``change`` column is 'wrong → right', 'right → wrong' or '' (same verdict); ``open_a`` and
+    ``open_b`` name the sample to open in each run (one whose verdict matches the run's).
+    """
+    table = problem_outcomes(samples[(samples["task"] == task) & samples["run"].isin([run_a, run_b])])
+    a = table[table["run"] == run_a].set_index("problem_id")
+    b = table[table["run"] == run_b].set_index("problem_id")
+    shared = [p for p in a.index if p in b.index]
+    out = pd.DataFrame({"problem_id": shared, "c_a": a.loc[shared, "c"].to_numpy(), "n_a": a.loc[shared, "n"].to_numpy(),
+                        "c_b": b.loc[shared, "c"].to_numpy(), "n_b": b.loc[shared, "n"].to_numpy()})
+    solved = (lambda c, n: c * 2 > n) if criterion == "majority" else (lambda c, n: c > 0)
+    out["solved_a"] = solved(out["c_a"], out["n_a"])
+    out["solved_b"] = solved(out["c_b"], out["n_b"])
+    out["change"] = np.select([~out["solved_a"] & out["solved_b"], out["solved_a"] & ~out["solved_b"]],
+                              ["wrong → right", "right → wrong"], default="")
+    out["open_a"] = _sample_to_open(samples, run_a, task, shared, want_correct=out["solved_a"].to_numpy())
+    out["open_b"] = _sample_to_open(samples, run_b, task, shared, want_correct=out["solved_b"].to_numpy())
+    return out
+
+
+def _sample_to_open(samples: pd.DataFrame, run: str, task: str, problems: list[Any], want_correct: Any) -> list[int]:
+    """Per problem, the first sample whose verdict is ``want_correct`` (else the first sample):
+    the trace that shows why the problem counts as solved or not."""
+    rows = samples[(samples["run"] == run) & (samples["task"] == task)]
+    correct = rows["correct"].astype("boolean").fillna(False).astype(bool)
+    first_right = rows[correct].groupby("problem_id")["sample_idx"].min()
+    first_wrong = rows[~correct].groupby("problem_id")["sample_idx"].min()
+    first_any = rows.groupby("problem_id")["sample_idx"].min()
+    chosen = []
+    for problem, right in zip(problems, want_correct, strict=True):
+        preferred = first_right if right else first_wrong
+        chosen.append(int(preferred.get(problem, first_any[problem])))
+    return chosen
+
+
+def trace_index(samples: pd.DataFrame, chosen_outcomes: Sequence[str], has_block: str, format_ok: str) -> pd.DataFrame:
+    """The samples passing the trace viewer's filters, in stored problem order, then by sample.
+
+    ``has_block`` and ``format_ok`` are 'any', 'yes' or 'no'.
+    """
+    keep = outcomes(samples).isin(list(chosen_outcomes))
+    if has_block != "any":
+        keep &= samples["n_blocks"].fillna(0).astype(int).gt(0) == (has_block == "yes")
+    if format_ok != "any":
+        keep &= samples["format_ok"].astype(bool) == (format_ok == "yes")
+    chosen = samples[keep]
+    order = {p: i for i, p in enumerate(dict.fromkeys(samples["problem_id"]))}
+    return chosen.assign(_order=chosen["problem_id"].map(order)).sort_values(
+        ["_order", "sample_idx"], kind="stable").drop(columns="_order")

@@ -1,0 +1,99 @@
+"""Behaviour: how the selected runs branch — distributions of blocks, paths, tokens inside blocks,
+block positions, accuracy with and without a block, and format-check failures by kind.
+
+Per-run figures come from :func:`analysis.stats.structure_stats` (run × task) and the loader's
+blocks frame; histograms are binned here (shares of each run's responses or blocks), so a run
+with more samples does not dwarf the others and the browser receives bins, not 96,000 points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analysis.stats import structure_stats
+from dashboards.components import fmt, text_table
+from dashboards.data import Context, context
+from dashboards.tables import binned, format_failures
+
+STATS_VIEW = ["run", "task", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
+              "in_block_share", "in_block_unit", "first_block_rel_pos", "block_rel_pos", "position_unit",
+              "format_ok_ratio", "accuracy", "accuracy_with_block", "accuracy_without_block", "notes"]
+
+
+def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
+    fig = go.Figure([go.Bar(x=labels, y=values, name=run) for run, values in shares.items()])
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="share", barmode="group", height=340,
+                      margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
+    return fig
+
+
+def count_shares(frame: pd.DataFrame, column: str, cap: int) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Share of each run's rows with value 0, 1, …, cap-1 and ≥ cap."""
+    labels = [str(i) for i in range(cap)] + [f"≥{cap}"]
+    edges = np.arange(cap + 2) - 0.5
+    edges[-1] = np.inf
+    return labels, {str(run): binned(group[column].astype(float), edges) for run, group in frame.groupby("run")}
+
+
+def block_lengths(blocks: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Length of each block (<Parallel> to </Parallel>): tokens when every block has token positions."""
+    if len(blocks) and blocks["token_start"].notna().all() and blocks["token_end"].notna().all():
+        return (blocks["token_end"].astype(float) - blocks["token_start"].astype(float)), "tokens"
+    return (blocks["char_end"] - blocks["char_start"]).astype(float), "characters"
+
+
+def render_distributions(ctx: Context) -> None:
+    samples, blocks = ctx.samples(), ctx.blocks()
+    left, right = st.columns(2)
+    labels, shares = count_shares(samples, "n_blocks", 5)
+    left.plotly_chart(bars("Blocks per response", "blocks", labels, shares), key="bh_blocks")
+    if blocks.empty:
+        right.info("No block in the selection.")
+        return
+    labels, shares = count_shares(blocks, "n_paths", 5)
+    right.plotly_chart(bars("Paths per block", "paths", labels, shares), key="bh_paths")
+    left, right = st.columns(2)
+    edges = np.linspace(0.0, 1.0, 21)
+    edges[-1] = 1.0 + 1e-9
+    positions = {str(run): binned(group["rel_start"], edges) for run, group in blocks.groupby("run")}
+    left.plotly_chart(bars("Relative position of every block", "position of <Parallel> in the response",
+                           [f"{e:.2f}" for e in edges[:-1]], positions), key="bh_positions")
+    lengths, unit = block_lengths(blocks)
+    top = max(float(np.nanpercentile(lengths, 99)), 1.0)
+    length_edges = np.linspace(0.0, top, 21)
+    length_edges[-1] = np.inf
+    per_run = {str(run): binned(lengths[group.index], length_edges) for run, group in blocks.groupby("run")}
+    right.plotly_chart(bars(f"{unit.capitalize()} inside each block", unit,
+                            [f"{e:.0f}" for e in length_edges[:-1]], per_run), key="bh_lengths")
+
+
+def render() -> None:
+    ctx = context()
+    st.title("Behaviour")
+    stats = ctx.cached("structure_stats", lambda: structure_stats(ctx.samples(), by=["run", "task"]))
+    render_distributions(ctx)
+    st.subheader("Accuracy with and without a block")
+    accuracy = stats.melt(id_vars=["run", "task"], value_vars=["accuracy_with_block", "accuracy_without_block"])
+    fig = go.Figure([go.Bar(x=[f"{r} · {t}" for r, t in zip(group["run"], group["task"], strict=True)],
+                            y=pd.to_numeric(group["value"]), name=str(variable).replace("accuracy_", ""))
+                     for variable, group in accuracy.groupby("variable")])
+    fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=320, margin={"t": 20, "b": 40})
+    st.plotly_chart(fig, key="bh_accuracy")
+    st.subheader("Structure per run × task")
+    view = stats[STATS_VIEW].copy()
+    for column in STATS_VIEW[2:]:
+        view[column] = [fmt(v) if not isinstance(v, str) else v for v in view[column]]
+    text_table(view.astype(str))
+    st.subheader("Format-check failures by kind")
+    failures = ctx.cached("format_failures", lambda: format_failures(ctx.samples()))
+    if failures.empty:
+        st.success("Every selected response passes the strict format check.")
+    else:
+        failures = failures.assign(**{"share of run": [fmt(v) for v in failures["share of run"]]})
+        text_table(failures.astype(str))
+
+
+render()
