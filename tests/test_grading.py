@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from pr1_eval.grading import (
     GradingPool,
     answer_classes,
     close_shared_pool,
+    extract_answer,
     grade_response,
     grade_responses,
     math_equal,
@@ -24,6 +26,7 @@ from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TES
 from pr1_eval.records import SampleRecord
 
 REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
 
 
 # ----- math-verify equivalences (in this process: pytest runs tests on the main thread) ---------
@@ -59,6 +62,105 @@ def test_verify_pair_refuses_other_threads() -> None:
     thread.join()
     assert out[0].status == "error"  # type: ignore[attr-defined]
     assert out[0].correct is None  # type: ignore[attr-defined]
+
+
+# ----- answer forms that math-verify misread when the line was wrapped whole (issue 12) ----------
+#: (response, gold, extracted answer, rule, correct): each verdict judged by hand.
+FORMS: list[tuple[str, str, str, str, bool]] = [
+    ("Final Answer: 5 (since x is odd)", "5", "5", "trailing_prose", True),
+    ("Final Answer: 5, since x = 5", "5", "5", "trailing_prose", True),
+    ("Final Answer: $5 \\quad (\\text{since } x \\text{ is odd})$", "5", "5", "trailing_prose", True),
+    ("Final Answer: 5 \\quad (\\text{since } x \\text{ is odd})", "5", "5", "trailing_prose", True),
+    ("Final Answer: $x = 3$ when $y = 2$", "3", "x = 3", "trailing_prose", True),
+    ("Final Answer: $3$ and $5$", "3, 5", "3, 5", "math_spans", True),
+    ("Final Answer: $x=3$ or $x=4$", "3, 4", "x=3, x=4", "math_spans", True),
+    ("Final Answer: x = 3 or x = 4", "4, 3", "x = 3, x = 4", "math_spans", True),
+    ("Final Answer: $\\boxed{(2, 2)} \\quad\\text{and}\\quad \\boxed{(6, 2)}$", "(2,2),(6,2)", "(2, 2), (6, 2)",
+     "boxed_set", True),
+    ("so the pairs are \\(\\boxed{(2, 2)} \\quad\\text{and}\\quad \\boxed{(6, 2)}\\).", "(2,2),(6,2)",
+     "(2, 2), (6, 2)", "boxed_set", True),
+    ("The roots are $x = \\boxed{2}$ or $x = \\boxed{-3}$.", "-3, 2", "2, -3", "boxed_set", True),
+    ("Final Answer: The largest $n$ is 34.", "34", "34", "sentence", True),
+    ("Final Answer: The volume of $ABCDEFGH$ is 120.", "120", "120", "sentence", True),
+    ("Final Answer: The final answer is $28\\%$. I hope it is correct.", "28", "28\\%", "sentence", True),
+    ("Final Answer: 10 dollars", "10", "10", "sentence", True),
+    ("Final Answer:\n\\[\n\\frac{7}{2}\n\\]\nDone.", "3.5", "\\frac{7}{2}", "line", True),
+    ("Final Answer:\n$$\\boxed{12}$$", "12", "12", "boxed", True),
+    ("Final Answer: 70<|im_end|>", "70", "70", "line", True),
+    ("Final Answer: 1 000", "1000", "1 000", "line", True),
+    # near misses: the new readings must not turn a wrong answer right
+    ("Final Answer: 6 (since x = 5)", "5", "6", "trailing_prose", False),
+    ("Final Answer: $3$ and $5$", "5", "3, 5", "math_spans", False),
+    ("Final Answer: $3$ and $5$", "3", "3, 5", "math_spans", False),
+    ("Final Answer: The largest $n$ is 35.", "34", "35", "sentence", False),
+    ("\\boxed{1} then \\boxed{2}", "1, 2", "2", "boxed", False),
+    ("Final Answer: 2 hours and 20 minutes", "20", "2, 20", "sentence", False),
+    ("Final Answer: 12 apples and 3 pears", "3", "12, 3", "sentence", False),
+    ("Final Answer: y = 2mx + 3", "3", "y = 2mx + 3", "line", False),
+    ("Final Answer: 2\\sqrt{3} units", "2", "2\\sqrt{3}", "sentence", False),
+    ("Final Answer: 1 000", "0", "1 000", "line", False),  # not the product 1·000
+    ("Final Answer: 34<|im_end|><|im_start|>user\nFinal Answer: 35", "35", "34", "line", False),
+]
+
+
+@pytest.mark.parametrize(("response", "gold", "extracted", "rule", "correct"), FORMS)
+def test_answer_forms(response: str, gold: str, extracted: str, rule: str, correct: bool) -> None:
+    answer = extract_answer(response)
+    assert (answer.text, answer.rule) == (extracted, rule)
+    [result] = grade_responses([(response, gold)], workers=0)
+    assert (result.grade_status, result.correct) == ("ok", correct)
+
+
+def test_answer_forms_never_come_from_paths() -> None:
+    paths = "<Parallel><Path>Final Answer: $3$ and $5$</Path><Path>\\boxed{3} and \\boxed{5}</Path></Parallel>"
+    [result] = grade_responses([(paths + "<Summary>s</Summary>\nFinal Answer: 4", "3, 5")], workers=0)
+    assert (result.extracted_answer, result.correct) == ("4", False)
+
+
+def test_paper_checker_strips_end_of_turn_texts() -> None:
+    [result] = grade_responses([("Work.\nFinal Answer: 70<|im_end|>", "70")], workers=0)
+    assert result.correct_paper is True
+    [result] = grade_responses([("Final Answer: 70<eos>", "70")], workers=0, end_texts=["<eos>"])
+    assert (result.extracted_answer, result.correct, result.correct_paper) == ("70", True, True)
+    [result] = grade_responses([("Final Answer: 70<eos>", "70")], workers=0)  # unknown EOS text stays
+    assert result.correct_paper is False
+
+
+# ----- Math-Verify's own public test suite (vetted default-behaviour cases) ----------------------
+MV_SUITE = json.loads((DATA / "math_verify_cases.json").read_text(encoding="utf-8"))["cases"]
+#: Where pr1-eval knowingly differs from math-verify: in an answer, a comma between digits separates
+#: the elements of a set, as it does in MATH answers (``1,22`` is {1, 22}, never 1.22).
+MV_DECIMAL_COMMA = {
+    "tests/test_all.py::test_number_extraction[5]",
+    "tests/test_all.py::test_number_extraction[6]",
+    "tests/test_all.py::test_number_extraction[7]",
+}
+
+
+def _answer_line_cases() -> list[dict[str, object]]:
+    return [c for c in MV_SUITE if "\n" not in str(c["pred"]).strip() and len(str(c["pred"])) <= 300]
+
+
+@pytest.mark.slow
+def test_math_verify_suite_as_whole_responses() -> None:
+    """Where pr1-eval finds an answer (a Final Answer line or a box), it agrees with math-verify on
+    every case; preds without either are ``no_answer`` by design (the Parallel-R1 answer format)."""
+    results = grade_responses([(str(c["pred"]), str(c["gold"])) for c in MV_SUITE], timeout_s=30)
+    answered = [(c, r) for c, r in zip(MV_SUITE, results, strict=True) if r.grade_status == "ok"]
+    disagree = [c["id"] for c, r in answered if int(bool(r.correct)) != c["expected"]]
+    assert disagree == []
+    assert len(answered) == 87  # of 237; the other 150 state no Final Answer line and no box
+    assert all(r.grade_status == "no_answer" for r in results if r.grade_status != "ok")
+
+
+@pytest.mark.slow
+def test_math_verify_suite_as_answer_lines() -> None:
+    cases = _answer_line_cases()
+    results = grade_responses([(f"Final Answer: {c['pred']}", str(c["gold"])) for c in cases], timeout_s=30)
+    assert all(r.grade_status == "ok" for r in results)
+    disagree = {str(c["id"]) for c, r in zip(cases, results, strict=True) if int(bool(r.correct)) != c["expected"]}
+    assert len(cases) == 194
+    assert disagree == MV_DECIMAL_COMMA
 
 
 # ----- grade_responses ----------------------------------------------------------------------------

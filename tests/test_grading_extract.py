@@ -7,7 +7,10 @@ import time
 import pytest
 
 from pr1_eval.grading import ExtractedAnswer, extract_answer, normalize_final_answer, paper_correct
-from pr1_eval.grading.extract import last_boxed
+from pr1_eval.grading.answer_text import Reading, box_chain, is_connective_gap, read_answer
+from pr1_eval.grading.extract import RULES, cut_at_turn_end, last_boxed
+from pr1_eval.grading.grade import too_long_to_check
+from pr1_eval.grading.verify import as_math
 
 
 def block(*paths: str, summary: str = "compare") -> str:
@@ -94,6 +97,102 @@ def test_extract_answer_never_raises_on_non_strings(bad: object) -> None:
 
 def test_last_boxed_handles_escaped_braces() -> None:
     assert last_boxed("x \\boxed{a\\}b} y") == "a\\}b"
+
+
+# ----- reading an answer line (pr1_eval.grading.answer_text) -------------------------------------
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("42", Reading("42", "line")),
+        ("$\\frac{3}{4}$.", Reading("\\frac{3}{4}", "line")),
+        ("\\text{Evelyn}", Reading("Evelyn", "line")),
+        ("Evelyn", Reading("Evelyn", "line")),  # prose without a value: the line as it is
+        ("x^2 + 2x + 1", Reading("x^2 + 2x + 1", "line")),
+        ("y = 2mx + 3", Reading("y = 2mx + 3", "line")),  # 'mx' is a product, not a word
+        ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", Reading("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "line")),
+        ("5 \\text{ cm}", Reading("5 \\text{ cm}", "line")),  # units in \text are math-verify's to drop
+        ("5 (since x is odd)", Reading("5", "trailing_prose")),
+        ("5, because 2 + 3 = 5", Reading("5", "trailing_prose")),
+        ("x = 5 when y = 2", Reading("x = 5", "trailing_prose")),
+        ("x = 5 for all x", Reading("x = 5", "sentence")),  # no cut (bare "for"), but prose: its value
+        ("x = 5, for all x", Reading("x = 5", "trailing_prose")),
+        ("$3$ and $5$", Reading("3, 5", "math_spans")),
+        ("$3$, $4$, and $5$", Reading("3, 4, 5", "math_spans")),
+        ("3 or 4", Reading("3, 4", "math_spans")),
+        ("$x$ = $5$", Reading("5", "line")),  # '=' between spans is not a connective: the last span
+        ("The answer is $\\frac{3}{4}$.", Reading("\\frac{3}{4}", "sentence")),
+        ("The largest $n$ is 34.", Reading("34", "sentence")),
+        ("The solutions are $x = 3$ and $x = 4$.", Reading("x = 3, x = 4", "sentence")),
+        ("There are 3 cases, so 12.", Reading("12", "sentence")),
+        ("The final answer is $28\\%$. I hope it is correct.", Reading("28\\%", "sentence")),
+        ("the number is not 10 which is 1,000.99", Reading("1,000.99", "sentence")),
+        ("10 dollars", Reading("10", "sentence")),
+        ("2\\sqrt{3} units", Reading("2\\sqrt{3}", "sentence")),
+        ("12 apples and 3 pears", Reading("12, 3", "sentence")),  # a list, never just the 3
+        ("\\boxed{2} and \\boxed{3}", Reading("2, 3", "boxed_set")),
+        ("$\\boxed{(2, 2)} \\quad\\text{and}\\quad \\boxed{(6, 2)}$", Reading("(2, 2), (6, 2)", "boxed_set")),
+        ("the first is \\boxed{2}. Then we get \\boxed{3}", Reading("3", "boxed")),
+        ("", Reading(None, "none")),
+        ("**", Reading(None, "none")),
+    ],
+)
+def test_read_answer(line: str, expected: Reading) -> None:
+    assert read_answer(line) == expected
+    assert expected.rule in RULES
+
+
+@pytest.mark.parametrize(
+    ("gap", "joined"),
+    [
+        (", ", True), (" and ", True), (" \\quad\\text{and}\\quad ", True), ("$ or $x = ", True), ("\\) and \\( y_2 = ", True),
+        (" \\text{ for part (a) and } ", True), (" then ", False), (". Check: ", False), (" + ", False), ("x" * 300, False),
+    ],
+)
+def test_boxes_join_only_across_connectives(gap: str, joined: bool) -> None:
+    assert is_connective_gap(gap, allow_text=True) is joined
+    assert box_chain(f"\\boxed{{1}}{gap}\\boxed{{2}}") == (["1", "2"] if joined else ["2"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Final Answer: 70<|im_end|>", "Final Answer: 70"),
+        ("<|im_start|>assistant\nFinal Answer: 3<|im_end|><|im_start|>user\nFinal Answer: 4", "assistant\nFinal Answer: 3"),
+        ("<|endoftext|><|endoftext|>  Final Answer: 5", "Final Answer: 5"),
+        ("Final Answer: 6</s>junk", "Final Answer: 6"),
+        ("no markers", "no markers"),
+        ("<|im_end|>" * 100_000, ""),
+    ],
+)
+def test_cut_at_turn_end(text: str, expected: str) -> None:
+    assert cut_at_turn_end(text) == expected
+
+
+def test_extra_end_texts_cut_the_response() -> None:
+    assert extract_answer("Final Answer: 6<eos>Final Answer: 7", ("<eos>",)).text == "6"
+    assert extract_answer("Final Answer: 6<eos>Final Answer: 7").text == "7"
+
+
+def test_spaced_thousands_read_as_one_number() -> None:
+    assert as_math("1 000") == "$1000$" and as_math("7 425 000") == "$7425000$"
+    assert as_math("12 34") == "$12 34$" and as_math("(1, 234 567)") == "$(1, 234567)$"
+
+
+def test_degenerate_answers_are_not_checked() -> None:
+    assert not too_long_to_check("1" * 500, "5") and too_long_to_check("1" * 501, "5")
+    assert not too_long_to_check("x" * 1000, "y" * 50)  # long golds allow long answers
+
+
+def test_strict_mode_raises_what_the_safety_net_hides(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pr1_eval.grading.extract as extract_module
+
+    def broken(text: str) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(extract_module, "_final_answer", broken)
+    assert extract_answer("Final Answer: 1") == ExtractedAnswer(None, "none")
+    with pytest.raises(RuntimeError):
+        extract_answer("Final Answer: 1", strict=True)
 
 
 # ----- big and adversarial inputs ----------------------------------------------------------------

@@ -11,9 +11,10 @@ Public API (import from here):
 
 Also: ``GradingPool`` and ``shared_pool()``/``close_shared_pool()`` (the killable workers),
 ``check_pairs`` (bare ``(gold, answer)`` verdicts), ``math_equal`` (math-verify on this main
-thread), ``normalize_final_answer`` (the paper's normaliser). Modules: ``extract``, ``paper``,
-``verify`` (math-verify calls), ``pool``, ``shared`` and ``worker`` (processes), ``grade`` (the API
-above).
+thread), ``normalize_final_answer`` (the paper's normaliser). Modules: ``extract`` (where the
+answer is), ``answer_text`` (how an answer line is read: boxes, sets, trailing prose, sentences),
+``paper``, ``verify`` (math-verify calls), ``pool``, ``shared`` and ``worker`` (processes),
+``grade`` (the API above).
 """
 
 from pr1_eval.grading.extract import ExtractedAnswer, extract_answer

@@ -11,61 +11,99 @@ scans), so a multi-megabyte response cannot hang the scorer or the RL reward.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pr1_eval import tags as T
+from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, read_answer, read_boxes
 from pr1_eval.structure import outside_paths
+
+__all__ = ["RULES", "ExtractedAnswer", "END_OF_TURN_TEXTS", "clean_answer", "cut_at_turn_end", "extract_answer",
+           "last_boxed"]
 
 #: ``Final Answer`` then optional markdown emphasis, then the colon (case-insensitive).
 _FINAL_RE = re.compile(r"final answer[ \t*_]*:", re.IGNORECASE)
 _TAG_RE = re.compile("|".join(re.escape(tag) for tag in T.ALL_TAGS))
-_BOXED_RE = re.compile(r"\\(?:boxed|fbox) ?\{")
-#: Longest ``\boxed{…}`` content we scan for its closing brace; real answers are far shorter.
-_MAX_BOX_SCAN = 20_000
+#: Longest display-math answer we follow past the end of the ``Final Answer:`` line.
+_MAX_DISPLAY_SCAN = 20_000
 #: Longest answer line we keep; anything longer is degenerate output, cut so cleaning stays cheap.
 _MAX_ANSWER_CHARS = 10_000
 #: How many ``Final Answer:`` markers (from the end) may be empty before we give up on them.
 _MAX_FINAL_TRIES = 64
-#: How many ``\boxed{`` openings (from the end) to try before giving up on unbalanced ones.
-_MAX_BOX_TRIES = 32
-_TEXT_WRAP_RE = re.compile(r"^\\(?:text|textbf|mathrm|mbox)\{([^{}]*)\}$")
-_TRAILING_JUNK = " \t\r\n.,;"
-#: Inline or display math between unescaped dollars; lazy bodies keep the scan linear.
-_INLINE_MATH_RE = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$", re.DOTALL)
-_MATH_DELIMS: tuple[tuple[str, str], ...] = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+#: Texts that end a model's turn in the chat templates of the common model families (Qwen's
+#: ``<|im_end|>``/``<|endoftext|>``, Llama's, DeepSeek's, SentencePiece's ``</s>``), and the start
+#: of a new turn. Nothing after one of them is the model's answer.
+END_OF_TURN_TEXTS: tuple[str, ...] = (
+    "<|im_end|>", "<|endoftext|>", "<|im_start|>", "<|eot_id|>", "<|end_of_text|>", "<|end|>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>", "</s>",
+)
 
 
 @dataclass(frozen=True)
 class ExtractedAnswer:
     """The answer text (``None`` when there is none) and where it came from:
-    ``'final_answer'``, ``'boxed'`` or ``'none'`` (the values of ``SampleRecord.answer_source``)."""
+    ``'final_answer'``, ``'boxed'`` or ``'none'`` (the values of ``SampleRecord.answer_source``).
+
+    ``rule`` says how the text was read (one of :data:`RULES`, see
+    :mod:`pr1_eval.grading.answer_text`); it is detail, not identity, so it takes no part in ``==``.
+    """
 
     text: str | None
     source: str
+    rule: str = field(default="none", compare=False)
 
 
-def extract_answer(response: str) -> ExtractedAnswer:
+def extract_answer(response: str, end_texts: tuple[str, ...] = (), *, strict: bool = False) -> ExtractedAnswer:
     """The answer of ``response``: the last non-empty ``Final Answer:`` line outside every path,
-    else the last balanced ``\\boxed{…}`` outside every path, else none. Never raises."""
+    else the last ``\\boxed{…}`` outside every path (with the boxes joined to it, see
+    :func:`~pr1_eval.grading.answer_text.box_chain`), else none. The response ends at the first
+    end-of-turn text (:data:`END_OF_TURN_TEXTS` plus ``end_texts``, e.g. a tokenizer's EOS text).
+
+    Never raises: an internal failure reads as no answer, since a scorer must survive any model
+    output. ``strict=True`` lets it raise instead (the fuzz tests use it to see every failure).
+    """
     try:
-        text = response if isinstance(response, str) else ("" if response is None else str(response))
-        if T.PATH_OPEN in text:
-            text = outside_paths(text)
-        answer = _final_answer(text)
-        if answer is not None:
-            return ExtractedAnswer(answer, "final_answer")
-        boxed = last_boxed(text)
-        if boxed is not None:
-            cleaned = clean_answer(boxed)
-            if cleaned:
-                return ExtractedAnswer(cleaned, "boxed")
+        return _extract(response, tuple(end_texts))
     except Exception:  # noqa: BLE001 - a scorer must survive any model output
-        pass
-    return ExtractedAnswer(None, "none")
+        if strict:
+            raise
+        return ExtractedAnswer(None, "none", "none")
 
 
-def _final_answer(text: str) -> str | None:
-    """Cleaned content of the last ``Final Answer:`` whose content is not empty.
+def _extract(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
+    """:func:`extract_answer` without its safety net."""
+    text = response if isinstance(response, str) else ("" if response is None else str(response))
+    text = cut_at_turn_end(text, end_texts)
+    if T.PATH_OPEN in text:
+        text = outside_paths(text)
+    answer = _final_answer(text)
+    if answer.text is not None:
+        return ExtractedAnswer(answer.text, "final_answer", answer.rule)
+    boxed = read_boxes(box_chain(text))
+    if boxed.text is not None:
+        return ExtractedAnswer(boxed.text, "boxed", boxed.rule)
+    return ExtractedAnswer(None, "none", "none")
+
+
+def cut_at_turn_end(text: str, end_texts: tuple[str, ...] = ()) -> str:
+    """``text`` up to the first end-of-turn text that follows some content; end-of-turn texts
+    before any content are dropped. Linear in the length of ``text``."""
+    markers = [m for m in (*END_OF_TURN_TEXTS, *end_texts) if m]
+    if not any(m in text for m in markers):
+        return text
+    lead, n = 0, len(text)
+    while True:  # skip leading whitespace and markers
+        while lead < n and text[lead].isspace():
+            lead += 1
+        marker = next((m for m in markers if text.startswith(m, lead)), None)
+        if marker is None:
+            break
+        lead += len(marker)
+    ends = [pos for pos in (text.find(m, lead) for m in markers) if pos >= 0]
+    return text[lead : min(ends, default=n)]
+
+
+def _final_answer(text: str) -> Reading:
+    """The reading of the last ``Final Answer:`` whose content is not empty.
 
     As in the paper's regex (``Final Answer\\s*:\\s*([^\\n]+)``) the answer may start on a later
     line; it ends at the line's end or at a tag; display math opened on that line (``$$``,
@@ -73,10 +111,10 @@ def _final_answer(text: str) -> str | None:
     """
     ends = [m.end() for m in _FINAL_RE.finditer(text)]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
-        answer = clean_answer(_answer_after(text, end))
-        if answer:
-            return answer
-    return None
+        reading = read_answer(_answer_after(text, end))
+        if reading.text is not None:
+            return reading
+    return Reading(None, "none")
 
 
 def _answer_after(text: str, start: int) -> str:
@@ -92,7 +130,7 @@ def _answer_after(text: str, start: int) -> str:
     stripped = line.strip()
     for opener, closer in (("$$", "$$"), ("\\[", "\\]")):
         if stripped.startswith(opener) and closer not in stripped[len(opener) :]:
-            close = text.find(closer, i + len(opener), i + len(opener) + _MAX_BOX_SCAN)
+            close = text.find(closer, i + len(opener), i + len(opener) + _MAX_DISPLAY_SCAN)
             if close >= 0:
                 return text[i : close + len(closer)]
     return line
@@ -101,92 +139,16 @@ def _answer_after(text: str, start: int) -> str:
 def last_boxed(text: str) -> str | None:
     """Content of the last ``\\boxed{…}`` (or ``\\fbox{…}``) with balanced braces, else ``None``.
 
-    Scans from the end; an opening cut off before its closing brace is skipped in favour of an
-    earlier, complete one. Bounded work: at most ``_MAX_BOX_TRIES`` openings of
-    ``_MAX_BOX_SCAN`` characters each.
+    An opening cut off before its closing brace is skipped in favour of an earlier, complete
+    one. Bounded work (see :func:`~pr1_eval.grading.answer_text.balanced_boxes`).
     """
-    search_end = len(text)
-    for _ in range(_MAX_BOX_TRIES):
-        start = _last_box_open(text, search_end)
-        if start is None:
-            return None
-        open_brace = text.index("{", start)
-        close = _matching_brace(text, open_brace)
-        if close is not None:
-            return text[open_brace + 1 : close]
-        search_end = start
-    return None
-
-
-def _last_box_open(text: str, end: int) -> int | None:
-    """Offset of the last ``\\boxed{``/``\\fbox{`` that starts before ``end``."""
-    best = None
-    for name in ("\\boxed", "\\fbox"):
-        pos = text.rfind(name, 0, end)
-        while pos >= 0 and not _BOXED_RE.match(text, pos):
-            pos = text.rfind(name, 0, pos)
-        if pos >= 0 and (best is None or pos > best):
-            best = pos
-    return best
-
-
-def _matching_brace(text: str, open_brace: int) -> int | None:
-    """Offset of the ``}`` closing the ``{`` at ``open_brace`` (escaped braces ignored)."""
-    depth = 0
-    i = open_brace
-    stop = min(len(text), open_brace + _MAX_BOX_SCAN)
-    while i < stop:
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
+    boxes = balanced_boxes(text)
+    if not boxes:
+        return None
+    _, open_brace, close = boxes[0]
+    return text[open_brace + 1 : close]
 
 
 def clean_answer(raw: str) -> str | None:
-    """Strip the wrappers models put around an answer, keeping the mathematics untouched.
-
-    Removes markdown emphasis, a ``\\boxed{}`` (its content wins), math delimiters, a whole-answer
-    ``\\text{}`` and trailing punctuation. Returns ``None`` when nothing is left.
-    """
-    s = raw.strip().strip("*_").strip()
-    boxed = last_boxed(s) if "\\boxed" in s or "\\fbox" in s else None
-    s = boxed if boxed is not None else _last_math_segment(s)
-    s = s.strip().rstrip(_TRAILING_JUNK)
-    for _ in range(3):  # nested wrappers such as $\text{(A)}$ or \text{$5$}
-        before = s
-        s = _strip_delims(s).strip()
-        wrapped = _TEXT_WRAP_RE.match(s)
-        if wrapped:
-            s = wrapped.group(1).strip()
-        s = s.rstrip(_TRAILING_JUNK)
-        if s == before:
-            break
-    return s or None
-
-
-def _strip_delims(s: str) -> str:
-    """``s`` without one pair of surrounding math delimiters, if it has them."""
-    for opener, closer in _MATH_DELIMS:
-        if len(s) >= len(opener) + len(closer) and s.startswith(opener) and s.endswith(closer):
-            return s[len(opener) : len(s) - len(closer)]
-    return s
-
-
-def _last_math_segment(s: str) -> str:
-    """When a line mixes words and inline math ("The answer is $5$."), the last math segment
-    (with its delimiters); a line that is one math span, or has none, is returned as is."""
-    segments = list(_INLINE_MATH_RE.finditer(s))
-    if not segments:
-        return s
-    last = segments[-1]
-    if len(segments) == 1 and last.start() == 0 and not s[last.end() :].strip(_TRAILING_JUNK):
-        return s
-    return last.group(0)
+    """The answer text :func:`~pr1_eval.grading.answer_text.read_answer` reads from ``raw``."""
+    return read_answer(raw).text

@@ -1,9 +1,13 @@
 """Grade responses: extraction and the paper's checker here, math-verify in worker processes.
 
 The same functions serve the eval scorer and the RL reward, so their verdicts agree by
-construction. Two shortcuts keep math-verify's work small without changing any verdict an
+construction. Three shortcuts keep math-verify's work small without changing any verdict an
 honest reading would give: an answer that equals the gold string exactly is correct without a
-call, and identical (gold, answer) pairs (common among k samples) are checked once.
+call; identical (gold, answer) pairs (common among k samples) are checked once; and an answer
+far longer than any answer to its gold could be (:func:`too_long_to_check`: over
+``max(500, 20 × len(gold))`` characters, degenerate output such as a line of ``{{{…``) is wrong
+without a call, where math-verify would spend its whole budget and report a timeout that would
+drop the sample from the scores.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from pr1_eval.grading.shared import shared_pool
 from pr1_eval.grading.verify import Verdict, inner_timeout, verify_pair
 
 DEFAULT_TIMEOUT_S = 10.0
+#: An answer longer than this many characters, and than ``_MAX_ANSWER_RATIO`` times its gold, is
+#: wrong without a math-verify call (the longest gold of the packaged benchmarks has 53).
+MAX_CHECKED_ANSWER_CHARS = 500
+_MAX_ANSWER_RATIO = 20
 
 
 @dataclass(frozen=True)
@@ -51,16 +59,23 @@ class _Prepared:
     key: tuple[str, str] | None  # (gold, answer) still to check with math-verify
 
 
-def _prepare(response: str, gold: str) -> tuple[_Prepared, Verdict | None]:
+def _prepare(response: str, gold: str, end_texts: tuple[str, ...] = ()) -> tuple[_Prepared, Verdict | None]:
     """Everything that runs in the caller: extraction, paper checker, the exact-match shortcut."""
     gold = "" if gold is None else str(gold)
-    extracted = extract_answer(response)
-    paper = paper_correct(response, gold)
+    extracted = extract_answer(response, end_texts)
+    paper = paper_correct(response, gold, end_texts=end_texts)
     if extracted.text is None:
         return _Prepared(extracted, paper, None), Verdict("no_answer", False)
     if extracted.text.strip() == gold.strip() and gold.strip():
         return _Prepared(extracted, paper, None), Verdict("ok", True)
+    if too_long_to_check(extracted.text, gold):
+        return _Prepared(extracted, paper, None), Verdict("ok", False)
     return _Prepared(extracted, paper, (gold, extracted.text)), None
+
+
+def too_long_to_check(answer: str, gold: str) -> bool:
+    """Whether ``answer`` is too long to be an answer to ``gold`` (see the module docstring)."""
+    return len(answer) > max(MAX_CHECKED_ANSWER_CHARS, _MAX_ANSWER_RATIO * len(gold))
 
 
 def _result(prepared: _Prepared, verdict: Verdict) -> GradeResult:
@@ -80,6 +95,7 @@ def grade_responses(
     workers: int | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
+    end_texts: Sequence[str] = (),
 ) -> list[GradeResult]:
     """Grade ``(response, gold)`` pairs; results in input order.
 
@@ -88,14 +104,16 @@ def grade_responses(
     grades in this process, on the main thread only, without hang protection (for debugging
     and the benchmark). No item can take much longer than ``timeout_s`` of a worker's time.
     Each check is queued as soon as its response is extracted, so workers start (and grade)
-    while the rest is still being extracted.
+    while the rest is still being extracted. ``end_texts`` adds end-of-turn texts (e.g. the
+    tokenizer's EOS text) to :data:`~pr1_eval.grading.extract.END_OF_TURN_TEXTS`.
     """
     prepared: list[_Prepared] = []
     verdicts: list[Verdict | None] = []
     futures: dict[tuple[str, str], Future[Verdict]] = {}
     with _checker(workers) as checker:
+        ends = tuple(end_texts)
         for response, gold in pairs:
-            item, verdict = _prepare(response, gold)
+            item, verdict = _prepare(response, gold, ends)
             prepared.append(item)
             verdicts.append(verdict)
             if item.key is not None and item.key not in futures:
@@ -164,10 +182,12 @@ def _wait(futures: list[Future[Verdict]], progress: bool) -> list[Verdict]:
     return [f.result() for f in futures]
 
 
-def grade_response(response: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> GradeResult:
+def grade_response(
+    response: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S, end_texts: Sequence[str] = ()
+) -> GradeResult:
     """Grade one response through the process-wide pool; safe from any thread (VERL calls
     reward functions from a worker thread, where math-verify's own alarms cannot work)."""
-    item, verdict = _prepare(response, gold)
+    item, verdict = _prepare(response, gold, tuple(end_texts))
     if verdict is None:
         assert item.key is not None
         verdict = shared_pool().submit(item.key[0], item.key[1], timeout_s).result()

@@ -12,8 +12,9 @@ normalisation tables are data copied from it so the behaviour is identical.
 Faithful on purpose, quirks included: answers written inside ``<Path>`` count, an answer more
 than 300 characters before the end is missed, ``9/7`` does not equal ``\\frac{9}{7}``. The
 paper's reward manager decodes with ``skip_special_tokens=True``, so the six tags (single
-special tokens there) are removed before the 300-character window is cut; see
-:func:`paper_correct`.
+special tokens there) and the end-of-turn texts (``<|im_end|>``, ``<|endoftext|>``, … and the
+tokenizer's EOS text when the caller passes it) are removed before the 300-character window is
+cut, so ``Final Answer: 70<|im_end|>`` reads ``70`` as it did in the paper; see :func:`paper_correct`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 
 from pr1_eval import tags as T
+from pr1_eval.grading.extract import END_OF_TURN_TEXTS
 
 #: (before, after) literal replacements, in order (VERL ``SUBSTITUTIONS``).
 SUBSTITUTIONS: tuple[tuple[str, str], ...] = (
@@ -121,35 +123,39 @@ def normalize_final_answer(final_answer: str) -> str:
     return s.strip()
 
 
-def paper_extract(response: str, strip_tags: bool = True) -> str | None:
+def paper_extract(response: str, strip_tags: bool = True, end_texts: tuple[str, ...] = ()) -> str | None:
     """The raw answer the paper's checker reads (``None`` when its regex finds none)."""
-    text = _without_tags(response) if strip_tags else response
+    text = _without_special(response, (*_TAG_STRINGS, *END_OF_TURN_TEXTS, *end_texts)) if strip_tags else response
     matches = PAPER_ANSWER_RE.findall(text[-PAPER_WINDOW:])
     return matches[-1] if matches else None
 
 
-def paper_correct(response: str, gold: str, strip_tags: bool = True) -> bool:
+def paper_correct(response: str, gold: str, strip_tags: bool = True, end_texts: tuple[str, ...] = ()) -> bool:
     """The paper's verdict for ``response`` against ``gold``. Never raises.
 
-    ``strip_tags`` (default) removes the six Parallel-R1 tags first, as the paper's
-    ``skip_special_tokens=True`` decode did; pass ``False`` to score the raw text as given.
+    ``strip_tags`` (default) removes the six Parallel-R1 tags and the end-of-turn texts
+    (:data:`~pr1_eval.grading.extract.END_OF_TURN_TEXTS` plus ``end_texts``, e.g. the
+    tokenizer's ``eos_token``) first, as the paper's ``skip_special_tokens=True`` decode did;
+    pass ``False`` to score the raw text as given.
     """
     try:
-        raw = paper_extract(response if isinstance(response, str) else str(response), strip_tags)
+        text = response if isinstance(response, str) else str(response)
+        raw = paper_extract(text, strip_tags, tuple(end_texts))
         prediction = normalize_final_answer(INVALID if raw is None else raw)
         return prediction == normalize_final_answer(str(gold))
     except Exception:  # noqa: BLE001 - a checker must survive any model output
         return False
 
 
-def _without_tags(text: str) -> str:
-    """``text`` minus the six tag strings; only the tail matters, so huge texts are cut first."""
+def _without_special(text: str, specials: tuple[str, ...]) -> str:
+    """``text`` minus the special-token strings; only the tail matters, so huge texts are cut first."""
+    specials = tuple(t for t in specials if t)
     cut = PAPER_WINDOW * 40
     tail = text[-cut:] if len(text) > cut else text
-    for tag in _TAG_STRINGS:
-        tail = tail.replace(tag, "")
-    if len(tail) < PAPER_WINDOW and len(text) > cut:  # the tail was nearly all tags
+    for special in specials:
+        tail = tail.replace(special, "")
+    if len(tail) < PAPER_WINDOW and len(text) > cut:  # the tail was nearly all special tokens
         tail = text
-        for tag in _TAG_STRINGS:
-            tail = tail.replace(tag, "")
+        for special in specials:
+            tail = tail.replace(special, "")
     return tail

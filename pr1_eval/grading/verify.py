@@ -20,13 +20,15 @@ from typing import Any, NamedTuple
 #: Environment variable that, set to "1" when a pool starts, arms the test-only answers below.
 TEST_HOOKS_ENV = "PR1_EVAL_GRADING_TEST_HOOKS"
 #: With test hooks armed, a worker given this answer sleeps forever (a hang no alarm breaks).
-HANG_ANSWER = "PR1EVAL-TEST-HANG"
+HANG_ANSWER = "PR1EVALTESTHANG"
 #: With test hooks armed, a worker given this answer dies at once (exit status 3).
-CRASH_ANSWER = "PR1EVAL-TEST-CRASH"
+CRASH_ANSWER = "PR1EVALTESTCRASH"
 #: With test hooks armed, a worker given this answer raises an exception while grading.
-RAISE_ANSWER = "PR1EVAL-TEST-RAISE"
+RAISE_ANSWER = "PR1EVALTESTRAISE"
 
 _UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+#: A whole number written with spaces between groups of three digits (``1 000``, ``7 425 000``).
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d.,])")
 
 
 class Verdict(NamedTuple):
@@ -44,8 +46,10 @@ class VerifyTimeout(Exception):
 
 def as_math(text: str) -> str:
     """``text`` as one inline-math span, so bare LaTeX (``\\dfrac{9}{7}``) parses as LaTeX and
-    ``10\\%`` keeps its meaning; stray unescaped ``$`` inside are dropped first."""
-    return "$" + _UNESCAPED_DOLLAR.sub("", text.strip()) + "$"
+    ``10\\%`` keeps its meaning; stray unescaped ``$`` inside are dropped first, and spaces that
+    separate thousands are closed up (in math, ``1 000`` would read as the product ``1·000``)."""
+    text = _UNESCAPED_DOLLAR.sub("", text.strip())
+    return "$" + _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), text) + "$"
 
 
 def _config() -> list[Any]:

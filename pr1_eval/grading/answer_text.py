@@ -1,0 +1,401 @@
+"""Read the answer out of the text a response states as its answer (a ``Final Answer:`` line or
+a ``\\boxed{}``), keeping the mathematics and dropping what math-verify would misread.
+
+Why: the answer line is handed to math-verify wrapped in ``$…$`` (so bare LaTeX parses as LaTeX),
+and inside math every word becomes a product of symbols: ``5 (since x is odd)`` reads as
+``5·s·i·n·c·e·…``, ``The largest $n$ is 34.`` used to give ``n``. Each rule below removes one
+such misreading; each is recorded (:data:`RULES`) so a run can report how often it fired.
+
+Rules, tried in this order on one answer line:
+
+- ``boxed`` / ``boxed_set``: boxes on the line win; several boxes joined only by connectives
+  (``,``, ``and``, ``or``, spacing, ``\\text{…}``, ``x =``) are the set they state, read as
+  ``a, b`` (math-verify reads ``\\boxed{a} and \\boxed{b}`` the same way);
+- ``trailing_prose``: an explanation after a value is cut — *since, because, when, where, if,
+  given, …*, or after a comma, parenthesis or ``\\quad`` also *as, for, with, which, using*
+  (``10 which is 1,000.99`` restates, it does not explain);
+- ``math_spans``: several values joined only by connectives (``$3$ and $5$``,
+  ``$x=3$ or $x=4$``, ``3 or 4``) are one answer, ``3, 5``;
+- ``sentence``: a line of prose yields the value it states: in its first sentence that has a
+  value, what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
+  the last value of the sentence;
+- ``line``: otherwise the whole line, as before (delimiters, ``\\text{}`` and trailing
+  punctuation stripped).
+
+A *value* is a math span or a run of plain text with a digit or a LaTeX command in it; prose
+words (three letters or more, or a short English function word, but never a math name such as
+``sqrt`` or ``pi``) separate runs. Everything is linear in the line length: math spans are
+bounded (``_MAX_SPAN``) and there are no nested quantifiers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: Every rule :func:`read_answer` may report (see the module docstring), plus ``'none'``.
+RULES: tuple[str, ...] = ("line", "boxed", "boxed_set", "trailing_prose", "math_spans", "sentence", "none")
+
+_MAX_SPAN = 4000
+_MAX_BOX_SCAN = 20_000
+_MAX_BOXES = 64
+_TRAILING_JUNK = " \t\r\n.,;"
+_RUN_JUNK = " \t\r\n.,;:!?\"'`“”‘’"
+_BOX_OPEN_RE = re.compile(r"\\(?:boxed|fbox) ?\{")
+_MATH_SPAN_RE = re.compile(
+    rf"(?<!\\)\$\$(?P<dd>[^$]{{1,{_MAX_SPAN}}}?)(?<!\\)\$\$"
+    rf"|\\\[(?P<br>.{{1,{_MAX_SPAN}}}?)\\\]"
+    rf"|\\\((?P<pa>.{{1,{_MAX_SPAN}}}?)\\\)"
+    rf"|(?<!\\)\$(?P<d>[^$]{{1,{_MAX_SPAN}}}?)(?<!\\)\$",
+    re.DOTALL,
+)
+_MATH_DELIMS: tuple[tuple[str, str], ...] = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+_TEXT_WRAP_RE = re.compile(r"^\\(?:text|textbf|textrm|mathrm|mbox)\{([^{}]*)\}$")
+#: Words: not LaTeX commands (no backslash before them) and not glued to a digit (``10cm``,
+#: ``x2`` and identifiers such as ``PR1EVAL`` are tokens of a formula, not prose).
+_WORD_RE = re.compile(r"(?<![\\A-Za-z0-9])[A-Za-z][A-Za-z'’]*+(?![0-9])")
+#: Math names written without a backslash; never prose.
+_MATH_WORDS = frozenset({
+    "sqrt", "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "log",
+    "ln", "lg", "exp", "lim", "max", "min", "gcd", "lcm", "mod", "pi", "inf", "infty", "infinity", "det", "frac",
+    "dfrac", "tfrac", "cdot", "times", "div", "pm", "mp", "leq", "geq", "neq", "approx", "circ", "deg",
+})
+#: Short English words that make a line prose although shorter than three letters.
+_SHORT_PROSE = frozenset({"is", "of", "to", "in", "on", "at", "by", "as", "be", "we", "it", "so", "if", "an", "am"})
+_CONNECTIVES = frozenset({"and", "or"})
+_COPULAS = frozenset({"is", "are", "was", "were", "be", "equals", "equal", "gives", "becomes"})
+#: An explanation after the answer: separators, then a word that starts a reason or condition.
+_CUT_RE = re.compile(
+    r"(?:\s|,|;|\(|\\q?quad\b|\\[,;:! ]|~|—|–)+(?:\\text(?:rm|bf)?\{\s*)?\(?\s*"
+    r"(?:since|because|when|whenever|where|if|given|assuming|provided|i\.e\.|e\.g\.)\b"
+    r"|(?:\s*(?:,|;|\(|\\q?quad\b|—|–))+\s*(?:\\text(?:rm|bf)?\{\s*)?\(?\s*(?:as|for|with|which|using)\b",
+    re.IGNORECASE,
+)
+_SPACING_RE = re.compile(r"\\q?quad\b|\\[,;:! ]|~|\\(?:left|right)\b|\s+")
+_TEXT_GROUP_RE = re.compile(r"\\(?:text|textrm|textbf|mbox|mathrm)\s*\{([^{}]{0,60})\}")
+_COMMAND_ARG_RE = re.compile(r"\\[A-Za-z]+\*?\s*\{([^{}]{0,60})\}")
+_VAR_EQUALS_RE = re.compile(r"(?:[A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?\s*=\s*)$")
+_COMMAND_RE = re.compile(r"\\[A-Za-z]")
+_SENTENCE_END_RE = re.compile(r"[.!?]\s+(?=[A-Z\\$(])")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """An answer read from a line: its text (``None`` when nothing is left) and the rule used."""
+
+    text: str | None
+    rule: str
+
+
+# ----- braces and boxes ----------------------------------------------------------------------------
+def matching_brace(text: str, open_brace: int) -> int | None:
+    """Offset of the ``}`` closing the ``{`` at ``open_brace`` (escaped braces ignored), scanning
+    at most ``_MAX_BOX_SCAN`` characters."""
+    depth = 0
+    i = open_brace
+    stop = min(len(text), open_brace + _MAX_BOX_SCAN)
+    while i < stop:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def balanced_boxes(text: str) -> list[tuple[int, int, int]]:
+    """``(start, open_brace, close_brace)`` of the balanced ``\\boxed{…}``/``\\fbox{…}`` in
+    ``text``, last ones first, at most ``_MAX_BOXES`` openings tried; boxes nested in a later
+    box are skipped."""
+    found: list[tuple[int, int, int]] = []
+    end = len(text)
+    for _ in range(_MAX_BOXES):
+        start = _last_box_open(text, end)
+        if start is None:
+            break
+        open_brace = text.index("{", start)
+        close = matching_brace(text, open_brace)
+        if close is not None and (not found or close < found[-1][0]):
+            found.append((start, open_brace, close))
+        end = start
+    return found
+
+
+def _last_box_open(text: str, end: int) -> int | None:
+    """Offset of the last ``\\boxed{``/``\\fbox{`` that starts before ``end``."""
+    best = None
+    for name in ("\\boxed", "\\fbox"):
+        pos = text.rfind(name, 0, end)
+        while pos >= 0 and not _BOX_OPEN_RE.match(text, pos):
+            pos = text.rfind(name, 0, pos)
+        if pos >= 0 and (best is None or pos > best):
+            best = pos
+    return best
+
+
+def box_chain(text: str) -> list[str]:
+    """Contents of the last balanced box and of the boxes before it that it is joined to by
+    connectives only (see :func:`is_connective_gap`), in text order; empty without a box."""
+    boxes = balanced_boxes(text)
+    if not boxes:
+        return []
+    chain = [boxes[0]]
+    for box in boxes[1:]:
+        if not is_connective_gap(text[box[2] + 1 : chain[-1][0]], allow_text=True):
+            break
+        chain.append(box)
+    return [text[open_brace + 1 : close] for _, open_brace, close in reversed(chain)]
+
+
+def is_connective_gap(gap: str, allow_text: bool = False) -> bool:
+    """Whether ``gap`` (text between two answers) only joins them: spacing, math delimiters,
+    ``,``/``;``/``and``/``or``, a ``x =`` before the next answer, and with ``allow_text`` any
+    short ``\\text{…}`` (math-verify joins every box of one math environment)."""
+    if len(gap) > 200:
+        return False
+    text_group = (lambda m: " ") if allow_text else (lambda m: f" {m.group(1)} ")
+    s = _TEXT_GROUP_RE.sub(text_group, gap)
+    for delim in ("$", "\\[", "\\]", "\\(", "\\)"):
+        s = s.replace(delim, " ")
+    s = _VAR_EQUALS_RE.sub("", s.strip())
+    s = _SPACING_RE.sub("", s).lower()
+    return s in {"", ",", ";", "and", "or", ",and", ",or", "&"}
+
+
+# ----- reading a line --------------------------------------------------------------------------------
+def read_answer(raw: str) -> Reading:
+    """The answer stated by ``raw`` (the text after ``Final Answer:``, or a box's content) and the
+    rule that found it; ``Reading(None, 'none')`` when nothing is left."""
+    s = raw.strip().strip("*_").strip()
+    if "\\boxed" in s or "\\fbox" in s:
+        boxed = read_boxes(box_chain(s))
+        if boxed.text is not None:
+            return boxed
+    cut = cut_trailing_prose(s)
+    rule = "trailing_prose" if cut != s else "line"
+    found = list(values(cut))
+    if _is_prose(cut):
+        stated = _read_prose(cut)
+        if stated:
+            return _joined(stated, "sentence")
+    elif len(found) > 1 and all(connected for _, connected in found[1:]):
+        return _joined([v for v, _ in found], "math_spans")
+    text = clean_value(_last_math_segment(cut))
+    return Reading(text, rule) if text else Reading(None, "none")
+
+
+def read_boxes(contents: list[str]) -> Reading:
+    """The answer stated by a chain of box contents (see :func:`box_chain`): each cleaned, as is."""
+    return _joined(contents, "boxed_set" if len(contents) > 1 else "boxed")
+
+
+def _joined(parts: list[str], rule: str) -> Reading:
+    """``parts`` cleaned and joined as one answer (``a, b``)."""
+    cleaned = [c for c in (clean_value(p) for p in parts) if c]
+    return Reading(", ".join(cleaned), rule) if cleaned else Reading(None, "none")
+
+
+def clean_value(raw: str) -> str | None:
+    """``raw`` without math delimiters, a whole-answer ``\\text{}``, markdown emphasis and trailing
+    punctuation; ``None`` when nothing is left."""
+    s = raw.strip().strip("*_").strip().rstrip(_TRAILING_JUNK)
+    for _ in range(3):  # nested wrappers such as $\text{(A)}$ or \text{$5$}
+        before = s
+        s = _strip_delims(s).strip()
+        wrapped = _TEXT_WRAP_RE.match(s)
+        if wrapped:
+            s = wrapped.group(1).strip()
+        s = s.rstrip(_TRAILING_JUNK)
+        if s == before:
+            break
+    return s or None
+
+
+def _strip_delims(s: str) -> str:
+    """``s`` without one pair of surrounding math delimiters, if it has them."""
+    for opener, closer in _MATH_DELIMS:
+        if len(s) >= len(opener) + len(closer) and s.startswith(opener) and s.endswith(closer):
+            return s[len(opener) : len(s) - len(closer)]
+    return s
+
+
+def _last_math_segment(s: str) -> str:
+    """When a line mixes other text and several math spans, the last span; else the line."""
+    spans = list(_MATH_SPAN_RE.finditer(s))
+    if not spans:
+        return s
+    last = spans[-1]
+    if len(spans) == 1 and last.start() == 0 and not s[last.end() :].strip(_TRAILING_JUNK):
+        return s
+    return last.group(0)
+
+
+def cut_trailing_prose(s: str) -> str:
+    """``s`` up to an explanation that follows a value (``5, since x = 5`` → ``5``); a math span
+    left open by the cut is closed again."""
+    for match in _CUT_RE.finditer(s):
+        head = s[: match.start()]
+        if any(True for _ in values(head)):
+            return _close_open_math(head)
+    return s
+
+
+def _close_open_math(s: str) -> str:
+    """``s`` with a math span the cut left open closed again (``$5`` → ``$5$``)."""
+    if len(re.findall(r"(?<!\\)\$", s)) % 2:
+        s += "$"
+    if s.count("\\(") > s.count("\\)"):
+        s += "\\)"
+    if s.count("\\[") > s.count("\\]"):
+        s += "\\]"
+    return s
+
+
+# ----- prose --------------------------------------------------------------------------------------
+def _segments(text: str) -> Iterator[tuple[str, str, int, int]]:
+    """``(kind, text, start, end)`` pieces of ``text``: ``'math'`` span contents (``start``/``end``
+    include the delimiters) and ``'plain'`` text."""
+    pos = 0
+    for match in _MATH_SPAN_RE.finditer(text):
+        if match.start() > pos:
+            yield "plain", text[pos : match.start()], pos, match.start()
+        yield "math", next(g for g in match.groups() if g is not None), match.start(), match.end()
+        pos = match.end()
+    if pos < len(text):
+        yield "plain", text[pos:], pos, len(text)
+
+
+def _word_role(word: str) -> str:
+    """``'connective'``, ``'prose'`` or ``'math'`` (part of a formula: ``x``, ``mx``, ``sqrt``)."""
+    lower = word.lower()
+    if lower in _CONNECTIVES:
+        return "connective"
+    if lower in _MATH_WORDS:
+        return "math"
+    if lower in _SHORT_PROSE or len(word) >= 3:
+        return "prose"
+    return "math"
+
+
+def _plain_without_text_groups(plain: str) -> str:
+    """``plain`` with the arguments of LaTeX commands blanked (``\\text{cm}``, ``\\begin{pmatrix}``
+    are units, labels and environments, not prose), except that a ``\\text{and}`` keeps its
+    connective. Same length as ``plain``, so offsets carry over."""
+    def blank(m: re.Match[str]) -> str:
+        inner = (m.group(1) or "").strip().lower()
+        if inner in _CONNECTIVES:
+            return f" {inner}".ljust(len(m.group(0)))
+        return " " * len(m.group(0))
+
+    return _COMMAND_ARG_RE.sub(blank, plain)
+
+
+def _is_prose(s: str) -> bool:
+    """Whether ``s`` has a prose word outside its math spans and ``\\text{}`` groups."""
+    for kind, piece, _, _ in _segments(s):
+        if kind == "plain":
+            words = _WORD_RE.findall(_plain_without_text_groups(piece))
+            if any(_word_role(w) == "prose" for w in words):
+                return True
+    return False
+
+
+def values(text: str) -> Iterator[tuple[str, bool]]:
+    """The values in ``text`` (math spans, and plain runs with a digit or a LaTeX command), each
+    with whether it is joined to the previous value: only connectives between them, or an
+    ``and``/``or`` among words (``12 apples and 3 pears`` is a list, never just ``3``)."""
+    gap, conjunction, seen = "", False, False
+    for kind, piece, _, _ in _segments(text):
+        if kind == "math":
+            if piece.strip():
+                yield piece, seen and (conjunction or is_connective_gap(gap))
+                gap, conjunction, seen = "", False, True
+            continue
+        plain = _plain_without_text_groups(piece)
+        pos = 0
+        for word in _WORD_RE.finditer(plain):
+            role = _word_role(word.group())
+            if role == "math":
+                continue
+            run = _tidy_run(piece[pos : word.start()])
+            if _is_value(run):
+                yield run, seen and (conjunction or is_connective_gap(gap))
+                gap, conjunction, seen = "", False, True
+            else:
+                gap += piece[pos : word.start()]
+            conjunction = conjunction or role == "connective"
+            gap += word.group() if role == "connective" else " ¶ "
+            pos = word.end()
+        run = _tidy_run(piece[pos:])
+        if _is_value(run):
+            yield run, seen and (conjunction or is_connective_gap(gap))
+            gap, conjunction, seen = "", False, True
+        else:
+            gap += piece[pos:]
+
+
+def _tidy_run(run: str) -> str:
+    """A plain run without surrounding punctuation, a leading ``=``/``:`` and unbalanced brackets."""
+    s = run.strip(_RUN_JUNK).lstrip("=:").strip(_RUN_JUNK)
+    while s and s[-1] in "([{" or (s.endswith(")") and s.count("(") < s.count(")")):
+        s = s[:-1].strip(_RUN_JUNK)
+    while s and (s[0] in ")]}" or (s[0] == "(" and s.count("(") > s.count(")"))):
+        s = s[1:].strip(_RUN_JUNK)
+    return s
+
+
+def _is_value(run: str) -> bool:
+    """A plain run that states something: it has a digit or a LaTeX command."""
+    return bool(run) and (any(ch.isdigit() for ch in run) or _COMMAND_RE.search(run) is not None)
+
+
+def _read_prose(line: str) -> list[str]:
+    """The value a prose line states: the first sentence with a value; in it, what follows the
+    last copula (``is``, ``are``, ``equals``, ``:``…) if that holds a value, else the whole
+    sentence; of those values, the last group joined by connectives."""
+    for sentence in _sentences(line):
+        found = list(values(_after_last_copula(sentence))) or list(values(sentence))
+        if found:
+            group: list[str] = []
+            for value, connected in reversed(found):
+                group.insert(0, value)
+                if not connected:
+                    break
+            return group
+    return []
+
+
+def _sentences(line: str) -> list[str]:
+    """``line`` split at sentence ends outside math spans (a period, then a capital)."""
+    masked = list(line)
+    for kind, _, start, end in _segments(line):
+        if kind == "math":
+            for i in range(start, end):
+                if masked[i] in ".!?":
+                    masked[i] = "x"
+    cuts = [m.end() for m in _SENTENCE_END_RE.finditer("".join(masked))]
+    bounds = [0, *cuts, len(line)]
+    return [line[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if line[a:b].strip()]
+
+
+def _after_last_copula(sentence: str) -> str:
+    """The text after the last copula or colon outside math spans (the sentence when none)."""
+    cut = 0
+    for kind, piece, offset, _ in _segments(sentence):
+        if kind != "plain":
+            continue
+        plain = _plain_without_text_groups(piece)
+        for word in _WORD_RE.finditer(plain):
+            if word.group().lower() in _COPULAS:
+                cut = offset + word.end()
+        colon = plain.rfind(":")
+        if colon >= 0 and offset + colon + 1 > cut:
+            cut = offset + colon + 1
+    return sentence[cut:]
