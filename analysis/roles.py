@@ -1,16 +1,20 @@
 """Block roles: does a block explore (paths reach different answers) or verify (they agree)?
 
 The paper reads its late-training blocks as multi-perspective verification and early ones as
-exploration. Here that reading is made checkable per block from the answers the paths reach
-(extracted by the grader's ``extract_answer``, compared by the grader's math-equivalence
-``answer_classes``, so "1/2" and "0.5" agree):
+exploration. Here that reading is made checkable per block from the conclusions the paths reach
+(read by :func:`analysis.conclusions.path_conclusion` from each path's text — not by the
+grader's ``extract_answer``, which never reads inside a path — and compared by the grader's
+math-equivalence ``answer_classes``, so "1/2" and "0.5" agree):
 
 - ``verification``: at least two paths reach an answer and all of those agree;
 - ``exploration``: at least two paths reach an answer and they do not all agree;
 - ``undetermined``: fewer than two paths reach an answer.
 
 Per response, *summary consistency* asks whether the final answer equals the paths' majority
-answer (over all the response's blocks), which tells whether the summary follows its paths.
+conclusion (over all the response's blocks), which tells whether the summary follows its paths.
+
+Checked against hand labels: ``tests/data/block_role_labels.json`` holds real blocks of the
+Parallel-R1 teacher traces, labelled by reading the paths (see ``tests/test_analysis_roles.py``).
 """
 
 from __future__ import annotations
@@ -21,19 +25,23 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.conclusions import path_conclusion
 from pr1_eval.grading import answer_classes
 
 ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
 ROLE_COLUMN_DOCS: dict[str, str] = {
-    "path_answer_classes": "Math-equivalence class of each path's answer within the block; None where no answer.",
-    "n_answering_paths": "Paths that reach an answer.",
+    "path_conclusions": "The value each path concludes with (analysis.conclusions.path_conclusion); None where none.",
+    "path_conclusion_sources": "Which rule found each conclusion: 'boxed', 'final_answer', 'answer_is', "
+                               "'last_equals', 'last_number' or 'none'.",
+    "path_answer_classes": "Math-equivalence class of each path's conclusion within the block; None where none.",
+    "n_answering_paths": "Paths that reach a conclusion.",
     "n_distinct_answers": "Distinct (math-inequivalent) answers among them.",
     "role": "'verification', 'exploration' or 'undetermined' (see module docstring).",
 }
 CONSISTENCY_COLUMN_DOCS: dict[str, str] = {
     "final_answer": "The response's extracted final answer (samples.extracted_answer).",
-    "majority_answer": "The answer reached by strictly more paths (all blocks) than any other; None on a tie.",
-    "n_answering_paths": "Paths of the response that reach an answer.",
+    "majority_answer": "The conclusion reached by strictly more paths (all blocks) than any other; None on a tie.",
+    "n_answering_paths": "Paths of the response that reach a conclusion.",
     "consistent": "Final answer math-equal to the majority answer; None when undefined (see reason).",
     "reason": "Why consistent is None: 'no path answer', 'no majority' or 'no final answer'.",
 }
@@ -59,9 +67,13 @@ def block_role(classes: Sequence[int | None]) -> str:
 
 
 def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
-    """``blocks`` with the :data:`ROLE_COLUMN_DOCS` columns added."""
+    """``blocks`` (with ``path_texts``) with the :data:`ROLE_COLUMN_DOCS` columns added."""
     out = blocks.copy()
-    classes = [equivalence_classes(list(answers)) for answers in out["path_answers"]]
+    conclusions = [[path_conclusion(t) for t in texts] for texts in out["path_texts"]]
+    out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index, dtype=object)
+    out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
+                                               dtype=object)
+    classes = [equivalence_classes(list(answers)) for answers in out["path_conclusions"]]
     out["path_answer_classes"] = pd.Series(classes, index=out.index, dtype=object)
     out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
     out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
@@ -84,15 +96,18 @@ def role_shares(blocks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 
 
 def summary_consistency(samples: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
-    """One row per response with at least one block (:data:`CONSISTENCY_COLUMN_DOCS`)."""
+    """One row per response with at least one block (:data:`CONSISTENCY_COLUMN_DOCS`); ``blocks``
+    as :func:`assign_roles` returns them (their ``path_conclusions``)."""
     columns = _KEYS + list(CONSISTENCY_COLUMN_DOCS)
     if blocks.empty:
         return pd.DataFrame(columns=columns)
+    if "path_conclusions" not in blocks.columns:
+        blocks = assign_roles(blocks)
     answers_by_response: dict[tuple[Any, ...], list[str | None]] = {}
     block: Any
     for block in blocks.itertuples(index=False):
         key = (block.run, block.task, block.problem_id, block.sample_idx)
-        answers_by_response.setdefault(key, []).extend(block.path_answers)
+        answers_by_response.setdefault(key, []).extend(block.path_conclusions)
     rows = []
     sample: Any
     for sample in samples.itertuples(index=False):
