@@ -12,13 +12,14 @@ Rules, tried in this order on one answer line:
   (``,``, ``and``, ``or``, spacing, ``\\text{…}``, ``x =``) are the set they state, read as
   ``a, b`` (math-verify reads ``\\boxed{a} and \\boxed{b}`` the same way);
 - ``trailing_prose``: an explanation after a value is cut — *since, because, when, where, if,
-  given, …*, or after a comma, parenthesis or ``\\quad`` also *as, for, with, which, using*
-  (``10 which is 1,000.99`` restates, it does not explain);
+  given, …*, or after a comma, parenthesis or ``\\quad`` also *as, for, with, which, using, not,
+  but* (``10 which is 1,000.99`` restates, it does not explain; ``5, not 6`` answers 5);
 - ``math_spans``: several values joined only by connectives (``$3$ and $5$``,
   ``$x=3$ or $x=4$``, ``3 or 4``) are one answer, ``3, 5``;
 - ``sentence``: a line of prose yields the value it states: in its first sentence that has a
   value, what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
-  the last value of the sentence;
+  the last value of the sentence; a negation there (``It is not 5.``) states no value, and the
+  line is read whole;
 - ``line``: otherwise the whole line, as before (delimiters, ``\\text{}`` and trailing
   punctuation stripped).
 
@@ -64,12 +65,13 @@ _MATH_WORDS = frozenset({
 #: Short English words that make a line prose although shorter than three letters.
 _SHORT_PROSE = frozenset({"is", "of", "to", "in", "on", "at", "by", "as", "be", "we", "it", "so", "if", "an", "am"})
 _CONNECTIVES = frozenset({"and", "or"})
+_NEGATIONS = frozenset({"not", "no", "never", "cannot", "isn't", "aren't", "isn’t", "aren’t", "none", "neither", "nor"})
 _COPULAS = frozenset({"is", "are", "was", "were", "be", "equals", "equal", "gives", "becomes"})
 #: An explanation after the answer: separators, then a word that starts a reason or condition.
 _CUT_RE = re.compile(
     r"(?:\s|,|;|\(|\\q?quad\b|\\[,;:! ]|~|—|–)+(?:\\text(?:rm|bf)?\{\s*)?\(?\s*"
     r"(?:since|because|when|whenever|where|if|given|assuming|provided|i\.e\.|e\.g\.)\b"
-    r"|(?:\s*(?:,|;|\(|\\q?quad\b|—|–))+\s*(?:\\text(?:rm|bf)?\{\s*)?\(?\s*(?:as|for|with|which|using)\b",
+    r"|(?:\s*(?:,|;|\(|\\q?quad\b|—|–))+\s*(?:\\text(?:rm|bf)?\{\s*)?\(?\s*(?:as|for|with|which|using|not|but)\b",
     re.IGNORECASE,
 )
 _SPACING_RE = re.compile(r"\\q?quad\b|\\[,;:! ]|~|\\(?:left|right)\b|\s+")
@@ -310,7 +312,8 @@ def _is_prose(s: str) -> bool:
 def values(text: str) -> Iterator[tuple[str, bool]]:
     """The values in ``text`` (math spans, and plain runs with a digit or a LaTeX command), each
     with whether it is joined to the previous value: only connectives between them, or an
-    ``and``/``or`` among words (``12 apples and 3 pears`` is a list, never just ``3``)."""
+    ``and``/``or``/``but`` among words (``12 apples and 3 pears`` is a list, never just ``3``;
+    a hedge, ``5 but maybe 6``, states both and so matches no single gold)."""
     gap, conjunction, seen = "", False, False
     for kind, piece, _, _ in _segments(text):
         if kind == "math":
@@ -330,7 +333,7 @@ def values(text: str) -> Iterator[tuple[str, bool]]:
                 gap, conjunction, seen = "", False, True
             else:
                 gap += piece[pos : word.start()]
-            conjunction = conjunction or role == "connective"
+            conjunction = conjunction or role == "connective" or word.group().lower() == "but"
             gap += word.group() if role == "connective" else " ¶ "
             pos = word.end()
         run = _tidy_run(piece[pos:])
@@ -361,7 +364,10 @@ def _read_prose(line: str) -> list[str]:
     last copula (``is``, ``are``, ``equals``, ``:``…) if that holds a value, else the whole
     sentence; of those values, the last group joined by connectives."""
     for sentence in _sentences(line):
-        found = list(values(_after_last_copula(sentence))) or list(values(sentence))
+        tail = _after_last_copula(sentence)
+        found = list(values(tail)) or list(values(sentence))
+        if found and _negated(tail if list(values(tail)) else sentence):
+            return []  # "it is not 5": no value is stated
         if found:
             group: list[str] = []
             for value, connected in reversed(found):
@@ -370,6 +376,16 @@ def _read_prose(line: str) -> list[str]:
                     break
             return group
     return []
+
+
+def _negated(text: str) -> bool:
+    """Whether ``text`` has a negation outside its math spans."""
+    return any(
+        word.lower() in _NEGATIONS
+        for kind, piece, _, _ in _segments(text)
+        if kind == "plain"
+        for word in _WORD_RE.findall(_plain_without_text_groups(piece))
+    )
 
 
 def _sentences(line: str) -> list[str]:
