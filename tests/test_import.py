@@ -30,7 +30,8 @@ CASES = [
     ("early-answer", "Final Answer: 42\n" + FILLER, "42", True, False, "ok", "final_answer"),
     ("paper-ok", "work\nFinal Answer: 1,000", "1000", True, True, "ok", "final_answer"),
     ("huge", "x" * 3_000_000 + "\nFinal Answer: 12", "12", True, True, "ok", "final_answer"),
-    ("hang", f"Final Answer: {HANG_ANSWER}", "3", None, False, "timeout", "final_answer"),
+    # in $…$ so the whole test hook string is the answer (a bare word line is read as a sentence)
+    ("hang", f"Final Answer: ${HANG_ANSWER}$", "3", None, False, "timeout", "final_answer"),
 ]
 
 
