@@ -11,6 +11,7 @@ import argparse
 import importlib.metadata
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 
@@ -47,17 +48,42 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm)")
     p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
-    p.add_argument("--data-parallel-size", type=int, default=1)
+    p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|ADDRESS",
+                   help="run replicas on a Ray cluster: auto joins the running one or starts a local one (default "
+                        "without a value), or the head's ADDRESS (host:port)")
+    p.add_argument("--replicas", type=_replicas, default=None, metavar="N|auto",
+                   help="with --ray: engine replicas (default auto: the cluster's GPUs / --gpus-per-replica)")
+    p.add_argument("--gpus-per-replica", type=int, default=None, metavar="G",
+                   help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
+
+
+def _replicas(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+def scaleout_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``RunConfig`` fields for ``--ray``, ``--replicas``, ``--gpus-per-replica`` and ``--shard``."""
+    return {"ray": args.ray, "replicas": args.replicas, "gpus_per_replica": args.gpus_per_replica, "shard": args.shard}
 
 
 def _engine_options(args: argparse.Namespace) -> dict[str, object]:
+    if getattr(args, "data_parallel_size", 1) != 1:
+        raise Pr1EvalError("--data-parallel-size is gone: pass --ray --replicas N (one engine per Ray replica, on one "
+                           "node or many; see the README's 'Many GPUs / many nodes')")
     if args.engine == "hf":
         return {"max_batch_size": args.batch_size}
     options: dict[str, object] = {"max_batch_size": args.batch_size, "tensor_parallel_size": args.tensor_parallel_size,
-                                  "data_parallel_size": args.data_parallel_size,
                                   "gpu_memory_utilization": args.gpu_memory_utilization}
     if args.max_model_len:
         options["max_model_len"] = args.max_model_len
@@ -74,9 +100,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed, engine=args.engine,
         decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, prompt=args.prompt, data_dir=args.data_dir,
         data_source=args.data_source, out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
-        revision=args.revision, step=args.step, engine_options=_engine_options(args),
+        revision=args.revision, step=args.step, engine_options=_engine_options(args), **scaleout_options(args),
     )
     out = run_eval(config)
+    print_report(out)
+    _print_scaleout_note(out)
+    return 0
+
+
+def _print_scaleout_note(run_dir: object) -> None:
+    from pr1_eval.scaleout import summary_note
+
+    note = summary_note(str(run_dir))
+    if note:
+        print(note)
+
+
+def _add_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("merge", help="join the --shard runs of a job array into one run")
+    p.add_argument("shards", nargs="+", metavar="SHARD_RUN", help="the shard run folders (every index 0..N-1 once)")
+    p.add_argument("--out", required=True, help="folder for the merged run (must not hold a run)")
+    p.set_defaults(func=_cmd_merge)
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from pr1_eval.commands import print_report
+    from pr1_eval.scaleout.merge import merge_shards
+
+    out = merge_shards(args.shards, args.out)
+    print(f"merged {len(args.shards)} shards into {out}")
     print_report(out)
     return 0
 
@@ -147,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
     _add_sweep(sub)
+    _add_merge(sub)
     p = sub.add_parser("report", help="metrics of a run")
     p.add_argument("run")
     p.add_argument("--json", action="store_true")

@@ -40,7 +40,11 @@ class SampleRecord:
     problem: str = _doc("Problem text as given to the template (may be empty for imports).", "")
     # generation
     response: str = _doc("Raw response, special tags kept; only pad/eos stripped.", "")
-    finish_reason: str = _doc("'stop' (eos or stop token), 'length' (budget), or 'unknown'.", "unknown")
+    finish_reason: str = _doc(
+        "'stop' (eos or stop token), 'length' (budget or model length), 'abort'/'error' (the engine gave up "
+        "on the request, e.g. vLLM's abort/error finishes: the response is partial), or 'unknown'.",
+        "unknown",
+    )
     n_prompt_tokens: int | None = _doc("Prompt length in tokens (None when unknown).", None)
     n_response_tokens: int | None = _doc("Response length in tokens (None when unknown).", None)
     engine_calls: int | None = _doc("Engine calls that produced this sample (fork-join > 1).", None)

@@ -5,11 +5,19 @@ structure parsing, pooled grading and a durable append, which run on a grader th
 engine generates the next chunk (the GPU does not wait for math-verify). A rerun of the same command reads the finished keys and generates only what is
 missing; a rerun with different settings into the same folder is refused, since mixing two
 configurations in one run would make its metrics meaningless.
+
+The chunks come from this process's engine, or, with ``--ray``, from replicas on a Ray cluster
+(:mod:`pr1_eval.scaleout.ray_pool`) that pull chunks from a queue; either way this process is
+the only writer of the run store. ``--shard i/n`` keeps every n-th problem from i (job arrays;
+``pr1-eval merge`` joins the shards).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,13 +27,15 @@ from tqdm.auto import tqdm
 
 from pr1_eval.annotate import annotate_grades, annotate_structure, token_offsets
 from pr1_eval.decoding.base import DecodedSample
-from pr1_eval.engines.base import Engine, SamplingConfig
+from pr1_eval.engines.base import Engine, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.paths import resolve_data_dir
 from pr1_eval.preflight import preflight_run
 from pr1_eval.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.records import SampleRecord
 from pr1_eval.runinfo import model_identity, now_iso, package_versions, task_entry
+from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
+from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section, shard_suffix
 from pr1_eval.store import RunStore
 from pr1_eval.tasks import LoadedTask, Problem, load_task
 
@@ -57,20 +67,18 @@ class RunConfig:
     revision: str | None = None
     step: int | None = None
     engine_options: dict[str, Any] = field(default_factory=dict)
+    ray: str | None = None  # None: this process; "auto" | "local" | ADDRESS: replicas on a Ray cluster
+    replicas: int | None = None  # Ray replicas (None: the cluster's GPUs / gpus_per_replica)
+    gpus_per_replica: int | None = None  # None: 1 on a cluster with GPUs, else 0
+    shard: str | None = None  # "i/n": only every n-th problem from i, for job arrays (then `merge`)
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
 
-    def chunk_size(self, engine: Engine) -> int:
-        """Problems per chunk: small on HF (bounded loss on a kill), large on vLLM, whose
-        scheduler needs many sequences in flight to fill a GPU."""
-        if self.problems_per_chunk:
-            return self.problems_per_chunk
-        return 64 if engine.name == "vllm" else 8
-
     def default_out(self) -> Path:
         name = Path(self.model.rstrip("/")).name or "model"
-        return Path("runs") / f"{name}-{self.decoding}-k{self.k}-seed{self.seed}"
+        suffix = shard_suffix(*parse_shard(self.shard)) if self.shard else ""
+        return Path("runs") / f"{name}-{self.decoding}-k{self.k}-seed{self.seed}{suffix}"
 
 
 @dataclass
@@ -78,6 +86,7 @@ class PreparedTask:
     loaded: LoadedTask
     prompts: list[str]
     prompt_ids: list[list[int]]
+    task_size: int = 0  # problems of the task before --shard kept a slice of them
 
 
 def _fingerprint(run_json: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +97,12 @@ def _fingerprint(run_json: dict[str, Any]) -> dict[str, Any]:
         "sampling": run_json["sampling"],
         "decoding": run_json["decoding"],
         "prompt_sha256": run_json["prompt"]["sha256"],
+        "shard": _shard_key(run_json.get("shard")),
     }
+
+
+def _shard_key(section: dict[str, Any] | None) -> list[int] | None:
+    return None if not section else [int(section["index"]), int(section["count"])]
 
 
 def _check_resumable(store: RunStore, new: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +113,8 @@ def _check_resumable(store: RunStore, new: dict[str, Any]) -> dict[str, Any]:
     except KeyError:
         raise Pr1EvalError(f"{store.root} holds a run.json this version cannot resume; pass a new --out") from None
     new_fp = _fingerprint(new)
+    if "shard" not in new:  # a planned run.json (preflight) does not know the shard; the run's own does
+        del old_fp["shard"], new_fp["shard"]
     if old_fp != new_fp:
         diff = [key for key in new_fp if old_fp.get(key) != new_fp[key]]
         raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}); "
@@ -114,20 +130,29 @@ def _check_resumable(store: RunStore, new: dict[str, Any]) -> dict[str, Any]:
 
 def _prepare(config: RunConfig, template: PromptTemplate, tokenizer: Any) -> dict[str, PreparedTask]:
     prepared = {}
+    shard = parse_shard(config.shard) if config.shard else None
     for name in config.tasks:
         loaded = load_task(name, config.data_dir, config.limit, config.data_source)
+        size = len(loaded.problems)
+        if shard is not None:
+            loaded = dataclasses.replace(loaded, problems=select_shard(loaded.problems, *shard))
         prompts = [apply_chat(tokenizer, template.render(p.problem)) for p in loaded.problems]
         ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in prompts]
-        prepared[name] = PreparedTask(loaded, prompts, ids)
+        prepared[name] = PreparedTask(loaded, prompts, ids, size)
     return prepared
 
 
-def build_run_json(config: RunConfig, engine: Engine, decoder_info: dict[str, Any], template: PromptTemplate,
+def build_run_json(config: RunConfig, engine_info: dict[str, Any], decoder_info: dict[str, Any], template: PromptTemplate,
                    prepared: dict[str, PreparedTask], name: str) -> dict[str, Any]:
+    shard = None
+    if config.shard:
+        index, count = parse_shard(config.shard)
+        shard = shard_section(index, count, {t: [q.problem_id for q in p.loaded.problems] for t, p in prepared.items()},
+                              {t: p.task_size for t, p in prepared.items()})
     return {
         "name": name,
         "model": model_identity(config.model, config.revision, config.step),
-        "engine": engine.describe(),
+        "engine": engine_info,
         "decoding": decoder_info,
         "sampling": config.sampling().to_dict(),
         "prompt": {"name": template.name, "source": template.source, "sha256": template.sha256, "text": template.text},
@@ -139,6 +164,7 @@ def build_run_json(config: RunConfig, engine: Engine, decoder_info: dict[str, An
         "k": config.k,
         "seed": config.seed,
         "limit": config.limit,
+        "shard": shard,
         "config": asdict(config),
         "command": sys.argv,
         "packages": package_versions(),
@@ -148,12 +174,18 @@ def build_run_json(config: RunConfig, engine: Engine, decoder_info: dict[str, An
     }
 
 
+def _record_finish(reason: str) -> str:
+    """A decoder's finish reason as stored: EOS and stop tokens are ``stop``; ``length``, and the
+    engine's ``abort``/``error`` (a partial response), stay distinct."""
+    return reason if reason in ("length", "abort", "error") else "stop"
+
+
 def _make_record(task: PreparedTask, index: int, sample_idx: int, decoded: DecodedSample, tokenizer: Any) -> SampleRecord:
     problem: Problem = task.loaded.problems[index]
     record = SampleRecord(
         task=problem.task, problem_id=problem.problem_id, sample_idx=sample_idx, task_version=task.loaded.spec.version,
         prompt_hash=prompt_hash(task.prompts[index]), problem=problem.problem, response=decoded.text,
-        finish_reason="length" if decoded.finish_reason == "length" else "stop",
+        finish_reason=_record_finish(decoded.finish_reason),
         n_prompt_tokens=len(task.prompt_ids[index]), n_response_tokens=len(decoded.token_ids),
         engine_calls=decoded.engine_calls, critical_path_tokens=decoded.critical_path_tokens,
         engine_inserted_tokens=decoded.engine_inserted_tokens, gold=problem.gold,
@@ -177,55 +209,132 @@ def _grade_and_store(records: list[SampleRecord], config: RunConfig, store: RunS
     bar.update(len(records))
 
 
-def _run_task(config: RunConfig, engine: Engine, decoder: Any, store: RunStore, task: PreparedTask,
-              finished: set[tuple[str, str, int]], bar: Any, grader: ThreadPoolExecutor) -> None:
-    """Generate chunk after chunk; each chunk is graded and stored on the grader thread while the
-    engine already generates the next one (at most one chunk waits, so memory stays bounded)."""
-    todo = _missing(task, config.k, finished)
-    pending: Future[None] | None = None
-    chunk_size = config.chunk_size(engine)
-    for start in range(0, len(todo), chunk_size):
-        chunk = todo[start : start + chunk_size]
-        request_ids = [f"{task.loaded.spec.name}/{task.loaded.problems[i].problem_id}" for i, _ in chunk]
-        decoded = decoder.decode(engine, [task.prompt_ids[i] for i, _ in chunk], config.k, config.sampling(), request_ids)
-        records = [
-            _make_record(task, i, s, decoded[j][s], engine.tokenizer)
-            for j, (i, missing) in enumerate(chunk) for s in missing
-        ]
-        if pending is not None:
-            pending.result()
-        pending = grader.submit(_grade_and_store, records, config, store, bar)
-    if pending is not None:
-        pending.result()
+Payload = Callable[[Chunk], tuple[list[list[int]], list[str]]]
+
+
+class LocalChunks:
+    """Chunks generated by this process's engine, one after another, in order."""
+
+    waiting_limit = 1  # one chunk grades while the engine generates the next
+
+    def __init__(self, engine: Engine, decoder: Any) -> None:
+        self.engine, self.decoder = engine, decoder
+        self.tokenizer = engine.tokenizer
+
+    def describe(self) -> dict[str, Any]:
+        return self.engine.describe()
+
+    def chunk_size(self, requested: int | None, n_problems: int) -> int:
+        return requested or engine_chunk_size(self.engine.name)
+
+    def watch(self, bar: Any) -> None:
+        """Nothing to show beside the bar: one engine."""
+
+    def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
+        for chunk in chunks:
+            contexts, request_ids = payload(chunk)
+            yield chunk, self.decoder.decode(self.engine, contexts, k, sampling, request_ids)
+
+    def summary(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        """The caller's engine stays open (a sweep may reuse it)."""
+
+
+def _payload(prepared: dict[str, PreparedTask]) -> Payload:
+    """A chunk's prompt ids and request ids (the ids seed each request: same id, same seed)."""
+    def build(chunk: Chunk) -> tuple[list[list[int]], list[str]]:
+        task = prepared[chunk.task]
+        return ([task.prompt_ids[i] for i, _ in chunk.items],
+                [f"{task.loaded.spec.name}/{task.loaded.problems[i].problem_id}" for i, _ in chunk.items])
+    return build
+
+
+def _generate(config: RunConfig, source: Any, prepared: dict[str, PreparedTask], chunks: Sequence[Chunk],
+              store: RunStore, bar: Any) -> None:
+    """Turn every chunk the source yields into records, graded and stored on a grader thread while
+    the next chunks generate. At most ``source.waiting_limit`` chunks wait for the grader, so memory
+    stays bounded: one behind a single engine; more behind a pool, whose driver must keep handing
+    out work while the grader catches up."""
+    waiting: deque[Future[None]] = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-grade") as grader:
+        for chunk, decoded in source.results(chunks, _payload(prepared), config.k, config.sampling()):
+            task = prepared[chunk.task]
+            records = [_make_record(task, i, s, decoded[j][s], source.tokenizer)
+                       for j, (i, missing) in enumerate(chunk.items) for s in missing]
+            while len(waiting) >= source.waiting_limit:
+                waiting.popleft().result()
+            waiting.append(grader.submit(_grade_and_store, records, config, store, bar))
+        while waiting:
+            waiting.popleft().result()
+
+
+def _check_scaleout(config: RunConfig, engine: Engine | None) -> None:
+    """Settings that only make sense together, refused before anything loads."""
+    if is_greedy(config.temperature) and config.k > 1:
+        raise Pr1EvalError(f"--temperature {config.temperature} is greedy decoding: all {config.k} samples of a problem "
+                           "would be the same response (and vLLM refuses n > 1 when greedy); pass -k 1")
+    if config.shard:
+        parse_shard(config.shard)
+    if config.ray is None and (config.replicas is not None or config.gpus_per_replica is not None):
+        raise Pr1EvalError("--replicas and --gpus-per-replica need --ray (e.g. --ray auto)")
+    if config.ray is not None and engine is not None:
+        raise Pr1EvalError("--ray builds an engine inside every replica; it cannot use an engine loaded here")
+
+
+def _open_source(config: RunConfig, engine: Engine | None, decoder: Any) -> Any:
+    """This process's engine, or (``--ray``) a pool of replicas once one of them is ready."""
+    if config.ray is None:
+        from pr1_eval.engines.factory import make_engine
+
+        return LocalChunks(engine or make_engine(config.engine, config.model, **config.engine_options), decoder)
+    try:
+        from pr1_eval.scaleout.ray_pool import RayPool, ReplicaSpec
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
+        raise Pr1EvalError("--ray needs Ray, which is not installed here; install it with pip install 'pr1-eval[ray]' "
+                           "(the same version as the cluster's)") from None
+    spec = ReplicaSpec(config.model, config.engine, dict(config.engine_options), config.decoding, config.paths,
+                       config.max_blocks)
+    return RayPool.start(spec, config.ray, config.replicas, config.gpus_per_replica)
 
 
 def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     """Run (or resume) an evaluation; returns the run directory."""
     from pr1_eval.decoding.factory import make_decoder
-    from pr1_eval.engines.factory import make_engine
 
     preflight_run(config, engine)  # every input checked before a model loads
     if config.k < 1:
         raise Pr1EvalError(f"-k must be at least 1, got {config.k}")
+    _check_scaleout(config, engine)
     data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir
     config.data_dir = str(data_dir) if data_dir else None
     template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
-    engine = engine or make_engine(config.engine, config.model, **config.engine_options)
     decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks)
-    prepared = _prepare(config, template, engine.tokenizer)
+    source = _open_source(config, engine, decoder)
+    try:
+        return _run(config, source, decoder.describe(), template)
+    finally:
+        source.close()
+
+
+def _run(config: RunConfig, source: Any, decoder_info: dict[str, Any], template: PromptTemplate) -> Path:
+    prepared = _prepare(config, template, source.tokenizer)
     out = Path(config.out) if config.out else config.default_out()
     store = RunStore(out)
-    run_json = build_run_json(config, engine, decoder.describe(), template, prepared, out.name)
+    run_json = build_run_json(config, source.describe(), decoder_info, template, prepared, out.name)
     if store.exists():
         run_json = _check_resumable(store, run_json)
     store.write_run_json(run_json)
     finished = store.finished_keys()
-    total = sum(len(m) for t in prepared.values() for _, m in _missing(t, config.k, finished))
-    with tqdm(total=total, desc="samples", unit="sample", disable=None) as bar, \
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-grade") as grader:
-        for task in prepared.values():
-            _run_task(config, engine, decoder, store, task, finished, bar, grader)
+    todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
+    chunks = plan_chunks(todo, source.chunk_size(config.problems_per_chunk, sum(len(t) for t in todo.values())))
+    with tqdm(total=sum(c.n_samples for c in chunks), desc="samples", unit="sample", disable=None) as bar:
+        source.watch(bar)
+        _generate(config, source, prepared, chunks, store, bar)
+    run_json.update(source.summary())
     run_json["finished_at"], run_json["status"] = now_iso(), "complete"
     store.write_run_json(run_json)
     return out
-

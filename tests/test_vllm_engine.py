@@ -1,16 +1,20 @@
-"""The vLLM engine against a fake ``vllm`` with the real offline interface (tests/fake_vllm).
+"""The vLLM engine against a fake ``vllm`` that mirrors the real one (tests/fake_vllm).
 
 What is checked: the LLM is built with prefix caching and the parallel/memory options; a problem
 is one request with ``SamplingParams(n=k)``; per-request budget, stop ids and seed reach vLLM;
-special tokens are kept; vLLM's outputs map onto the engine contract (stop token kept, EOS
-dropped); fork-join runs over it; data parallelism spreads requests over worker processes with
-disjoint GPU groups and returns exactly what one replica would; without vllm the error names the
-extra; ``--engine auto`` falls back to HF without CUDA.
+special tokens are kept; outputs map onto the engine contract (stop token kept, EOS dropped,
+a generation-config EOS reported as a stop token still an EOS, abort/error kept distinct); greedy
+runs work (vLLM refuses n > 1 when greedy); a prompt at the model's length limit yields a
+``length`` completion instead of failing the whole call; vLLM's seed + j seeding per sample;
+building an engine inside a daemonic process fails as the real ``LLM`` does (why the old
+process pool died) while a normal process works; without vllm (or on Python < 3.11) the error
+says what to install; ``--engine auto`` falls back to HF without CUDA.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +27,6 @@ from pr1_eval.decoding.base import SequentialDecoder, request_seed
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.factory import make_engine, resolve_engine_name
-from pr1_eval.engines.vllm_dp import assign, gpu_groups
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.structure import parse_structure
 from pr1_eval.structured import resolve_tag_ids
@@ -48,6 +51,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     vllm.LLM.script = staticmethod(vllm._default_script)
     yield vllm
     vllm.LLM.script = staticmethod(vllm._default_script)
+    vllm.LLM.instances.clear()
     monkeypatch.delitem(sys.modules, "vllm", raising=False)
 
 
@@ -63,6 +67,13 @@ def test_without_vllm_the_error_names_the_extra(model_dir: Path, monkeypatch: py
         _engine(model_dir)
     with pytest.raises(Pr1EvalError, match=r"pr1-eval\[vllm\]"):
         make_engine("vllm", str(model_dir))
+
+
+def test_vllm_needs_python_311(model_dir: Path, fake_vllm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "version_info", (3, 10, 14, "final", 0))
+    with pytest.raises(Pr1EvalError, match=r"needs Python >= 3\.11"):
+        _engine(model_dir)
+    assert fake_vllm.LLM.instances == []
 
 
 def test_auto_picks_hf_without_cuda_and_drops_vllm_options(model_dir: Path, fake_vllm: Any,
@@ -81,11 +92,11 @@ def test_auto_picks_hf_without_cuda_and_drops_vllm_options(model_dir: Path, fake
     assert resolve_engine_name("auto") == "hf"  # fake vllm importable, but no CUDA here
     engine = make_engine("auto", str(model_dir), max_batch_size=8, tensor_parallel_size=2, gpu_memory_utilization=0.5)
     assert engine.name == "hf" and built == [{"model": str(model_dir), "max_batch_size": 8}]
-    make_engine("hf", str(model_dir), max_batch_size=4, tensor_parallel_size=1, data_parallel_size=1)  # defaults: fine
+    make_engine("hf", str(model_dir), max_batch_size=4, tensor_parallel_size=1)  # defaults: fine
     with pytest.raises(Pr1EvalError, match="do not apply to --engine hf"):
         make_engine("hf", str(model_dir), tensor_parallel_size=2)
     with pytest.raises(Pr1EvalError, match="unknown engine option"):
-        make_engine("hf", str(model_dir), beam_width=3)
+        make_engine("hf", str(model_dir), data_parallel_size=2)  # replaced by --ray --replicas
     with pytest.raises(Pr1EvalError, match="unknown --engine"):
         make_engine("sglang", str(model_dir))
     monkeypatch.setattr("pr1_eval.engines.factory.cuda_available", lambda: True)
@@ -94,13 +105,14 @@ def test_auto_picks_hf_without_cuda_and_drops_vllm_options(model_dir: Path, fake
 
 def test_llm_gets_prefix_caching_and_parallel_options(model_dir: Path, fake_vllm: Any) -> None:
     engine = make_engine("vllm", str(model_dir), tensor_parallel_size=2, gpu_memory_utilization=0.5,
-                         max_model_len=512, max_batch_size=64, data_parallel_size=1)
+                         max_model_len=512, max_batch_size=64)
     kwargs = fake_vllm.LLM.instances[-1].kwargs
     assert kwargs["enable_prefix_caching"] is True and kwargs["tensor_parallel_size"] == 2
     assert kwargs["gpu_memory_utilization"] == 0.5 and kwargs["max_model_len"] == 512
     assert "data_parallel_size" not in kwargs and "max_batch_size" not in kwargs
     info = engine.describe()
-    assert info["backend"] == "vllm" and info["tensor_parallel_size"] == 2 and info["enable_prefix_caching"] is True
+    assert info["backend"] == "vllm" and info["tensor_parallel_size"] == 2 and info["max_model_len"] == 512
+    assert _engine(model_dir).max_model_len == 4096  # no --max-model-len: the length vLLM derived from the config
 
 
 def test_one_request_per_problem_with_n_equal_k(model_dir: Path, fake_vllm: Any) -> None:
@@ -122,29 +134,113 @@ def test_outputs_follow_the_engine_contract(model_dir: Path, fake_vllm: Any) -> 
     close = tags[T.PATH_CLOSE]
     eos = engine.tokenizer.eos_token_id
 
-    def script(prompt: list[int], params: Any, index: int, rng: Any) -> list[int]:
-        return [[30, tags[T.PARALLEL_OPEN], 31, close, 32], [30, 31, eos], [30] * 40][index]
+    def script(prompt: list[int], params: Any, index: int, rng: Any) -> Any:
+        return [[30, tags[T.PARALLEL_OPEN], 31, close, 32], [30, 31, eos], [30] * 40, ([30, 31, 32], "abort"),
+                ([33], "error")][index]
 
     fake_vllm.LLM.script = staticmethod(script)
-    request = GenerationRequest("r", [10, 11], n=3, max_new_tokens=20, stop_token_ids=(close,), seed=1)
-    a, b, c = engine.generate([request], SamplingConfig(seed=0))[0]
+    request = GenerationRequest("r", [10, 11], n=5, max_new_tokens=20, stop_token_ids=(close,), seed=1)
+    a, b, c, d, e = engine.generate([request], SamplingConfig(seed=0))[0]
     assert (a.finish_reason, a.stop_token_id, a.token_ids[-1]) == ("stop", close, close)
     assert a.text == engine.tokenizer.decode(a.token_ids, skip_special_tokens=False)
     assert T.PARALLEL_OPEN in a.text and a.text.endswith(T.PATH_CLOSE)
     assert (b.finish_reason, b.token_ids) == ("eos", [30, 31])
     assert (c.finish_reason, len(c.token_ids)) == ("length", 20)
+    assert (d.finish_reason, d.token_ids) == ("abort", [30, 31, 32])  # vLLM's abort is not an EOS
+    assert (e.finish_reason, e.token_ids) == ("error", [33])
     assert a.logprobs is not None and len(a.logprobs) == len(a.token_ids) and len(b.logprobs or []) == 2
     (_, params), = fake_vllm.LLM.instances[-1].calls
     assert params[0].stop_token_ids == [close] and params[0].logprobs == 0 and params[0].seed == 1
 
 
+def test_abort_reaches_the_stored_record(model_dir: Path, fake_vllm: Any) -> None:
+    from pr1_eval.runner import _record_finish
+
+    engine = _engine(model_dir)
+    fake_vllm.LLM.script = staticmethod(lambda prompt, params, index, rng: ([30, 31], "abort"))
+    (sample,), = SequentialDecoder().decode(engine, [[10, 11]], 1, SamplingConfig(seed=0), ["t/a"])
+    assert sample.finish_reason == "abort" and _record_finish(sample.finish_reason) == "abort"
+    assert [_record_finish(r) for r in ("eos", "stop", "length", "error")] == ["stop", "stop", "length", "error"]
+
+
+def test_generation_config_eos_is_an_eos_not_a_stop_token(model_dir: Path, fake_vllm: Any, tmp_path: Path) -> None:
+    from pr1_eval.tiny_model import copy_tiny_model
+
+    model = copy_tiny_model(model_dir, tmp_path / "m")
+    eos = json.loads((model / "config.json").read_text())["eos_token_id"]
+    end_of_turn = 7  # a second EOS, as Qwen3 lists <|im_end|> and <|endoftext|>
+    (model / "generation_config.json").write_text(json.dumps({"eos_token_id": [eos, end_of_turn]}))
+    engine = _engine(model)
+    fake_vllm.LLM.script = staticmethod(lambda prompt, params, index, rng: [30, end_of_turn, 31])
+    (c,), = engine.generate([GenerationRequest("r", [10], n=1, stop_token_ids=(5,))], SamplingConfig(seed=0))
+    assert (c.finish_reason, c.token_ids, c.stop_token_id) == ("eos", [30], None)
+    raw = fake_vllm.LLM.instances[-1].generate([{"prompt_token_ids": [10]}], fake_vllm.SamplingParams(max_tokens=9))
+    assert (raw[0].outputs[0].finish_reason, raw[0].outputs[0].stop_reason) == ("stop", end_of_turn)  # what vLLM reports
+
+
 def test_budget_is_clamped_to_the_model_length_and_empty_budgets_are_not_sent(model_dir: Path, fake_vllm: Any) -> None:
     engine = _engine(model_dir, max_model_len=8)
     out = engine.generate([GenerationRequest("a", [1] * 5, n=2), GenerationRequest("b", [1] * 8, n=1),
-                           GenerationRequest("c", [1], n=1, max_new_tokens=0)], SamplingConfig(max_new_tokens=100))
+                           GenerationRequest("c", [1], n=1, max_new_tokens=0), GenerationRequest("d", [1] * 9, n=1)],
+                          SamplingConfig(max_new_tokens=100))
     (prompts, params), = fake_vllm.LLM.instances[-1].calls
     assert len(prompts) == 1 and params[0].max_tokens == 3
-    assert [c.finish_reason for c in out[1] + out[2]] == ["length", "length"] and len(out[0]) == 2
+    assert [c.finish_reason for c in out[1] + out[2] + out[3]] == ["length", "length", "length"] and len(out[0]) == 2
+
+
+def test_a_prompt_at_the_model_length_is_a_length_completion_not_a_failed_call(model_dir: Path, fake_vllm: Any) -> None:
+    engine = _engine(model_dir)  # no --max-model-len: 4096 from the model config, as vLLM derives it
+    at_limit, fine = GenerationRequest("long", [12] * 4096, n=2), GenerationRequest("ok", [10, 11], n=2)
+    with pytest.raises(ValueError, match="at least 1"):  # what sending it would do: the whole call fails
+        fake_vllm.LLM.instances[-1].generate([{"prompt_token_ids": [10, 11]}, {"prompt_token_ids": [12] * 4096}])
+    long_out, ok_out = engine.generate([at_limit, fine], SamplingConfig(max_new_tokens=30, seed=0))
+    assert [(c.finish_reason, c.token_ids) for c in long_out] == [("length", []), ("length", [])]
+    assert [c.finish_reason for c in ok_out] == ["eos", "eos"]
+
+
+def test_greedy_sends_one_request_and_returns_k_copies(model_dir: Path, fake_vllm: Any) -> None:
+    with pytest.raises(ValueError, match="n must be 1 when using greedy sampling"):
+        fake_vllm.SamplingParams(n=4, temperature=0.0)
+    engine = _engine(model_dir)
+    out = SequentialDecoder().decode(engine, [[10, 11]], 4, SamplingConfig(temperature=0.0, max_new_tokens=30), ["t/a"])
+    (_, params), = fake_vllm.LLM.instances[-1].calls
+    assert [p.n for p in params] == [1]
+    assert len(out[0]) == 4 and len({tuple(s.token_ids) for s in out[0]}) == 1 and out[0][0].token_ids
+
+
+def test_sample_j_is_seeded_with_seed_plus_j(model_dir: Path, fake_vllm: Any) -> None:
+    engine = _engine(model_dir)
+    eos = engine.tokenizer.eos_token_id
+    # like a model: the tokens depend on the prompt and the random stream, not on the sample's index
+    fake_vllm.LLM.script = staticmethod(lambda prompt, params, index, rng: [20 + rng.randrange(30) for _ in range(8)] + [eos])
+    sampling = SamplingConfig(max_new_tokens=40)
+    together = engine.generate([GenerationRequest("a", [10, 11], n=3, seed=100)], sampling)[0]
+    alone = [engine.generate([GenerationRequest("b", [10, 11], n=1, seed=100 + j)], sampling)[0][0] for j in range(3)]
+    assert [c.token_ids for c in together] == [c.token_ids for c in alone]
+    other_prompt = engine.generate([GenerationRequest("c", [10, 12], n=1, seed=100)], sampling)[0][0]
+    assert other_prompt.token_ids != together[0].token_ids
+
+
+def _build_in_child(model: str, conn: Any) -> None:
+    try:
+        _engine(Path(model))
+        conn.send("ok")
+    except BaseException as exc:  # report whatever happened to the parent
+        conn.send(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize("daemon", [True, False])
+def test_an_engine_in_a_daemonic_process_fails_like_vllm(model_dir: Path, fake_vllm: Any, daemon: bool) -> None:
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_build_in_child, args=(str(model_dir), child), daemon=daemon)
+    process.start()
+    answer = parent.recv() if parent.poll(120) else "no answer"
+    process.join(30)
+    if daemon:  # the old replica pool's daemon=True workers: every data-parallel run died at start
+        assert "daemonic processes are not allowed to have children" in answer
+    else:
+        assert answer == "ok"
 
 
 def test_forkjoin_runs_over_vllm(model_dir: Path, fake_vllm: Any) -> None:
@@ -165,54 +261,8 @@ def test_forkjoin_runs_over_vllm(model_dir: Path, fake_vllm: Any) -> None:
     fake_vllm.LLM.script = staticmethod(script)
     out = ForkJoinDecoder().decode(engine, [[10, 11], [12]], 3, SamplingConfig(max_new_tokens=60, seed=0), ["t/a", "t/b"])
     calls = fake_vllm.LLM.instances[-1].calls
-    assert [len(prompts) for prompts, _ in calls] == [2, 6, 6, 6]  # main (n=k), paths (n=2), summary, main
-    assert [p.n for p in calls[0][1]] == [3, 3] and all(p.n == 2 for p in calls[1][1])
+    assert [p.n for p in calls[0][1]] == [3, 3]  # the first wave: one n=k request per problem
+    assert any(all(p.n == 2 for p in params) for _, params in calls[1:])  # a path wave: n=paths per fork
     for s in (s for samples in out for s in samples):
         structure = parse_structure(s.text)
         assert structure.format_ok and structure.paths_per_block == [2], s.text
-        assert s.engine_calls == 4 and s.critical_path_tokens == len(s.token_ids) - 4  # shorter path: <Path> 40 40 </Path>
-
-
-def test_assign_keeps_a_problem_on_one_replica_and_balances() -> None:
-    sticky: dict[str, int] = {}
-    keys = ["a", "a", "b", "c", "d", "d"]
-    picks = assign(keys, [10, 10, 5, 5, 8, 8], 2, sticky)
-    assert picks[0] == picks[1] and picks[4] == picks[5]
-    load = [sum(c for c, r in zip([10, 10, 5, 5, 8, 8], picks, strict=True) if r == rep) for rep in (0, 1)]
-    assert abs(load[0] - load[1]) <= 6
-    again = assign(["a", "d"], [1, 1], 2, sticky)
-    assert again == [picks[0], picks[4]]  # later waves of a problem go back to its replica
-
-
-def test_gpu_groups() -> None:
-    assert gpu_groups(2, 2, "4,5,6,7") == ["4,5", "6,7"]
-    assert gpu_groups(3, 1, None) == [None, None, None]  # no GPU known here: leave the environment alone
-    with pytest.raises(Pr1EvalError, match="needs 4 GPUs"):
-        gpu_groups(2, 2, "0,1")
-
-
-def test_data_parallel_replicas_match_one_replica(model_dir: Path, fake_vllm: Any, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    log = tmp_path / "vllm.jsonl"
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE}:{Path(__file__).parents[1]}")
-    monkeypatch.setenv("FAKE_VLLM_LOG", str(log))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
-    requests = [GenerationRequest(f"t/{i}#0/b0/main", [10 + i] * (i + 1), n=2, seed=i) for i in range(6)]
-    sampling = SamplingConfig(max_new_tokens=30)
-    single = _engine(model_dir).generate(requests, sampling)
-    with _engine(model_dir, data_parallel_size=2, tensor_parallel_size=2) as engine:
-        parallel = engine.generate(requests, sampling)
-        assert engine.describe()["data_parallel_size"] == 2
-    assert [[c.token_ids for c in cs] for cs in parallel] == [[c.token_ids for c in cs] for cs in single]
-    events = [json.loads(line) for line in log.read_text().splitlines()]
-    workers = {e["pid"]: e["cuda"] for e in events if e["event"] == "init" and e["cuda"] in ("0,1", "2,3")}
-    assert sorted(workers.values()) == ["0,1", "2,3"]
-    assert {e["pid"] for e in events if e["event"] == "generate"} >= set(workers)  # both replicas worked
-
-
-def test_a_replica_that_fails_to_start_is_reported(model_dir: Path, fake_vllm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", f"{FAKE}:{Path(__file__).parents[1]}")
-    monkeypatch.setenv("FAKE_VLLM_FAIL", "1")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    with pytest.raises(Pr1EvalError, match="replica 0 failed to start: RuntimeError: CUDA out of memory"):
-        _engine(model_dir, data_parallel_size=2)

@@ -12,6 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+GREEDY_BELOW = 1e-5
+"""Temperatures below this are greedy decoding (vLLM's ``_SAMPLING_EPS``; the HF engine follows it)."""
+
+
+def is_greedy(temperature: float) -> bool:
+    """Whether ``temperature`` means greedy decoding, on every engine alike."""
+    return temperature < GREEDY_BELOW
+
 
 @dataclass(frozen=True)
 class SamplingConfig:
@@ -56,8 +64,10 @@ class Completion:
     """One continuation. ``token_ids`` exclude pad/eos; ``text`` keeps special tokens.
 
     ``finish_reason``: ``"eos"`` (end of sequence), ``"stop"`` (a stop token, in
-    ``stop_token_id``) or ``"length"`` (budget exhausted). ``logprobs`` holds the sampled
-    tokens' log-probabilities when the engine records them (same length as ``token_ids``).
+    ``stop_token_id``), ``"length"`` (budget or model length exhausted), or ``"abort"`` /
+    ``"error"`` (the engine gave up on the request, e.g. vLLM's ``abort`` and ``error`` finishes:
+    the tokens are a partial response, not an answer the model chose to end). ``logprobs`` holds
+    the sampled tokens' log-probabilities when the engine records them (same length as ``token_ids``).
     """
 
     token_ids: list[int]

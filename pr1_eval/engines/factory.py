@@ -18,11 +18,10 @@ from pr1_eval.errors import Pr1EvalError
 ENGINES: tuple[str, ...] = ("auto", "hf", "vllm")
 HF_OPTIONS = frozenset({"device", "dtype", "max_batch_size", "record_logprobs"})
 VLLM_OPTIONS = frozenset({
-    "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "max_model_len", "dtype", "seed",
+    "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "dtype", "seed",
     "record_logprobs", "max_batch_size", "enforce_eager", "trust_remote_code", "revision", "max_num_seqs",
 })
-_VLLM_DEFAULTS: dict[str, Any] = {"tensor_parallel_size": 1, "data_parallel_size": 1, "gpu_memory_utilization": 0.9,
-                                  "max_model_len": None}
+_VLLM_DEFAULTS: dict[str, Any] = {"tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "max_model_len": None}
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +50,9 @@ def make_engine(name: str, model_path: str, **opts: Any) -> Engine:
     """The engine ``name`` (``auto`` | ``hf`` | ``vllm``) for ``model_path``, configured by ``opts``.
 
     HF options: device, dtype, max_batch_size, record_logprobs. vLLM options: tensor_parallel_size,
-    data_parallel_size, gpu_memory_utilization, max_model_len, dtype, seed, record_logprobs,
-    enforce_eager, trust_remote_code, revision, max_num_seqs (max_batch_size is accepted, unused).
+    gpu_memory_utilization, max_model_len, dtype, seed, record_logprobs, enforce_eager,
+    trust_remote_code, revision, max_num_seqs (max_batch_size is accepted, unused). Data
+    parallelism is not an engine option: ``--ray --replicas N`` runs N engines.
     """
     chosen = resolve_engine_name(name)
     allowed = HF_OPTIONS if chosen == "hf" else VLLM_OPTIONS

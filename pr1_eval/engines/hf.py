@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
+from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.protocol.eos import eos_token_ids
 
@@ -142,7 +142,7 @@ class HFEngine:
         seed = self._batch_seed(batch, sampling)
         if seed is not None:
             torch.manual_seed(seed)
-        do_sample = sampling.temperature > 0
+        do_sample = not is_greedy(sampling.temperature)
         with torch.no_grad():
             out = self.model.generate(
                 input_ids=input_ids.to(self.device),

@@ -1,23 +1,39 @@
 """vLLM engine: offline ``vllm.LLM`` behind the :class:`~pr1_eval.engines.base.Engine` interface.
 
-Why it is shaped this way:
+Held against vLLM 0.32/0.33 (``vllm/entrypoints/llm.py``, ``vllm/sampling_params.py``,
+``vllm/v1/engine/input_processor.py``, ``parallel_sampling.py``, ``core/sched/utils.py``):
 
-* one vLLM request per :class:`GenerationRequest`, with ``SamplingParams(n=request.n)``, so the
-  k samples of a problem (and the paths of a fork) share their prompt's KV blocks instead of
-  being k copies; prefix caching is on, so fork-join's successive waves reuse the context;
-* per-request ``max_tokens``, ``stop_token_ids`` and ``seed`` (fork-join stops paths at
-  ``</Path>`` with what is left of the budget; seeds make a sample independent of batching);
-* ``skip_special_tokens=False``: the six tags are special tokens and must survive. The returned
-  text is decoded by the run's HF tokenizer from the kept ids (vLLM drops a stop token from its
-  text), so it is byte-identical to what the HF engine returns for the same ids;
-* vllm is imported lazily: the package works without it, and asking for it without it fails
-  with the extra to install;
-* ``LLM(data_parallel_size>1)`` is refused by vLLM in a single process, so data parallelism runs
-  one replica per GPU group in worker processes (:mod:`pr1_eval.engines.vllm_dp`).
+* one vLLM request per :class:`GenerationRequest`, with ``SamplingParams(n=request.n)``, so the k
+  samples of a problem (and the paths of a fork) share their prompt's KV blocks instead of being k
+  copies; prefix caching is on, so fork-join's successive waves reuse the context;
+* per-request ``max_tokens``, ``stop_token_ids`` and ``seed``. vLLM seeds sample ``j`` of a request
+  with ``seed + j``, so a sample's random stream depends on its request's seed and its index only,
+  not on batching or on which replica ran it. The seed does not pin the model's *numerics*: vLLM
+  picks kernels, tile sizes and reduction orders by batch shape, so the same request can get logits
+  that differ in the last bits in a batch of 64 problems and in a batch of 8 (or on another GPU
+  kind), and a sampled token can flip from there. Samples are reproducible for the same batches on
+  the same hardware, and equal in distribution otherwise — not batch-invariant token for token;
+* greedy decoding (temperature < 1e-5): vLLM refuses ``n > 1`` ("n must be 1 when using greedy
+  sampling"), so one ``n=1`` request is sent and its completion is returned ``n`` times;
+* the model's length: vLLM refuses a prompt that leaves no room for one token, and one refusal
+  fails the whole ``LLM.generate`` call (it aborts the requests already added and re-raises). Such
+  a request is not sent: it gets empty ``length`` completions, exactly like a spent budget. Budgets
+  are clamped to ``max_model_len - prompt`` (vLLM stops there too, as ``length``). The length is
+  the engine's own (``--max-model-len`` or the model config's), read back from ``LLM``;
+* finish reasons map onto the engine contract: a requested stop token → ``stop`` (kept in the
+  ids); ``length`` → ``length``; ``abort`` / ``error`` → ``abort`` / ``error`` (a partial response,
+  recorded as such, never as an EOS); ``stop`` at an EOS — vLLM merges the generation config's extra
+  EOS ids into ``stop_token_ids``, so ``stop_reason`` is then that id — → ``eos``, the EOS removed;
+  any other reason (``repetition``, which pr1-eval never enables) → ``error``;
+* ``skip_special_tokens=False``: the six tags are special tokens and must survive. The returned text
+  is decoded by the run's HF tokenizer from the kept ids, byte-identical to the HF engine's;
+* vllm is imported lazily, and needs Python ≥ 3.11 (vLLM 0.32 does); asking for it without it
+  fails with the extra to install.
 
-Finish reasons map to the engine contract: a requested stop token → ``stop`` (kept in the ids),
-vLLM's ``length`` → ``length``, anything else (EOS, a generation-config EOS, abort) → ``eos``
-with the EOS id removed.
+No data parallelism here: ``LLM(data_parallel_size>1)`` is refused in a single process, and
+``LLM`` starts its own engine-core subprocess, which a daemonic worker process may not do. Many
+GPUs are used through ``--ray --replicas N``: one engine per Ray actor
+(:mod:`pr1_eval.scaleout.ray_pool`).
 """
 
 from __future__ import annotations
@@ -25,19 +41,27 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import platform
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
+from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
 
 VLLM_EXTRA = "pip install 'pr1-eval[vllm]'"
+MIN_PYTHON = (3, 11)
 
 
 def import_vllm() -> ModuleType:
-    """The ``vllm`` module, or a :class:`Pr1EvalError` that names the extra to install."""
+    """The ``vllm`` module, or a :class:`Pr1EvalError` that names what to install."""
+    if sys.version_info < MIN_PYTHON:
+        raise Pr1EvalError(
+            f"the vLLM engine needs Python >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]} (vLLM 0.32 does), this is "
+            f"{platform.python_version()}; make a Python 3.11+ environment for it, or run with --engine hf"
+        )
     try:
         return importlib.import_module("vllm")
     except ImportError as exc:
@@ -57,7 +81,7 @@ def vllm_available() -> bool:
 
 @dataclass
 class RawOutput:
-    """One vLLM completion reduced to plain data (what crosses a process boundary)."""
+    """One vLLM completion reduced to plain data."""
 
     token_ids: list[int]
     finish_reason: str | None
@@ -95,9 +119,9 @@ def run_llm(llm: Any, vllm: ModuleType, prompts: Sequence[Sequence[int]], params
 
 
 def sampling_kwargs(request: GenerationRequest, sampling: SamplingConfig, budget: int, record_logprobs: bool) -> dict[str, Any]:
-    """``SamplingParams`` keyword arguments for one request (a dict, so it pickles anywhere)."""
+    """``SamplingParams`` keyword arguments for one request (greedy: ``n=1``, see the module docstring)."""
     kwargs: dict[str, Any] = {
-        "n": request.n,
+        "n": 1 if is_greedy(sampling.temperature) else request.n,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
         "top_k": sampling.top_k if sampling.top_k and sampling.top_k > 0 else -1,
@@ -120,7 +144,7 @@ def eos_token_ids(model_path: str, tokenizer: Any) -> set[int]:
 
 
 class VLLMEngine:
-    """Offline vLLM (see the module docstring). ``close()`` stops data-parallel workers."""
+    """Offline vLLM, one engine per process (see the module docstring)."""
 
     name = "vllm"
 
@@ -129,7 +153,6 @@ class VLLMEngine:
         model_path: str,
         *,
         tensor_parallel_size: int = 1,
-        data_parallel_size: int = 1,
         gpu_memory_utilization: float = 0.9,
         max_model_len: int | None = None,
         dtype: str = "auto",
@@ -143,15 +166,13 @@ class VLLMEngine:
         vllm = import_vllm()
         from pr1_eval.engines.hf import load_tokenizer
 
-        if tensor_parallel_size < 1 or data_parallel_size < 1:
-            raise Pr1EvalError("--tensor-parallel-size and --data-parallel-size must be at least 1")
+        if tensor_parallel_size < 1:
+            raise Pr1EvalError(f"--tensor-parallel-size must be at least 1, got {tensor_parallel_size}")
         self.model_path = model_path
         self._tokenizer = load_tokenizer(model_path)
         self.eos_token_ids = eos_token_ids(model_path, self._tokenizer)
         self.tensor_parallel_size = tensor_parallel_size
-        self.data_parallel_size = data_parallel_size
         self.gpu_memory_utilization = gpu_memory_utilization
-        self.max_model_len = max_model_len
         self.dtype = dtype
         self.record_logprobs = record_logprobs
         self.vllm_version = str(getattr(vllm, "__version__", "unknown"))
@@ -162,14 +183,8 @@ class VLLMEngine:
         if max_model_len is not None:
             self.llm_kwargs["max_model_len"] = max_model_len
         self._vllm = vllm
-        self._llm: Any = None
-        self._pool: Any = None
-        if data_parallel_size == 1:
-            self._llm = vllm.LLM(**self.llm_kwargs)
-        else:
-            from pr1_eval.engines.vllm_dp import ReplicaPool
-
-            self._pool = ReplicaPool.start(data_parallel_size, tensor_parallel_size, self.llm_kwargs)
+        self._llm: Any = vllm.LLM(**self.llm_kwargs)
+        self.max_model_len = int(max_model_len or self._llm.model_config.max_model_len)
 
     @property
     def tokenizer(self) -> Any:
@@ -178,34 +193,34 @@ class VLLMEngine:
     def describe(self) -> dict[str, Any]:
         return {
             "backend": "vllm", "vllm_version": self.vllm_version, "dtype": self.dtype,
-            "tensor_parallel_size": self.tensor_parallel_size, "data_parallel_size": self.data_parallel_size,
-            "gpu_memory_utilization": self.gpu_memory_utilization, "max_model_len": self.max_model_len,
-            "enable_prefix_caching": True,
+            "tensor_parallel_size": self.tensor_parallel_size, "gpu_memory_utilization": self.gpu_memory_utilization,
+            "max_model_len": self.max_model_len, "enable_prefix_caching": True,
         }
 
     def _budget(self, request: GenerationRequest, sampling: SamplingConfig) -> int:
+        """The request's budget, clamped to what the model length leaves (≤ 0: not sent)."""
         budget = request.max_new_tokens if request.max_new_tokens is not None else sampling.max_new_tokens
-        if self.max_model_len is not None:
-            budget = min(budget, self.max_model_len - len(request.prompt_token_ids))
-        return max(0, budget)
+        return min(budget, self.max_model_len - len(request.prompt_token_ids))
 
     def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
         results: list[list[Completion]] = [[Completion([], "", "length") for _ in range(r.n)] for r in requests]
         todo = [(i, r, self._budget(r, sampling)) for i, r in enumerate(requests)]
-        todo = [(i, r, b) for i, r, b in todo if b > 0 and r.n > 0]  # vLLM rejects max_tokens=0
+        todo = [(i, r, b) for i, r, b in todo if b > 0 and r.n > 0]  # vLLM refuses max_tokens < 1 and full prompts
         if not todo:
             return results
         prompts = [list(r.prompt_token_ids) for _, r, _ in todo]
         params = [sampling_kwargs(r, sampling, b, self.record_logprobs) for _, r, b in todo]
-        if self._pool is not None:
-            raw = self._pool.generate([r.request_id for _, r, _ in todo], prompts, params)
-        else:
-            raw = run_llm(self._llm, self._vllm, prompts, params)
+        raw = run_llm(self._llm, self._vllm, prompts, params)
         completions = [[self._to_completion(o, r) for o in outs] for (_, r, _), outs in zip(todo, raw, strict=True)]
         texts = iter(self._tokenizer.batch_decode([c.token_ids for cs in completions for c in cs], skip_special_tokens=False))
-        for (i, _, _), cs in zip(todo, completions, strict=True):
+        for (i, request, _), cs in zip(todo, completions, strict=True):
             for c in cs:
                 c.text = next(texts)
+            if len(cs) == 1 and request.n > 1:  # greedy: one request sent, its completion n times
+                first = cs[0]
+                cs = [first] + [replace(first, token_ids=list(first.token_ids),
+                                        logprobs=None if first.logprobs is None else list(first.logprobs))
+                                for _ in range(request.n - 1)]
             results[i] = cs
         return results
 
@@ -217,21 +232,21 @@ class VLLMEngine:
             if not ids or ids[-1] != stop:  # keep the stop token, as the engine contract says
                 ids.append(stop)
                 logprobs = [*logprobs, math.nan] if logprobs is not None else None
-        elif out.finish_reason == "length":
-            finish = "length"
-        else:
+        elif out.finish_reason in ("length", "abort", "error"):
+            finish = str(out.finish_reason)
+        elif out.finish_reason == "stop":
             finish = "eos"
             if ids and (ids[-1] in self.eos_token_ids or ids[-1] == out.stop_reason):
                 ids.pop()
+        else:
+            finish = "error"
         if logprobs is not None:
             logprobs = list(logprobs[: len(ids)])
         return Completion(ids, "", finish, stop, logprobs)
 
     def close(self) -> None:
-        """Stop data-parallel workers (the in-process ``LLM`` is freed with the engine)."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        """Drop the ``LLM`` (vLLM stops its engine-core process when the engine is collected)."""
+        self._llm = None
 
     def __enter__(self) -> VLLMEngine:
         return self

@@ -1,0 +1,24 @@
+"""Scale-out: Ray replicas fed from a work queue, Slurm-style shards and their merge.
+
+``queue`` holds the pure scheduling logic (chunk planning, the work queue that survives a lost
+replica, the scheduling simulation the bench replays); ``ray_pool`` runs replicas as Ray actors;
+``shard`` and ``merge`` cut a run into deterministic slices and join them back. Nothing here is
+imported by ``pr1_eval`` unless a run asks for it, so Ray stays an optional extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def summary_note(run_dir: str | Path) -> str | None:
+    """One line for the end of ``pr1-eval run``: how the replicas fared (None without ``--ray``)."""
+    import json
+
+    path = Path(run_dir) / "run.json"
+    info = json.loads(path.read_text(encoding="utf-8")).get("scaleout") if path.is_file() else None
+    if not info:
+        return None
+    lost, restarted = info.get("replicas_lost", 0), info.get("replicas_restarted", 0)
+    return (f"ray: {info['replicas']} replica(s), {info['chunks']} chunk(s), {info['retried_chunks']} retried after "
+            f"{lost} replica loss(es) and {info.get('chunk_errors', 0)} failed call(s); {restarted} replica(s) restarted")

@@ -1,0 +1,173 @@
+"""``pr1-eval merge SHARD_RUN… --out RUN``: join the shards of a job array into one run.
+
+Refused, with every reason named, unless: each folder is a finished ``--shard`` run; all share
+every setting that decides the samples (model, k, seed, sampling, decoding, prompt, limit, tasks
+with their versions and data hashes, shard count, engine backend); the shard indices are exactly
+``0..n-1``, each once (a missing or repeated shard is named); the shards' problems are disjoint and
+together are every problem of every task; each shard holds exactly k samples of each of its
+problems. The merged run is an ordinary run — the same ``run.json`` layout, no ``shard`` section,
+``merged_from`` listing the shards — so ``report``, ``analysis`` and a resumed ``run`` read it like
+any other.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.runinfo import now_iso, task_entry
+from pr1_eval.store import RunStore
+
+
+@dataclass
+class ShardRun:
+    """One shard folder: its ``run.json`` and the sample keys it stores."""
+
+    path: Path
+    info: dict[str, Any]
+    keys: list[tuple[str, str, int]]
+
+    @property
+    def index(self) -> int:
+        return int(self.info["shard"]["index"])
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} (shard {self.index}/{self.info['shard']['count']})"
+
+
+def settings_of(info: dict[str, Any]) -> dict[str, Any]:
+    """Everything that must be equal across the shards of one run."""
+    shard = info.get("shard") or {}
+    return {
+        "model": info.get("model"),
+        "k": info.get("k"),
+        "seed": info.get("seed"),
+        "sampling": info.get("sampling"),
+        "decoding": info.get("decoding"),
+        "prompt": (info.get("prompt") or {}).get("sha256"),
+        "limit": info.get("limit"),
+        "shard count": shard.get("count"),
+        "engine": (info.get("engine") or {}).get("backend"),
+        "tasks": {name: (t.get("version"), t.get("data_hash"), (shard.get("task_sizes") or {}).get(name))
+                  for name, t in sorted((info.get("tasks") or {}).items())},
+    }
+
+
+def load_shard(path: str | Path) -> ShardRun:
+    store = RunStore(path)
+    info = store.read_run_json()
+    if not info.get("shard"):
+        raise Pr1EvalError(f"{path} is not a shard: it was not run with --shard INDEX/COUNT")
+    cols = store.read_table(columns=["task", "problem_id", "sample_idx"]).to_pydict()
+    return ShardRun(Path(path), info, list(zip(cols["task"], cols["problem_id"], cols["sample_idx"], strict=True)))
+
+
+def _setting_problems(shards: Sequence[ShardRun]) -> list[str]:
+    first = settings_of(shards[0].info)
+    problems = []
+    for shard in shards[1:]:
+        other = settings_of(shard.info)
+        for key in first:
+            if other[key] != first[key]:
+                problems.append(f"{key} differs: {other[key]!r} in {shard.path}, {first[key]!r} in {shards[0].path}")
+    return problems
+
+
+def _index_problems(shards: Sequence[ShardRun]) -> list[str]:
+    count = int(shards[0].info["shard"]["count"])
+    seen = Counter(s.index for s in shards)
+    problems = [f"shard {i}/{count} is missing" for i in range(count) if i not in seen]
+    for index, times in sorted(seen.items()):
+        if times > 1:
+            paths = ", ".join(str(s.path) for s in shards if s.index == index)
+            problems.append(f"shard {index}/{count} is given {times} times ({paths})")
+    return problems
+
+
+def _coverage_problems(shards: Sequence[ShardRun], count_tasks: bool = True) -> list[str]:
+    """Disjoint problems that add up to every task (``count_tasks``: not when a shard is already
+    named missing), and k samples of each in every shard."""
+    problems = []
+    owner: dict[tuple[str, str], Path] = {}
+    k = int(shards[0].info["k"])
+    for shard in shards:
+        if shard.info.get("status") != "complete":
+            problems.append(f"{shard.label} is not finished (status {shard.info.get('status')!r}); rerun its command")
+        declared = shard.info["shard"]["problem_ids"]
+        for task, ids in declared.items():
+            for pid in ids:
+                if (task, pid) in owner:
+                    problems.append(f"problem {task}/{pid} is in both {owner[(task, pid)]} and {shard.path}")
+                owner[(task, pid)] = shard.path
+        want = Counter({(task, pid): k for task, ids in declared.items() for pid in ids})
+        have = Counter((task, pid) for task, pid, _ in shard.keys)
+        wrong = sorted(key for key in want.keys() | have.keys() if want[key] != have[key])
+        if wrong:
+            task, pid = wrong[0]
+            problems.append(f"{shard.label} holds {have[wrong[0]]} of {want[wrong[0]]} samples of {task}/{pid}"
+                            + (f" (and {len(wrong) - 1} more problems)" if len(wrong) > 1 else ""))
+    sizes = shards[0].info["shard"]["task_sizes"] if count_tasks else {}
+    for task, size in sizes.items():
+        covered = sum(1 for t, _ in owner if t == task)
+        if covered != size:
+            problems.append(f"task {task}: the shards cover {covered} of its {size} problems")
+    return problems
+
+
+def check_shards(shards: Sequence[ShardRun]) -> None:
+    """Raise one error naming every reason these shards cannot be merged."""
+    if not shards:
+        raise Pr1EvalError("merge needs the shard run folders to join")
+    problems = _setting_problems(shards)
+    if not problems:  # coverage is only meaningful between shards of the same settings
+        missing = _index_problems(shards)
+        problems = missing + _coverage_problems(shards, count_tasks=not missing)
+    if problems:
+        raise Pr1EvalError("cannot merge: " + "; ".join(problems))
+
+
+def merged_run_json(shards: Sequence[ShardRun], out: Path) -> dict[str, Any]:
+    """Shard 0's ``run.json`` as a whole run: every problem, both ends of time, the shards listed."""
+    ordered = sorted(shards, key=lambda s: s.index)
+    info = copy.deepcopy(ordered[0].info)
+    info["shard"] = None
+    for name, task in info.get("tasks", {}).items():
+        ids = [pid for s in ordered for pid in s.info["tasks"][name].get("problem_ids", [])]
+        task["n_problems"] = sum(len(s.info["shard"]["problem_ids"].get(name, [])) for s in ordered)
+        if "problem_ids" in task:
+            task.update(task_entry(ids, int(info["k"]), version=task.get("version"), source=task.get("source"),
+                                   data_hash=task.get("data_hash")))
+    info["name"] = out.name
+    info["started_at"] = min(str(s.info.get("started_at") or "") for s in ordered) or None
+    info["finished_at"] = max(str(s.info.get("finished_at") or "") for s in ordered) or None
+    info["status"] = "complete"
+    info["command"] = sys.argv
+    info["merged_at"] = now_iso()
+    info["merged_from"] = [{"path": str(s.path), "index": s.index, "engine": s.info.get("engine"),
+                            "started_at": s.info.get("started_at"), "finished_at": s.info.get("finished_at")}
+                           for s in ordered]
+    if isinstance(info.get("config"), dict):
+        info["config"].update(shard=None, out=str(out))
+    info.pop("scaleout", None)
+    return info
+
+
+def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
+    """Check the shards (see the module docstring) and write them as one run at ``out``."""
+    target = RunStore(out)
+    if target.exists() or target.part_paths():
+        raise Pr1EvalError(f"--out {out} already holds a run; pass a new folder for the merged run")
+    shards = [load_shard(p) for p in paths]
+    check_shards(shards)
+    target.write_run_json({**merged_run_json(shards, Path(out)), "status": "merging"})
+    for shard in sorted(shards, key=lambda s: s.index):
+        target.append(RunStore(shard.path).read_records())
+    target.write_run_json(merged_run_json(shards, Path(out)))
+    return Path(out)

@@ -1,0 +1,386 @@
+"""Replicas as Ray actors, fed chunks from a :class:`~pr1_eval.scaleout.queue.WorkQueue`.
+
+Each replica is one actor holding one engine (vLLM with tensor parallelism G, or HF) and the run's
+decoder; the driver keeps every replica busy with up to two chunks (one running, one waiting in the
+actor's mailbox, so no replica idles while the driver is between results), gets decoded samples
+back and stays the only writer of the run store. Why Ray: RL teams already run it (VERL does), it
+places actors on GPUs across nodes, and it reports a lost actor as an exception on the driver, so
+the queue can hand that replica's chunks to the others.
+
+A replica that dies (``ray.kill``, a SIGKILL, the OOM killer, its node gone) fails its in-flight
+calls with a ``RayActorError``: its chunks go back to the front of the queue and the replica is
+probed; Ray restarts it up to :data:`MAX_RESTARTS` times (it rejoins once its engine is loaded)
+unless it was killed for good, in which case the others finish the run. An exception raised
+inside a replica (not a death) is retried on another replica too, except a
+:class:`~pr1_eval.errors.Pr1EvalError`, which is bad input and stops the run with its message.
+
+A cluster this module starts itself (``--ray auto`` with none running) is one node on the
+loopback interface: nothing listens beyond 127.0.0.1 and no usage statistics are sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ray
+import ray.exceptions as rex
+
+from pr1_eval.engines.base import SamplingConfig
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.scaleout.queue import Chunk, WorkQueue, engine_chunk_size, pool_chunk_size
+
+MAX_RESTARTS = 2
+"""Times Ray restarts a crashed replica (a killed-for-good one is not restarted)."""
+START_TIMEOUT_S = 1800.0
+"""How long the driver waits with no live replica (a cold vLLM load can take many minutes)."""
+REPLICA_PREFIX = "pr1-eval-"
+LOCAL_CLUSTER_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",  # a local cluster reports nothing to the outside
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # single node: bind to 127.0.0.1, probe no outside address
+    "RAY_agent_register_timeout_ms": "300000",  # a busy machine starts Ray's node agent slowly
+}
+_LOST = (rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError, rex.OutOfMemoryError, rex.NodeDiedError)
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """What every replica builds: the engine and the decoder of the run."""
+
+    model: str
+    engine: str
+    engine_options: dict[str, Any]
+    decoding: str
+    paths: int = 2
+    max_blocks: int = 4
+    threads: int = 1
+
+
+class Replica:
+    """Actor body: one engine and one decoder; ``decode`` runs one chunk (calls run one at a time)."""
+
+    def __init__(self, spec: ReplicaSpec) -> None:
+        import torch
+
+        from pr1_eval.decoding.factory import make_decoder
+        from pr1_eval.engines.factory import make_engine
+
+        if spec.threads > 0:
+            torch.set_num_threads(spec.threads)
+        self.engine = make_engine(spec.engine, spec.model, **spec.engine_options)
+        self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks)
+
+    def info(self) -> dict[str, Any]:
+        return {"engine": self.engine.describe(), "engine_name": self.engine.name, "pid": os.getpid(),
+                "node": ray.get_runtime_context().get_node_id()}
+
+    def decode(self, contexts: list[list[int]], k: int, sampling: SamplingConfig, request_ids: list[str]) -> Any:
+        return self.decoder.decode(self.engine, contexts, k, sampling, request_ids)
+
+
+def start_local_cluster(num_cpus: int | None = None, num_gpus: int | None = None) -> None:
+    """Start a one-node Ray cluster on the loopback interface (see the module docstring)."""
+    for key, value in LOCAL_CLUSTER_ENV.items():
+        os.environ.setdefault(key, value)  # read by the processes Ray starts
+    import ray._private.ray_constants as constants
+
+    constants.ENABLE_RAY_CLUSTER = False  # this process imported Ray before the variable was set
+    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, log_to_driver=False)
+
+
+def connect(address: str) -> bool:
+    """Join the cluster at ``address`` (``auto``: the running one, else start a local one).
+    Returns whether this call connected (and so :meth:`RayPool.close` must disconnect)."""
+    if ray.is_initialized():
+        return False
+    if address == "local":
+        start_local_cluster()
+        return True
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except ConnectionError as exc:
+        if address != "auto":
+            raise Pr1EvalError(f"--ray {address}: could not join a Ray cluster there ({exc}); start one with "
+                               "`ray start --head` on the head node, or pass --ray auto") from None
+        start_local_cluster()
+    return True
+
+
+def _last_line(exc: BaseException) -> str:
+    """The message of an error raised in a replica, without Ray's traceback around it."""
+    cause = getattr(exc, "cause", None)
+    if cause is not None:
+        return f"{type(cause).__name__}: {cause}"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[-1][:500] if lines else type(exc).__name__
+
+
+def plan_replicas(requested: int | None, gpus_per_replica: int | None, resources: dict[str, float],
+                  tensor_parallel: int = 1) -> tuple[int, int]:
+    """``(replicas, gpus per replica)``: G defaults to ``--tensor-parallel-size`` (1) on a cluster
+    with GPUs, 0 without; the count to the cluster's GPUs divided by G, or its CPUs for CPU replicas."""
+    gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+    per = gpus_per_replica if gpus_per_replica is not None else (tensor_parallel if gpus > 0 else 0)
+    if per < 0:
+        raise Pr1EvalError(f"--gpus-per-replica must be 0 or more, got {per}")
+    if tensor_parallel > 1 and per != tensor_parallel:
+        raise Pr1EvalError(f"--tensor-parallel-size {tensor_parallel} and --gpus-per-replica {per} disagree: with --ray "
+                           "a replica's tensor parallelism is its GPU count; pass only --gpus-per-replica")
+    if per > 0 and gpus == 0:
+        raise Pr1EvalError(f"--gpus-per-replica {per}: the Ray cluster has no GPUs; pass --gpus-per-replica 0 "
+                           "to run replicas on CPUs")
+    count = requested if requested is not None else max(1, gpus // per if per else cpus)
+    if count < 1:
+        raise Pr1EvalError(f"--replicas must be at least 1, got {count}")
+    if per and count * per > gpus:
+        print(f"warning: {count} replicas × {per} GPU(s) exceed the cluster's {gpus} GPU(s); "
+              "the extra replicas start only if GPUs are added", file=sys.stderr)
+    return count, per
+
+
+def replica_spec_for(spec: ReplicaSpec, gpus_per_replica: int) -> ReplicaSpec:
+    """A vLLM replica uses all its GPUs as tensor parallelism; an HF replica drives one device."""
+    if spec.engine == "hf":
+        if gpus_per_replica > 1:
+            raise Pr1EvalError(f"--gpus-per-replica {gpus_per_replica}: an HF replica uses one GPU; pass 1 (or --engine vllm)")
+        return spec
+    if gpus_per_replica <= 1:
+        return spec
+    return replace(spec, engine_options={**spec.engine_options, "tensor_parallel_size": gpus_per_replica})
+
+
+@dataclass
+class PoolStats:
+    """What happened during the run, for ``run.json`` and the summary note."""
+
+    replicas: int
+    gpus_per_replica: int
+    chunks: int = 0
+    retried_chunks: int = 0
+    replicas_lost: int = 0
+    replicas_restarted: int = 0
+    chunk_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": "ray", "replicas": self.replicas, "gpus_per_replica": self.gpus_per_replica,
+                "chunks": self.chunks, "retried_chunks": self.retried_chunks, "replicas_lost": self.replicas_lost,
+                "replicas_restarted": self.replicas_restarted, "chunk_errors": self.chunk_errors,
+                "errors": self.errors[:10]}
+
+
+class RayPool:
+    """Replica actors and the driver loop that feeds them (see the module docstring)."""
+
+    def __init__(self, spec: ReplicaSpec, address: str, replicas: int | None = None, gpus_per_replica: int | None = None,
+                 *, start_timeout_s: float = START_TIMEOUT_S, runtime_env: dict[str, Any] | None = None) -> None:
+        self._owns_connection = connect(address)
+        try:
+            tensor_parallel = int(spec.engine_options.get("tensor_parallel_size", 1))
+            count, per = plan_replicas(replicas, gpus_per_replica, ray.cluster_resources(), tensor_parallel)
+            spec = replica_spec_for(spec, per)
+        except BaseException:
+            self._disconnect()
+            raise
+        self.spec = spec
+        self.stats = PoolStats(count, per)
+        self.start_timeout_s = start_timeout_s
+        self.on_change: Callable[[int, int], None] | None = None
+        self._tokenizer: Any = None
+        self.infos: dict[int, dict[str, Any]] = {}
+        options: dict[str, Any] = {"num_cpus": max(1, spec.threads), "num_gpus": per, "max_restarts": MAX_RESTARTS,
+                                   "max_task_retries": 0}
+        if runtime_env:
+            options["runtime_env"] = runtime_env
+        token = uuid.uuid4().hex[:6]
+        actor_class: Any = ray.remote(Replica)
+        self.actors: list[Any] = [actor_class.options(name=f"{REPLICA_PREFIX}{token}-replica-{i}", **options).remote(spec)
+                                  for i in range(count)]
+        self.states = ["starting"] * count
+        self._probes: dict[Any, tuple[int, int]] = {a.info.remote(): (i, 0) for i, a in enumerate(self.actors)}
+
+    @classmethod
+    def start(cls, spec: ReplicaSpec, address: str, replicas: int | None = None,
+              gpus_per_replica: int | None = None) -> RayPool:
+        """Start the replicas and return once one of them has loaded its engine."""
+        pool = cls(spec, address, replicas, gpus_per_replica)
+        try:
+            pool.wait_ready()
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    # ------------------------------------------------------------------ the runner's view
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, loaded here: the driver builds prompts and records."""
+        if self._tokenizer is None:
+            from pr1_eval.engines.hf import load_tokenizer
+
+            self._tokenizer = load_tokenizer(self.spec.model)
+        return self._tokenizer
+
+    @property
+    def waiting_limit(self) -> int:
+        """Chunks that may wait for the grader before the driver stops handing out work."""
+        return max(8, 4 * len(self.actors))
+
+    def chunk_size(self, requested: int | None, n_problems: int) -> int:
+        """``--problems-per-chunk``, else the engine's default cut so every replica gets a few chunks."""
+        return requested or pool_chunk_size(n_problems, len(self.actors), engine_chunk_size(self.engine_name))
+
+    def watch(self, bar: Any) -> None:
+        """Show the live replicas beside the progress bar."""
+        self.on_change = lambda live, total: bar.set_postfix_str(f"replicas {live}/{total} live")
+        self._notify()
+
+    def summary(self) -> dict[str, Any]:
+        return {"scaleout": self.stats.to_dict()}
+
+    # ------------------------------------------------------------------ state
+    @property
+    def live(self) -> int:
+        return self.states.count("live")
+
+    def _notify(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self.live, len(self.actors))
+
+    def wait_ready(self, count: int = 1) -> dict[str, Any]:
+        """Block until ``count`` replicas have loaded their engine; returns the first one's ``info()``."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while self.live < count:
+            if not self._probes:
+                raise Pr1EvalError("no Ray replica could start: " + "; ".join(dict.fromkeys(self.stats.errors)))
+            if time.monotonic() > deadline:
+                raise Pr1EvalError(f"no Ray replica started within {self.start_timeout_s:.0f} s; check the cluster's "
+                                   "free GPUs (`ray status`) and the model path on the worker nodes")
+            ready, _ = ray.wait(list(self._probes), num_returns=1, timeout=5.0)
+            for ref in ready:
+                self._on_probe(ref)
+        return next(iter(self.infos.values()))
+
+    def describe(self) -> dict[str, Any]:
+        """The first ready replica's engine description plus the pool's shape."""
+        first = next(iter(self.infos.values()))
+        return {**first["engine"], "replicas": len(self.actors), "gpus_per_replica": self.stats.gpus_per_replica,
+                "scaleout": "ray"}
+
+    @property
+    def engine_name(self) -> str:
+        return str(next(iter(self.infos.values()))["engine_name"])
+
+    def _on_probe(self, ref: Any) -> None:
+        index, tries = self._probes.pop(ref)
+        try:
+            info = ray.get(ref)
+        except rex.ActorUnavailableError:  # Ray has not yet noticed the restart: ask again shortly
+            if tries < 120:
+                time.sleep(0.5)
+                self._probes[self.actors[index].info.remote()] = (index, tries + 1)
+                return
+            self.states[index] = "dead"
+        except (rex.RayError, Pr1EvalError) as exc:
+            self.states[index] = "dead"
+            self.stats.errors.append(f"replica {index}: {_last_line(exc)}")
+        else:
+            if self.states[index] == "restarting":
+                self.stats.replicas_restarted += 1
+            self.states[index] = "live"
+            self.infos[index] = info
+        self._notify()
+
+    # ------------------------------------------------------------------ driving
+    def results(self, chunks: Sequence[Chunk], payload: Callable[[Chunk], tuple[list[list[int]], list[str]]], k: int,
+                sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
+        """Decoded samples of every chunk, in completion order, each exactly once."""
+        queue = WorkQueue(chunks)
+        self.stats.chunks = len(chunks)
+        inflight: dict[Any, tuple[int, Chunk]] = {}
+        no_live_since: float | None = None
+        while not queue.finished:
+            self._fill(queue, inflight, payload, k, sampling)
+            if not inflight and not self._probes:
+                raise Pr1EvalError("every Ray replica was lost (" + "; ".join(self.stats.errors[-3:]) + "); finished "
+                                   "chunks are saved — rerun the same command to resume")
+            if self.live == 0:
+                no_live_since = no_live_since or time.monotonic()
+                if time.monotonic() - no_live_since > self.start_timeout_s:
+                    raise Pr1EvalError(f"no Ray replica has been live for {self.start_timeout_s:.0f} s; finished "
+                                       "chunks are saved — rerun the same command to resume")
+            else:
+                no_live_since = None
+            ready, _ = ray.wait([*inflight, *self._probes], num_returns=1, timeout=5.0)
+            for ref in ready:
+                if ref in self._probes:
+                    self._on_probe(ref)
+                    continue
+                if ref not in inflight:  # dropped with its lost replica
+                    continue
+                index, chunk = inflight.pop(ref)
+                decoded = self._collect(ref, index, chunk, queue, inflight)
+                if decoded is not None and queue.complete(chunk.id, index):
+                    self._fill(queue, inflight, payload, k, sampling)
+                    yield chunk, decoded
+        self.stats.retried_chunks = len(queue.retried)
+
+    def _collect(self, ref: Any, index: int, chunk: Chunk, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]]) -> Any:
+        """The chunk's samples, or None after handling a lost replica or a failed call."""
+        try:
+            return ray.get(ref)
+        except _LOST as exc:
+            self._lost(index, _last_line(exc), queue, inflight)
+        except rex.RayTaskError as exc:
+            if isinstance(exc.cause, Pr1EvalError):
+                raise Pr1EvalError(str(exc.cause)) from None
+            self.stats.chunk_errors += 1
+            self.stats.errors.append(f"replica {index}: {_last_line(exc)}")
+            queue.requeue(chunk.id, _last_line(exc))
+        self.stats.retried_chunks = len(queue.retried)
+        return None
+
+    def _lost(self, index: int, reason: str, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]]) -> None:
+        """Requeue a dead replica's chunks, forget its other calls, and probe it (Ray may restart it)."""
+        self.stats.replicas_lost += 1
+        self.stats.errors.append(f"replica {index} lost: {reason}")
+        self.states[index] = "restarting"
+        for ref in [r for r, (i, _) in inflight.items() if i == index]:
+            del inflight[ref]
+        queue.release(index, reason)
+        self._probes[self.actors[index].info.remote()] = (index, 0)
+        self._notify()
+
+    def _fill(self, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]],
+              payload: Callable[[Chunk], tuple[list[list[int]], list[str]]], k: int, sampling: SamplingConfig) -> None:
+        """Give every live replica one chunk, then a second one while more chunks wait than replicas are live."""
+        live = [i for i, state in enumerate(self.states) if state == "live"]
+        for depth in (1, 2):
+            for index in live:
+                if depth == 2 and queue.pending <= len(live):
+                    return
+                if queue.held(index) >= depth:
+                    continue
+                chunk = queue.take(index)
+                if chunk is None:
+                    return
+                contexts, request_ids = payload(chunk)
+                inflight[self.actors[index].decode.remote(contexts, k, sampling, request_ids)] = (index, chunk)
+
+    def close(self) -> None:
+        """Stop every replica, and disconnect if this pool connected."""
+        for actor in self.actors:
+            with contextlib.suppress(Exception):  # already dead
+                ray.kill(actor)
+        self._disconnect()
+
+    def _disconnect(self) -> None:
+        if self._owns_connection and ray.is_initialized():
+            ray.shutdown()
+        self._owns_connection = False
