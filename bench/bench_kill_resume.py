@@ -17,6 +17,13 @@ exited. At the end: zero lost, zero duplicated, and every sample equal to the ba
     .venv/bin/python bench/bench_kill_resume.py --kills 5 --cut-parts 1 --seed 3
 
 ``tests/test_kill_resume.py`` runs a short version (2 kills, 1 part cut short) in CI.
+
+Figures (``--kills 20 --cut-parts 2 --seed 0``, aime24+gsm8k × 12 problems × k=4, the random
+tiny model, a 2-core machine shared with other jobs, load average ≈ 10): 20 SIGKILLs landed, 6 of
+them during start-up and 14 while evaluating; 2 parts cut short on disk, both set aside on
+resume; 96 of 96 samples at the end, 0 lost, 0 duplicated, 0 different from the uninterrupted
+run, 0 orphaned grading workers; wall 904.5 s killed-and-finished against 250.2 s uninterrupted
+(3.62×: 21 start-ups instead of one).
 """
 
 from __future__ import annotations
