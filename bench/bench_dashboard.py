@@ -6,11 +6,12 @@ structure fields from :func:`pr1_eval.annotate.annotate_structure`; grades are a
 match against the gold answer instead of math-verify, because grading is not what is measured),
 then measures, each in a fresh child process so its peak memory is its own:
 
-1. ``load: baseline`` — :func:`analysis.loader.load_runs` parsing every response (``cache=False``:
-   what every load cost before the sidecar cache);
-2. ``load: cold cache`` — the first load ever (parse + write the sidecar cache);
-3. ``load: warm cache`` — every later load (a dashboard restart, a notebook, ``analyze``);
-4. ``dashboard`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with a warm
+1. ``baseline`` — the loader as it was before the sidecar cache (``analysis/loader.py`` at commit
+   :data:`BASELINE_COMMIT`, read with ``git show``; skipped outside a git checkout);
+2. ``no cache`` — today's :func:`analysis.loader.load_runs` parsing every response (``cache=False``);
+3. ``cold cache`` — the first load ever (parse + write the sidecar cache);
+4. ``warm cache`` — every later load (a dashboard restart, a notebook, ``analyze``);
+5. ``dashboard`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with a warm
    sidecar: the first run (load + leaderboard), then each page twice — the first render computes
    its tables, the second is the cached render a user sees afterwards. No embeddings.
 
@@ -34,6 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+#: The last commit whose analysis/loader.py re-parsed every response on every load.
+BASELINE_COMMIT = "2cd82e2"
 PAGES = ("views/leaderboard.py", "views/training.py", "views/behaviour.py", "views/diversity.py",
          "views/trace_viewer.py", "views/compare.py")
 _WORDS = ("let", "the", "number", "of", "ways", "be", "n", "so", "we", "count", "each", "case", "then", "sum",
@@ -111,15 +114,33 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child_load(root: str, cache: bool) -> dict[str, Any]:
+def baseline_loader() -> Any:
+    """``load_runs`` of :data:`BASELINE_COMMIT`'s loader, or None when there is no git history."""
+    import types
+
+    repo = Path(__file__).resolve().parents[1]
+    shown = subprocess.run(["git", "-C", str(repo), "show", f"{BASELINE_COMMIT}:analysis/loader.py"],
+                           capture_output=True, text=True, check=False)
+    if shown.returncode != 0:
+        return None
+    module = types.ModuleType("loader_before")
+    sys.modules[module.__name__] = module  # dataclasses look their module up while the code runs
+    exec(compile(shown.stdout, f"{BASELINE_COMMIT}:analysis/loader.py", "exec"), module.__dict__)  # noqa: S102
+    return module.load_runs
+
+
+def child_load(root: str, cache: bool, before: bool = False) -> dict[str, Any]:
     from analysis.loader import load_runs
 
-    started = time.perf_counter()
-    loaded = load_runs([root], tokenizer=None, cache=cache)
-    seconds = time.perf_counter() - started
+    loader = baseline_loader() if before else lambda paths, tokenizer: load_runs(paths, tokenizer=tokenizer, cache=cache)
+    if loader is None:
+        return {}
+    started, cpu = time.perf_counter(), time.process_time()
+    loaded = loader([root], tokenizer=None)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     chars = int(loaded.samples["response"].str.len().sum())
-    return {"seconds": seconds, "peak_mb": _peak_mb(), "samples": len(loaded.samples), "blocks": len(loaded.blocks),
-            "response_mb": chars / 2**20}
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_mb": _peak_mb(), "samples": len(loaded.samples),
+            "blocks": len(loaded.blocks), "response_mb": chars / 2**20}
 
 
 def child_dashboard(root: str) -> dict[str, Any]:
@@ -127,17 +148,18 @@ def child_dashboard(root: str) -> dict[str, Any]:
 
     sys.argv = ["app.py", root]
     app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=900)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     app.run()
-    timings: dict[str, Any] = {"first load (leaderboard)": time.perf_counter() - started}
+    timings: dict[str, Any] = {"first load (leaderboard)": (time.perf_counter() - started, time.process_time() - cpu)}
     errors = [str(e.value)[:300] for e in app.exception]
     for page in PAGES:
         for attempt in ("first", "cached"):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             app.switch_page(page).run()
-            timings[f"{page.split('/')[1][:-3]} ({attempt})"] = time.perf_counter() - started
+            timings[f"{page.split('/')[1][:-3]} ({attempt})"] = (time.perf_counter() - started,
+                                                                 time.process_time() - cpu)
             errors += [f"{page}: {str(e.value)[:300]}" for e in app.exception]
-    return {"timings": timings, "peak_mb": _peak_mb(), "errors": errors}
+    return {"timings": timings, "peak_mb": _peak_mb(), "errors": errors, "load_average": os.getloadavg()[0]}
 
 
 def run_child(kind: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -155,12 +177,14 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--dir", default="/tmp/pr1-bench-dashboard", help="where the sweep and the caches live")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--child", choices=["load-baseline", "load-cache", "dashboard"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["load-before", "load-baseline", "load-cache", "dashboard"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     root = Path(args.dir)
     if args.child:
         sweep = str(root / "sweep")
-        result = (child_load(sweep, cache=False) if args.child == "load-baseline" else
+        result = (child_load(sweep, cache=False, before=True) if args.child == "load-before" else
+                  child_load(sweep, cache=False) if args.child == "load-baseline" else
                   child_load(sweep, cache=True) if args.child == "load-cache" else child_dashboard(sweep))
         print(json.dumps(result))
         return
@@ -172,26 +196,32 @@ def main() -> None:
     for stale in cache.glob("*.parquet") if cache.is_dir() else []:
         stale.unlink()
     env = {**os.environ, "PR1_LOADER_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    results = {"baseline": run_child("load-baseline", root, env), "cold": run_child("load-cache", root, env),
+    results = {"before": run_child("load-before", root, env), "baseline": run_child("load-baseline", root, env),
+               "cold": run_child("load-cache", root, env),
                "warm": run_child("load-cache", root, env), "dashboard": run_child("dashboard", root, env)}
     report(results, args)
 
 
 def report(results: dict[str, Any], args: argparse.Namespace) -> None:
-    base = results["baseline"]
+    base = results["before"] or results["baseline"]
     n = base["samples"]
-    print(f"\n{n} responses ({base['response_mb']:.0f} MB of response text), {base['blocks']} blocks")
-    print(f"{'load':<34}{'seconds':>9}{'ms/response':>13}{'× baseline':>12}{'peak MB':>10}")
-    for name, key in (("baseline: parse every response", "baseline"), ("sidecar cache, cold (parse + write)", "cold"),
-                      ("sidecar cache, warm", "warm")):
+    print(f"\n{n} responses ({base['response_mb']:.0f} MB of response text), {base['blocks']} blocks; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time includes waiting for them, "
+          "CPU time is this process's own)")
+    print(f"{'load':<38}{'wall s':>8}{'CPU s':>8}{'CPU ms/resp':>12}{'× baseline (CPU)':>18}{'peak MB':>9}")
+    for name, key in ((f"baseline: loader of {BASELINE_COMMIT}", "before"), ("no cache: parse every response", "baseline"),
+                      ("sidecar cache, cold (parse + write)", "cold"), ("sidecar cache, warm", "warm")):
         r = results[key]
-        print(f"{name:<34}{r['seconds']:>9.1f}{1000 * r['seconds'] / n:>13.3f}{base['seconds'] / r['seconds']:>12.2f}"
-              f"{r['peak_mb']:>10.0f}")
+        if not r:
+            print(f"{name:<38}  (skipped: no git history)")
+            continue
+        print(f"{name:<38}{r['seconds']:>8.1f}{r['cpu_seconds']:>8.1f}{1000 * r['cpu_seconds'] / n:>12.3f}"
+              f"{base['cpu_seconds'] / r['cpu_seconds']:>18.2f}{r['peak_mb']:>9.0f}")
     dash = results["dashboard"]
-    print(f"\n{'dashboard (AppTest, warm sidecar)':<34}{'seconds':>9}")
-    for name, seconds in dash["timings"].items():
-        print(f"{name:<34}{seconds:>9.2f}")
-    print(f"{'peak memory of the dashboard process':<34}{dash['peak_mb']:>9.0f} MB")
+    print(f"\n{'dashboard (AppTest, warm sidecar)':<38}{'wall s':>8}{'CPU s':>8}")
+    for name, (seconds, cpu) in dash["timings"].items():
+        print(f"{name:<38}{seconds:>8.2f}{cpu:>8.2f}")
+    print(f"peak memory of the dashboard process: {dash['peak_mb']:.0f} MB (load average then {dash['load_average']:.1f})")
     for error in dash["errors"]:
         print(f"ERROR {error}")
     if args.json:

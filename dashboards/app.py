@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboards.data import build_context
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: (file, title, url path) of every page, in the sidebar's order; the first is the home page.
 PAGES: tuple[tuple[str, str, str], ...] = (
     ("views/leaderboard.py", "Leaderboard", "leaderboard"),
@@ -35,6 +36,10 @@ def main() -> None:
     if not context.runs or not context.tasks:
         st.info("Select at least one run and one task in the sidebar.")
         st.stop()
+    address = str(st.get_option("server.address") or "")
+    if address not in LOOPBACK:
+        st.sidebar.caption(f"Served on {address or 'every address'}: anyone who can reach this machine can read "
+                           "these runs.")
     navigation.run()
 
 

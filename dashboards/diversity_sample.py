@@ -3,7 +3,7 @@
 Why a sample: BLEU costs a few hundred microseconds per pair and roles may call math-verify,
 so all 150,000 blocks of a 96,000-response sweep would take minutes. A uniform random sample
 of at most ``max_blocks`` blocks per run × task (seed 0, so every rerun and every page shows the
-same numbers) estimates each mean well (400 blocks: standard error ≈ 0.05 σ); ``0`` takes them
+same numbers) estimates each mean well (200 blocks: standard error ≈ 0.07 σ); ``0`` takes them
 all, and runs smaller than the cap are always complete. Pages say which they show.
 """
 

@@ -20,7 +20,9 @@ from pr1_eval.report import run_report
 #: Outcomes the trace viewer filters on, from a sample's grade.
 OUTCOMES: tuple[str, ...] = ("correct", "wrong", "no answer", "timeout", "error", "ungraded")
 #: Report values shown beside the @K metrics in the fallback table.
-REPORT_EXTRAS = ("parallel_ratio", "format_ok_ratio", "n_unscored")
+REPORT_EXTRAS = ("parallel_ratio", "n_unscored")
+#: Report metrics left out of that table: pass@1 is mean@K by definition (c/n per problem).
+REPORT_HIDDEN = ("pass@1",)
 _POSITION = re.compile(r" at character \d+$")
 _NUMBER = re.compile(r"\d+")
 
@@ -118,10 +120,15 @@ def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -
             note = "" if is_complete(metrics) else str(metrics.get("incomplete_reason") or "incomplete: no metrics")
             k = metric_k(metrics)
             cells = generic_k(metric_cells(metrics), k) if is_complete(metrics) else {}
-            shown = {key: value for key, value in cells.items() if key in REPORT_EXTRAS or
-                     ("@" in key and (not key.endswith("ci95") or key == "mean@K ci95"))}
+            shown: dict[str, Any] = {}
+            for key, value in cells.items():
+                if key in REPORT_EXTRAS or ("@" in key and not key.endswith("ci95") and key not in REPORT_HIDDEN):
+                    shown[key] = value
+                if key == "mean@K":  # its interval right beside it, as the leaderboard shows it
+                    shown["mean@K ci95"] = cells.get("mean@K ci95")
             rows.append({"run": run, "task": task, "k": k, "n_problems": metrics.get("n_problems"), **shown, "note": note})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame.drop(columns="note") if "note" in frame and not frame["note"].astype(bool).any() else frame
 
 
 def generic_k(cells: dict[str, Any], k: int | None) -> dict[str, Any]:

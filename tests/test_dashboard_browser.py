@@ -32,6 +32,7 @@ from dashboard_fixtures import HOSTILE_RUN, build_runs
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_RUN = ROOT / "pr1-demo" / "run"
+WIDTH = 1600  # a desktop browser window
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars", "--remote-debugging-port=0"]
@@ -45,6 +46,7 @@ READY = """(() => {
   return JSON.stringify({ready: !!(idle && main && title), title: title ? title.innerText : null,
                          size: main ? main.innerText.length : 0});
 })()"""
+TEXT = "JSON.stringify(document.body.innerText)"
 ATTACKS = """(() => JSON.stringify({
   pwned: window.__pwned === undefined ? null : String(window.__pwned),
   scripts: [...document.querySelectorAll('script')].filter(s => s.textContent.includes('__pwned')).length,
@@ -107,25 +109,27 @@ class DevTools:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
         return json.loads(result["result"]["value"])
 
-    def open(self, url: str, timeout: float = 120.0) -> dict[str, Any]:
-        """Load ``url`` and wait until the app is idle and its content stopped changing."""
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+    def open(self, url: str, expected: tuple[str, ...], timeout: float = 120.0) -> dict[str, Any]:
+        """Load ``url`` and wait until the app is idle, shows every ``expected`` text and stopped changing
+        (returns the last state either way; the test asserts on it)."""
+        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=1000, deviceScaleFactor=1, mobile=False)
         self.call("Page.navigate", url=url)
         deadline, last, stable = time.monotonic() + timeout, None, 0
         while time.monotonic() < deadline:
             time.sleep(1.0)
             state = self.evaluate(READY)
-            stable = stable + 1 if state["ready"] and state == last else 0
+            shown = state["ready"] and all(text in self.evaluate(TEXT) for text in expected)
+            stable = stable + 1 if shown and state == last else 0
             last = state
             if stable >= 2:
-                return state
-        raise AssertionError(f"{url} did not settle in {timeout:.0f} s (last state {last})")
+                break
+        return last or {}
 
     def screenshot(self, path: Path) -> None:
         """The whole main column: the viewport is stretched to the height of its content."""
         height = self.evaluate("JSON.stringify(Math.min(8000, Math.max(1000, "
                                "document.querySelector('[data-testid=\"stMainBlockContainer\"]').scrollHeight + 120)))")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=height, deviceScaleFactor=1, mobile=False)
+        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=height, deviceScaleFactor=1, mobile=False)
         time.sleep(1.5)
         shot = self.call("Page.captureScreenshot", format="png")
         path.write_bytes(base64.b64decode(shot["data"]))
@@ -200,7 +204,7 @@ def test_page_renders_in_chromium_with_hostile_text_inert(server: tuple[str, dic
                                                           path: str) -> None:
     base, _ = server
     title, expected = PAGES[path]
-    state = browser.open(base + path)
+    state = browser.open(base + path, expected)
     dom = browser.evaluate(ATTACKS)
     browser.screenshot(artifacts() / f"{path.split('?')[0] or 'leaderboard'}.png")
     assert state["title"] == title

@@ -14,13 +14,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.stats import structure_stats
-from dashboards.components import fmt, text_table
+from dashboards.components import fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.tables import binned, format_failures
 
 STATS_VIEW = ["run", "task", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
-              "in_block_share", "in_block_unit", "first_block_rel_pos", "block_rel_pos", "position_unit",
-              "format_ok_ratio", "accuracy", "accuracy_with_block", "accuracy_without_block", "notes"]
+              "in_block_share", "first_block_rel_pos", "block_rel_pos", "format_ok_ratio", "accuracy",
+              "accuracy_with_block", "accuracy_without_block"]
 
 
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
@@ -73,7 +73,8 @@ def render_distributions(ctx: Context) -> None:
 def render() -> None:
     ctx = context()
     st.title("Behaviour")
-    stats = ctx.cached("structure_stats", lambda: structure_stats(ctx.samples(), by=["run", "task"]))
+    with st.spinner("Computing structure statistics…"):
+        stats = ctx.cached("structure_stats", lambda: structure_stats(ctx.samples(), by=["run", "task"]))
     render_distributions(ctx)
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task"], value_vars=["accuracy_with_block", "accuracy_without_block"])
@@ -85,8 +86,13 @@ def render() -> None:
     st.subheader("Structure per run × task")
     view = stats[STATS_VIEW].copy()
     for column in STATS_VIEW[2:]:
-        view[column] = [fmt(v) if not isinstance(v, str) else v for v in view[column]]
+        view[column] = [fmt(v) for v in view[column]]
     text_table(view.astype(str))
+    units = {str(u) for u in [*stats["in_block_unit"], *stats["position_unit"]] if isinstance(u, str)}
+    st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
+               "(tokens when the run stored token positions, else characters).")
+    for record in stats[stats["notes"].astype(bool)].to_dict("records"):
+        st.caption(f"{md_escape(record['run'])} · {md_escape(record['task'])}: {md_escape(record['notes'])}")
     st.subheader("Format-check failures by kind")
     failures = ctx.cached("format_failures", lambda: format_failures(ctx.samples()))
     if failures.empty:

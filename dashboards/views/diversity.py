@@ -51,15 +51,15 @@ def pair_links(pairs: pd.DataFrame, ascending: bool) -> None:
     chosen = pairs.dropna(subset=["bleu"]).sort_values("bleu", ascending=ascending, kind="stable").head(N_LINKS)
     for row in chosen.itertuples(index=False):
         trace_link(row.run, row.task, row.problem_id, row.sample_idx,
-                   f"BLEU {row.bleu:.4f} · {row.run} · {row.task} · problem {row.problem_id} · sample "
-                   f"{row.sample_idx} · block {row.block_idx} (paths {row.path_i} and {row.path_j})")
+                   f"{row.bleu:.4f} · {row.run} · {row.task} · {row.problem_id} · sample {row.sample_idx} · "
+                   f"block {row.block_idx + 1}, paths {row.path_i + 1}–{row.path_j + 1}")
 
 
 def render() -> None:
     ctx = context()
     st.title("Diversity and roles")
     with st.sidebar:
-        max_blocks = int(st.number_input("Blocks per run × task (0 = all)", min_value=0, value=400, step=100,
+        max_blocks = int(st.number_input("Blocks per run × task (0 = all)", min_value=0, value=200, step=100,
                                          key="dv_max_blocks"))
         embeddings = st.toggle("Embedding cosine (loads all-MiniLM-L6-v2)", value=False, key="dv_embeddings")
     if ctx.blocks().empty:

@@ -60,14 +60,15 @@ def render() -> None:
     ctx = context()
     st.title("Leaderboard")
     st.caption("Per task: mean@K with its 95 % bootstrap interval over problems, unbiased pass@K, the paper's "
-               "pass@K (expectation of VERL's best@K), maj@K and the parallel ratio — the numbers of "
-               "`pr1-eval report` and `pr1-eval leaderboard`.")
+               "Pass@K (VERL's bootstrap best@K), maj@K and the parallel ratio — the numbers of `pr1-eval report` "
+               "and `pr1-eval leaderboard`, with K the runs' samples per problem.")
     with st.sidebar:
         baseline_choice = st.selectbox("Baseline for comparisons", ["automatic", *ctx.runs], key="lb_baseline")
         intersect = st.toggle("Compare on shared problems only", value=False, key="lb_intersect",
                               help="cut every run to the tasks and problems all selected runs share")
     baseline = None if baseline_choice == "automatic" else baseline_choice
-    document = leaderboard_document(ctx, baseline, intersect)
+    with st.spinner(f"Computing the leaderboard of {len(ctx.runs)} run(s) (metrics, intervals, paired tests)…"):
+        document = leaderboard_document(ctx, baseline, intersect)
     if isinstance(document, str):
         st.warning("Paired leaderboard unavailable: " + md_escape(document))
         st.subheader("Per-run report")

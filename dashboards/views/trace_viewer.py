@@ -96,6 +96,18 @@ def choose_sample(ctx: Context) -> pd.Series | None:
     return match.iloc[0]
 
 
+def path_conclusions(segment: TraceSegment, info: dict[str, Any] | None) -> tuple[list[Any], list[str]]:
+    """What each path concludes: :func:`analysis.conclusions.path_conclusion` (the reading block roles
+    use) when it is installed, else the answer the grader's extractor finds in the path."""
+    try:
+        from analysis.conclusions import path_conclusion
+    except ImportError:
+        n = len(segment.paths)
+        return (list(info["path_answers"]), list(info["path_answer_sources"])) if info else ([None] * n, ["none"] * n)
+    found = [path_conclusion(text) for text in segment.paths]
+    return [c.text for c in found], [c.source for c in found]
+
+
 def render_block(segment: TraceSegment, info: dict[str, Any] | None) -> None:
     """One block: header with positions, paths side by side with their conclusions, the summary."""
     with st.container(border=True):
@@ -108,8 +120,7 @@ def render_block(segment: TraceSegment, info: dict[str, Any] | None) -> None:
         if not segment.closed:
             header += " · never closed"
         st.markdown(f"**{md_escape(header)}**")
-        answers = info["path_answers"] if info is not None else [None] * n
-        sources = info["path_answer_sources"] if info is not None else ["none"] * n
+        answers, sources = path_conclusions(segment, info)
         for column, (j, text) in zip(st.columns(max(n, 1)), enumerate(segment.paths), strict=False):
             with column:
                 st.caption(f"Path {j + 1} · {len(text)} characters")
@@ -162,7 +173,7 @@ def answer_box(sample: pd.Series, verdict: str) -> None:
               "boxed": "the last \\boxed{} outside every path"}.get(str(sample["answer_source"]), "nowhere")
     answer = sample["extracted_answer"]
     box = st.success if verdict == "correct" else st.error if verdict in ("wrong", "no answer") else st.warning
-    box(f"Final answer ({verdict}) — taken from {md_escape(source)}", icon="🎯")
+    box(f"Final answer ({verdict}) — taken from {md_escape(source)}")
     st.code(answer if isinstance(answer, str) else "(no answer found)", language=None, wrap_lines=True)
 
 

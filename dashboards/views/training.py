@@ -88,9 +88,10 @@ def render() -> None:
     with st.sidebar:
         chosen = st.multiselect("Metrics", list(METRICS), default=list(METRICS), format_func=lambda m: METRICS[m],
                                 key="td_metrics")
-        max_blocks = int(st.number_input("Blocks per run × task for BLEU (0 = all)", min_value=0, value=400,
+        max_blocks = int(st.number_input("Blocks per run × task for BLEU (0 = all)", min_value=0, value=200,
                                          step=100, key="td_max_blocks"))
-    points = ctx.cached("step_points", lambda: step_points(ctx, max_blocks), max_blocks)
+    with st.spinner("Computing metrics per checkpoint step…"):
+        points = ctx.cached("step_points", lambda: step_points(ctx, max_blocks), max_blocks)
     if points.empty:
         st.info("None of the selected runs carries a checkpoint step (run.json model.step, or global_step_N in "
                 "the model path). Select runs of a training job to see its dynamics.")
