@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from pr1_eval.protocol.eos import eos_token_ids
+
 
 def version_fields(global_steps: int | None) -> dict[str, Any]:
     """The weight-version fields VERL's ``LLMServerClient.generate`` puts on every output."""
@@ -43,10 +45,7 @@ class HFServerManager:
         self.tokenizer = tokenizer
         self.stop_bias = stop_bias
         self.generator = torch.Generator().manual_seed(seed)
-        eos = model.generation_config.eos_token_id
-        self.eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        if tokenizer.eos_token_id is not None:
-            self.eos.add(int(tokenizer.eos_token_id))
+        self.eos = set(eos_token_ids(tokenizer, model.generation_config))  # what vLLM stops on
         self.requests: list[dict[str, Any]] = []
         self.global_steps = global_steps
         self.update_every = update_every
