@@ -137,17 +137,20 @@ def test_training_dynamics_equal_stats_report_and_trend(runs: dict[str, Path], m
 def test_behaviour_equals_structure_stats_and_counts_format_failures(runs: dict[str, Path],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     app = open_app(monkeypatch, list(runs.values()), "behaviour")
-    table, failures = shown_table(app, 0), shown_table(app, 1)
+    accuracy, table, failures = shown_table(app, 0), shown_table(app, 1), shown_table(app, 2)
     stats = structure_stats(load_runs(list(runs.values()), tokenizer=None).samples, by=["run", "task"])
     for record in stats.to_dict("records"):
         shown = row(table, run=record["run"], task=record["task"])
-        for column in ("parallel_ratio", "blocks_per_response", "first_block_rel_pos", "accuracy_with_block"):
+        for column in ("parallel_ratio", "blocks_per_response", "first_block_rel_pos", "block_rel_pos"):
             assert shown[column] == fmt(record[column])
+        shown = row(accuracy, run=record["run"], task=record["task"])
+        assert (shown["accuracy_with_block"], shown["n_samples"]) == (fmt(record["accuracy_with_block"]),
+                                                                      str(record["n_samples"]))
     # one hostile response (h1, sample 0) opens a block with a single path; 1 of its run's 4 responses
     assert failures.to_dict("records") == [{"run": HOSTILE_RUN, "kind": "block N has N path(s), needs at least N",
                                             "responses": "1", "share of run": "0.2500"}]
     app.multiselect(key="filter_runs").set_value(list(STEP_RUNS)).run()
-    assert len(app.table) == 1 and "passes the strict format check" in app.success[0].value
+    assert len(app.table) == 2 and "passes the strict format check" in app.success[0].value
 
 
 def test_diversity_and_roles_equal_the_analysis_api(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,9 +18,16 @@ from dashboards.components import fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.tables import binned, format_failures
 
-STATS_VIEW = ["run", "task", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
-              "in_block_share", "first_block_rel_pos", "block_rel_pos", "format_ok_ratio", "accuracy",
-              "accuracy_with_block", "accuracy_without_block"]
+ACCURACY_VIEW = ["run", "task", "n_samples", "n_scored", "accuracy", "accuracy_with_block", "accuracy_without_block"]
+STATS_VIEW = ["run", "task", "parallel_ratio", "blocks_per_response", "paths_per_block", "in_block_share",
+              "first_block_rel_pos", "block_rel_pos", "format_ok_ratio"]
+
+
+def formatted(stats: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    view = stats[columns].copy()
+    for column in columns[2:]:
+        view[column] = [fmt(v) for v in view[column]]
+    return view.astype(str)
 
 
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
@@ -83,11 +90,9 @@ def render() -> None:
                      for variable, group in accuracy.groupby("variable")])
     fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=320, margin={"t": 20, "b": 40})
     st.plotly_chart(fig, key="bh_accuracy")
+    text_table(formatted(stats, ACCURACY_VIEW))
     st.subheader("Structure per run × task")
-    view = stats[STATS_VIEW].copy()
-    for column in STATS_VIEW[2:]:
-        view[column] = [fmt(v) for v in view[column]]
-    text_table(view.astype(str))
+    text_table(formatted(stats, STATS_VIEW))
     units = {str(u) for u in [*stats["in_block_unit"], *stats["position_unit"]] if isinstance(u, str)}
     st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
                "(tokens when the run stored token positions, else characters).")
