@@ -165,3 +165,13 @@ def test_unknown_engine_logprobs_are_nan_and_params_are_checked() -> None:
         with pytest.raises(Pr1EvalError):
             ForkJoinParams(**bad)  # type: ignore[arg-type]
     assert ForkJoinParams().describe()["after_last_block"] == "end"
+
+
+def test_an_engine_that_gives_up_ends_the_response_with_its_reason() -> None:
+    m = machine()
+    m.feed([gen([1, 2], "abort")])
+    assert m.done and m.finish == "abort" and m.tokens == [1, 2]
+    m = machine()
+    m.feed([gen([1, PO])])
+    m.feed([gen([5, HC]), gen([6], "error")])
+    assert m.done and m.finish == "error" and m.tokens == [1, PO]  # partial paths are not kept

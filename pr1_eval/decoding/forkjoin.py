@@ -21,14 +21,22 @@ from typing import Any
 
 from pr1_eval.decoding.base import DecodedSample, request_seed
 from pr1_eval.engines.base import Completion, Engine, GenerationRequest, SamplingConfig
-from pr1_eval.protocol.forkjoin import MAIN, PATHS, SUMMARY, ForkJoinMachine, ForkJoinParams, Generation
+from pr1_eval.protocol.forkjoin import (
+    ENGINE_GAVE_UP,
+    MAIN,
+    PATHS,
+    SUMMARY,
+    ForkJoinMachine,
+    ForkJoinParams,
+    Generation,
+)
 from pr1_eval.protocol.tags import resolve_tag_ids
 
 
 def generation_from_completion(c: Completion) -> Generation:
     """An engine :class:`Completion` (EOS already removed, stop token kept) as a machine input."""
     logprobs = tuple(c.logprobs) if c.logprobs is not None else None
-    finish = c.finish_reason if c.finish_reason in ("stop", "eos") else "length"
+    finish = c.finish_reason if c.finish_reason in ("stop", "eos", *ENGINE_GAVE_UP) else "length"
     return Generation(tuple(c.token_ids), logprobs, finish)
 
 

@@ -45,6 +45,8 @@ from pr1_eval.protocol import tags as T
 
 MAIN, PATHS, SUMMARY = "main", "paths", "summary"
 AFTER_LAST_BLOCK = ("end", "continue")
+ENGINE_GAVE_UP = ("abort", "error")
+"""Finish reasons of a request the engine abandoned (vLLM's abort/error): the response ends there."""
 INSERTED_LOGPROB = 0.0
 """Log-prob recorded for inserted tokens: the protocol writes them with probability 1."""
 UNKNOWN_LOGPROB = math.nan
@@ -108,7 +110,8 @@ class StepRequest:
 @dataclass(frozen=True)
 class Generation:
     """One engine sample, normalised: ``token_ids`` without EOS (a hit stop token is the last id),
-    ``finish`` one of ``stop | eos | length``, and the EOS id the model wrote (when known) with its
+    ``finish`` one of ``stop | eos | length`` (or ``abort | error`` when the engine gave the request
+    up), and the EOS id the model wrote (when known) with its
     log-prob, so a trainer can keep it at the end of the response."""
 
     token_ids: tuple[int, ...]
@@ -194,7 +197,13 @@ class ForkJoinMachine:
         if len(generations) != request.n:
             raise RuntimeError(f"{request.kind} request wanted {request.n} generations, got {len(generations)}")
         self.steps += 1
-        {MAIN: self._feed_main, PATHS: self._feed_paths, SUMMARY: self._feed_summary}[request.kind](generations)
+        gave_up = next((g for g in generations if g.finish in ENGINE_GAVE_UP), None)
+        if gave_up is not None:  # a partial response: keep what the main line / summary got, then stop
+            if request.kind != PATHS:
+                self._add(gave_up.token_ids, gave_up.logprobs, True)
+            self._end(gave_up.finish)
+        else:
+            {MAIN: self._feed_main, PATHS: self._feed_paths, SUMMARY: self._feed_summary}[request.kind](generations)
         self._advance()
 
     def critical_path_tokens(self) -> int:
