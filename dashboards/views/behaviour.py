@@ -18,6 +18,7 @@ from dashboards.components import fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.tables import binned, format_failures
 
+UNIT_NAMES = {"char": "characters", "token": "tokens", "mixed": "tokens for some runs, characters for others"}
 ACCURACY_VIEW = ["run", "task", "n_samples", "n_scored", "accuracy", "accuracy_with_block", "accuracy_without_block"]
 STATS_VIEW = ["run", "task", "parallel_ratio", "blocks_per_response", "paths_per_block", "in_block_share",
               "first_block_rel_pos", "block_rel_pos", "format_ok_ratio"]
@@ -93,7 +94,8 @@ def render() -> None:
     text_table(formatted(stats, ACCURACY_VIEW))
     st.subheader("Structure per run × task")
     text_table(formatted(stats, STATS_VIEW))
-    units = {str(u) for u in [*stats["in_block_unit"], *stats["position_unit"]] if isinstance(u, str)}
+    units = {UNIT_NAMES.get(str(u), str(u)) for u in [*stats["in_block_unit"], *stats["position_unit"]]
+             if isinstance(u, str)}
     st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
                "(tokens when the run stored token positions, else characters).")
     for record in stats[stats["notes"].astype(bool)].to_dict("records"):
