@@ -57,11 +57,13 @@ def cache_dir() -> Path | None:
 def code_version() -> str:
     """Hash of the source that decides what a parsed block is (parser, extractor, loader)."""
     import analysis.loader
+    import pr1_eval.grading.answer_text
     import pr1_eval.grading.extract
     import pr1_eval.structure
 
     digest = hashlib.sha256()
-    for module in (pr1_eval.structure, pr1_eval.grading.extract, analysis.loader):
+    # answer_text decides how an answer line is read, so a change there changes path_answers too.
+    for module in (pr1_eval.structure, pr1_eval.grading.extract, pr1_eval.grading.answer_text, analysis.loader):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 

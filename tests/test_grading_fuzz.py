@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 
 import pytest
 
@@ -88,7 +87,6 @@ def test_fuzz_inputs_cover_the_hard_cases(pairs: list[tuple[str, str]]) -> None:
 
 
 def test_fuzz_parser_extraction_conclusions_and_paper_checker(pairs: list[tuple[str, str]]) -> None:
-    started = time.perf_counter()
     for response, gold in pairs:
         structure = parse_structure(response)
         assert isinstance(structure.format_ok, bool) and (structure.error is None) == structure.format_ok
@@ -104,15 +102,12 @@ def test_fuzz_parser_extraction_conclusions_and_paper_checker(pairs: list[tuple[
         raw = paper_extract(response)
         assert isinstance(normalize_final_answer("[INVALID]" if raw is None else raw), str)
         assert isinstance(normalize_final_answer(gold), str)
-    assert time.perf_counter() - started < 60
 
 
 @pytest.mark.slow
 def test_fuzz_grade_responses_through_the_pool(pairs: list[tuple[str, str]]) -> None:
     """Every response through ``grade_responses`` (identical checks are run once by the pool)."""
-    started = time.perf_counter()
     results = grade_responses(pairs, timeout_s=6)
-    elapsed = time.perf_counter() - started
     assert len(results) == len(pairs)
     statuses = [r.grade_status for r in results]
     assert set(statuses) <= GRADE_STATUSES
@@ -120,4 +115,3 @@ def test_fuzz_grade_responses_through_the_pool(pairs: list[tuple[str, str]]) -> 
     for r in results:
         assert (r.correct is None) == (r.grade_status not in SCORED_STATUSES)
         assert isinstance(r.correct_paper, bool)
-    assert elapsed < 60
