@@ -45,7 +45,8 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
     p.add_argument("--problems-per-chunk", type=int, default=None,
-                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm)")
+                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
+                        "at most that, shrinking to 1 near the end)")
     p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
     p.add_argument("--tensor-parallel-size", type=int, default=1)
     p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas

@@ -249,7 +249,12 @@ def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
     source = getattr(config, "data_source", "auto")
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, source)
     template = check_prompt(config.prompt, config.data_dir)
-    engine_name = str(engine.name) if engine is not None else check_engine(config.engine)
+    if engine is not None:
+        engine_name = str(engine.name)
+    elif getattr(config, "ray", None):  # engines load in the Ray replicas: vllm need not be installed here
+        engine_name = config.engine
+    else:
+        engine_name = check_engine(config.engine)
     decoding = check_decoding(config.decoding, engine_name, config.paths, config.max_blocks)
     out = Path(config.out) if config.out else config.default_out()
     resumes = check_output(out, planned_run_json(config, template, decoding, tasks))

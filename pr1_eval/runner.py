@@ -224,8 +224,8 @@ class LocalChunks:
     def describe(self) -> dict[str, Any]:
         return self.engine.describe()
 
-    def chunk_size(self, requested: int | None, n_problems: int) -> int:
-        return requested or engine_chunk_size(self.engine.name)
+    def plan(self, todo: dict[str, list[tuple[int, list[int]]]], requested: int | None) -> list[Chunk]:
+        return plan_chunks(todo, requested or engine_chunk_size(self.engine.name))
 
     def watch(self, bar: Any) -> None:
         """Nothing to show beside the bar: one engine."""
@@ -330,7 +330,7 @@ def _run(config: RunConfig, source: Any, decoder_info: dict[str, Any], template:
     store.write_run_json(run_json)
     finished = store.finished_keys()
     todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
-    chunks = plan_chunks(todo, source.chunk_size(config.problems_per_chunk, sum(len(t) for t in todo.values())))
+    chunks = source.plan(todo, config.problems_per_chunk)
     with tqdm(total=sum(c.n_samples for c in chunks), desc="samples", unit="sample", disable=None) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)

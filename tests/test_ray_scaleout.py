@@ -12,6 +12,7 @@ The queue and replica-planning logic is checked with pure tests at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -28,7 +29,7 @@ import pytest
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.runner import RunConfig, run_eval
-from pr1_eval.scaleout.queue import Chunk, WorkQueue, plan_chunks, pool_chunk_size, simulate_queue, simulate_static
+from pr1_eval.scaleout.queue import Chunk, WorkQueue, guided_sizes, plan_chunks, simulate_queue, simulate_static
 from pr1_eval.store import RunStore
 
 ray = pytest.importorskip("ray")
@@ -186,6 +187,13 @@ def test_ray_options_are_checked_before_anything_starts(model: Path, tmp_path: P
         run_eval(_config(model, tmp_path / "a", replicas=2))
     with pytest.raises(Pr1EvalError, match="greedy decoding.*pass -k 1"):
         run_eval(_config(model, tmp_path / "b", temperature=0.0))
+    from pr1_eval.engines.vllm_engine import vllm_available
+    from pr1_eval.preflight import preflight_run
+
+    assert not vllm_available()
+    with pytest.raises(Pr1EvalError, match="vllm is not installed"):
+        preflight_run(dataclasses.replace(_config(model, tmp_path / "c"), engine="vllm"))
+    preflight_run(dataclasses.replace(_config(model, tmp_path / "c", ray="auto"), engine="vllm"))  # loads in replicas
 
 
 # ----------------------------------------------------------------------------------- pure parts
@@ -233,11 +241,16 @@ def test_a_chunk_that_keeps_failing_stops_the_run() -> None:
         queue.requeue(0, "out of memory")
 
 
-def test_plan_chunks_keeps_tasks_apart_and_pool_chunk_size_balances() -> None:
+def test_plan_chunks_keeps_tasks_apart_and_guided_sizes_shrink() -> None:
     chunks = plan_chunks({"a": [(0, [0]), (1, [0, 1]), (2, [1])], "b": [(0, [0])]}, 2)
     assert [(c.task, [i for i, _ in c.items], c.n_samples) for c in chunks] == [("a", [0, 1], 3), ("a", [2], 1), ("b", [0], 1)]
-    assert pool_chunk_size(600, 8, 64) == 19  # ceil(600 / 32): about four chunks per replica
-    assert pool_chunk_size(30, 2, 8) == 4 and pool_chunk_size(10_000, 8, 64) == 64 and pool_chunk_size(3, 64, 64) == 1
+    # what remains / (2 × replicas), capped, at least one: 20/4 → 5, 15/4 → 4, 11/4 → 3, 8/4 → 2, 6/4 → 2, then ones
+    assert guided_sizes(20, 2, 8) == [5, 4, 3, 2, 2, 1, 1, 1, 1]
+    assert guided_sizes(20, 2, 3) == [3, 3, 3, 3, 2, 2, 1, 1, 1, 1] and guided_sizes(0, 4, 8) == []
+    todo = {"a": [(i, [0]) for i in range(10)], "b": [(i, [0]) for i in range(10)]}
+    guided = plan_chunks(todo, 8, replicas=2)  # 20 → 5, 15 → 4, then a's last one; 10 left → 3, 2, 2, 1, 1, 1
+    assert [(c.task, len(c.items)) for c in guided] == [("a", 5), ("a", 4), ("a", 1), ("b", 3), ("b", 2), ("b", 2),
+                                                       ("b", 1), ("b", 1), ("b", 1)]
 
 
 def test_scheduling_simulation_by_hand() -> None:

@@ -39,19 +39,43 @@ class Chunk:
         return sum(len(missing) for _, missing in self.items)
 
 
-def plan_chunks(todo: Mapping[str, Sequence[tuple[int, Sequence[int]]]], size: int) -> list[Chunk]:
-    """Cut each task's unfinished problems, in order, into chunks of ``size`` problems.
+def guided_sizes(n_problems: int, replicas: int, cap: int) -> list[int]:
+    """Chunk sizes by guided self-scheduling: each chunk is what remains / (2 × replicas), at most
+    ``cap``, at least 1. Big chunks first (a vLLM replica needs many sequences in flight), single
+    problems at the end, so the last replicas to finish are never stuck with a big chunk: the
+    bench's simulation gives the idle share of one-problem chunks with a tenth as many chunks."""
+    sizes, left = [], n_problems
+    while left > 0:
+        sizes.append(_guided_step(left, replicas, cap))
+        left -= sizes[-1]
+    return sizes
 
-    Chunks never mix tasks, and a single-process run cuts the same chunks: on the HF engine a
-    batch's random stream depends on which requests share it, so equal chunks mean equal samples.
+
+def _guided_step(left: int, replicas: int, cap: int) -> int:
+    return max(1, min(cap, math.ceil(left / (2 * max(1, replicas))), left))
+
+
+def plan_chunks(todo: Mapping[str, Sequence[tuple[int, Sequence[int]]]], size: int,
+                replicas: int | None = None) -> list[Chunk]:
+    """Cut each task's unfinished problems, in order, into chunks: of ``size`` problems, or with
+    ``replicas``, of guided sizes (:func:`guided_sizes`) capped at ``size``.
+
+    Chunks never mix tasks. With a fixed size a single-process run cuts the same chunks: on the
+    HF engine a batch's random stream depends on which requests share it, so equal chunks mean
+    equal samples.
     """
     if size < 1:
         raise Pr1EvalError(f"--problems-per-chunk must be at least 1, got {size}")
+    left = sum(len(items) for items in todo.values())
     chunks: list[Chunk] = []
     for task, items in todo.items():
-        for start in range(0, len(items), size):
-            part = tuple((index, tuple(missing)) for index, missing in items[start : start + size])
+        start = 0
+        while start < len(items):
+            step = _guided_step(left, replicas, size) if replicas else size
+            part = tuple((index, tuple(missing)) for index, missing in items[start : start + step])
             chunks.append(Chunk(len(chunks), task, part))
+            start += len(part)
+            left -= len(part)
     return chunks
 
 
@@ -59,14 +83,6 @@ def engine_chunk_size(engine_name: str) -> int:
     """Problems per chunk on one engine: small on HF (bounded loss on a kill), large on vLLM, whose
     scheduler needs many sequences in flight to fill a GPU."""
     return 64 if engine_name == "vllm" else 8
-
-
-def pool_chunk_size(n_problems: int, replicas: int, engine_default: int, per_replica: int = 4) -> int:
-    """Problems per chunk on a pool: the engine's default, but small enough that each replica gets
-    about ``per_replica`` chunks, so the queue has something to balance the tail with."""
-    if n_problems <= 0:
-        return engine_default
-    return max(1, min(engine_default, math.ceil(n_problems / (per_replica * max(1, replicas)))))
 
 
 class WorkQueue:
@@ -165,13 +181,17 @@ class Schedule:
         return 0.0 if capacity <= 0 else 1.0 - self.busy / capacity
 
 
-def simulate_queue(times: Sequence[float], replicas: int, chunk: int = 1) -> Schedule:
-    """Replicas pull chunks of ``chunk`` problems, in order, whenever they are free."""
+def simulate_queue(times: Sequence[float], replicas: int, chunks: int | Sequence[int] = 1) -> Schedule:
+    """Replicas pull chunks (of ``chunks`` problems, or of the given sizes), in order, whenever
+    they are free; a chunk takes the sum of its problems' times."""
+    sizes = [chunks] * math.ceil(len(times) / chunks) if isinstance(chunks, int) else list(chunks)
     free_at = [(0.0, r) for r in range(replicas)]
     heapq.heapify(free_at)
-    for start in range(0, len(times), chunk):
+    start = 0
+    for size in sizes:
         at, replica = heapq.heappop(free_at)
-        heapq.heappush(free_at, (at + sum(times[start : start + chunk]), replica))
+        heapq.heappush(free_at, (at + sum(times[start : start + size]), replica))
+        start += size
     return Schedule(max(at for at, _ in free_at), float(sum(times)), replicas)
 
 

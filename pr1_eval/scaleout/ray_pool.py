@@ -34,7 +34,7 @@ import ray.exceptions as rex
 
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.scaleout.queue import Chunk, WorkQueue, engine_chunk_size, pool_chunk_size
+from pr1_eval.scaleout.queue import Chunk, WorkQueue, engine_chunk_size, plan_chunks
 
 MAX_RESTARTS = 2
 """Times Ray restarts a crashed replica (a killed-for-good one is not restarted)."""
@@ -232,9 +232,12 @@ class RayPool:
         """Chunks that may wait for the grader before the driver stops handing out work."""
         return max(8, 4 * len(self.actors))
 
-    def chunk_size(self, requested: int | None, n_problems: int) -> int:
-        """``--problems-per-chunk``, else the engine's default cut so every replica gets a few chunks."""
-        return requested or pool_chunk_size(n_problems, len(self.actors), engine_chunk_size(self.engine_name))
+    def plan(self, todo: dict[str, list[tuple[int, list[int]]]], requested: int | None) -> list[Chunk]:
+        """Chunks of ``--problems-per-chunk``, else of guided sizes up to the engine's default
+        (:func:`~pr1_eval.scaleout.queue.guided_sizes`: big first, single problems at the end)."""
+        if requested:
+            return plan_chunks(todo, requested)
+        return plan_chunks(todo, engine_chunk_size(self.engine_name), replicas=len(self.actors))
 
     def watch(self, bar: Any) -> None:
         """Show the live replicas beside the progress bar."""

@@ -114,13 +114,17 @@ def _default_script(prompt: list[int], params: SamplingParams, index: int, rng: 
     return words + ([params.stop_token_ids[0]] if params.stop_token_ids else [LLM.eos_token_id])
 
 
-def _engine_core(conn: Any) -> None:
-    """The engine-core process: lives until the LLM that started it goes (or its parent dies)."""
+def _engine_core(conn: Any, parent: int) -> None:
+    """The engine-core process: lives until the LLM that started it says stop, or its parent dies
+    (forked children inherit each other's pipe ends, so an EOF cannot be relied on)."""
     with contextlib.suppress(EOFError, OSError):
-        conn.recv()
+        while os.getppid() == parent and not conn.poll(0.2):
+            pass
 
 
 def _stop_core(process: Any, conn: Any) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        conn.send("stop")
     conn.close()
     process.join(timeout=5)
     if process.is_alive():
@@ -154,7 +158,8 @@ class LLM:
         self.model_config = SimpleNamespace(max_model_len=int(max_model_len or config.get("max_position_embeddings", 2048)))
         context = multiprocessing.get_context("fork")
         parent, child = context.Pipe()
-        self.engine_core = context.Process(target=_engine_core, args=(child,), name="EngineCore_DP0", daemon=True)
+        self.engine_core = context.Process(target=_engine_core, args=(child, os.getpid()), name="EngineCore_DP0",
+                                           daemon=True)
         self.engine_core.start()  # AssertionError inside a daemonic process, as with the real LLM
         child.close()
         weakref.finalize(self, _stop_core, self.engine_core, parent)
