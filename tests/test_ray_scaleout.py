@@ -45,8 +45,7 @@ def cluster() -> Iterator[str]:
     """A one-node cluster on 127.0.0.1; afterwards every process it started must be gone."""
     import psutil
 
-    if ray.is_initialized():
-        pytest.skip("another test left Ray connected")
+    assert not ray.is_initialized(), "a test before this module left Ray connected: it must shut its cluster down"
     start_local_cluster(num_cpus=2)
     node = ray._private.worker._global_node
     address = ray.get_runtime_context().gcs_address
