@@ -168,17 +168,21 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from pr1_eval.tiny_model import build_tiny_model, build_trained_tiny_model
+    from pr1_eval.tiny_model import cache_path, tiny_model_into
 
-    path = build_trained_tiny_model(args.dir, seed=args.seed) if args.trained else build_tiny_model(args.dir, seed=args.seed)
-    print(f"tiny model ({'trained' if args.trained else 'random'}) written to {path}")
+    if args.structured and not args.trained:
+        raise Pr1EvalError("--structured chooses how the tiny model is trained; add --trained")
+    kind = "trained-structured" if args.structured else "trained" if args.trained else "random"
+    print(f"tiny model ({kind}, seed {args.seed}): shared cache {cache_path(kind, seed=args.seed, prompt=args.prompt)}")
+    path, reused = tiny_model_into(args.dir, kind, seed=args.seed, prompt=args.prompt)
+    print(f"{'reused the cached model' if reused else 'built it'}; written to {path}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from pr1_eval.demo import run_demo
 
-    run_demo(args.dir)
+    run_demo(args.dir, prompt=args.prompt)
     return 0
 
 
@@ -221,11 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_import)
     p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")
     p.add_argument("dir")
-    p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on CPU)")
+    p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on one core)")
+    p.add_argument("--structured", action="store_true",
+                   help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prompt", default=None, help="template mixed into training: parallel_r1_v3 (default) | FILE")
     p.set_defaults(func=_cmd_tiny_model)
     p = sub.add_parser("demo", help="the main job on embedded defaults: tiny model, every task, CPU")
     p.add_argument("--dir", default="pr1-demo", help="where the model and run are written (default ./pr1-demo)")
+    p.add_argument("--prompt", default=None,
+                   help="template to train the model on and evaluate with: parallel_r1_v3 (default) | FILE")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("lm-eval-path", help="print the --include_path for lm-evaluation-harness")
     p.set_defaults(func=_cmd_lm_eval_path)

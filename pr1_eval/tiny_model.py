@@ -11,21 +11,26 @@ checkpoint differs from any other causal LM in three ways this model reproduces:
 * prompts go through a Qwen ChatML chat template with no system message;
 * responses contain well-formed blocks and end with ``Final Answer: …``.
 
-Two kinds are offered. ``random`` (:func:`build_tiny_model`) is untrained and emits noise; it is
-enough for loading, tokenisation and engine plumbing. ``trained``
-(:func:`build_trained_tiny_model`) is fitted for under a minute on synthetic traces
+Three kinds (:data:`KINDS`). ``random`` (:func:`build_tiny_model`) is untrained and emits noise;
+it is enough for loading, tokenisation and engine plumbing. ``trained``
+(:func:`build_trained_tiny_model`) is fitted with a causal mask on synthetic traces
 (:mod:`pr1_eval.tiny_traces`) so that samples at temperature 1.0 are mostly well formed, even for
-real benchmark problems, which lets tests of decoding, parsing, metrics and dashboards see
-realistic structure. Tests share one copy per machine through :func:`cached_tiny_model`.
+real benchmark problems. ``trained-structured`` is fitted the Unseen way (sibling paths hidden,
+:mod:`pr1_eval.tiny_training`), the model ``--decoding structured`` is for.
+
+A seed gives the same bytes on every run of a machine, whatever the thread count or load
+(training is step-counted and single-threaded; the manifest records the weights' sha256). The
+tests, ``pr1-eval demo`` and ``pr1-eval tiny-model`` share one copy per machine through
+:func:`cached_tiny_model`, keyed by kind, seed, the training template's sha256 and
+:data:`CACHE_VERSION`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-import math
 import os
-import random
 import re
 import shutil
 import tempfile
@@ -36,6 +41,7 @@ from typing import Any
 
 from pr1_eval import tags as T
 from pr1_eval import tiny_traces
+from pr1_eval.tiny_training import ProgressFn, Recipe, StepReporter, train_tiny_model
 
 PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -53,17 +59,22 @@ CHAT_TEMPLATE = (
 
 MANIFEST = "tiny_model.json"
 CACHE_ENV = "PR1_TINY_CACHE"
-CACHE_VERSION = "v2"
-KINDS = ("random", "trained")
-MAX_TRAIN_THREADS = 4
-"""Matrices this small gain nothing from more threads; on a many-core box more only add overhead."""
+CACHE_VERSION = "v5"
+"""Part of every cache folder name: bump it whenever tokenizer, traces, dimensions or recipe change,
+so a model built by older code is never reused."""
+KINDS = ("random", "trained", "trained-structured")
+DEFAULT_PROMPT = "parallel_r1_v3"
 _FINAL_ANSWER_RE = re.compile(r"^Final Answer:", re.MULTILINE)
 TRAINED_DIMS: dict[str, int] = {"hidden_size": 96, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 24}
-"""The trained kind is a little wider than the random default (64 wide learns the format too
+"""The trained kinds are a little wider than the random default (64 wide learns the format too
 slowly); 96 learnt as fast per step as 128 did in trials, at two thirds of the compute."""
+CAUSAL_RECIPE = Recipe(steps=220, mask="causal")
+STRUCTURED_RECIPE = Recipe(steps=300, mask="structured")
+"""The Unseen kind needs more steps: its blocks are longer and every path must learn alone
+(measurements in :mod:`pr1_eval.tiny_training`)."""
 
 
-def build_tokenizer(seed: int = 0, vocab_size: int = 800) -> Any:
+def build_tokenizer(long_template: str, seed: int = 0, vocab_size: int = 800) -> Any:
     """Train a byte-level BPE on the built-in corpus and wrap it as a ``PreTrainedTokenizerFast``.
 
     Byte-level so any benchmark text (LaTeX, unicode) round-trips; trained in code so nothing is
@@ -83,7 +94,7 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 800) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(tiny_traces.tokenizer_corpus(seed), trainer=trainer)
+    tok.train_from_iterator(tiny_traces.tokenizer_corpus(long_template, seed), trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -119,6 +130,41 @@ def _model_config(
     )
 
 
+def _dims_of(config: Any) -> dict[str, int]:
+    return {"hidden_size": config.hidden_size, "layers": config.num_hidden_layers, "heads": config.num_attention_heads,
+            "kv_heads": config.num_key_value_heads, "head_dim": config.head_dim,
+            "intermediate_size": config.intermediate_size, "vocab_size": config.vocab_size}
+
+
+def _init_model(template: str, seed: int, dims: dict[str, Any]) -> tuple[Any, Any]:
+    """``(tokenizer, model)``: the BPE tokenizer fitted on traces with ``template``, and a Qwen3
+    model with random weights from ``seed`` (the caller's torch RNG is left alone)."""
+    import torch
+    from transformers import GenerationConfig, Qwen3ForCausalLM
+
+    tokenizer = build_tokenizer(template, seed)
+    config = _model_config(tokenizer, dims["hidden_size"], dims["layers"], dims["heads"], dims["kv_heads"],
+                           dims["head_dim"], dims.get("intermediate_size"))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
+    )
+    return tokenizer, model
+
+
+def _save(out: Path, model: Any, tokenizer: Any, manifest: dict[str, Any]) -> Path:
+    """Write the model, its tokenizer and ``tiny_model.json`` (with the weights' sha256) to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with _quiet_transformers():
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    _write_manifest(out, {**manifest, "dims": _dims_of(model.config), "cache_version": CACHE_VERSION,
+                          "weights_sha256": file_sha256(out / "model.safetensors")})
+    return out
+
+
 def build_tiny_model(
     out_dir: str | os.PathLike[str],
     *,
@@ -129,42 +175,64 @@ def build_tiny_model(
     kv_heads: int = 2,
     head_dim: int = 16,
     intermediate_size: int | None = None,
+    prompt: str | None = None,
 ) -> Path:
     """Build a randomly initialised tiny Qwen3 model and its tokenizer into ``out_dir``.
 
-    Offline and deterministic given ``seed``. The directory loads with
-    ``AutoModelForCausalLM``/``AutoTokenizer.from_pretrained`` like any checkpoint.
+    Offline and deterministic given ``seed``. The tokenizer is fitted on traces that use the
+    template ``prompt`` (a name or a file; default the paper's), so its words are cheap tokens.
+    The directory loads with ``AutoModelForCausalLM``/``AutoTokenizer.from_pretrained`` like any
+    checkpoint.
     """
-    import torch
-    from transformers import GenerationConfig, Qwen3ForCausalLM
-
     start = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(seed)
-    config = _model_config(tokenizer, hidden_size, layers, heads, kv_heads, head_dim, intermediate_size)
-    with torch.random.fork_rng(devices=[]):  # seed the init without disturbing the caller's RNG
-        torch.manual_seed(seed)
-        model = Qwen3ForCausalLM(config)
-    model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
-    )
-    with _quiet_transformers():
-        model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
-    dims = {
-        "hidden_size": hidden_size,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "head_dim": head_dim,
-        "intermediate_size": config.intermediate_size,
-        "vocab_size": config.vocab_size,
-    }
-    _write_manifest(
-        out, {"kind": "random", "seed": seed, "dims": dims, "build_seconds": round(time.perf_counter() - start, 3)}
-    )
-    return out
+    template = tiny_traces.load_template_text(prompt or DEFAULT_PROMPT)
+    dims = {"hidden_size": hidden_size, "layers": layers, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim,
+            "intermediate_size": intermediate_size}
+    tokenizer, model = _init_model(template, seed, dims)
+    manifest = {"kind": "random", "seed": seed, "template": _template_record(prompt, template),
+                "build_seconds": round(time.perf_counter() - start, 3)}
+    return _save(Path(out_dir), model, tokenizer, manifest)
+
+
+def build_trained_tiny_model(
+    out_dir: str | os.PathLike[str],
+    seed: int = 0,
+    *,
+    structured: bool = False,
+    prompt: str | None = None,
+    recipe: Recipe | None = None,
+    progress: ProgressFn | None = None,
+) -> Path:
+    """Build (with :data:`TRAINED_DIMS`) and train a tiny model into ``out_dir``.
+
+    ``structured`` trains under the Unseen mask on Unseen traces (kind ``trained-structured``),
+    otherwise under the causal mask (kind ``trained``). The long template mixed into training is
+    ``prompt`` (default the paper's, read through :mod:`pr1_eval.prompts`). Deterministic given
+    the arguments: a fixed number of steps on one thread, whatever the machine's load.
+    """
+    start, cpu_start = time.perf_counter(), time.process_time()
+    template = tiny_traces.load_template_text(prompt or DEFAULT_PROMPT)
+    recipe = recipe or (STRUCTURED_RECIPE if structured else CAUSAL_RECIPE)
+    tokenizer, model = _init_model(template, seed, TRAINED_DIMS)
+    stats = train_tiny_model(model, tokenizer, template, recipe, seed, progress)
+    manifest = {"kind": "trained-structured" if structured else "trained", "seed": seed,
+                "template": _template_record(prompt, template), **stats,
+                "build_seconds": round(time.perf_counter() - start, 3),
+                "build_cpu_seconds": round(time.process_time() - cpu_start, 3)}
+    return _save(Path(out_dir), model, tokenizer, manifest)
+
+
+def _template_record(prompt: str | None, text: str) -> dict[str, str]:
+    return {"prompt": prompt or DEFAULT_PROMPT, "sha256": _sha256_text(text)}
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes (the manifest records the weights' so two builds compare at a glance)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _write_manifest(out: Path, fields: dict[str, Any]) -> None:
@@ -181,197 +249,6 @@ def read_manifest(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return dict(json.loads(path.read_text())) if path.is_file() else {}
 
 
-def _encode_traces(
-    tokenizer: Any, traces: list[tiny_traces.Trace], prompt_cache: dict[str, list[int]]
-) -> list[tuple[list[int], list[int]]]:
-    """For each trace, the token ids of its chat prompt and of its response followed by eos.
-
-    Prompts are rendered exactly as the harness renders them (chat template, generation prompt),
-    so what the model learns to continue is what it will be asked to continue. There are only a
-    few hundred distinct prompts, so their ids are cached; responses are encoded in one call.
-    """
-    missing = sorted({t.user for t in traces} - prompt_cache.keys())
-    if missing:
-        rendered = [
-            tokenizer.apply_chat_template([{"role": "user", "content": m}], tokenize=False, add_generation_prompt=True)
-            for m in missing
-        ]
-        prompt_cache.update(zip(missing, tokenizer(rendered, add_special_tokens=False)["input_ids"], strict=True))
-    responses = tokenizer([t.response for t in traces], add_special_tokens=False)["input_ids"]
-    return [(prompt_cache[t.user], [*r, tokenizer.eos_token_id]) for t, r in zip(traces, responses, strict=True)]
-
-
-def _batch(encoded: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, Any]:
-    """Tensors for one step from ``(prompt ids, response ids)`` pairs: the prompt prefix all rows
-    share, and the right-padded rest with labels on response tokens only.
-
-    All rows of a step use one template, so they share the chat header and the instruction (about
-    200 tokens for the paper's template). :func:`_step_loss` runs that prefix once instead of once
-    per row, which makes training on the long prompt several times cheaper.
-    """
-    import torch
-
-    prompts = [p for p, _ in encoded]
-    shared = min(len(os.path.commonprefix(prompts)), min(len(p) for p in prompts) - 1)
-    width = max(len(p) + len(r) for p, r in encoded) - shared
-    ids, labels, mask = [], [], []
-    for prompt, response in encoded:
-        pad = width - (len(prompt) - shared + len(response))
-        ids.append(prompt[shared:] + response + [pad_id] * pad)
-        labels.append([-100] * (len(prompt) - shared) + response + [-100] * pad)
-        mask.append([1] * (width - pad + shared) + [0] * pad)
-    return {
-        "prefix": torch.tensor([prompts[0][:shared]], dtype=torch.long),
-        "input_ids": torch.tensor(ids),
-        "labels": torch.tensor(labels),
-        "attention_mask": torch.tensor(mask),
-    }
-
-
-def _step_loss(model: Any, batch: dict[str, Any]) -> Any:
-    """Causal-LM loss of a :func:`_batch`, response tokens only.
-
-    The shared prefix runs once (batch 1, without the LM head) and its key/value cache, repeated
-    per row, is the context of every row. Gradients flow through the cache, so this is the loss of
-    running each full row, for a fraction of the compute.
-    """
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=model.config)
-    if batch["prefix"].shape[1]:
-        model.model(input_ids=batch["prefix"], past_key_values=cache, use_cache=True)
-        cache.batch_repeat_interleave(batch["input_ids"].shape[0])
-    out = model(
-        input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
-        labels=batch["labels"],
-        past_key_values=cache,
-        use_cache=True,
-    )
-    return out.loss
-
-
-def _lr_at(step: int, steps: int, peak: float) -> float:
-    """Linear warm-up over 10 steps, then cosine decay to 5% of ``peak``: a short run needs both."""
-    warm = min(1.0, (step + 1) / 10)
-    return peak * warm * max(0.05, 0.5 * (1 + math.cos(math.pi * step / max(1, steps))))
-
-
-def _batches(tokenizer: Any, rng: random.Random, batch_size: int, long_fraction: float) -> Iterator[dict[str, Any]]:
-    """Endless training batches; all rows of a batch share a template and maybe a filler.
-
-    Sharing is what lets :func:`_step_loss` run the prompt prefix once per batch. Mixing the paper's
-    long template with a short one teaches the model to answer in format whatever instruction
-    precedes the problem; filler (:func:`tiny_traces.filler_text`, in a share
-    :data:`tiny_traces.FILLER_FRACTION` of batches) does the same for long, LaTeX-laden benchmark
-    problems, and being shared it costs one row, not a batch. Rows are drawn four batches at a time
-    and sorted by length, so little compute goes to padding.
-    """
-    pool_batches = 4
-    prompt_cache: dict[str, list[int]] = {}
-    while True:
-        template = tiny_traces.paper_template() if rng.random() < long_fraction else tiny_traces.SHORT_TEMPLATE
-        filler = tiny_traces.filler_text(rng) if rng.random() < tiny_traces.FILLER_FRACTION else None
-        pool = [tiny_traces.make_trace(rng, template, filler) for _ in range(batch_size * pool_batches)]
-        encoded = sorted(_encode_traces(tokenizer, pool, prompt_cache), key=lambda pair: len(pair[0]) + len(pair[1]))
-        chunks = [encoded[i : i + batch_size] for i in range(0, len(encoded), batch_size)]
-        rng.shuffle(chunks)
-        for chunk in chunks:
-            yield _batch(chunk, tokenizer.pad_token_id)
-
-
-def _fit(model: Any, batches: Iterator[dict[str, Any]], steps: int, lr: float, deadline: float | None) -> list[float]:
-    """The optimisation loop: AdamW, clipped gradients, :func:`_lr_at` schedule. Returns the
-    per-step losses (fewer than ``steps`` when ``deadline``, a ``perf_counter`` time, passed)."""
-    import torch
-
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
-    model.train()
-    losses: list[float] = []
-    for step in range(steps):
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        for group in optimizer.param_groups:
-            group["lr"] = _lr_at(step, steps, lr)
-        loss = _step_loss(model, next(batches))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss.item()))
-    model.eval()
-    return losses
-
-
-def train_tiny_model(
-    model_dir: str | os.PathLike[str],
-    *,
-    steps: int = 300,
-    seed: int = 0,
-    max_seconds: float | None = 90.0,
-    lr: float = 5e-3,
-    batch_size: int = 24,
-    long_fraction: float = 0.5,
-) -> dict[str, Any]:
-    """Fit the model in ``model_dir`` on synthetic traces and save the weights in place.
-
-    Plain causal-LM training (AdamW, loss on the response and its eos only) on batches from
-    :func:`_batches`. It runs ``steps`` steps, or stops once ``max_seconds`` of wall time have
-    passed (``None``: never), so that a busy machine yields a weaker model rather than a stalled
-    caller; the manifest records which (``stopped_early``). The defaults take 45-50 s on two
-    cores shared with other work, and give ~80% well-formed samples with a block at temperature 1.0
-    on "What is 3 + 4?" and ~50-65% on competition problems. Returns the manifest fields written.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    start, cpu_start = time.perf_counter(), time.process_time()
-    out = Path(model_dir)
-    with _quiet_transformers():
-        tokenizer = AutoTokenizer.from_pretrained(out)
-        model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(min(threads, MAX_TRAIN_THREADS))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            batches = _batches(tokenizer, random.Random(seed), batch_size, long_fraction)
-            losses = _fit(model, batches, steps, lr, None if max_seconds is None else start + max_seconds)
-    finally:
-        torch.set_num_threads(threads)
-    with _quiet_transformers():
-        model.save_pretrained(out)
-    tail = losses[-20:] or [float("nan")]
-    stats = {
-        "kind": "trained",
-        "seed": seed,
-        "steps": len(losses),
-        "steps_planned": steps,
-        "stopped_early": len(losses) < steps,
-        "train": {"lr": lr, "batch_size": batch_size, "long_fraction": long_fraction},
-        "loss_first": round(losses[0], 4) if losses else None,
-        "loss_final": round(sum(tail) / len(tail), 4),
-        "loss_curve": [round(sum(w) / len(w), 3) for w in (losses[i : i + 25] for i in range(0, len(losses), 25))],
-        "train_seconds": round(time.perf_counter() - start, 3),
-        "train_cpu_seconds": round(time.process_time() - cpu_start, 3),
-    }
-    _write_manifest(out, stats)
-    return stats
-
-
-def build_trained_tiny_model(
-    out_dir: str | os.PathLike[str], seed: int = 0, *, steps: int = 300, max_seconds: float | None = None
-) -> Path:
-    """Build (with :data:`TRAINED_DIMS`) and train a tiny model in ``out_dir``.
-
-    No time cap by default, unlike :func:`train_tiny_model`: a given seed then always yields the
-    same model, on a busy machine as on an idle one (45-50 s on two cores).
-    """
-    start = time.perf_counter()
-    out = build_tiny_model(out_dir, seed=seed, **TRAINED_DIMS)
-    train_tiny_model(out, steps=steps, seed=seed, max_seconds=max_seconds)
-    _write_manifest(out, {"total_seconds": round(time.perf_counter() - start, 3)})
-    return out
 
 
 @contextlib.contextmanager
@@ -443,39 +320,85 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "pr1-eval"
 
 
-def cached_tiny_model(kind: str = "trained") -> Path:
-    """A tiny model of ``kind`` (``random`` or ``trained``), built once per machine and reused.
+def cache_path(kind: str = "trained", *, seed: int = 0, prompt: str | None = None) -> Path:
+    """Where :func:`cached_tiny_model` keeps the model of ``kind``/``seed`` trained with ``prompt``.
 
-    Tests across processes share it: the first caller builds into a temporary sibling folder
-    under an exclusive file lock and renames it into place, so a concurrent caller either waits
-    for the lock or finds the finished folder, and an interrupted build leaves no half model at
-    the final path. The cached trained model is trained to completion (no time cap) so that it
-    is the same model on a busy machine as on an idle one. Bump :data:`CACHE_VERSION` whenever
-    the recipe changes.
+    The name holds everything the bytes depend on: kind, :data:`CACHE_VERSION`, seed and the
+    first 12 hex digits of the template's sha256 (an edited template is a different model).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown tiny model kind {kind!r}; expected one of {KINDS}")
-    root = cache_root()
-    target = root / f"tiny-{kind}-{CACHE_VERSION}"
-    if read_manifest(target).get("kind") == kind:
+    template = tiny_traces.load_template_text(prompt or DEFAULT_PROMPT)
+    return cache_root() / f"tiny-{kind}-{CACHE_VERSION}-seed{seed}-{_sha256_text(template)[:12]}"
+
+
+def is_complete(model_dir: str | os.PathLike[str], kind: str) -> bool:
+    """A folder that a finished build of ``kind`` by this code version wrote."""
+    manifest = read_manifest(model_dir)
+    return manifest.get("kind") == kind and manifest.get("cache_version") == CACHE_VERSION
+
+
+def cached_tiny_model(
+    kind: str = "trained", *, seed: int = 0, prompt: str | None = None, progress: ProgressFn | None = None
+) -> Path:
+    """A tiny model of ``kind`` (:data:`KINDS`), built once per machine and reused.
+
+    Tests, ``demo`` and ``tiny-model`` share it across processes: the first caller builds into a
+    temporary sibling folder under an exclusive file lock and renames it into place, so a
+    concurrent caller either waits for the lock or finds the finished folder, and an interrupted
+    build leaves no half model at the final path. Trained kinds report progress on stderr while
+    they build (``progress`` overrides how).
+    """
+    target = cache_path(kind, seed=seed, prompt=prompt)
+    if is_complete(target, kind):
         return target
     from filelock import FileLock
 
+    root = target.parent
     root.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root / f".tiny-{kind}-{CACHE_VERSION}.lock")):
-        if read_manifest(target).get("kind") == kind:
+    with FileLock(str(root / f".{target.name}.lock")):
+        if is_complete(target, kind):
             return target
-        staging = Path(tempfile.mkdtemp(prefix=f".tiny-{kind}-", dir=root))
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
         try:
-            if kind == "trained":
-                build_trained_tiny_model(staging, seed=0, max_seconds=None)
+            if kind == "random":
+                build_tiny_model(staging, seed=seed, prompt=prompt)
             else:
-                build_tiny_model(staging, seed=0)
+                reporter = progress or StepReporter(f"training the {kind} tiny model")
+                build_trained_tiny_model(staging, seed, structured=kind == "trained-structured", prompt=prompt,
+                                         progress=reporter)
             for path in (staging, *staging.iterdir()):  # mkdtemp and safetensors write private files
                 path.chmod(0o755 if path.is_dir() else 0o644)
-            if target.exists():  # a folder without a manifest: left by something else; replace it
+            if target.exists():  # a folder without a finished manifest: left by something else; replace it
                 shutil.rmtree(target)
             os.replace(staging, target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def copy_tiny_model(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
+    """Copy a model folder's files into ``dest`` (created; same-named files replaced)."""
+    out = Path(dest)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in Path(source).iterdir():
+        if path.is_file():
+            shutil.copyfile(path, out / path.name)
+    return out
+
+
+def tiny_model_into(
+    dest: str | os.PathLike[str], kind: str = "trained", *, seed: int = 0, prompt: str | None = None
+) -> tuple[Path, bool]:
+    """Put the cached model of ``kind`` into ``dest`` (building it first if the cache lacks it);
+    returns ``(dest, reused)``, ``reused`` being whether the cache already held it.
+
+    What ``pr1-eval tiny-model DIR`` and ``pr1-eval demo`` do, so that they, the tests and every
+    other caller on a machine train each model once.
+    """
+    reused = is_complete(cache_path(kind, seed=seed, prompt=prompt), kind)
+    source = cached_tiny_model(kind, seed=seed, prompt=prompt)
+    out = Path(dest)
+    if out.resolve() != source.resolve() and read_manifest(out) != read_manifest(source):
+        copy_tiny_model(source, out)
+    return out, reused

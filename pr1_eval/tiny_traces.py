@@ -3,19 +3,29 @@
 The tiny model (:mod:`pr1_eval.tiny_model`) exists so that the whole pipeline (decoding modes,
 structure parsing, grading, run store, dashboards) can be exercised offline on a CPU in seconds.
 For that it does not need to be *right*; it needs to *look like* a Parallel-R1 checkpoint: emit
-``<Parallel>``/``<Path>``/``<Summary>`` blocks in the paper's layout and finish with a
-``Final Answer:`` line. These traces teach exactly that, with enough variety (one or two blocks,
-two or three paths, paths that disagree, no block at all) that the analysis code sees more than
-one shape. The layout (tags on their own lines, a blank line before ``Final Answer:``) copies the
-paper's ``parallel_gsm8k`` cold-start data. Problems are one-digit arithmetic, sometimes buried in
-or replaced by math-flavoured filler so that the format survives real benchmark problems.
+``<Parallel>``/``<Path>``/``<Summary>`` blocks and finish with a ``Final Answer:`` line. These
+traces teach exactly that, with enough variety (one or two blocks, two or three paths, paths that
+disagree, no block at all) that the analysis code sees more than one shape. Blocks use the one
+layout fork-join produces (``<Parallel><Path>…</Path><Path>…</Path></Parallel>\n<Summary>…``,
+:mod:`pr1_eval.protocol.layout`), so a fork-join or structured rollout of the tiny model shows it
+the contexts it was trained on. Problems are one-digit arithmetic, sometimes buried in or replaced
+by math-flavoured filler so that the format survives real benchmark problems.
+
+``unseen=True`` traces are for the model trained with the structured ("Unseen") mask. Under that
+mask a path sees the shared prefix and itself only, so whether another path follows can depend on
+nothing but the path's own text; every block therefore ends with a path written as a check
+(``7 - 4 = 3 (check)``), and the model learns "close the block after a check, open another path after
+anything else". A sampled path is a check about as often as paths are checks in training, so
+that share (about one in six: every Unseen block has five or six other paths) is how often a block
+sampled under the mask closes after its first path, that is, fails to branch. The path count is
+then geometric (mean about six), a long tail of long blocks being the price of a small share of
+one-path blocks. Unseen traces always hold exactly one block.
 
 Everything here is pure Python and deterministic given a :class:`random.Random`.
 """
 
 from __future__ import annotations
 
-import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,22 +36,21 @@ SHORT_TEMPLATE = "Solve step by step with parallel thinking.\nProblem: {problem}
 """A short user-message template; training mixes it with the paper's so that the format does not
 hinge on one exact instruction."""
 
-@functools.lru_cache(maxsize=1)
-def paper_template() -> str:
-    """The paper's ``parallel_r1_v3`` template, read from the shared prompts folder.
 
-    Read rather than copied: the project keeps no copy of the shared data. Building a trained
-    tiny model therefore needs the prompts folder (``PR1_PROMPTS_DIR`` or ``PR1_DATA_DIR``'s
-    sibling ``prompts/``); the error says so when it is missing.
+def paper_template() -> str:
+    """The paper's ``parallel_r1_v3`` template, read through :mod:`pr1_eval.prompts`.
+
+    Read rather than copied, so the tiny model trains on exactly what ``run`` sends: the packaged
+    template, or ``$PR1_PROMPTS_DIR``'s when that is set.
     """
+    return load_template_text("parallel_r1_v3")
+
+
+def load_template_text(name_or_path: str) -> str:
+    """A template's exact text (a name such as ``parallel_r1_v3``, or a file), as ``run`` renders it."""
     from pr1_eval.prompts import load_template
 
-    return load_template("parallel_r1_v3").text.rstrip("\n")
-
-
-def templates() -> tuple[str, ...]:
-    """The user-message templates training mixes: the short one and the paper's."""
-    return (SHORT_TEMPLATE, paper_template())
+    return load_template(name_or_path).text
 
 
 _OPENERS = ("Let me compute.", "Let me check two ways.", "", "")
@@ -151,37 +160,63 @@ def _check_texts(p: Problem) -> list[str]:
 
 
 def render_block(paths: list[str], summary: str) -> str:
-    """One block in the paper's layout: every tag on its own line."""
-    body = "".join(f"{T.PATH_OPEN}\n{text}\n{T.PATH_CLOSE}\n" for text in paths)
-    return f"{T.PARALLEL_OPEN}\n{body}{T.PARALLEL_CLOSE}\n{T.SUMMARY_OPEN}\n{summary}\n{T.SUMMARY_CLOSE}\n\n"
+    """One block in fork-join's layout: no whitespace between the structural tags."""
+    body = "".join(f"{T.PATH_OPEN}{text}{T.PATH_CLOSE}" for text in paths)
+    return f"{T.PARALLEL_OPEN}{body}{T.PARALLEL_CLOSE}\n{T.SUMMARY_OPEN}{summary}{T.SUMMARY_CLOSE}\n\n"
 
 
-def _one_block(rng: random.Random, p: Problem) -> str:
-    return render_block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.")
+CHECK_MARK = " (check)"
+"""Ends the last path of an Unseen block. At the end rather than the start of the path: the
+training loss weighs numbers down (:mod:`pr1_eval.tiny_training`), and a path's first token
+competes with numbers, so a mark there would be learnt as more likely than it is."""
 
 
-def _three_paths(rng: random.Random, p: Problem) -> str:
-    return render_block(rng.sample(_path_texts(p), 3), f"All paths give {p.answer}.")
+def _check_path(p: Problem) -> str:
+    """The last path of every Unseen block: undo the operation, marked as a check."""
+    return _check_texts(p)[0] + CHECK_MARK
 
 
-def _two_blocks(rng: random.Random, p: Problem) -> str:
-    first = render_block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.")
-    return first + "Let me verify.\n\n" + render_block(_check_texts(p), f"The check confirms {p.answer}.")
+UNSEEN_EXTRA_PATHS = 3
+"""Paths an Unseen block has beyond the usual ones, before its check: with 5-6 paths that are not
+checks per block, about one sampled path in six is a check (see the module docstring)."""
 
 
-def _disagree(rng: random.Random, p: Problem) -> str:
+def _block(paths: list[str], summary: str, p: Problem, unseen: bool) -> str:
+    """A block of ``paths``; an Unseen one gets :data:`UNSEEN_EXTRA_PATHS` more of the same kind
+    and then the check."""
+    if unseen:
+        texts = _path_texts(p)
+        paths = [*paths, *(texts[(len(paths) + i) % 3] for i in range(UNSEEN_EXTRA_PATHS)), _check_path(p)]
+    return render_block(paths, summary)
+
+
+def _one_block(rng: random.Random, p: Problem, unseen: bool) -> str:
+    return _block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.", p, unseen)
+
+
+def _three_paths(rng: random.Random, p: Problem, unseen: bool) -> str:
+    return _block(rng.sample(_path_texts(p), 3), f"All paths give {p.answer}.", p, unseen)
+
+
+def _two_blocks(rng: random.Random, p: Problem, unseen: bool) -> str:
+    first = _block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.", p, unseen)
+    second = _block(_check_texts(p), f"The check confirms {p.answer}.", p, unseen)
+    return first + "Let me verify.\n\n" + second
+
+
+def _disagree(rng: random.Random, p: Problem, unseen: bool) -> str:
     wrong = p.answer + rng.choice((-1, 1))
     good = rng.choice(_path_texts(p))
     bad = f"{p.a} {p.op} {p.b} = {wrong}"
     paths = [good, bad] if rng.random() < 0.5 else [bad, good]
-    return render_block(paths, f"The paths disagree; {p.a} {p.op} {p.b} = {p.answer}.")
+    return _block(paths, f"The paths disagree; {p.a} {p.op} {p.b} = {p.answer}.", p, unseen)
 
 
-def _no_block(rng: random.Random, p: Problem) -> str:
+def _no_block(rng: random.Random, p: Problem, unseen: bool) -> str:
     return rng.choice(_path_texts(p)) + "\n\n"
 
 
-_SHAPES: tuple[tuple[Callable[[random.Random, Problem], str], float], ...] = (
+_SHAPES: tuple[tuple[Callable[[random.Random, Problem, bool], str], float], ...] = (
     (_one_block, 0.53),
     (_three_paths, 0.12),
     (_two_blocks, 0.15),
@@ -189,13 +224,15 @@ _SHAPES: tuple[tuple[Callable[[random.Random, Problem], str], float], ...] = (
     (_no_block, 0.05),
 )
 """Response shapes and their weights; most carry a block, so sampling mostly shows one."""
+_UNSEEN_SHAPES = ((_one_block, 0.65), (_three_paths, 0.15), (_disagree, 0.2))
+"""The Unseen model exists to branch under the structured mask: one block, always."""
 
 
-def make_response(rng: random.Random, p: Problem) -> str:
+def make_response(rng: random.Random, p: Problem, unseen: bool = False) -> str:
     """A full response: opener, zero to two blocks, optional outro, ``Final Answer:`` line."""
-    shapes, weights = zip(*_SHAPES, strict=True)
+    shapes, weights = zip(*(_UNSEEN_SHAPES if unseen else _SHAPES), strict=True)
     shape = rng.choices(shapes, weights=weights)[0]
-    body = shape(rng, p)
+    body = shape(rng, p, unseen)
     # Only responses with a block get an opener: then "Let me compute." is always followed by a
     # block and the one branching decision sits on the first token, where it is learnt fastest.
     opener = "" if shape is _no_block else rng.choice(_OPENERS)
@@ -203,23 +240,24 @@ def make_response(rng: random.Random, p: Problem) -> str:
     return (f"{opener}\n\n" if opener else "") + body + outro + f"Final Answer: {p.answer}"
 
 
-def make_trace(rng: random.Random, template: str | None = None, filler: str | None = None) -> Trace:
-    """One training example; ``template`` defaults to a random pick from :func:`templates`.
+def make_trace(rng: random.Random, template: str, filler: str | None = None, unseen: bool = False) -> Trace:
+    """One training example for the user-message ``template``.
 
     With ``filler``, the problem is the filler followed by the question, or (half the time) the
     filler alone: then the response's numbers appear nowhere in the prompt, as on a real benchmark.
     """
     p = make_problem(rng)
-    template = template if template is not None else rng.choice(templates())
     text = p.text if filler is None else filler if rng.random() < 0.5 else f"{filler} {p.text}"
-    return Trace(template.replace("{problem}", text), make_response(rng, p), p.answer)
+    return Trace(template.replace("{problem}", text), make_response(rng, p, unseen), p.answer)
 
 
-def tokenizer_corpus(seed: int = 0, n_traces: int = 400) -> list[str]:
-    """Text to train the BPE tokenizer on: traces, both templates, numbers, filler words."""
+def tokenizer_corpus(long_template: str, seed: int = 0, n_traces: int = 400) -> list[str]:
+    """Text to train the BPE tokenizer on: traces of both kinds, both templates, numbers, filler words."""
     rng = random.Random(seed)
-    texts = [t.user + "\n" + t.response for t in (make_trace(rng) for _ in range(n_traces))]
-    texts += list(templates()) * 20
+    pick = (SHORT_TEMPLATE, long_template)
+    traces = [make_trace(rng, rng.choice(pick), unseen=i % 2 == 1) for i in range(n_traces)]
+    texts = [t.user + "\n" + t.response for t in traces]
+    texts += [SHORT_TEMPLATE, long_template] * 20
     texts.append(" ".join(str(i) for i in range(200)))
     texts += [filler_text(rng) for _ in range(100)]
     return texts

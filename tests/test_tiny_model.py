@@ -1,15 +1,22 @@
-"""The tiny offline Qwen3 model: tokenizer, chat template, loading, determinism, caching, and
-whether the trained kind really emits Parallel-R1-shaped responses.
+"""The tiny offline Qwen3 models: tokenizer, chat template, loading, determinism (seed, thread
+count), caching, the ``tiny-model`` command, and whether the trained kinds really emit
+Parallel-R1-shaped responses (the causal one sequentially, the Unseen one under the structured mask).
 
-The trained model is shared per machine through ``cached_tiny_model`` (built once, under a minute
-on two cores); the random one is cheap and is also built fresh where a test needs its own.
+The trained models are shared per machine through ``cached_tiny_model`` (each built once, about
+30 s on one core); the random one is cheap and is also built fresh where a test needs its own.
+Quality thresholds sit well below what the deterministic seed-0 models reach (measured values in
+the comments), so they hold for the model, not for a lucky draw.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import random
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,11 +25,11 @@ import pytest
 
 from pr1_eval import tiny_model as tm
 from pr1_eval import tiny_traces
-from pr1_eval.paths import packaged_prompts_dir
+from pr1_eval.cli import main
+from pr1_eval.prompts import load_template
 from pr1_eval.structure import parse_structure
 from pr1_eval.tags import ALL_TAGS
 
-SHARED_TEMPLATE = packaged_prompts_dir() / "parallel_r1_v3.txt"  # the paper's template as shipped in the package
 FINAL_ANSWER = re.compile(r"^Final Answer:\s*\S", re.MULTILINE)
 
 
@@ -105,37 +112,121 @@ def test_build_is_deterministic_given_seed(tmp_path: Path) -> None:
     assert _sha(a / "model.safetensors") != _sha(c / "model.safetensors")
 
 
+_WHITESPACE_JOIN = re.compile(r"(<Parallel>|</Path>)\s+(<Path>|</Parallel>)|</Parallel>(?!\n<Summary>)")
+
+
 def test_synthetic_traces_are_well_formed_and_varied() -> None:
     rng = random.Random(0)
     shapes = set()
     for _ in range(300):
-        trace = tiny_traces.make_trace(rng)
+        trace = tiny_traces.make_trace(rng, tiny_traces.SHORT_TEMPLATE)
         structure = parse_structure(trace.response)
         assert structure.format_ok, (structure.error, trace.response)
         assert trace.response.endswith(f"\nFinal Answer: {trace.answer}")
         assert "{problem}" not in trace.user
+        assert not _WHITESPACE_JOIN.search(trace.response), trace.response  # fork-join's one block layout
         shapes.add((structure.n_blocks, tuple(structure.paths_per_block)))
     assert {(0, ()), (1, (2,)), (1, (3,)), (2, (2, 2))} <= shapes
 
 
-def test_paper_template_is_read_from_the_shared_file() -> None:
-    assert SHARED_TEMPLATE.read_text(encoding="utf-8").rstrip("\n") == tiny_traces.paper_template()
+def test_unseen_traces_close_a_block_only_after_a_check_path() -> None:
+    """Under the Unseen mask a path sees only itself: its own text must say whether the block ends."""
+    rng = random.Random(0)
+    paths = checks = 0
+    for _ in range(300):
+        trace = tiny_traces.make_trace(rng, tiny_traces.SHORT_TEMPLATE, unseen=True)
+        structure = parse_structure(trace.response)
+        assert structure.format_ok and not _WHITESPACE_JOIN.search(trace.response), trace.response
+        assert structure.n_blocks == 1, trace.response  # the Unseen model is for branching: always one block
+        for block in structure.blocks:
+            texts = [trace.response[p.start : p.end] for p in block.paths]
+            assert texts[-1].endswith(tiny_traces.CHECK_MARK) and not any("check" in t for t in texts[:-1]), texts
+            paths, checks = paths + len(texts), checks + 1
+    assert 0.13 <= checks / paths <= 0.2  # ~5 paths in 6 go on to another path: most sampled blocks branch
+
+
+def test_paper_template_is_the_one_run_uses() -> None:
+    assert tiny_traces.paper_template() == load_template("parallel_r1_v3").text
+    assert "{problem}" in tiny_traces.paper_template()
 
 
 def test_cache_builds_once_under_concurrency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(tm.CACHE_ENV, str(tmp_path))
-    (tmp_path / f"tiny-random-{tm.CACHE_VERSION}").mkdir()  # a half-built leftover, no manifest
+    target = tm.cache_path("random")
+    assert target.parent == tmp_path and tm.CACHE_VERSION in target.name
+    target.mkdir()  # a half-built leftover, no manifest
     results: list[Path] = []
     threads = [threading.Thread(target=lambda: results.append(tm.cached_tiny_model("random"))) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(results) == 2 and results[0] == results[1] == tmp_path / f"tiny-random-{tm.CACHE_VERSION}"
-    assert (results[0] / "config.json").is_file() and tm.read_manifest(results[0])["kind"] == "random"
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [results[0].name]
+    assert len(results) == 2 and results[0] == results[1] == target
+    assert (target / "config.json").is_file() and tm.read_manifest(target)["kind"] == "random"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [target.name]
     with pytest.raises(ValueError):
         tm.cached_tiny_model("huge")
+
+
+def test_cache_key_covers_seed_template_and_code_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tm.CACHE_ENV, str(tmp_path))
+    other = tmp_path / "other.txt"
+    other.write_text("Think in parallel.\n{problem}", encoding="utf-8")
+    names = {tm.cache_path(k, seed=s, prompt=p).name for k in tm.KINDS for s in (0, 1) for p in (None, str(other))}
+    assert len(names) == len(tm.KINDS) * 4
+    assert tm.cache_path("trained", prompt="parallel_r1_v3") == tm.cache_path("trained")
+    old = tm.cache_path("random")
+    old.mkdir()
+    (old / tm.MANIFEST).write_text(json.dumps({"kind": "random", "cache_version": "v2"}))
+    assert not tm.is_complete(old, "random")  # a model built by older code is rebuilt, never reused
+
+
+_BUILD_SNIPPET = """
+import json, sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+from pr1_eval import tiny_model as tm
+from pr1_eval.tiny_training import Recipe
+out = {}
+for mask in ("causal", "structured"):
+    path = tm.build_trained_tiny_model(sys.argv[2] + "/" + mask, 0, structured=mask == "structured",
+                                       recipe=Recipe(steps=12, batch_size=8, mask=mask))
+    out[mask] = tm.read_manifest(path)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_trained_builds_are_identical_with_one_or_two_threads(tmp_path: Path) -> None:
+    """The caller's thread count (here set in separate processes, as on two machines) does not reach
+    the weights: same bytes, tokenizer included, for both masks."""
+    manifests, digests = [], []
+    for threads in (1, 2):
+        folder = tmp_path / f"t{threads}"
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        done = subprocess.run([sys.executable, "-c", _BUILD_SNIPPET, str(threads), str(folder)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        manifests.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        digests.append({f"{m}/{f}": _sha(folder / m / f) for m in ("causal", "structured")
+                        for f in ("model.safetensors", "tokenizer.json", "config.json")})
+    assert digests[0] == digests[1]
+    for mask in ("causal", "structured"):
+        one, two = manifests[0][mask], manifests[1][mask]
+        assert one["weights_sha256"] == two["weights_sha256"] == digests[0][f"{mask}/model.safetensors"]
+        assert one["loss_curve"] == two["loss_curve"] and one["train"]["intra_op_threads"] == 1
+    assert manifests[0]["causal"]["weights_sha256"] != manifests[0]["structured"]["weights_sha256"]
+
+
+def test_tiny_model_command_shares_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cached = tm.cached_tiny_model("random")
+    assert main(["tiny-model", str(tmp_path / "m")]) == 0
+    assert "reused the cached model" in capsys.readouterr().out
+    assert _sha(tmp_path / "m" / "model.safetensors") == _sha(cached / "model.safetensors")
+    assert tm.read_manifest(tmp_path / "m") == tm.read_manifest(cached)
+    assert main(["tiny-model", str(tmp_path / "s"), "--structured"]) == 2
+    assert "add --trained" in capsys.readouterr().err
+    assert main(["tiny-model", str(tmp_path / "p"), "--prompt", str(tmp_path / "missing.txt")]) == 2
+    assert "missing.txt" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -146,11 +237,26 @@ def trained_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def structured_dir() -> Path:
+    return tm.cached_tiny_model("trained-structured")
+
+
+def test_cached_trained_models_are_step_counted_and_single_threaded(trained_dir: Path, structured_dir: Path) -> None:
+    for path, kind, mask in ((trained_dir, "trained", "causal"), (structured_dir, "trained-structured", "structured")):
+        manifest = tm.read_manifest(path)
+        recipe = tm.STRUCTURED_RECIPE if mask == "structured" else tm.CAUSAL_RECIPE
+        assert manifest["kind"] == kind and manifest["cache_version"] == tm.CACHE_VERSION
+        assert manifest["steps"] == recipe.steps and manifest["train"]["mask"] == mask  # never cut short by a clock
+        assert manifest["train"]["intra_op_threads"] == 1
+        assert manifest["weights_sha256"] == _sha(path / "model.safetensors")
+        assert manifest["template"]["sha256"] == hashlib.sha256(tiny_traces.paper_template().encode()).hexdigest()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("template", ["paper", "short"])
 def test_trained_model_samples_are_mostly_well_formed(trained_dir: Path, template: str) -> None:
-    text = SHARED_TEMPLATE.read_text(encoding="utf-8")
-    text = text if template == "paper" else tiny_traces.SHORT_TEMPLATE
+    text = tiny_traces.paper_template() if template == "paper" else tiny_traces.SHORT_TEMPLATE
     samples = tm.sample_responses(trained_dir, "What is 3 + 4?", n=32, seed=0, template=text, max_new_tokens=120)
     parsed = [parse_structure(s) for s in samples]
     well_formed = sum(p.format_ok and p.has_parallel for p in parsed) / len(samples)
@@ -197,3 +303,48 @@ def test_trained_model_keeps_tags_as_single_generated_tokens(trained_dir: Path) 
     assert tag_ids & set(new_ids), text
     assert "<Parallel>" in text and "Final Answer:" in text, text
     assert new_ids[-1] == tokenizer.eos_token_id, text
+
+
+@pytest.mark.parametrize("mask", ["causal", "structured"])
+def test_training_loss_equals_one_forward_per_full_row(mask: str) -> None:
+    """The shared-prefix batch (prefix run once, its cache repeated, right padding, 4-D masks, LM head on
+    labelled positions only, numbers weighed down) gives the loss of running every full row alone
+    with ``build_mask_and_positions`` (structured) or a causal mask."""
+    import torch
+
+    from pr1_eval import tiny_training as tt
+    from pr1_eval.structured import additive_mask, build_mask_and_positions, resolve_tag_ids
+
+    template = tiny_traces.paper_template()
+    tokenizer, model = tm._init_model(template, 0, {**tm.TRAINED_DIMS, "hidden_size": 48, "head_dim": 12})
+    rng = random.Random(3)
+    unseen = mask == "structured"
+    traces = [tiny_traces.make_trace(rng, template, unseen=unseen) for _ in range(3)]
+    encoded = tt._encode(tokenizer, traces, {})
+    tag_ids = resolve_tag_ids(tokenizer) if unseen else None
+    weights = tt.token_weights(tokenizer, 0.25)
+    assert weights[tokenizer.convert_tokens_to_ids("7")] == 0.25 and weights[tokenizer.eos_token_id] == 1.0
+    batch = {**tt._batch(encoded, tokenizer.pad_token_id, tag_ids), "token_weights": weights}
+    assert batch["prefix"].shape[1] > 100  # the paper's template is shared, so it runs once
+    with torch.no_grad():
+        batched = float(tt._step_loss(model, batch))
+        total = weight = 0.0
+        for prompt, response in encoded:
+            ids = prompt + response
+            if tag_ids is None:
+                kwargs: dict[str, Any] = {}
+            else:
+                allowed, positions = build_mask_and_positions(ids, tag_ids, response_start=len(prompt))
+                kwargs = {"attention_mask": additive_mask(allowed[None, None], torch.float32),
+                          "position_ids": positions[None]}
+            logits = model(input_ids=torch.tensor([ids]), **kwargs).logits[0]
+            losses = torch.nn.functional.cross_entropy(logits[len(prompt) - 1 : -1], torch.tensor(response),
+                                                       reduction="none")
+            row_weights = weights[torch.tensor(response)]
+            total += float((losses * row_weights).sum())
+            weight += float(row_weights.sum())
+    assert batched == pytest.approx(total / weight, rel=1e-5)
+    if unseen:
+        causal = {**batch, **tt._batch(encoded, tokenizer.pad_token_id, None)}
+        with torch.no_grad():
+            assert abs(float(tt._step_loss(model, causal)) - batched) > 1e-4  # the mask really differs
