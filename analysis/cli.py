@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,7 +46,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     document = to_json(analysis)
     written = write_tables(analysis, out)
     figures, figure_notes = write_figures(analysis, out)
-    document["notes"].extend(figure_notes)
+    document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
+                                    runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
     (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(document, indent=2, ensure_ascii=False))
@@ -53,6 +55,51 @@ def run_analyze(args: argparse.Namespace) -> int:
         print_tables(analysis, document["notes"])
     print(f"wrote {len(written)} tables, {len(figures)} figures and analysis.json to {out}", file=sys.stderr)
     return 1 if loaded.failures else 0
+
+
+_ROW_NOTE = re.compile(r"^(?P<run>.+?) / (?P<task>[^/:]+): (?P<body>.+)$")
+_DRIFT_NOTE = re.compile(r"^drift (?P<task>\S+) / (?P<metric>\S+): (?P<body>.+)$")
+
+
+def group_notes(notes: Sequence[str], n_rows: int, runs: Sequence[str] = ()) -> list[str]:
+    """Each distinct sentence once, with the runs and tasks it applies to.
+
+    ``to_json`` writes one note per run × task (``RUN / TASK: a; b``), per drift task and, from the
+    loader, per run (``RUN: a``), so a sentence true of every task ("no checkpoint step: left out
+    of drift") came once per task. Here it comes once: ``a (every run and task)``,
+    ``a (every run: t1)`` or ``a (RUN: t1, t2; RUN2: t1)``; ``a (runs R1, R2)`` / ``a (every run)`` for run notes (``runs``
+    names them); ``drift / METRIC: … (tasks t1, t2)``. Other notes pass unchanged, in order.
+    """
+    rows: dict[str, dict[str, list[str]]] = {}
+    per_run: dict[str, list[str]] = {}
+    drift: dict[tuple[str, str], list[str]] = {}
+    other: list[str] = []
+    for note in notes:
+        head, _, body = note.partition(": ")
+        if (found := _DRIFT_NOTE.match(note)) is not None:
+            drift.setdefault((found["metric"], found["body"]), []).append(found["task"])
+        elif head in runs and body:
+            per_run.setdefault(body, []).append(head)
+        elif (found := _ROW_NOTE.match(note)) is not None:
+            for sentence in found["body"].split("; "):
+                rows.setdefault(sentence, {}).setdefault(found["run"], []).append(found["task"])
+        else:
+            other.append(note)
+    grouped = []
+    for sentence, where in rows.items():
+        count = sum(len(tasks) for tasks in where.values())
+        same_tasks = {tuple(tasks) for tasks in where.values()}
+        if count == n_rows > 1:
+            scope = "every run and task"
+        elif len(where) == len(set(runs)) > 1 and len(same_tasks) == 1:
+            scope = f"every run: {', '.join(next(iter(same_tasks)))}"
+        else:
+            scope = "; ".join(f"{run}: {', '.join(tasks)}" for run, tasks in where.items())
+        grouped.append(f"{sentence} ({scope})")
+    grouped += [f"{body} ({'every run' if len(names) == len(set(runs)) > 1 else 'runs ' + ', '.join(names)})"
+                if len(names) > 1 else f"{names[0]}: {body}" for body, names in per_run.items()]
+    grouped += [f"drift / {metric}: {body} (tasks {', '.join(tasks)})" for (metric, body), tasks in drift.items()]
+    return grouped + other
 
 
 def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:

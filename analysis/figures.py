@@ -1,5 +1,10 @@
-"""Plotly figures of an analysis, each written as one standalone HTML file (plotly.js inlined)
-so it opens offline, from an e-mail or a CI artifact, with no server and no network.
+"""Plotly figures of an analysis: one HTML page per figure, and one ``plotly.min.js`` beside them.
+
+The pages open offline (from a folder, a CI artifact, an archive) with no server and no network,
+and they share one copy of plotly.js (about 4.8 MB) instead of inlining it in every page, so five
+figures cost 5 MB, not 24. Each page has a title, and runs are labelled by what a reader compares:
+the model (its folder or hub id, without the ``global_step_N``/``hf`` plumbing) and the checkpoint
+step, not the run folder's name (``run`` for every demo).
 
 With checkpoint steps the behaviour figures are lines against step (one line per family ×
 decoding × task), which is how the paper's drift claim is read; without steps they are bars
@@ -8,6 +13,8 @@ per run × task, so a single run still gets its picture.
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,19 +25,25 @@ from analysis.summary import Analysis
 
 FIGURE_FILES: tuple[str, ...] = ("parallel_ratio.html", "block_position.html", "role_shares.html",
                                  "bleu_hist.html", "cosine_hist.html")
+PLOTLY_JS = "plotly.min.js"
+"""The one plotly.js bundle every page loads from its own folder."""
+_PLUMBING = re.compile(r"^(?:global_step[_-]?(?:\d+|\*)|hf|huggingface|actor|checkpoints?)$", re.IGNORECASE)
 
 
 def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], list[str]]:
-    """Write the figures that have data; returns the files written and a note per figure skipped."""
+    """Write the figures that have data, and ``plotly.min.js`` once beside them when any was
+    written; returns the pages written and a note per figure skipped."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    labels = run_labels(analysis.runs)
     figures: dict[str, go.Figure | None] = {
-        "parallel_ratio.html": _metric_figure(analysis, ["parallel_ratio"], "Parallel ratio"),
-        "block_position.html": _metric_figure(analysis, ["block_rel_pos", "first_block_rel_pos"],
+        "parallel_ratio.html": _metric_figure(analysis, labels, ["parallel_ratio"], "Parallel ratio"),
+        "block_position.html": _metric_figure(analysis, labels, ["block_rel_pos", "first_block_rel_pos"],
                                               "Relative position of <Parallel> (all blocks, first block)"),
-        "role_shares.html": _metric_figure(analysis, [f"share_{r}" for r in ROLES], "Block roles (share of blocks)"),
-        "bleu_hist.html": _histogram(analysis.pairs, "bleu", "Pairwise BLEU of sibling paths (0–1)"),
-        "cosine_hist.html": _histogram(analysis.pairs, "cosine", "Pairwise embedding cosine of sibling paths"),
+        "role_shares.html": _metric_figure(analysis, labels, [f"share_{r}" for r in ROLES],
+                                           "Block roles (share of blocks)"),
+        "bleu_hist.html": _histogram(analysis.pairs, labels, "bleu", "Pairwise BLEU of sibling paths (0–1)"),
+        "cosine_hist.html": _histogram(analysis.pairs, labels, "cosine", "Pairwise embedding cosine of sibling paths"),
     }
     written: list[Path] = []
     notes: list[str] = []
@@ -38,35 +51,92 @@ def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], 
         if figure is None:
             notes.append(f"{name} not written: no data for it")
             continue
-        path = out / name
-        figure.write_html(path, include_plotlyjs=True, full_html=True)
-        written.append(path)
+        written.append(_write_page(figure, out / name))
+    if written:
+        _write_plotly_js(out / PLOTLY_JS)
     return written, notes
 
 
-def _metric_figure(analysis: Analysis, columns: list[str], title: str) -> go.Figure | None:
+def _write_page(figure: go.Figure, path: Path) -> Path:
+    """One page that loads ``plotly.min.js`` from its folder, titled after its figure."""
+    title = html.escape(f"{_plain(figure.layout.title.text or path.stem)} — pr1-eval analyze")
+    page = figure.to_html(include_plotlyjs="directory", full_html=True)
+    meta = '<meta charset="utf-8" />'
+    anchor = meta if meta in page else "<head>"
+    path.write_text(page.replace(anchor, f"{anchor}\n    <title>{title}</title>", 1), encoding="utf-8")
+    return path
+
+
+def _write_plotly_js(path: Path) -> None:
+    """The bundle of the installed plotly, rewritten only when it differs (a plotly upgrade)."""
+    from plotly.offline import get_plotlyjs
+
+    bundle = get_plotlyjs()
+    if not path.is_file() or path.read_text(encoding="utf-8") != bundle:
+        path.write_text(bundle, encoding="utf-8")
+
+
+def _plain(text: str) -> str:
+    """A plotly title (entities such as ``&lt;`` allowed) as plain text."""
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def model_name(model: object) -> str:
+    """A model path or hub id as a reader names it: ``/ckpt/job/global_step_200/hf`` -> ``job``,
+    ``/tmp/demo/tiny-model`` -> ``tiny-model``, a hub id (``Qwen/Qwen3-4B``) unchanged."""
+    if not isinstance(model, str) or not model.strip():
+        return "unknown model"
+    text = model.rstrip("/")
+    if not text.startswith(("/", ".", "~")) and text.count("/") <= 1:
+        return text
+    parts = [p for p in Path(text).parts if p not in ("/", "", ".", "..", "~") and not _PLUMBING.match(p)]
+    return parts[-1] if parts else text
+
+
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Legend label of each run: model name and step; the decoding, then the run's own name, are
+    added only where they are needed to tell two runs apart."""
+    if runs.empty:
+        return {}
+    meta = {str(r["run"]): r for r in runs.drop_duplicates("run").to_dict("records")}
+    base = {run: model_name(r["model"]) + ("" if pd.isna(r["step"]) else f" · step {int(r['step'])}")
+            for run, r in meta.items()}
+    labels = {}
+    for run, label in base.items():
+        same = [other for other, text in base.items() if text == label]
+        if len(same) > 1 and len({str(meta[other]["decoding"]) for other in same}) == len(same):
+            label = f"{label} · {meta[run]['decoding']}"
+        elif len(same) > 1:
+            label = f"{label} ({run})"
+        labels[run] = label
+    return labels
+
+
+def _metric_figure(analysis: Analysis, labels: dict[str, str], columns: list[str], title: str) -> go.Figure | None:
     """Lines against step when the drift table has points, else bars per run × task."""
     points = analysis.drift_points
+    title_html = html.escape(title, quote=False)
     if not points.empty and all(c in points for c in columns) and points[columns].notna().any().any():
         figure = go.Figure()
         for (family, decoding, task), group in points.groupby(["model_family", "decoding", "task"], sort=True):
             group = group.sort_values("step")
             for column in columns:
-                label = f"{task} · {family} · {decoding}" + (f" · {column}" if len(columns) > 1 else "")
+                label = f"{task} · {model_name(family)} · {decoding}" + (f" · {column}" if len(columns) > 1 else "")
                 figure.add_trace(go.Scatter(x=group["step"].astype(float), y=group[column], mode="lines+markers",
                                             name=label))
-        figure.update_layout(title=title, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02])
+        figure.update_layout(title=title_html, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02])
         return figure
     runs = analysis.runs
     if runs.empty or not any(c in runs and runs[c].notna().any() for c in columns):
         return None
-    labels = [f"{r} · {t}" for r, t in zip(runs["run"], runs["task"], strict=True)]
-    figure = go.Figure([go.Bar(x=labels, y=runs[c], name=c) for c in columns if c in runs])
-    figure.update_layout(title=title + " (no checkpoint steps: per run)", barmode="group", yaxis_range=[0, 1.02])
+    x = [f"{labels.get(str(r), r)} · {t}" for r, t in zip(runs["run"], runs["task"], strict=True)]
+    figure = go.Figure([go.Bar(x=x, y=runs[c], name=c) for c in columns if c in runs])
+    figure.update_layout(title=title_html + " (no checkpoint steps: per run)", barmode="group", yaxis_range=[0, 1.02],
+                         xaxis_title="model · task", yaxis_title="share")
     return figure
 
 
-def _histogram(pairs: pd.DataFrame, column: str, title: str) -> go.Figure | None:
+def _histogram(pairs: pd.DataFrame, labels: dict[str, str], column: str, title: str) -> go.Figure | None:
     """One overlaid histogram per run of a pair measure, with the run's mean in the legend."""
     if pairs.empty or column not in pairs or pairs[column].notna().sum() == 0:
         return None
@@ -74,7 +144,9 @@ def _histogram(pairs: pd.DataFrame, column: str, title: str) -> go.Figure | None
     for run, group in pairs.groupby("run", sort=True):
         values = group[column].dropna()
         if len(values):
-            figure.add_trace(go.Histogram(x=values, name=f"{run} (mean {values.mean():.4f}, n={len(values)})",
-                                          opacity=0.6, xbins={"start": 0.0, "end": 1.0, "size": 0.02}))
-    figure.update_layout(title=title, barmode="overlay", xaxis_title=column, yaxis_title="pairs")
+            name = f"{labels.get(str(run), run)} (mean {values.mean():.4f}, n={len(values)})"
+            figure.add_trace(go.Histogram(x=values, name=name, opacity=0.6,
+                                          xbins={"start": 0.0, "end": 1.0, "size": 0.02}))
+    figure.update_layout(title=html.escape(title, quote=False), barmode="overlay", xaxis_title=column,
+                         yaxis_title="pairs", showlegend=True)  # the legend names the run even when it is alone
     return figure

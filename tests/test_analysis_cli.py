@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -65,9 +66,17 @@ def test_json_shape_values_files_and_partial_failure(tmp_path: Path, capsys: pyt
     assert pd.read_parquet(out / "runs.parquet")["parallel_ratio"].tolist() == [0.5, 0.5, 0.5]
     blocks_csv = pd.read_csv(out / "blocks.csv")
     assert json.loads(blocks_csv["path_texts"].iloc[0]) == ["Final Answer: 4", "\\boxed{4}"]
+    from plotly.offline import get_plotlyjs
+
+    assert (out / "plotly.min.js").read_text(encoding="utf-8") == get_plotlyjs()  # one shared copy, offline
     for name in ("parallel_ratio", "block_position", "role_shares", "bleu_hist"):
         html = (out / f"{name}.html").read_text()
-        assert "<html>" in html and "Plotly.newPlot" in html and 'src="http' not in html  # standalone
+        assert "<html>" in html and "Plotly.newPlot" in html and 'src="http' not in html
+        assert '<script charset="utf-8" src="plotly.min.js"></script>' in html and len(html) < 100_000  # not inlined
+        assert re.search(r"<title>[^<]+ — pr1-eval analyze</title>", html), name
+    bleu = (out / "bleu_hist.html").read_text()
+    assert all(f"e · step {step} (mean" in bleu for step in (10, 20, 30))  # model and step, not the run folder
+    assert "&lt;Parallel&gt;" in (out / "block_position.html").read_text()
     assert not (out / "cosine_hist.html").exists()
     assert any("cosine_hist.html not written" in n for n in document["notes"])
     assert json.loads((out / "analysis.json").read_text()) == document
@@ -112,10 +121,41 @@ def test_bad_inputs_give_nulls_and_notes_never_a_crash(tmp_path: Path, capsys: p
     assert rows["one_path"]["paths_per_block"] == 1.0 and rows["one_path"]["bleu_mean"] is None
     assert rows["single"]["n_samples"] == 1 and rows["single"]["step"] == 5
     assert document["drift"] == {"t": {"spearman_rho": None, "p_value": None, "n_steps": 1}}
-    notes = {n.split(" / ")[0]: n for n in document["notes"] if " / t: " in n}
-    assert "no parallel blocks" in notes["no_blocks"] and "no checkpoint step" in notes["no_blocks"]
-    assert "2 path pair(s) with an empty path" not in notes["empty_paths"]
-    assert "1 path pair(s) with an empty path" in notes["empty_paths"]
-    assert "no block has two paths" in notes["one_path"]
-    assert "single sample" in notes["single"] and "no checkpoint step" not in notes["single"]
-    assert any(n.startswith("drift t / block_rel_pos") and "at least 3" in n for n in document["notes"])
+    def note(start: str) -> str:
+        found = [n for n in document["notes"] if n.startswith(start)]
+        assert len(found) == 1, (start, document["notes"])  # each sentence once, with where it applies
+        return found[0]
+
+    assert "(no_blocks: t)" in note("no parallel blocks")
+    assert note("no checkpoint step").endswith("(empty_paths: t; no_blocks: t; one_path: t)")  # not "single"
+    assert "(empty_paths: t)" in note("1 path pair(s) with an empty path")
+    assert not any(n.startswith("2 path pair(s)") for n in document["notes"])
+    assert note("no block has two paths:").endswith("(one_path: t)")
+    assert "single: t" in note("single sample")
+    assert "at least 3" in note("drift / block_rel_pos") and note("drift / block_rel_pos").endswith("(tasks t)")
+
+
+def test_group_notes_says_each_sentence_once() -> None:
+    notes = ["a: no tokenizer available: lengths are null", "b: no tokenizer available: lengths are null",
+             "a / t1: x; y", "a / t2: x", "b / t1: x; z", "b / t2: x", "drift t1 / m: few steps", "drift t2 / m: few steps",
+             "cosine_hist.html not written: no data for it"]
+    assert cli.group_notes(notes, 4, runs=["a", "b"]) == [
+        "x (every run and task)", "y (a: t1)", "z (b: t1)", "no tokenizer available: lengths are null (every run)",
+        "drift / m: few steps (tasks t1, t2)", "cosine_hist.html not written: no data for it"]
+    assert cli.group_notes(["a / t1: y", "b / t1: y"], 4, runs=["a", "b"]) == ["y (every run: t1)"]
+    assert cli.group_notes(["a: only here"], 1, runs=["a", "b"]) == ["a: only here"]
+
+
+def test_runs_are_labelled_by_model_and_step() -> None:
+    from analysis.figures import model_name, run_labels
+
+    assert model_name("/ckpt/exp-a/global_step_200/actor/huggingface") == "exp-a"
+    assert model_name("/ckpt/exp-a/global_step_*/hf") == "exp-a"
+    assert model_name("/tmp/demo/tiny-model/") == "tiny-model"
+    assert model_name("Qwen/Qwen3-4B-Base") == "Qwen/Qwen3-4B-Base" and model_name(None) == "unknown model"
+    runs = pd.DataFrame({"run": ["r1", "r1", "r2", "r3", "r4", "r5"], "task": ["t", "u", "t", "t", "t", "t"],
+                         "model": ["/c/j/global_step_5/hf", "/c/j/global_step_5/hf", "/m/x", "/m/x", "/n/y", "/p/y"],
+                         "step": [5, 5, None, None, None, None],
+                         "decoding": ["sequential", "sequential", "sequential", "forkjoin", "sequential", "sequential"]})
+    assert run_labels(runs) == {"r1": "j · step 5", "r2": "x · sequential", "r3": "x · forkjoin", "r4": "y (r4)",
+                                "r5": "y (r5)"}
