@@ -75,7 +75,7 @@ class Narrator:
             thread.join()
 
     def _beat(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(min(1.0, self.every / 4)):
             if time.perf_counter() - self._last >= self.every:
                 self.say(f"still {self.phase}")
 

@@ -29,6 +29,7 @@ from pr1_eval.cli import main
 from pr1_eval.prompts import load_template
 from pr1_eval.structure import parse_structure
 from pr1_eval.tags import ALL_TAGS
+from pr1_eval.tiny_training import Recipe
 
 FINAL_ANSWER = re.compile(r"^Final Answer:\s*\S", re.MULTILINE)
 
@@ -183,38 +184,44 @@ def test_cache_key_covers_seed_template_and_code_version(tmp_path: Path, monkeyp
 
 _BUILD_SNIPPET = """
 import json, sys, torch
-torch.set_num_threads(int(sys.argv[1]))
 from pr1_eval import tiny_model as tm
 from pr1_eval.tiny_training import Recipe
 out = {}
 for mask in ("causal", "structured"):
-    path = tm.build_trained_tiny_model(sys.argv[2] + "/" + mask, 0, structured=mask == "structured",
-                                       recipe=Recipe(steps=12, batch_size=8, mask=mask))
-    out[mask] = tm.read_manifest(path)
+    path = tm.build_trained_tiny_model(sys.argv[1] + "/" + mask, 0, structured=mask == "structured",
+                                       recipe=Recipe(steps=12, mask=mask))
+    out[mask] = {**tm.read_manifest(path), "caller_threads": torch.get_num_threads()}
 print(json.dumps(out))
 """
 
 
 @pytest.mark.slow
 def test_trained_builds_are_identical_with_one_or_two_threads(tmp_path: Path) -> None:
-    """The caller's thread count (here set in separate processes, as on two machines) does not reach
-    the weights: same bytes, tokenizer included, for both masks."""
-    manifests, digests = [], []
-    for threads in (1, 2):
-        folder = tmp_path / f"t{threads}"
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-        done = subprocess.run([sys.executable, "-c", _BUILD_SNIPPET, str(threads), str(folder)], env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-        manifests.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        digests.append({f"{m}/{f}": _sha(folder / m / f) for m in ("causal", "structured")
-                        for f in ("model.safetensors", "tokenizer.json", "config.json")})
-    assert digests[0] == digests[1]
+    """The caller's thread count does not reach the weights: a build in a one-thread process (as on a
+    one-core machine) and one here on two threads give the same bytes, tokenizer included, for both
+    masks."""
+    import torch
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _BUILD_SNIPPET, str(tmp_path / "one")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    one = json.loads(done.stdout.strip().splitlines()[-1])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        two = {mask: tm.read_manifest(tm.build_trained_tiny_model(
+            tmp_path / "two" / mask, 0, structured=mask == "structured", recipe=Recipe(steps=12, mask=mask)))
+            for mask in ("causal", "structured")}
+    finally:
+        torch.set_num_threads(threads)
     for mask in ("causal", "structured"):
-        one, two = manifests[0][mask], manifests[1][mask]
-        assert one["weights_sha256"] == two["weights_sha256"] == digests[0][f"{mask}/model.safetensors"]
-        assert one["loss_curve"] == two["loss_curve"] and one["train"]["intra_op_threads"] == 1
-    assert manifests[0]["causal"]["weights_sha256"] != manifests[0]["structured"]["weights_sha256"]
+        assert one[mask]["caller_threads"] == 1
+        for name in ("model.safetensors", "tokenizer.json", "config.json"):
+            assert _sha(tmp_path / "one" / mask / name) == _sha(tmp_path / "two" / mask / name), (mask, name)
+        assert one[mask]["weights_sha256"] == two[mask]["weights_sha256"] == _sha(tmp_path / "two" / mask / "model.safetensors")
+        assert one[mask]["loss_curve"] == two[mask]["loss_curve"] and two[mask]["train"]["intra_op_threads"] == 1
+    assert one["causal"]["weights_sha256"] != one["structured"]["weights_sha256"]
 
 
 def test_tiny_model_command_shares_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -348,3 +355,38 @@ def test_training_loss_equals_one_forward_per_full_row(mask: str) -> None:
         causal = {**batch, **tt._batch(encoded, tokenizer.pad_token_id, None)}
         with torch.no_grad():
             assert abs(float(tt._step_loss(model, causal)) - batched) > 1e-4  # the mask really differs
+
+
+def test_demo_narrator_repeats_the_phase_while_it_lasts(capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from pr1_eval.demo import HEARTBEAT_SECONDS, Narrator
+
+    assert HEARTBEAT_SECONDS < 10  # the promise: a line at least every 10 s
+    narrator = Narrator(every=0.3)
+    with narrator.heartbeat():
+        narrator.enter("training")
+        time.sleep(1.6)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("] training") and 2 <= sum(line.endswith("] still training") for line in lines) <= 6
+
+
+def test_demo_reuses_the_cached_model_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's own steps around the run (the run itself is the runner's, tested end to end elsewhere
+    and run by CI as `pr1-eval demo`): cached model reused and copied, every task, the prompt passed on."""
+    import pr1_eval.commands
+    import pr1_eval.runner
+    from pr1_eval.demo import run_demo
+
+    cached = tm.cached_tiny_model("trained")
+    seen: list[Any] = []
+    monkeypatch.setattr(pr1_eval.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
+    monkeypatch.setattr(pr1_eval.commands, "print_report", lambda out: print(f"REPORT {out}"))
+    assert run_demo(tmp_path, prompt=None) == tmp_path / "run"
+    out = capsys.readouterr().out
+    assert f"reusing the trained tiny model from the shared cache ({cached})" in out and "REPORT" in out
+    assert _sha(tmp_path / "tiny-model" / "model.safetensors") == _sha(cached / "model.safetensors")
+    (config,) = seen
+    assert config.model == str(tmp_path / "tiny-model") and config.prompt == "parallel_r1_v3"
+    assert config.tasks == ["aime24", "aime25", "amc23", "math500", "math300_pr1"] and config.engine == "hf"
