@@ -17,7 +17,7 @@ Why it is written this way:
   drowns the format. At a quarter weight the same steps give markedly better-formed samples (see
   the measurements below :class:`Recipe`).
 * **Two masks, one code path.** ``mask="causal"`` is ordinary causal-LM training; ``"structured"``
-  trains the Unseen way, with :func:`pr1_eval.structured.build_mask_and_positions` (the function
+  trains the Unseen way, with :func:`pr1_eval.protocol.mask.build_mask_and_positions` (the function
   repro's structured actor trains with and the structured decoder decodes with) giving each row's
   4-D mask and position ids.
 """
@@ -92,7 +92,7 @@ def _row_layout(prompt: list[int], response: list[int], tag_ids: dict[str, int] 
     length = len(prompt) + len(response)
     if tag_ids is None:
         return torch.ones(length, length, dtype=torch.bool).tril(), torch.arange(length)
-    from pr1_eval.structured import build_mask_and_positions
+    from pr1_eval.protocol.mask import build_mask_and_positions
 
     mask, positions = build_mask_and_positions(prompt + response, tag_ids, response_start=len(prompt))
     return mask, positions
@@ -106,7 +106,7 @@ def _batch(encoded: list[tuple[list[int], list[int]]], pad_id: int, tag_ids: dic
     """
     import torch
 
-    from pr1_eval.structured import additive_mask
+    from pr1_eval.protocol.mask import additive_mask
 
     prompts = [p for p, _ in encoded]
     shared = min(len(os.path.commonprefix(prompts)), min(len(p) for p in prompts) - 1)
@@ -249,7 +249,7 @@ def train_tiny_model(
         raise ValueError(f"unknown training mask {recipe.mask!r}; expected one of {MASKS}")
     tag_ids = None
     if recipe.mask == "structured":
-        from pr1_eval.structured import resolve_tag_ids
+        from pr1_eval.protocol.tags import resolve_tag_ids
 
         tag_ids = resolve_tag_ids(tokenizer)
     start, cpu_start = time.perf_counter(), time.process_time()

@@ -320,7 +320,8 @@ def test_training_loss_equals_one_forward_per_full_row(mask: str) -> None:
     import torch
 
     from pr1_eval import tiny_training as tt
-    from pr1_eval.structured import additive_mask, build_mask_and_positions, resolve_tag_ids
+    from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
+    from pr1_eval.protocol.tags import resolve_tag_ids
 
     template = tiny_traces.paper_template()
     tokenizer, model = tm._init_model(template, 0, {**tm.TRAINED_DIMS, "hidden_size": 48, "head_dim": 12})
