@@ -281,7 +281,9 @@ def _shared_checks(config: Any) -> dict[str, Any]:
     check_limit(config.limit)
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, getattr(config, "data_source", "auto"))
     check_prompt(config.prompt, config.data_dir)
-    check_decoding(config.decoding, check_engine(config.engine), config.paths, config.max_blocks)
+    # With --ray the engines load in the replicas, so vllm need not be installed on this driver.
+    engine_name = config.engine if getattr(config, "ray", None) else check_engine(config.engine)
+    check_decoding(config.decoding, engine_name, config.paths, config.max_blocks)
     return tasks
 
 
