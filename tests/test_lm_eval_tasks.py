@@ -127,10 +127,11 @@ def test_aggregations_refuse_uneven_sample_counts() -> None:
 def test_hf_backend_keeps_the_six_tags_and_drops_eos_and_pad(monkeypatch: pytest.MonkeyPatch) -> None:
     from lm_eval.models.huggingface import HFLM
 
-    from pr1_eval.tiny_model import build_tokenizer
+    from pr1_eval.tiny_model import DEFAULT_PROMPT, build_tokenizer
+    from pr1_eval.tiny_traces import load_template_text
 
     assert hooks.keep_tags_in_hf_decode()  # importing the hooks already patched; idempotent
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(load_template_text(DEFAULT_PROMPT))
     lm = HFLM.__new__(HFLM)
     lm.tokenizer = tokenizer
     text = "Hi<Parallel><Path>a</Path><Path>b</Path></Parallel><Summary>s</Summary>Final Answer: 3"
