@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,38 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.paths import PACKAGED_PREFIX, is_packaged, resolve_data_dir, verified_packaged_file
 
+_GSM8K_ANSWER = re.compile(r"####\s*(.+)$", re.S)
+_INTEGER = re.compile(r"-?\d+")
+
+
+def gsm8k_final_number(answer: str) -> str:
+    """GSM8K's gold is a worked solution ending ``#### 42``; the gold answer is what follows ``####``."""
+    match = _GSM8K_ANSWER.search(answer)
+    return (match.group(1) if match else answer).replace(",", "").strip()
+
+
+def is_integer_answer(answer: str) -> bool:
+    """The paper's MATH300 rule: answers that are integers once a base subscript's ``_`` is removed."""
+    return bool(_INTEGER.fullmatch(answer.replace("_", "")))
+
 
 @dataclass(frozen=True)
 class HubSource:
+    """Where a task's rows live on the hub, and the task's own rules for reading them.
+
+    ``gold_transform`` turns the hub's answer field into the gold answer; ``keep_row`` decides
+    from that gold whether a row belongs to the task (e.g. MATH300 is MATH-500's integer answers).
+    They live on the spec so the loader has no per-task branches.
+    """
+
     path: str
     split: str
     name: str | None = None
     id_field: str | None = None
     problem_field: str = "problem"
     answer_field: str = "answer"
+    gold_transform: Callable[[str], str] | None = None
+    keep_row: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -70,8 +94,8 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("aime25", "1", "aime25.jsonl", "AIME 2025 I+II (30)", HubSource("math-ai/aime25", "test", id_field="id")),
         TaskSpec("amc23", "1", "amc23.jsonl", "AMC 2023 (40, integer-answer form)", HubSource("math-ai/amc23", "test", id_field="id", problem_field="question")),
         TaskSpec("math500", "1", "math500.jsonl", "MATH-500 (500)", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id")),
-        TaskSpec("math300_pr1", "1", "math300_pr1.jsonl", "The paper's 316-problem integer-answer MATH subset", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id"), answer_field="math_answer"),
-        TaskSpec("gsm8k", "1", "gsm8k_test.jsonl", "GSM8K test (1319)", HubSource("openai/gsm8k", "test", name="main", problem_field="question")),
+        TaskSpec("math300_pr1", "1", "math300_pr1.jsonl", "The paper's 316-problem integer-answer MATH subset", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id", keep_row=is_integer_answer), answer_field="math_answer"),
+        TaskSpec("gsm8k", "1", "gsm8k_test.jsonl", "GSM8K test (1319)", HubSource("openai/gsm8k", "test", name="main", problem_field="question", gold_transform=gsm8k_final_number)),
     )
 }
 
@@ -139,10 +163,6 @@ def read_jsonl_problems(path: Path, spec: TaskSpec) -> list[Problem]:
     return problems
 
 
-_GSM8K_ANSWER = re.compile(r"####\s*(.+)$", re.S)
-_INTEGER = re.compile(r"-?\d+")
-
-
 def _hub_rows(spec: TaskSpec) -> list[Problem]:
     """Problems from the hub dataset behind ``spec`` (requires network access to the hub)."""
     try:
@@ -161,10 +181,9 @@ def _hub_rows(spec: TaskSpec) -> list[Problem]:
     problems = []
     for i, row in enumerate(data):
         answer = str(row[hub.answer_field]).strip()
-        if spec.name == "gsm8k":
-            match = _GSM8K_ANSWER.search(answer)
-            answer = (match.group(1) if match else answer).replace(",", "").strip()
-        if spec.name == "math300_pr1" and not _INTEGER.fullmatch(answer.replace("_", "")):
+        if hub.gold_transform is not None:
+            answer = hub.gold_transform(answer)
+        if hub.keep_row is not None and not hub.keep_row(answer):
             continue
         if isinstance(row.get(hub.answer_field), float) and float(answer).is_integer():
             answer = str(int(float(answer)))

@@ -43,7 +43,7 @@ from pr1_eval.paths import resolve_training_dir
 from pr1_eval.prompts import PromptTemplate, load_template
 from pr1_eval.protocol.layout import normalise_block_layout
 from pr1_eval.structure import parse_structure
-from pr1_eval.tasks import load_task
+from pr1_eval.tasks import gsm8k_final_number, load_task
 
 SFT_FILE = "parallel_gsm8k.jsonl"
 GSM8K_FILE = "gsm8k_train.jsonl"
@@ -144,7 +144,7 @@ def load_problems(path: Path) -> list[dict[str, Any]]:
             out.append({"id": str(row.get("id", i)), "problem": str(row["problem"]), "answer": str(row["answer"])})
             continue
         if "question" in row:  # openai/gsm8k: the gold follows "####" in the worked solution
-            answer = str(row["answer"]).rsplit("####", 1)[-1].replace(",", "").strip()
+            answer = gsm8k_final_number(str(row["answer"]))
             out.append({"id": str(row.get("id", f"gsm8k-train-{i}")), "problem": str(row["question"]), "answer": answer})
             continue
         user = next(m["content"] for m in row["prompt"] if m["role"] == "user")

@@ -273,3 +273,14 @@ def test_missing_run_json_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{bad")
     with pytest.raises(Pr1EvalError, match="not valid JSON"):
         RunStore(tmp_path).read_run_json()
+
+
+def test_math300_from_the_hub_keeps_only_integer_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper's MATH300 rule (integer once a base subscript's ``_`` goes) is the spec's ``keep_row``."""
+    import datasets
+
+    rows = [{"problem": f"P{i}", "answer": answer, "unique_id": f"u{i}"}
+            for i, answer in enumerate(["12", "52_8", "\\frac{1}{2}", "-3", "2\\sqrt{3}"])]
+    monkeypatch.setattr(datasets, "load_dataset", _FakeDatasets(rows))
+    hub = load_task("math300_pr1", source="hub")
+    assert [(p.problem_id, p.gold) for p in hub.problems] == [("u0", "12"), ("u1", "52_8"), ("u3", "-3")]
