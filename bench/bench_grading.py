@@ -17,7 +17,6 @@ must produce identical verdicts; the script checks that and prints throughput an
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -27,15 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DATA = ROOT.parent / "shared" / "data" / "benchmarks" / "math500.jsonl"
-FALLBACK_GOLDS = ["\\frac{9}{7}", "42", "\\left( 3, \\frac{\\pi}{2} \\right)", "2\\sqrt{3}", "x^2+1", "0.15"]
-
-
 def load_golds() -> list[str]:
-    """MATH-500 gold answers (a small built-in list when the shared data is absent)."""
-    if not DATA.exists():
-        return FALLBACK_GOLDS * 50
-    return [json.loads(line)["answer"] for line in DATA.read_text().splitlines() if line.strip()]
+    """MATH-500 gold answers, from the copy packaged with pr1-eval."""
+    from pr1_eval.tasks import load_task
+
+    return [p.gold for p in load_task("math500", source="packaged").problems]
 
 
 def rewrite(gold: str, rng: random.Random) -> str:

@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-BENCH_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
 SIM_PROBLEMS = 600  # one checkpoint: AIME24 30 + AIME25 30 + AMC23 40 + MATH-500 500
 
 
@@ -48,7 +47,7 @@ def prompts(model: str, n: int) -> tuple[list[list[int]], list[str]]:
     from pr1_eval.tasks import load_task
 
     tokenizer = load_tokenizer(model)
-    task = load_task("gsm8k", str(BENCH_DATA) if BENCH_DATA.is_dir() else None, n)
+    task = load_task("gsm8k", limit=n, source="packaged")
     template = load_template("parallel_r1_v3")
     ids = [list(tokenizer(apply_chat(tokenizer, template.render(p.problem)), add_special_tokens=False)["input_ids"])
            for p in task.problems]

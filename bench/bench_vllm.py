@@ -32,18 +32,13 @@ from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.engines.vllm_engine import VLLMEngine
 
-AIME = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
-
 
 def load_problems(n: int) -> list[str]:
-    """Benchmark problems when the shared data is here, else arithmetic ones."""
-    for path in sorted(AIME.glob("**/*.jsonl")) if AIME.is_dir() else []:
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        texts = [str(r.get("problem") or r.get("question") or "") for r in rows]
-        texts = [t for t in texts if t]
-        if len(texts) >= n:
-            return texts[:n]
-    return [f"What is {3 + 7 * i} + {5 + 11 * i}?" for i in range(n)]
+    """The first ``n`` problems of the packaged benchmarks (AIME first, then MATH-500 to fill ``n``)."""
+    from pr1_eval.tasks import load_task
+
+    texts = [p.problem for name in ("aime24", "aime25", "math500") for p in load_task(name, source="packaged").problems]
+    return texts[:n]
 
 
 def render(engine: VLLMEngine, problems: list[str]) -> list[list[int]]:

@@ -35,7 +35,6 @@ from pr1_eval.store import RunStore
 ray = pytest.importorskip("ray")
 from pr1_eval.scaleout.ray_pool import REPLICA_PREFIX, plan_replicas, start_local_cluster  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "benchmarks"
 KEY = ["task", "problem_id", "sample_idx"]
 TASKS, LIMIT, K = ["aime24", "amc23"], 6, 2
 
@@ -69,7 +68,7 @@ def model() -> Path:
 
 def _config(model: Path, out: Path, **kw: Any) -> RunConfig:
     return RunConfig(model=str(model), tasks=TASKS, k=K, limit=LIMIT, max_new_tokens=48, seed=3, engine="hf",
-                     data_dir=str(BENCH), out=str(out), problems_per_chunk=1, **kw)
+                     data_source="packaged", out=str(out), problems_per_chunk=1, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +167,7 @@ def test_cli_joins_a_running_cluster_and_leaves_no_replica(cluster: str, model: 
                                                             tmp_path: Path) -> None:
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "pr1_eval.cli", "run", "--model", str(model), "--tasks", ",".join(TASKS), "-k", str(K),
-           "--limit", str(LIMIT), "--max-new-tokens", "48", "--seed", "3", "--engine", "hf", "--data-dir", str(BENCH),
+           "--limit", str(LIMIT), "--max-new-tokens", "48", "--seed", "3", "--engine", "hf", "--data-source", "packaged",
            "--out", str(out), "--problems-per-chunk", "1", "--ray", cluster, "--replicas", "2"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)

@@ -23,14 +23,13 @@ from pr1_eval.scaleout.merge import merge_shards
 from pr1_eval.scaleout.shard import parse_shard, select_shard
 from pr1_eval.store import RunStore
 
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "benchmarks"
 KEY = ["task", "problem_id", "sample_idx"]
 TASKS, LIMIT, K = ["aime24", "amc23"], 5, 2
 
 
 def _config(model: Path, out: Path, **kw: Any) -> RunConfig:
     return RunConfig(model=str(model), tasks=TASKS, k=K, limit=LIMIT, max_new_tokens=32, seed=5, engine="hf",
-                     data_dir=str(BENCH), out=str(out), problems_per_chunk=1, **kw)
+                     data_source="packaged", out=str(out), problems_per_chunk=1, **kw)
 
 
 @pytest.fixture(scope="module")
