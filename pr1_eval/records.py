@@ -41,8 +41,9 @@ class SampleRecord:
     # generation
     response: str = _doc("Raw response, special tags kept; only pad/eos stripped.", "")
     finish_reason: str = _doc(
-        "'stop' (eos or stop token), 'length' (budget or model length), 'abort'/'error' (the engine gave up "
-        "on the request, e.g. vLLM's abort/error finishes: the response is partial), or 'unknown'.",
+        "'stop' (eos or stop token), 'length' (budget or model length), 'block_limit' (fork-join/structured: "
+        "ended after the last allowed block's </Summary>, as the paper's rollout does), 'abort'/'error' (the "
+        "engine gave up on the request, e.g. vLLM's abort/error finishes: the response is partial), or 'unknown'.",
         "unknown",
     )
     n_prompt_tokens: int | None = _doc("Prompt length in tokens (None when unknown).", None)

@@ -175,9 +175,10 @@ def build_run_json(config: RunConfig, engine_info: dict[str, Any], decoder_info:
 
 
 def _record_finish(reason: str) -> str:
-    """A decoder's finish reason as stored: EOS and stop tokens are ``stop``; ``length``, and the
-    engine's ``abort``/``error`` (a partial response), stay distinct."""
-    return reason if reason in ("length", "abort", "error") else "stop"
+    """A decoder's finish reason as stored: EOS and stop tokens are ``stop``; ``length``, the
+    engine's ``abort``/``error`` (a partial response) and ``block_limit`` (the paper's rollout ended
+    the response after its last allowed block) stay distinct, so a report can tell them apart."""
+    return reason if reason in ("length", "abort", "error", "block_limit") else "stop"
 
 
 def _make_record(task: PreparedTask, index: int, sample_idx: int, decoded: DecodedSample, tokenizer: Any) -> SampleRecord:

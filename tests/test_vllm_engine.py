@@ -160,7 +160,8 @@ def test_abort_reaches_the_stored_record(model_dir: Path, fake_vllm: Any) -> Non
     fake_vllm.LLM.script = staticmethod(lambda prompt, params, index, rng: ([30, 31], "abort"))
     (sample,), = SequentialDecoder().decode(engine, [[10, 11]], 1, SamplingConfig(seed=0), ["t/a"])
     assert sample.finish_reason == "abort" and _record_finish(sample.finish_reason) == "abort"
-    assert [_record_finish(r) for r in ("eos", "stop", "length", "error")] == ["stop", "stop", "length", "error"]
+    assert [_record_finish(r) for r in ("eos", "stop", "length", "error", "block_limit")] == \
+        ["stop", "stop", "length", "error", "block_limit"]
 
 
 def test_generation_config_eos_is_an_eos_not_a_stop_token(model_dir: Path, fake_vllm: Any, tmp_path: Path) -> None:
