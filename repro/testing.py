@@ -107,16 +107,6 @@ def load_tokenizer(path: Path) -> Any:
     return AutoTokenizer.from_pretrained(str(path))
 
 
-def training_file(name: str) -> Path:
-    """A file of the shared training data (``$PR1_TRAINING_DIR`` or ``../shared/data/training``)."""
-    from pr1_eval.paths import resolve_training_dir
-
-    folder = resolve_training_dir()
-    if folder is None or not (folder / name).is_file():
-        raise FileNotFoundError(f"training file {name} not found (looked in {folder}); set PR1_TRAINING_DIR")
-    return folder / name
-
-
 def compose_stage(stage: str, overrides: list[str]) -> Any:
     """A stage config composed exactly as ``pr1-repro run`` composes it (Hydra, repro's configs)."""
     from hydra import compose, initialize_config_dir

@@ -116,25 +116,15 @@ def server(model, tok, seed: int = 0):
 
 
 def test_agent_loop_is_registered_and_instantiable_like_verl_does(setup) -> None:
-    import hydra
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry
-    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 
     import repro.agent_loop as al
+    from repro.testing import forkjoin_agent_loop
 
     cfg, tok, model = setup
     assert _agent_loop_registry[al.AGENT_NAME] == {"_target_": "repro.agent_loop.ForkJoinAgentLoop"}
     fake = server(model, tok)
-    loop = hydra.utils.instantiate(
-        config=_agent_loop_registry[al.AGENT_NAME],
-        trainer_config=DictConfigWrap(cfg),
-        server_manager=fake,
-        tokenizer=tok,
-        processor=None,
-        hf_model_type="qwen3",
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(cfg.data),
-    )
+    loop = forkjoin_agent_loop(cfg, fake, tok)  # instantiated from the registry exactly as VERL's worker does
     messages = [{"role": "user", "content": "What is 12 + 30?"}]
     out = loop.loop.run_until_complete(
         loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}, raw_prompt=messages)

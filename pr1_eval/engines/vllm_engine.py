@@ -50,6 +50,7 @@ from typing import Any
 
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.protocol.eos import model_eos_token_ids
 
 VLLM_EXTRA = "pip install 'pr1-eval[vllm]'"
 MIN_PYTHON = (3, 11)
@@ -136,13 +137,6 @@ def sampling_kwargs(request: GenerationRequest, sampling: SamplingConfig, budget
     return kwargs
 
 
-def eos_token_ids(model_path: str, tokenizer: Any) -> set[int]:
-    """The tokenizer's EOS plus the generation config's (vLLM stops on both): the protocol's EOS set."""
-    from pr1_eval.protocol.eos import model_eos_token_ids
-
-    return set(model_eos_token_ids(model_path, tokenizer))
-
-
 class VLLMEngine:
     """Offline vLLM, one engine per process (see the module docstring)."""
 
@@ -170,7 +164,8 @@ class VLLMEngine:
             raise Pr1EvalError(f"--tensor-parallel-size must be at least 1, got {tensor_parallel_size}")
         self.model_path = model_path
         self._tokenizer = load_tokenizer(model_path)
-        self.eos_token_ids = eos_token_ids(model_path, self._tokenizer)
+        # The tokenizer's EOS plus the generation config's (vLLM stops on both): the protocol's one EOS set.
+        self.eos_token_ids = set(model_eos_token_ids(model_path, self._tokenizer))
         self.tensor_parallel_size = tensor_parallel_size
         self.gpu_memory_utilization = gpu_memory_utilization
         self.dtype = dtype
