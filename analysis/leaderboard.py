@@ -283,21 +283,12 @@ def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> di
     ci = metrics.get("ci95") or {}
     return {
         "k": k, "n_problems": metrics["n_problems"], f"mean@{K}": metrics[f"mean@{K}"], "ci95": ci.get(f"mean@{K}"),
-        f"pass@{K}": metrics[f"pass@{K}"], f"pass@{K}_paper": _paper_pass(metrics, k), f"maj@{K}": metrics[f"maj@{K}"],
+        f"pass@{K}": metrics[f"pass@{K}"], f"pass@{K}_paper": metrics[f"best@{K}_paper"], f"maj@{K}": metrics[f"maj@{K}"],
         "parallel_ratio": structure["parallel_ratio"],
         "n_samples": metrics["n_samples"], "pass@1": metrics.get("pass@1"), f"pass@{K}_ci95": ci.get(f"pass@{K}"),
-        f"best@{K}": metrics.get(f"best@{K}"), f"mean@{K}_paper": metrics.get(f"mean@{K}_paper", metrics.get("mean_paper")),
+        f"best@{K}": metrics.get(f"best@{K}"), f"mean@{K}_paper": metrics.get(f"mean@{K}_paper"),
         "first_block_rel_pos": structure["first_block_rel_pos"],
     }
-
-
-def _paper_pass(metrics: dict[str, Any], k: int) -> float:
-    """The paper-compatible pass@K: VERL's bootstrap best@K on the paper's checker (the report's
-    ``best@K_paper``; older reports called the math-verify variant ``pass@K_paper``)."""
-    for key in (f"best@{k}_paper", f"pass@{k}_paper"):
-        if metrics.get(key) is not None:
-            return float(metrics[key])
-    raise Pr1EvalError(f"the report has no paper-compatible pass@{k} (keys: {', '.join(sorted(metrics))})")
 
 
 def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str) -> dict[str, Any]:
