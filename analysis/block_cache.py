@@ -59,11 +59,11 @@ def code_version() -> str:
     import analysis.loader
     import pr1_eval.grading.answer_text
     import pr1_eval.grading.extract
-    import pr1_eval.structure
+    import pr1_eval.protocol.parse
 
     digest = hashlib.sha256()
     # answer_text decides how an answer line is read, so a change there changes path_answers too.
-    for module in (pr1_eval.structure, pr1_eval.grading.extract, pr1_eval.grading.answer_text, analysis.loader):
+    for module in (pr1_eval.protocol.parse, pr1_eval.grading.extract, pr1_eval.grading.answer_text, analysis.loader):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 

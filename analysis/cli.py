@@ -145,7 +145,7 @@ def print_tables(analysis: Analysis, notes: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m analysis.cli analyze ...``: the same command as ``pr1-eval analyze``."""
-    from pr1_eval.cli import main as pr1_eval_main
+    from pr1_eval.cli.main import main as pr1_eval_main
 
     return pr1_eval_main(argv)
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from pr1_eval.runinfo import checkpoint_step
+from pr1_eval.records.run import checkpoint_step
 
 _STEP_COMPONENT = re.compile(r"global_step[_-]?\d+")
 #: Metrics (columns of the per-step table) whose trend against step is tested.

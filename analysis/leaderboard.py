@@ -32,7 +32,7 @@ over tasks of different k, as an import with per-task k can have, is named with 
 
 Conventions, and why:
 
-* Per-task metrics are :func:`pr1_eval.report.run_report`'s (one implementation of every
+* Per-task metrics are :func:`pr1_eval.report.run_report.run_report`'s (one implementation of every
   number), math-verify verdicts unless named ``_paper``. ``pass@K`` is the unbiased estimator.
   ``pass@K_paper`` is the number the paper's "Pass@16" column would print: VERL's bootstrap
   best@K on the paper's string checker (the report's ``best@K_paper``); the extras ``best@K``
@@ -40,7 +40,7 @@ Conventions, and why:
   bootstrap interval of mean@K. Parallel ratio and first-block position are
   :func:`analysis.stats.structure_stats`'.
 * A run is compared only when every compared task is complete against its run.json
-  (:func:`pr1_eval.completeness.check_completeness`); an incomplete run is refused by name.
+  (:func:`pr1_eval.report.completeness.check_completeness`); an incomplete run is refused by name.
 * ``average`` holds both conventions; the top-level metrics are the chosen one (``convention``).
 * Rows are sorted by the chosen average mean@K. ``tied_with_above`` is true when a paired
   sign-flip test of the row against the row above, on the same average (per-problem differences
@@ -68,10 +68,10 @@ import pandas as pd
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
-from pr1_eval.completeness import check_completeness
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.report import run_report
-from pr1_eval.store import RunStore
+from pr1_eval.report.completeness import check_completeness
+from pr1_eval.report.run_report import run_report
+from pr1_eval.store.run_store import RunStore
 
 SCHEMA_VERSION = 1
 AVERAGES = ("task_mean", "problem_weighted")

@@ -5,7 +5,7 @@ path's answer is extracted must be identical everywhere, or two views of one run
 It returns two frames with the columns declared below (and nothing else), plus the runs that
 could not be read and why, so one broken run never hides the others and never vanishes silently.
 
-Paths are re-parsed from the stored response with :func:`pr1_eval.structure.parse_structure`
+Paths are re-parsed from the stored response with :func:`pr1_eval.protocol.parse.parse_structure`
 (the store keeps block positions, not path spans); each path's answer is extracted with the
 grader's own :func:`pr1_eval.grading.extract_answer`.
 
@@ -33,11 +33,11 @@ import pandas as pd
 from analysis import block_cache
 from analysis.drift import model_family, resolve_step, section
 from analysis.tokens import TokenCounter, auto_token_counter
-from pr1_eval import tags as T
 from pr1_eval.grading import extract_answer
-from pr1_eval.records import COLUMN_DOCS
-from pr1_eval.store import RUN_JSON, SAMPLES_DIR, RunStore
-from pr1_eval.structure import Block, parse_structure
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import Block, parse_structure
+from pr1_eval.records.sample import COLUMN_DOCS
+from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore
 
 #: Run metadata joined onto every sample and block row.
 RUN_COLUMN_DOCS: dict[str, str] = {
@@ -48,7 +48,7 @@ RUN_COLUMN_DOCS: dict[str, str] = {
     "step": "Checkpoint step: run.json model.step, else global_step_N in the model path or run path; None when unknown.",
     "decoding": "run.json decoding.mode ('sequential', 'forkjoin', 'structured', 'unknown'); 'unknown' when absent.",
 }
-#: The samples frame: run metadata, then every stored SampleRecord field (see pr1_eval.records).
+#: The samples frame: run metadata, then every stored SampleRecord field (see pr1_eval.records.sample).
 SAMPLE_COLUMN_DOCS: dict[str, str] = {**RUN_COLUMN_DOCS, **COLUMN_DOCS}
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(SAMPLE_COLUMN_DOCS)
 

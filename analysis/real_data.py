@@ -3,7 +3,7 @@
 Why through the importer: the analysis must see these traces exactly as it sees any run
 (structure parsed, answers graded by the one grader), so the file is only reshaped into the
 import format (``task, problem_id, sample_idx, response, gold, problem, model``) and handed to
-:func:`pr1_eval.importer.import_jsonl`'s machinery (``import_rows``, so that run.json names the
+:func:`pr1_eval.ingest.importer.import_jsonl`'s machinery (``import_rows``, so that run.json names the
 original file rather than the reshaped copy).
 """
 
@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.paths import resolve_training_dir
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.paths import resolve_training_dir
 
 TASK = "parallel_gsm8k"
 MODEL = "teacher"
@@ -47,7 +47,7 @@ def to_import_jsonl(source: str | Path, target: str | Path) -> Path:
 
 def import_parallel_gsm8k(out_dir: str | Path, source: str | Path | None = None, *, workers: int | None = None) -> Path:
     """Import the traces as a run at ``out_dir`` (graded by pr1-eval's grader); returns it."""
-    from pr1_eval.importer import import_rows, read_import_jsonl
+    from pr1_eval.ingest.importer import import_rows, read_import_jsonl
 
     out_dir = Path(out_dir)
     source = Path(source or default_source())

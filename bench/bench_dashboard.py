@@ -1,8 +1,8 @@
 """Benchmark: the dashboard on a training sweep of 12 checkpoints × 500 problems × 16 samples
 (96,000 responses), loaded and rendered page by page through Streamlit's test harness.
 
-Builds the sweep once (synthetic Parallel-R1 traces written through :class:`pr1_eval.store.RunStore`,
-structure fields from :func:`pr1_eval.annotate.annotate_structure`; grades are an exact string
+Builds the sweep once (synthetic Parallel-R1 traces written through :class:`pr1_eval.store.run_store.RunStore`,
+structure fields from :func:`pr1_eval.grading.annotate.annotate_structure`; grades are an exact string
 match against the gold answer instead of math-verify, because grading is not what is measured),
 then measures, each in a fresh child process so its peak memory is its own:
 
@@ -52,7 +52,7 @@ def paragraphs(rng: random.Random, count: int = 3000) -> list[str]:
 
 def response(rng: random.Random, pool: list[str], answer: int, progress: float, correct: bool) -> str:
     """One trace: main line, 0–4 blocks of 2–3 paths (later checkpoints branch later), final answer."""
-    from pr1_eval import tags as T
+    from pr1_eval.protocol import tags as T
 
     n_blocks = rng.choices([0, 1, 2, 3, 4], weights=[10, 45, 30, 10, 5])[0]
     parts = [" ".join(rng.choice(pool) for _ in range(1 + int(progress * 3)))]
@@ -69,10 +69,10 @@ def response(rng: random.Random, pool: list[str], answer: int, progress: float, 
 
 def build(root: Path, n_runs: int, n_problems: int, k: int) -> list[Path]:
     """The sweep under ``root`` (reused when a finished one with these sizes is there)."""
-    from pr1_eval.annotate import annotate_structure
     from pr1_eval.grading import extract_answer
-    from pr1_eval.records import SampleRecord
-    from pr1_eval.store import RunStore
+    from pr1_eval.grading.annotate import annotate_structure
+    from pr1_eval.records.sample import SampleRecord
+    from pr1_eval.store.run_store import RunStore
 
     manifest = root / "bench.json"
     wanted = {"runs": n_runs, "problems": n_problems, "k": k, "version": 1}

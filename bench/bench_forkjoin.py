@@ -26,7 +26,7 @@ import torch
 from pr1_eval.decoding.factory import make_decoder
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
 from pr1_eval.engines.hf import HFEngine
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 
 @dataclass

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 def load_golds() -> list[str]:
     """MATH-500 gold answers, from the copy packaged with pr1-eval."""
-    from pr1_eval.tasks import load_task
+    from pr1_eval.inputs.tasks import load_task
 
     return [p.gold for p in load_task("math500", source="packaged").problems]
 

@@ -15,9 +15,9 @@ import time
 from pr1_eval.decoding.base import request_seed
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.hf import HFEngine
-from pr1_eval.prompts import apply_chat, load_template
-from pr1_eval.tasks import load_task
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.inputs.prompts import apply_chat, load_template
+from pr1_eval.inputs.tasks import load_task
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 
 def main() -> None:

@@ -66,7 +66,7 @@ class Workload:
         return len(self.tasks.split(",")) * self.limit * self.k
 
     def command(self, out: Path) -> list[str]:
-        return [sys.executable, "-m", "pr1_eval.cli", "run", "--model", str(self.model), "--tasks", self.tasks,
+        return [sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(self.model), "--tasks", self.tasks,
                 "-k", str(self.k), "--limit", str(self.limit), "--max-new-tokens", str(self.max_new_tokens),
                 "--engine", "hf", "--out", str(out), "--seed", str(self.seed), "--problems-per-chunk",
                 str(self.problems_per_chunk), "--grade-workers", "1"]
@@ -221,7 +221,7 @@ def compare_with_baseline(run: Path, baseline: Path) -> tuple[int, int]:
     """(samples missing from ``run``, samples whose compared fields differ from the baseline)."""
     import pandas as pd
 
-    from pr1_eval.store import RunStore
+    from pr1_eval.store.run_store import RunStore
 
     got = RunStore(run).read_frame().set_index(list(KEY))
     want = RunStore(baseline).read_frame().set_index(list(KEY))
@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model:
         model = Path(args.model)
     else:
-        from pr1_eval.tiny_model import cached_tiny_model
+        from pr1_eval.testing.tiny_model import cached_tiny_model
 
         model = cached_tiny_model("random")
     workload = Workload(model, k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens)

@@ -43,8 +43,8 @@ SIM_PROBLEMS = 600  # one checkpoint: AIME24 30 + AIME25 30 + AMC23 40 + MATH-50
 def prompts(model: str, n: int) -> tuple[list[list[int]], list[str]]:
     """Rendered prompt ids and request ids of the first ``n`` GSM8K test problems."""
     from pr1_eval.engines.hf import load_tokenizer
-    from pr1_eval.prompts import apply_chat, load_template
-    from pr1_eval.tasks import load_task
+    from pr1_eval.inputs.prompts import apply_chat, load_template
+    from pr1_eval.inputs.tasks import load_task
 
     tokenizer = load_tokenizer(model)
     task = load_task("gsm8k", limit=n, source="packaged")
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pr1_eval.engines.base import SamplingConfig
     from pr1_eval.scaleout.ray_pool import start_local_cluster
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     load_before = os.getloadavg()[0]
     model = str(cached_tiny_model("trained"))

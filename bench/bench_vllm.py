@@ -35,14 +35,14 @@ from pr1_eval.engines.vllm_engine import VLLMEngine
 
 def load_problems(n: int) -> list[str]:
     """The first ``n`` problems of the packaged benchmarks (AIME first, then MATH-500 to fill ``n``)."""
-    from pr1_eval.tasks import load_task
+    from pr1_eval.inputs.tasks import load_task
 
     texts = [p.problem for name in ("aime24", "aime25", "math500") for p in load_task(name, source="packaged").problems]
     return texts[:n]
 
 
 def render(engine: VLLMEngine, problems: list[str]) -> list[list[int]]:
-    from pr1_eval.prompts import apply_chat, load_template
+    from pr1_eval.inputs.prompts import apply_chat, load_template
 
     template, tok = load_template("parallel_r1_v3"), engine.tokenizer
     return [tok(apply_chat(tok, template.render(problem)), add_special_tokens=False)["input_ids"] for problem in problems]
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     model = args.model
     if args.tiny or model is None:
-        from pr1_eval.tiny_model import cached_tiny_model
+        from pr1_eval.testing.tiny_model import cached_tiny_model
 
         model = str(cached_tiny_model("trained"))
     engine = VLLMEngine(model, tensor_parallel_size=args.tensor_parallel_size,

@@ -2,7 +2,7 @@
 # GPU check: the HF path on CUDA (always), then vLLM (when it is importable in this Python).
 #
 # Run from the repository root on a CUDA machine. Nothing is downloaded: the trained tiny model is
-# built locally (pr1_eval.tiny_model), or set MODEL to a Parallel-R1 checkpoint directory for the
+# built locally (pr1_eval.testing.tiny_model), or set MODEL to a Parallel-R1 checkpoint directory for the
 # real figures. Results land in $OUT (default ./gpu_check_out).
 #
 #   bash bench/gpu_check.sh                                   # HF checks; vLLM ones if vllm imports
@@ -63,14 +63,14 @@ from pr1_eval.decoding.base import SequentialDecoder
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.factory import make_engine, resolve_engine_name
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.protocol.tags import resolve_tag_ids
-from pr1_eval import tags as T
+from pr1_eval.protocol import tags as T
 
 out_dir = sys.argv[1]
 model = os.environ.get("MODEL")
 if not model:
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
     model = str(cached_tiny_model("trained"))
 assert resolve_engine_name("auto") == "vllm", "auto should pick vLLM with CUDA and vllm present"
 engine = make_engine("vllm", model, gpu_memory_utilization=0.6, record_logprobs=True)

@@ -30,8 +30,8 @@ from pr1_eval.decoding.structured import StructuredDecoder
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.hf import HFEngine
 from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
+from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.protocol.tags import resolve_tag_ids
-from pr1_eval.structure import parse_structure
 
 PROBLEMS = [(3, 4), (12, 30), (25, 17), (8, 9), (41, 2), (7, 7), (19, 23), (5, 60)]
 
@@ -161,7 +161,7 @@ def main() -> None:
         raise SystemExit("no CUDA device visible; pass --device cpu for a smoke test")
     model = args.model
     if model is None:
-        from pr1_eval.tiny_model import cached_tiny_model
+        from pr1_eval.testing.tiny_model import cached_tiny_model
 
         model = str(cached_tiny_model("trained"))
     report: dict[str, Any] = {"model": model, "torch": torch.__version__, "decoding": [], "throughput": []}

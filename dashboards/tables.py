@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.loader import LoadedRuns
-from pr1_eval.report import run_report
+from pr1_eval.report.run_report import run_report
 
 #: Outcomes the trace viewer filters on, from a sample's grade.
 OUTCOMES: tuple[str, ...] = ("correct", "wrong", "no answer", "timeout", "error", "ungraded")

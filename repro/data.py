@@ -10,7 +10,7 @@
 * **Validation** follows the paper's validation file: AIME24, AIME25 and AMC23 with every problem
   repeated 16 times (so VERL's per-``data_source`` mean over rows at ``val_kwargs.n=1`` is Mean@16)
   and MATH300 once — 1,916 rows, as in the official ``test.parquet``. The problems come through
-  :func:`pr1_eval.tasks.load_task` (the packaged, checksum-checked benchmarks, or ``--benchmarks-dir``),
+  :func:`pr1_eval.inputs.tasks.load_task` (the packaged, checksum-checked benchmarks, or ``--benchmarks-dir``),
   the same loader and golds ``pr1-eval run`` scores checkpoints with.
 
 The training sets are not packaged with pr1-eval: each comes from its flag (``--sft``, ``--gsm8k``,
@@ -38,12 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.paths import resolve_training_dir
+from pr1_eval.inputs.prompts import PromptTemplate, load_template
+from pr1_eval.inputs.tasks import gsm8k_final_number, load_task
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.paths import resolve_training_dir
-from pr1_eval.prompts import PromptTemplate, load_template
 from pr1_eval.protocol.layout import normalise_block_layout
-from pr1_eval.structure import parse_structure
-from pr1_eval.tasks import gsm8k_final_number, load_task
+from pr1_eval.protocol.parse import parse_structure
 
 SFT_FILE = "parallel_gsm8k.jsonl"
 GSM8K_FILE = "gsm8k_train.jsonl"
@@ -233,7 +233,7 @@ def build_val(
 ) -> tuple[list[dict[str, Any]], BuildReport]:
     """The paper's validation mix, one ``data_source`` per benchmark, each problem ``repeats[task]`` times.
 
-    Problems and golds come from :func:`pr1_eval.tasks.load_task`, so validation scores the data
+    Problems and golds come from :func:`pr1_eval.inputs.tasks.load_task`, so validation scores the data
     ``pr1-eval run`` scores (MATH300 with the MATH answer where the paper's lost a base subscript).
     Copies of a problem are adjacent and differ only in ``extra_info.repeat`` and ``index``.
     """
@@ -265,7 +265,7 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
 @dataclass
 class Sources:
     """Input files; any left ``None`` comes from the training folder (``training_dir`` or
-    :func:`pr1_eval.paths.resolve_training_dir`). ``benchmarks_dir`` None: the packaged benchmarks."""
+    :func:`pr1_eval.inputs.paths.resolve_training_dir`). ``benchmarks_dir`` None: the packaged benchmarks."""
 
     training_dir: Path | None = None
     benchmarks_dir: Path | None = None

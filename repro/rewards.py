@@ -10,7 +10,7 @@ VERL merges ``reward_kwargs`` into every call (``verl.trainer.ppo.reward.get_cus
 The eval scorer *is* the reward: ``correct`` comes from :func:`pr1_eval.grading.grade_response`
 (math-verify in killable worker processes, so it is safe on the worker thread VERL calls a
 non-async reward from, where SIGALRM timeouts cannot work) and the block checks from
-:func:`pr1_eval.structure.parse_structure` (the strict Algorithm-1 format check).
+:func:`pr1_eval.protocol.parse.parse_structure` (the strict Algorithm-1 format check).
 
 **The global step.** ``alternating`` and ``mid_training`` depend on the trainer's global step.
 VERL 0.9.1's V1 trainer stamps ``global_steps`` on every prompt it dispatches; the agent-loop
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pr1_eval.grading import grade_response
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol.parse import parse_structure
 
 MODES = ("accuracy", "parallel_accuracy", "tiered", "alternating", "mid_training")
 TAG_MODES = frozenset(MODES) - {"accuracy"}

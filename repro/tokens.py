@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pr1_eval import tags as T
+from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.tags import single_token_tag_ids
 
 MANIFEST = "repro_tokens.json"

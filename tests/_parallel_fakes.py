@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pr1_eval import tags as T
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig
+from pr1_eval.protocol import tags as T
 
 EOS, NEWLINE, PAD = 0, 7, 8
 TAG = {tag: i + 1 for i, tag in enumerate(T.ALL_TAGS)}

@@ -15,10 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.annotate import annotate_structure
 from pr1_eval.grading import extract_answer
-from pr1_eval.records import SampleRecord
-from pr1_eval.store import RunStore
+from pr1_eval.grading.annotate import annotate_structure
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.run_store import RunStore
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in these tests may reach the hub
 

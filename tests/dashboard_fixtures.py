@@ -1,5 +1,5 @@
 """Fixture runs for the dashboard tests, made the way users make runs: generated JSON Lines
-imported (and graded by the real grader) with :func:`pr1_eval.importer.import_jsonl`.
+imported (and graded by the real grader) with :func:`pr1_eval.ingest.importer.import_jsonl`.
 
 Three checkpoints of one training job (steps 100, 200, 300; later steps answer more problems
 correctly), and one run whose responses are hostile: HTML, script and ``javascript:`` links in
@@ -13,8 +13,8 @@ import json
 import random
 from pathlib import Path
 
-from pr1_eval.importer import import_jsonl
-from pr1_eval.tiny_traces import make_problem, make_response
+from pr1_eval.ingest.importer import import_jsonl
+from pr1_eval.testing.tiny_traces import make_problem, make_response
 
 STEPS = (100, 200, 300)
 TASKS = {"aime24": 4, "amc23": 3}

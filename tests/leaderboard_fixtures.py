@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.annotate import annotate_structure
-from pr1_eval.records import SampleRecord
-from pr1_eval.store import RunStore
+from pr1_eval.grading.annotate import annotate_structure
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.run_store import RunStore
 
 BLOCK = ("<Parallel>\n<Path>\nTry 2 + 3.\nFinal Answer: 5\n</Path>\n<Path>\nTry 10 / 2.\nFinal Answer: 5\n</Path>\n"
          "</Parallel>\n<Summary>\nBoth give 5.\n</Summary>\n")

@@ -19,7 +19,7 @@ from analysis.loader import (
     load_runs,
     response_segments,
 )
-from pr1_eval.store import RunStore
+from pr1_eval.store.run_store import RunStore
 
 TWO_BLOCKS = response("Let x be the count.", block(["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"], "Both 7."),
                       "Now double check.", block(["one", "two", "three"], "Three ways."), final="7")

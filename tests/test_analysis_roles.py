@@ -14,7 +14,7 @@ from analysis.conclusions import Conclusion, path_conclusion
 from analysis.loader import load_runs
 from analysis.roles import assign_roles, block_role, equivalence_classes, response_consistency, role_shares
 from analysis.summary import analyze, to_json
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol.parse import parse_structure
 
 DATA = Path(__file__).resolve().parent / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

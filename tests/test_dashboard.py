@@ -23,8 +23,8 @@ from analysis.stats import structure_stats
 from dashboards.components import fmt, fmt_interval, md_unescape
 from dashboards.data import MEMO
 from dashboards.launch import app_path
-from pr1_eval.commands import load_report
-from pr1_eval.store import RunStore
+from pr1_eval.cli.commands import load_report
+from pr1_eval.store.run_store import RunStore
 
 STEP_RUNS = ("step100", "step200", "step300")
 PAGES = {"leaderboard": "Leaderboard", "training": "Training dynamics", "behaviour": "Behaviour",

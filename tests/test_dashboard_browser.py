@@ -153,7 +153,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
         served.append(str(DEMO_RUN))
     port = free_port()
     env = {**os.environ, "PR1_LOADER_CACHE": str(root / "cache")}
-    process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli", "dashboard", *served, "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", *served, "--port", str(port)],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 90

@@ -18,7 +18,7 @@ from analysis_fixtures import block, make_record, response, write_run
 
 from dashboards.app import PAGES
 from dashboards.launch import app_path, check_port, resolve_runs, streamlit_command
-from pr1_eval.cli import build_parser
+from pr1_eval.cli.main import build_parser
 from pr1_eval.errors import Pr1EvalError
 
 
@@ -65,7 +65,7 @@ def test_dashboard_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> Non
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "PR1_LOADER_CACHE": str(tmp_path / "cache")}
-    process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli", "dashboard", str(tmp_path / "runs"), "--port",
+    process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", str(tmp_path / "runs"), "--port",
                                 str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from _parallel_fakes import TAG, FakeEngine, FakeTokenizer, Script
 
-from pr1_eval import tags as T
 from pr1_eval.decoding.base import SequentialDecoder, request_seed
 from pr1_eval.decoding.factory import make_decoder
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import parse_structure
 
 PROMPTS = [[50, 51, 52], [60, 61], [70]]
 IDS = ["t/a", "t/b", "t/c"]
@@ -189,7 +189,7 @@ def hf_trained() -> Iterator[Any]:
     import torch
 
     from pr1_eval.engines.hf import HFEngine
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a 128-wide model only loses from more threads on a contended CPU

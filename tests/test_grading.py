@@ -23,7 +23,7 @@ from pr1_eval.grading import (
     math_equal,
 )
 from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, verify_pair
-from pr1_eval.records import SampleRecord
+from pr1_eval.records.sample import SampleRecord
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"

@@ -17,12 +17,12 @@ import random
 import pytest
 
 from analysis.conclusions import CONCLUSION_SOURCES, path_conclusion
-from pr1_eval import tags as T
 from pr1_eval.grading import grade_responses
 from pr1_eval.grading.extract import RULES, extract_answer
 from pr1_eval.grading.paper import normalize_final_answer, paper_extract
-from pr1_eval.records import SCORED_STATUSES
-from pr1_eval.structure import outside_paths, parse_structure
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import outside_paths, parse_structure
+from pr1_eval.records.sample import SCORED_STATUSES
 
 N_RESPONSES = int(os.environ.get("PR1_FUZZ_N", "10000"))
 SEED = int(os.environ.get("PR1_FUZZ_SEED", "20261201"))

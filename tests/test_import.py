@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pr1_eval.grading.verify import HANG_ANSWER, TEST_HOOKS_ENV
-from pr1_eval.store import RunStore
+from pr1_eval.store.run_store import RunStore
 
 FILLER = "Some reasoning that goes on. " * 20  # > 300 characters
 
@@ -44,7 +44,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
             handle.write(json.dumps({"task": "mytask", "problem_id": pid, "sample_idx": 0, "response": response,
                                      "gold": gold, "model": "/x/global_step_40"}) + "\n")
     env = {**os.environ, TEST_HOOKS_ENV: "1", "PR1_EVAL_GRADING_WORKERS": "2"}
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(folder / "run")],
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(folder / "run")],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mytask" in done.stdout
@@ -67,7 +67,7 @@ def test_each_case_gets_its_known_verdict(imported: Path) -> None:
 def test_imported_run_reports_like_a_generated_one(imported: Path) -> None:
     info = json.loads((imported / "run.json").read_text())
     assert info["model"]["step"] == 40 and info["k"] == 1
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(imported), "--json"],
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(imported), "--json"],
                           capture_output=True, text=True, timeout=120)
     m = json.loads(done.stdout)["tasks"]["mytask"]
     n_correct = sum(1 for case in CASES if case[3])
@@ -79,7 +79,7 @@ def test_malformed_import_line_names_file_and_line(tmp_path: Path) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text(json.dumps({"task": "t", "problem_id": "p", "sample_idx": 0, "response": "r", "gold": "1"}) + "\n"
                    + json.dumps({"task": "t", "problem_id": "p", "response": "r"}) + "\n")
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(tmp_path / "o")],
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx, gold" in done.stderr
 
@@ -95,7 +95,7 @@ def test_regrade_restores_verdicts_without_generating(imported: Path, tmp_path: 
     stale.correct, stale.grade_status = False, "ok"  # what an older, weaker grader might have said
     store.rewrite(records)
     env = {**os.environ, TEST_HOOKS_ENV: "1"}
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "regrade", str(run)], env=env,
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "regrade", str(run)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "1 verdict(s) changed" in done.stdout
@@ -116,13 +116,13 @@ def _write(path: Path, counts: dict[tuple[str, str], int], gold: str = "1") -> P
 def test_uneven_import_names_problems_counts_and_the_import_fix(tmp_path: Path) -> None:
     src = _write(tmp_path / "uneven.jsonl", {("aime24", "a0"): 4, ("aime24", "a1"): 4, ("aime24", "a2"): 3,
                                              ("aime24", "a3"): 2, ("math300_pr1", "m0"): 1})
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "import", str(src), "--out", str(tmp_path / "run"),
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(tmp_path / "run"),
                            "--grade-workers", "1"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "aime24: 2 problem(s) have fewer than 4 samples (a2: 3, a3: 2)" in done.stdout
     assert "complete the import file" in done.stdout and "--k aime24=2" in done.stdout
     assert "rerun the same command" not in done.stdout
-    strict = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(tmp_path / "run"), "--strict", "--json"],
+    strict = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(tmp_path / "run"), "--strict", "--json"],
                             capture_output=True, text=True, timeout=120)
     assert strict.returncode == 2 and "incomplete (--strict)" in strict.stderr
     report = json.loads(strict.stdout)
@@ -133,8 +133,8 @@ def test_uneven_import_names_problems_counts_and_the_import_fix(tmp_path: Path) 
 
 
 def test_import_records_per_task_k_and_k_option_keeps_the_lowest_samples(tmp_path: Path) -> None:
-    from pr1_eval.importer import import_jsonl, parse_k_option
-    from pr1_eval.report import run_report
+    from pr1_eval.ingest.importer import import_jsonl, parse_k_option
+    from pr1_eval.report.run_report import run_report
 
     src = _write(tmp_path / "mixed.jsonl", {("aime24", "a0"): 16, ("aime24", "a1"): 16, ("math300_pr1", "m0"): 1,
                                             ("math300_pr1", "m1"): 1})

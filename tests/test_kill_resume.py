@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 pytestmark = pytest.mark.slow
 

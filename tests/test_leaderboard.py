@@ -14,7 +14,7 @@ from leaderboard_fixtures import write_counts_run
 
 from analysis.leaderboard import build_leaderboard, compute_leaderboard
 from analysis.paired import holm
-from pr1_eval.cli import main
+from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 
 K = 4
@@ -178,7 +178,7 @@ def test_incomplete_runs_and_unknown_tasks_are_refused(tmp_path: Path) -> None:
 
 
 def test_numbers_are_the_reports_and_per_problem_fractions_add_up(two_runs: Path) -> None:
-    from pr1_eval.commands import load_report
+    from pr1_eval.cli.commands import load_report
 
     board = compute_leaderboard([two_runs])
     report = load_report(two_runs / "run-a")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pr1_eval.cli import main
+from pr1_eval.cli.main import main
 
 K = 4
 PROBLEMS = [f"p{i}" for i in range(8)]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from pr1_eval.inputs.paths import packaged_benchmarks_dir
 from pr1_eval.lm_eval_tasks import include_path
-from pr1_eval.paths import packaged_benchmarks_dir
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 METRICS = ["mean@16", "pass@1", "pass@16", "best@16", "maj@16", "mean@16_paper", "best@16_paper", "parallel_ratio"]
@@ -34,7 +34,7 @@ def _lm_eval_command() -> list[str]:
 
 @pytest.fixture(scope="module")
 def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     model = cached_tiny_model("trained")
     out = tmp_path_factory.mktemp("lm_eval") / "out"
@@ -72,10 +72,10 @@ def test_every_document_gets_16_graded_samples(lm_eval_run: dict[str, Any]) -> N
 
 
 def test_lm_eval_metrics_equal_pr1_eval_report_of_the_imported_samples(lm_eval_run: dict[str, Any], tmp_path: Path) -> None:
-    from pr1_eval.importer import import_rows
-    from pr1_eval.lm_eval_import import read_lm_eval_samples
-    from pr1_eval.report import run_report
-    from pr1_eval.store import RunStore
+    from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.ingest.lm_eval_import import read_lm_eval_samples
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
 
     rows = read_lm_eval_samples(lm_eval_run["out"])
     assert len(rows) == 32
@@ -95,7 +95,7 @@ def test_pr1_eval_import_and_report_commands_print_the_same_numbers(lm_eval_run:
     """The same equality through the commands a user types: ``pr1-eval import --format lm-eval``
     then ``pr1-eval report --json``."""
     env = {**os.environ, "PR1_EVAL_GRADING_WORKERS": "1"}
-    pr1_eval = [sys.executable, "-m", "pr1_eval.cli"]
+    pr1_eval = [sys.executable, "-m", "pr1_eval.cli.main"]
     run = tmp_path / "run"
     done = subprocess.run([*pr1_eval, "import", "--format", "lm-eval", str(lm_eval_run["out"]), "--out", str(run)],
                           env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -21,8 +21,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 from lm_eval.api.model import LM  # noqa: E402
 
+from pr1_eval.inputs.paths import packaged_benchmarks_dir  # noqa: E402
 from pr1_eval.lm_eval_tasks import include_path  # noqa: E402
-from pr1_eval.paths import packaged_benchmarks_dir  # noqa: E402
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 METRICS = ["mean@16", "pass@1", "pass@16", "best@16", "maj@16", "mean@16_paper", "best@16_paper", "parallel_ratio"]
@@ -74,10 +74,10 @@ def test_evaluator_metrics_equal_the_report_of_the_imported_log(tmp_path: Path, 
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
-    from pr1_eval.importer import import_rows
-    from pr1_eval.lm_eval_import import read_lm_eval_samples
-    from pr1_eval.report import run_report
-    from pr1_eval.store import RunStore
+    from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.ingest.lm_eval_import import read_lm_eval_samples
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
 
     monkeypatch.setenv("PR1_DATA_DIR", str(BENCH))
     tracker = EvaluationTracker(output_path=str(tmp_path / "out"))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.lm_eval_import import find_sample_files, import_lm_eval, lm_eval_run_info, read_lm_eval_samples
+from pr1_eval.ingest.lm_eval_import import find_sample_files, import_lm_eval, lm_eval_run_info, read_lm_eval_samples
 
 DATE = "2026-11-29T10-17-07.547336"
 GEN = {"until": [], "do_sample": True, "temperature": 1.0, "top_p": 1.0, "max_gen_toks": 3000}
@@ -113,11 +113,11 @@ def test_loglikelihood_tasks_are_refused(tmp_path: Path) -> None:
 
 
 def test_import_makes_a_graded_run_that_records_the_lm_eval_settings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from pr1_eval.report import run_report
-    from pr1_eval.store import RunStore
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
 
     path = _write_run(tmp_path / "lm", "pr1_aime24", _pr1_samples(), chat_template=None)
-    with caplog.at_level(logging.WARNING, logger="pr1_eval.lm_eval_import"):
+    with caplog.at_level(logging.WARNING, logger="pr1_eval.ingest.lm_eval_import"):
         run = import_lm_eval(path, tmp_path / "run")
     assert "without --apply_chat_template" in caplog.text
     info = json.loads((run / "run.json").read_text())
@@ -132,8 +132,8 @@ def test_import_makes_a_graded_run_that_records_the_lm_eval_settings(tmp_path: P
 
 def test_import_declares_problems_and_k_from_lm_eval_repeats(tmp_path: Path) -> None:
     """k is the run's `repeats` (4 here), so a document that came back with fewer responses is named."""
-    from pr1_eval.report import run_report
-    from pr1_eval.store import RunStore
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
 
     samples = _pr1_samples()
     samples[1]["resps"] = [samples[1]["resps"][0][:3]]  # 3 of the 4 repeats

@@ -18,11 +18,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+from pr1_eval.inputs.paths import packaged_benchmarks_dir  # noqa: E402
+from pr1_eval.inputs.prompts import load_template  # noqa: E402
+from pr1_eval.inputs.tasks import load_task  # noqa: E402
 from pr1_eval.lm_eval_tasks import GROUP, LM_EVAL_TASKS, include_path  # noqa: E402
 from pr1_eval.lm_eval_tasks import utils as hooks  # noqa: E402
-from pr1_eval.paths import packaged_benchmarks_dir  # noqa: E402
-from pr1_eval.prompts import load_template  # noqa: E402
-from pr1_eval.tasks import load_task  # noqa: E402
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 
@@ -87,9 +87,9 @@ def _response(answer: str, parallel: bool) -> str:
 def test_process_results_grades_with_pr1_eval_and_aggregates_like_the_report(tmp_path: Path) -> None:
     """Per-document summaries from the hook, aggregated by the YAML's functions, equal
     ``run_report`` on the same responses imported through pr1-eval's importer."""
-    from pr1_eval.importer import import_rows
-    from pr1_eval.report import run_report
-    from pr1_eval.store import RunStore
+    from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
 
     docs = [
         {"task": "aime24", "problem_id": "p0", "problem": "?", "gold": "204"},
@@ -127,8 +127,8 @@ def test_aggregations_refuse_uneven_sample_counts() -> None:
 def test_hf_backend_keeps_the_six_tags_and_drops_eos_and_pad(monkeypatch: pytest.MonkeyPatch) -> None:
     from lm_eval.models.huggingface import HFLM
 
-    from pr1_eval.tiny_model import DEFAULT_PROMPT, build_tokenizer
-    from pr1_eval.tiny_traces import load_template_text
+    from pr1_eval.testing.tiny_model import DEFAULT_PROMPT, build_tokenizer
+    from pr1_eval.testing.tiny_traces import load_template_text
 
     assert hooks.keep_tags_in_hf_decode()  # importing the hooks already patched; idempotent
     tokenizer = build_tokenizer(load_template_text(DEFAULT_PROMPT))

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pr1_eval.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
-from pr1_eval.records import SampleRecord
-from pr1_eval.report import format_report_table, run_report
-from pr1_eval.runinfo import task_entry
+from pr1_eval.records.run import task_entry
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
+from pr1_eval.report.run_report import format_report_table, run_report
 
 
 def brute_pass_at_k(n: int, c: int, k: int) -> float:

@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from pr1_eval.cli import main
-from pr1_eval.store import RunStore
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.cli.main import main
+from pr1_eval.store.run_store import RunStore
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 

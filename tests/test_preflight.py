@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
-from pr1_eval.preflight import check_k, check_model, check_output, check_prompt, check_tasks, preflight_run
-from pr1_eval.runner import RunConfig
-from pr1_eval.store import RunStore
+from pr1_eval.generate.preflight import check_k, check_model, check_output, check_prompt, check_tasks, preflight_run
+from pr1_eval.generate.runner import RunConfig
+from pr1_eval.store.run_store import RunStore
 
 
 def _model_folder(root: Path, *, config: bool = True, tokenizer: bool = True, weights: bool = True) -> Path:
@@ -98,7 +98,7 @@ def test_an_output_folder_with_another_run_is_refused_before_loading(tmp_path: P
     first = preflight_run(_config(model, out))
     assert not first.resumes and first.model == "local"
     # what the runner writes: the planned settings of the same config
-    from pr1_eval.preflight import planned_run_json
+    from pr1_eval.generate.preflight import planned_run_json
 
     planned = planned_run_json(_config(model, out), first.template, {"mode": "sequential"}, first.tasks)
     RunStore(out).write_run_json({**planned, "status": "running"})
@@ -130,7 +130,7 @@ def test_describe_exception_never_cuts_a_url_or_a_word() -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pr1_eval.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from pr1_eval import tags as T
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.forkjoin import (
     INSERTED_LOGPROB,
     MAIN,

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from pr1_eval import tags as T
+from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.layout import count_layout_deviations, normalise_block_layout
 from pr1_eval.protocol.mask import structured_layout
+from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.protocol.tags import resolve_tag_ids
-from pr1_eval.structure import parse_structure
 
 FIXTURE = Path(__file__).parent / "fixtures" / "parallel_gsm8k.jsonl"
 
@@ -37,7 +37,7 @@ def test_normaliser_rewrites_only_the_joins() -> None:
 
 @pytest.fixture(scope="module")
 def sft_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from pr1_eval.prompts import load_template
+    from pr1_eval.inputs.prompts import load_template
     from repro.data import build_sft
 
     raw = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]

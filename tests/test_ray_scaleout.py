@@ -28,9 +28,9 @@ import pandas as pd
 import pytest
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.runner import RunConfig, run_eval
+from pr1_eval.generate.runner import RunConfig, run_eval
 from pr1_eval.scaleout.queue import Chunk, WorkQueue, guided_sizes, plan_chunks, simulate_queue, simulate_static
-from pr1_eval.store import RunStore
+from pr1_eval.store.run_store import RunStore
 
 ray = pytest.importorskip("ray")
 from pr1_eval.scaleout.ray_pool import REPLICA_PREFIX, plan_replicas, start_local_cluster  # noqa: E402
@@ -61,7 +61,7 @@ def cluster() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def model() -> Path:
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     return cached_tiny_model("trained")
 
@@ -166,7 +166,7 @@ def test_a_replica_killed_mid_run_still_gives_a_complete_run(cluster: str, model
 def test_cli_joins_a_running_cluster_and_leaves_no_replica(cluster: str, model: Path, reference: pd.DataFrame,
                                                             tmp_path: Path) -> None:
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "pr1_eval.cli", "run", "--model", str(model), "--tasks", ",".join(TASKS), "-k", str(K),
+    cmd = [sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(model), "--tasks", ",".join(TASKS), "-k", str(K),
            "--limit", str(LIMIT), "--max-new-tokens", "48", "--seed", "3", "--engine", "hf", "--data-source", "packaged",
            "--out", str(out), "--problems-per-chunk", "1", "--ray", cluster, "--replicas", "2"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -186,7 +186,7 @@ def test_ray_options_are_checked_before_anything_starts(model: Path, tmp_path: P
     with pytest.raises(Pr1EvalError, match="greedy decoding.*pass -k 1"):
         run_eval(_config(model, tmp_path / "b", temperature=0.0))
     from pr1_eval.engines.vllm_engine import vllm_available
-    from pr1_eval.preflight import preflight_run
+    from pr1_eval.generate.preflight import preflight_run
 
     assert not vllm_available()
     with pytest.raises(Pr1EvalError, match="vllm is not installed"):

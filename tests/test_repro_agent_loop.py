@@ -11,8 +11,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from pr1_eval import tags as T
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import parse_structure
 from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput
 
 TAGS = {
@@ -110,7 +110,7 @@ def setup():
 
 
 def server(model, tok, seed: int = 0):
-    from repro.fake_server import HFServerManager
+    from repro.testing.fake_server import HFServerManager
 
     return HFServerManager(model, tok, stop_bias=6.0, seed=seed)
 
@@ -230,7 +230,7 @@ def test_default_v1_trainer_worker_keeps_the_weight_versions(setup, monkeypatch)
     from verl.trainer.ppo.v1 import agent_loop_tq
     from verl.utils import tensordict_utils as tu
 
-    from repro.fake_server import HFServerManager
+    from repro.testing.fake_server import HFServerManager
 
     cfg, tok, model = setup
     assert cfg.trainer.use_v1, "the stages run VERL's default V1 trainer"

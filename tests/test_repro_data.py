@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.paths import packaged_benchmarks_dir
-from pr1_eval.prompts import load_template
+from pr1_eval.inputs.paths import packaged_benchmarks_dir
+from pr1_eval.inputs.prompts import load_template
 from repro.data import OUTPUTS, Sources, build_all, dedup, load_problems, read_jsonl, write_parquet
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -67,7 +67,7 @@ def qwen3_like_tokenizer() -> Any:
 
 @pytest.fixture(scope="module")
 def sft_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pr1_eval.prompts import load_template
+    from pr1_eval.inputs.prompts import load_template
     from repro.data import build_sft, write_parquet
 
     raw = [json.loads(line) for line in FIXTURE.read_text().splitlines()[:4]]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pr1_eval import tags as T
+from pr1_eval.protocol import tags as T
 from repro.structured_actor import attention_mask_for, response_starts, structured_batch
 
 TAGS = {
@@ -118,7 +118,7 @@ def micro_batch(prompts: list[list[int]], responses: list[list[int]], rmpad: boo
 
 
 def test_engine_hook_matches_single_sequence_structured_forward(tiny) -> None:
-    from pr1_eval.structured import build_mask_and_positions
+    from pr1_eval.protocol.mask import build_mask_and_positions
 
     model, tok = tiny
     ids = tag_ids(tok)
@@ -198,8 +198,8 @@ def test_engine_refuses_remove_padding_and_is_registered_for_nvidia(tiny, monkey
 def test_structured_sft_dataset_positions(tiny, tmp_path) -> None:
     from omegaconf import OmegaConf
 
-    from pr1_eval.prompts import load_template
-    from pr1_eval.structured import build_mask_and_positions
+    from pr1_eval.inputs.prompts import load_template
+    from pr1_eval.protocol.mask import build_mask_and_positions
     from repro.data import build_sft, read_jsonl, write_parquet
     from repro.structured_actor import StructuredSFTDataset
 

@@ -19,16 +19,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pr1_eval.metrics import best_at_k, pass_at_k
-from pr1_eval.paths import packaged_benchmarks_dir
-from pr1_eval.store import RunStore
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.inputs.paths import packaged_benchmarks_dir
+from pr1_eval.report.metrics import best_at_k, pass_at_k
+from pr1_eval.store.run_store import RunStore
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 
 
 def _cmd(model: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "pr1_eval.cli", "run", "--model", str(model), "--tasks", "aime24,gsm8k", "-k", "4",
+    return [sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(model), "--tasks", "aime24,gsm8k", "-k", "4",
             "--limit", "3", "--max-new-tokens", "48", "--engine", "hf", "--out", str(out), "--seed", "7",
             "--problems-per-chunk", "1", "--data-dir", str(BENCH), "--grade-workers", "1"]
 
@@ -52,7 +52,7 @@ def reference_run(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 def _report(run: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(run), *flags], env=_env(),
+    return subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(run), *flags], env=_env(),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -106,7 +106,7 @@ def test_run_json_records_what_replays_the_run(reference_run: Path) -> None:
 
 
 def test_report_json_recomputed_independently_from_parquet(reference_run: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "report", str(reference_run), "--json"],
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(reference_run), "--json"],
                           env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -146,7 +146,7 @@ def test_rerun_with_other_settings_is_refused(model: Path, reference_run: Path) 
 def test_model_dir_without_tokenizer_is_a_clear_error(tmp_path: Path, model: Path) -> None:
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text((model / "config.json").read_text())
-    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli", "run", "--model", str(tmp_path / "m"), "--tasks", "aime24",
+    done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(tmp_path / "m"), "--tasks", "aime24",
                            "--engine", "hf", "--data-dir", str(BENCH), "--out", str(tmp_path / "o")],
                           env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "tokenizer" in done.stderr and "Traceback" not in done.stderr

@@ -16,12 +16,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from pr1_eval.cli import main
+from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.runner import RunConfig, run_eval
+from pr1_eval.generate.runner import RunConfig, run_eval
 from pr1_eval.scaleout.merge import merge_shards
 from pr1_eval.scaleout.shard import parse_shard, select_shard
-from pr1_eval.store import RunStore
+from pr1_eval.store.run_store import RunStore
 
 KEY = ["task", "problem_id", "sample_idx"]
 TASKS, LIMIT, K = ["aime24", "amc23"], 5, 2
@@ -34,7 +34,7 @@ def _config(model: Path, out: Path, **kw: Any) -> RunConfig:
 
 @pytest.fixture(scope="module")
 def model() -> Path:
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     return cached_tiny_model("trained")
 

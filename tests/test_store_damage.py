@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pr1_eval import store as store_module
-from pr1_eval.completeness import check_run
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.records import SAMPLE_COLUMNS, SampleRecord
-from pr1_eval.runinfo import task_entry
-from pr1_eval.store import RunStore
+from pr1_eval.records.run import task_entry
+from pr1_eval.records.sample import SAMPLE_COLUMNS, SampleRecord
+from pr1_eval.report.completeness import check_run
+from pr1_eval.store import run_store as store_module
+from pr1_eval.store.run_store import RunStore
 
 
 def _records(problem: int, k: int = 3) -> list[SampleRecord]:
@@ -62,7 +62,7 @@ def test_resume_sets_damaged_parts_aside_so_their_samples_are_regenerated(tmp_pa
     store = _store(tmp_path)
     _cut(store.part_paths()[1])
     (store.samples_dir / ".part-00003.parquet.tmp").write_bytes(b"half")  # a killed writer's temporary file
-    with caplog.at_level(logging.WARNING, logger="pr1_eval.store"):
+    with caplog.at_level(logging.WARNING, logger="pr1_eval.store.run_store"):
         finished = store.finished_keys()
     assert finished == {("t", f"p{i}", s) for i in (0, 2) for s in range(3)}
     assert "part-00001.parquet: cut short" in caplog.text and "part-00001.parquet.corrupt-0" in caplog.text

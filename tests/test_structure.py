@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pr1_eval.structure import outside_paths, parse_structure
+from pr1_eval.protocol.parse import outside_paths, parse_structure
 
 GOOD = (
     "Let me think.\n<Parallel>\n<Path>a = 1</Path>\n<Path>a = 2 - 1</Path>\n</Parallel>\n"

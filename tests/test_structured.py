@@ -17,15 +17,21 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pr1_eval import tags as T
 from pr1_eval.decoding.base import DecodedSample, SequentialDecoder
 from pr1_eval.decoding.structured import StructuredDecoder
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.engines.hf import HFEngine
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.protocol.mask import build_mask_and_positions_reference, structured_layout
-from pr1_eval.structure import parse_structure
-from pr1_eval.structured import StructureTracker, additive_mask, build_mask_and_positions, resolve_tag_ids
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.mask import (
+    StructureTracker,
+    additive_mask,
+    build_mask_and_positions,
+    build_mask_and_positions_reference,
+    structured_layout,
+)
+from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.protocol.tags import resolve_tag_ids
 
 TAGS = {tag: i + 1 for i, tag in enumerate(T.ALL_TAGS)}
 PO, PC, HO, HC, SO, SC = (TAGS[t] for t in T.ALL_TAGS)  # parallel/path/summary open/close
@@ -322,7 +328,7 @@ def tiny_trained(request: pytest.FixtureRequest) -> Iterator[HFEngine]:
     """The trained tiny model in float32 (the 1e-4 tolerance is a float32 one) on each available
     device; on the CPU on one thread: a 128-wide model gains nothing from more and loses a lot when
     cores are contended."""
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -334,7 +340,7 @@ def tiny_trained(request: pytest.FixtureRequest) -> Iterator[HFEngine]:
 def tiny_unseen(request: pytest.FixtureRequest) -> Iterator[HFEngine]:
     """The tiny model trained under the structured mask (``pr1-eval tiny-model --trained --structured``),
     the kind of model structured decoding is for; float32, one CPU thread, as ``tiny_trained``."""
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -351,7 +357,7 @@ def tiny_hf(tiny_trained: HFEngine) -> HFEngine:
 def _well_formed_and_branched(engine: HFEngine, template: str) -> float:
     """Share of 32 structured-decoded samples (4 problems × 8, seed 11) that are well formed with a block
     (``format_ok`` needs every block to have two paths or more)."""
-    from pr1_eval.tiny_model import format_rates
+    from pr1_eval.testing.tiny_model import format_rates
 
     tok = engine.tokenizer
     problems = [f"What is {a} + {b}?" for a, b in [(3, 4), (12, 7), (25, 17), (8, 9)]]
@@ -369,8 +375,8 @@ def test_unseen_tiny_model_branches_under_the_structured_mask() -> None:
     are well formed and branch; the causal-trained model, which never learnt to close a block without
     seeing its sibling paths, does far worse. Measured (seed-0 models): Unseen 0.75 (short template) and
     0.69 (paper's), causal 0.00."""
-    from pr1_eval.tiny_model import cached_tiny_model
-    from pr1_eval.tiny_traces import SHORT_TEMPLATE, paper_template
+    from pr1_eval.testing.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_traces import SHORT_TEMPLATE, paper_template
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pr1_eval import sweep
-from pr1_eval.cli import main
+from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.store import RunStore
-from pr1_eval.tiny_model import cached_tiny_model
+from pr1_eval.generate import sweep
+from pr1_eval.store.run_store import RunStore
+from pr1_eval.testing.tiny_model import cached_tiny_model
 
 # the smallest sweep that still exercises every stage: 2 problems × 2 samples, one problem per chunk
 RUN_OPTIONS = ["--tasks", "aime24", "-k", "2", "--limit", "2", "--max-new-tokens", "6", "--engine", "hf",
@@ -124,7 +124,7 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
     # SIGKILL the sweep right after its 3rd durable chunk: step 1 is complete (2 chunks), step 2 holds 1 of 2
     killer = textwrap.dedent(f"""
         import os, signal
-        from pr1_eval.store import RunStore
+        from pr1_eval.store.run_store import RunStore
         original, calls = RunStore.append, [0]
         def append(self, records):
             written = original(self, records)
@@ -133,7 +133,7 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
             return written
         RunStore.append = append
-        from pr1_eval.cli import main
+        from pr1_eval.cli.main import main
         main({args!r})
     """)
     done = subprocess.run([sys.executable, "-c", killer], capture_output=True, text=True, timeout=600,

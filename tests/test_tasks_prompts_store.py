@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from pr1_eval import paths
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.prompts import apply_chat, load_template
-from pr1_eval.records import SAMPLE_COLUMNS, SampleRecord
-from pr1_eval.store import RunStore
-from pr1_eval.tasks import TASKS, HubSource, TaskSpec, load_task, parse_task_list
+from pr1_eval.inputs import paths
+from pr1_eval.inputs.prompts import apply_chat, load_template
+from pr1_eval.inputs.tasks import TASKS, HubSource, TaskSpec, load_task, parse_task_list
+from pr1_eval.records.sample import SAMPLE_COLUMNS, SampleRecord
+from pr1_eval.store.run_store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = paths.packaged_benchmarks_dir()

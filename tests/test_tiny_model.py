@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from pr1_eval import tiny_model as tm
-from pr1_eval import tiny_traces
-from pr1_eval.cli import main
-from pr1_eval.prompts import load_template
-from pr1_eval.structure import parse_structure
-from pr1_eval.tags import ALL_TAGS
-from pr1_eval.tiny_training import Recipe
+from pr1_eval.cli.main import main
+from pr1_eval.inputs.prompts import load_template
+from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.protocol.tags import ALL_TAGS
+from pr1_eval.testing import tiny_model as tm
+from pr1_eval.testing import tiny_traces
+from pr1_eval.testing.tiny_training import Recipe
 
 FINAL_ANSWER = re.compile(r"^Final Answer:\s*\S", re.MULTILINE)
 
@@ -87,7 +87,7 @@ def test_special_tokens_and_chat_template(tokenizer: Any) -> None:
 
 
 def test_harness_prompt_rendering_matches(tokenizer: Any) -> None:
-    from pr1_eval.prompts import apply_chat
+    from pr1_eval.inputs.prompts import apply_chat
 
     message = tiny_traces.paper_template().replace("{problem}", "What is 3 + 4?")
     assert apply_chat(tokenizer, message) == f"<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n"
@@ -184,8 +184,8 @@ def test_cache_key_covers_seed_template_and_code_version(tmp_path: Path, monkeyp
 
 _BUILD_SNIPPET = """
 import json, sys, torch
-from pr1_eval import tiny_model as tm
-from pr1_eval.tiny_training import Recipe
+from pr1_eval.testing import tiny_model as tm
+from pr1_eval.testing.tiny_training import Recipe
 out = {}
 for mask in ("causal", "structured"):
     path = tm.build_trained_tiny_model(sys.argv[1] + "/" + mask, 0, structured=mask == "structured",
@@ -319,9 +319,9 @@ def test_training_loss_equals_one_forward_per_full_row(mask: str) -> None:
     with ``build_mask_and_positions`` (structured) or a causal mask."""
     import torch
 
-    from pr1_eval import tiny_training as tt
     from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
     from pr1_eval.protocol.tags import resolve_tag_ids
+    from pr1_eval.testing import tiny_training as tt
 
     template = tiny_traces.paper_template()
     tokenizer, model = tm._init_model(template, 0, {**tm.TRAINED_DIMS, "hidden_size": 48, "head_dim": 12})
@@ -361,7 +361,7 @@ def test_training_loss_equals_one_forward_per_full_row(mask: str) -> None:
 def test_demo_narrator_repeats_the_phase_while_it_lasts(capsys: pytest.CaptureFixture[str]) -> None:
     import time
 
-    from pr1_eval.demo import HEARTBEAT_SECONDS, Narrator
+    from pr1_eval.cli.demo import HEARTBEAT_SECONDS, Narrator
 
     assert HEARTBEAT_SECONDS < 10  # the promise: a line at least every 10 s
     narrator = Narrator(every=0.3)
@@ -376,14 +376,14 @@ def test_demo_reuses_the_cached_model_and_says_so(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The demo's own steps around the run (the run itself is the runner's, tested end to end elsewhere
     and run by CI as `pr1-eval demo`): cached model reused and copied, every task, the prompt passed on."""
-    import pr1_eval.commands
-    import pr1_eval.runner
-    from pr1_eval.demo import run_demo
+    import pr1_eval.cli.commands
+    import pr1_eval.generate.runner
+    from pr1_eval.cli.demo import run_demo
 
     cached = tm.cached_tiny_model("trained")
     seen: list[Any] = []
-    monkeypatch.setattr(pr1_eval.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
-    monkeypatch.setattr(pr1_eval.commands, "print_report", lambda out: print(f"REPORT {out}"))
+    monkeypatch.setattr(pr1_eval.generate.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
+    monkeypatch.setattr(pr1_eval.cli.commands, "print_report", lambda out: print(f"REPORT {out}"))
     assert run_demo(tmp_path, prompt=None) == tmp_path / "run"
     out = capsys.readouterr().out
     assert f"reusing the trained tiny model from the shared cache ({cached})" in out and "REPORT" in out

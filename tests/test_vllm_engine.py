@@ -22,21 +22,21 @@ from typing import Any
 
 import pytest
 
-from pr1_eval import tags as T
 from pr1_eval.decoding.base import SequentialDecoder, request_seed
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.factory import make_engine, resolve_engine_name
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.structure import parse_structure
-from pr1_eval.structured import resolve_tag_ids
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.protocol.tags import resolve_tag_ids
 
 FAKE = Path(__file__).parent / "fake_vllm"
 
 
 @pytest.fixture(scope="module")
 def model_dir() -> Path:
-    from pr1_eval.tiny_model import cached_tiny_model
+    from pr1_eval.testing.tiny_model import cached_tiny_model
 
     return cached_tiny_model("random")
 
@@ -154,7 +154,7 @@ def test_outputs_follow_the_engine_contract(model_dir: Path, fake_vllm: Any) -> 
 
 
 def test_abort_reaches_the_stored_record(model_dir: Path, fake_vllm: Any) -> None:
-    from pr1_eval.runner import _record_finish
+    from pr1_eval.generate.runner import _record_finish
 
     engine = _engine(model_dir)
     fake_vllm.LLM.script = staticmethod(lambda prompt, params, index, rng: ([30, 31], "abort"))
@@ -165,7 +165,7 @@ def test_abort_reaches_the_stored_record(model_dir: Path, fake_vllm: Any) -> Non
 
 
 def test_generation_config_eos_is_an_eos_not_a_stop_token(model_dir: Path, fake_vllm: Any, tmp_path: Path) -> None:
-    from pr1_eval.tiny_model import copy_tiny_model
+    from pr1_eval.testing.tiny_model import copy_tiny_model
 
     model = copy_tiny_model(model_dir, tmp_path / "m")
     eos = json.loads((model / "config.json").read_text())["eos_token_id"]

@@ -1,7 +1,7 @@
 """Training dynamics: how accuracy and branching move with the checkpoint step, one line per model family.
 
 Structure metrics come from :func:`analysis.stats.structure_stats`, accuracy from the report's
-:func:`pr1_eval.report.run_report` and path diversity from :mod:`analysis.diversity`, all per
+:func:`pr1_eval.report.run_report.run_report` and path diversity from :mod:`analysis.diversity`, all per
 (model family, decoding, task, step); each trend is tested with :func:`analysis.drift.trend`
 (Spearman's ρ against step, with scipy's and, for few steps, the exact permutation p-value).
 """
@@ -18,7 +18,7 @@ from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample
 from dashboards.tables import is_complete, metric_k
-from pr1_eval.report import run_report
+from pr1_eval.report.run_report import run_report
 
 KEYS = ["model_family", "decoding", "task", "step"]
 METRICS: dict[str, str] = {

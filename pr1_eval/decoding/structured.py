@@ -4,8 +4,8 @@ A structured Parallel-R1 model was trained with sibling paths hidden from each o
 every path restarting at ``p + 1``; sampling it with a plain causal mask shows it contexts it never
 saw in training. This decoder samples token by token with a KV cache, feeding each new token with
 its structural position id and a 4-D attention mask row that hides the sibling paths of its block
-(:class:`pr1_eval.structured.StructureTracker`, the same rules as
-:func:`pr1_eval.structured.build_mask_and_positions`, which training uses). Keys are cached with
+(:class:`pr1_eval.protocol.mask.StructureTracker`, the same rules as
+:func:`pr1_eval.protocol.mask.build_mask_and_positions`, which training uses). Keys are cached with
 the positions they were fed with, so the cache needs no splicing: the mask alone selects what each
 new token sees. The result is exactly what one teacher-forced forward pass with the training mask
 computes (the consistency test checks recorded log-probs against it to 1e-4). Recorded log-probs

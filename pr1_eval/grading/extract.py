@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pr1_eval import tags as T
 from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, read_answer, read_boxes
-from pr1_eval.structure import outside_paths
+from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import outside_paths
 
 __all__ = ["RULES", "ExtractedAnswer", "END_OF_TURN_TEXTS", "clean_answer", "cut_at_turn_end", "extract_answer",
            "last_boxed"]

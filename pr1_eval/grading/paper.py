@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-from pr1_eval import tags as T
 from pr1_eval.grading.extract import END_OF_TURN_TEXTS
+from pr1_eval.protocol import tags as T
 
 #: (before, after) literal replacements, in order (VERL ``SUBSTITUTIONS``).
 SUBSTITUTIONS: tuple[tuple[str, str], ...] = (

@@ -1,10 +1,10 @@
 """The ``!function`` hooks behind the pr1_* lm-eval tasks.
 
 Why hooks and not YAML: the issue's rule is one implementation. Documents come from
-:func:`pr1_eval.tasks.load_task` (the ``PR1_DATA_DIR`` folder, the shared folder or the hub,
-exactly as ``pr1-eval run`` reads them), the prompt is :func:`pr1_eval.prompts.load_template`'s
-paper template, each response is parsed and graded by :mod:`pr1_eval.annotate` (the functions
-``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.metrics`. So an lm-eval run
+:func:`pr1_eval.inputs.tasks.load_task` (the ``PR1_DATA_DIR`` folder, the shared folder or the hub,
+exactly as ``pr1-eval run`` reads them), the prompt is :func:`pr1_eval.inputs.prompts.load_template`'s
+paper template, each response is parsed and graded by :mod:`pr1_eval.grading.annotate` (the functions
+``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.report.metrics`. So an lm-eval run
 and ``pr1-eval report`` on the same generations give the same numbers by construction.
 
 How the pieces meet lm-eval 0.4.13's evaluator:
@@ -15,7 +15,7 @@ How the pieces meet lm-eval 0.4.13's evaluator:
 * :func:`process_results` returns, under every metric name, the same per-problem summary
   (:class:`ProblemSummary`: samples, correct, majority verdict, samples with a parallel
   block); each aggregation turns the list of summaries into one number exactly as
-  :func:`pr1_eval.report.task_metrics` does (mean over problems; the parallel ratio over
+  :func:`pr1_eval.report.run_report.task_metrics` does (mean over problems; the parallel ratio over
   samples).
 
 This module is imported by file path from the YAML (``!function utils.…``), so it uses
@@ -34,9 +34,9 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from pr1_eval.metrics import best_at_k, majority_correct, pass_at_k
-from pr1_eval.prompts import PromptTemplate, load_template
+from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
+from pr1_eval.report.metrics import best_at_k, majority_correct, pass_at_k
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def load_docs(pr1_task: str, pr1_data_dir: str | None = None, **_: Any) -> Any:
     """
     import datasets
 
-    from pr1_eval.tasks import load_task
+    from pr1_eval.inputs.tasks import load_task
 
     loaded = load_task(pr1_task, pr1_data_dir)
     log.info("%s: %d problems from %s (sha256 %s)", pr1_task, len(loaded.problems), loaded.source, loaded.data_hash[:16])
@@ -105,8 +105,8 @@ def _responses(results: Sequence[Any]) -> list[str]:
 
 def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemSummary:
     """Parse and grade one problem's responses with the importer's own functions."""
-    from pr1_eval.annotate import annotate_grades, annotate_structure
-    from pr1_eval.records import SampleRecord
+    from pr1_eval.grading.annotate import annotate_grades, annotate_structure
+    from pr1_eval.records.sample import SampleRecord
 
     records = [
         annotate_structure(SampleRecord(task=str(doc["task"]), problem_id=str(doc["problem_id"]), sample_idx=i,

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.runinfo import now_iso, task_entry
-from pr1_eval.store import RunStore
+from pr1_eval.records.run import now_iso, task_entry
+from pr1_eval.store.run_store import RunStore
 
 
 @dataclass

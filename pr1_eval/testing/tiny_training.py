@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pr1_eval import tiny_traces
+from pr1_eval.testing import tiny_traces
 
 MASKS = ("causal", "structured")
 ProgressFn = Callable[[int, int, float], None]

@@ -218,7 +218,7 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
     Each task's problems are the documents in its samples file; its k is ``k`` when given, else
     lm-eval's ``repeats`` for that task, else the most responses any document has.
     """
-    from pr1_eval.importer import import_rows
+    from pr1_eval.ingest.importer import import_rows
 
     rows = read_lm_eval_samples(path)
     info = lm_eval_run_info(path)

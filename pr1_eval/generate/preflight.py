@@ -4,7 +4,7 @@ Why: loading a 7B model (or starting vLLM on 8 GPUs) takes minutes, and a typo i
 a missing prompt, a wrong ``-k``, an ``--out`` that already holds a different run, a model folder
 without tokenizer files or a hub id on a machine without network used to surface only after it.
 Each check is its own function so that ``run`` and a sweep over many checkpoints can call the
-ones they need; :func:`preflight_run` runs them all for one :class:`~pr1_eval.runner.RunConfig`,
+ones they need; :func:`preflight_run` runs them all for one :class:`~pr1_eval.generate.runner.RunConfig`,
 in the order a user would fix them, and raises the first problem as a one-line
 :class:`~pr1_eval.errors.Pr1EvalError` that says what, where and how to fix it.
 
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.errors import Pr1EvalError, describe_exception
 
 if TYPE_CHECKING:
-    from pr1_eval.prompts import PromptTemplate
-    from pr1_eval.runner import RunConfig
-    from pr1_eval.tasks import LoadedTask
+    from pr1_eval.generate.runner import RunConfig
+    from pr1_eval.inputs.prompts import PromptTemplate
+    from pr1_eval.inputs.tasks import LoadedTask
 
 #: Files any of which makes a folder's tokenizer loadable (as in ``pr1_eval.engines.hf``).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -56,7 +56,7 @@ def check_limit(limit: int | None) -> None:
 
 def check_tasks(names: list[str], data_dir: str | None, limit: int | None, source: str = "auto") -> dict[str, LoadedTask]:
     """Every task's data, loaded and validated (names, files, rows, packaged hashes)."""
-    from pr1_eval.tasks import load_task
+    from pr1_eval.inputs.tasks import load_task
 
     if not names:
         raise Pr1EvalError("no task given; pass e.g. --tasks aime24,amc23")
@@ -70,7 +70,7 @@ def check_tasks(names: list[str], data_dir: str | None, limit: int | None, sourc
 
 def check_prompt(prompt: str, data_dir: str | None) -> PromptTemplate:
     """The prompt template (a known name or a file with ``{problem}``)."""
-    from pr1_eval.prompts import load_template
+    from pr1_eval.inputs.prompts import load_template
 
     return load_template(prompt, Path(data_dir).expanduser() if data_dir else None)
 
@@ -197,7 +197,7 @@ def check_output(out: Path, planned_run_json: dict[str, Any] | None = None) -> b
     ``planned_run_json`` (model, k, sampling, decoding, prompt, tasks, started_at) is compared with
     the stored run exactly as the runner compares them when it resumes.
     """
-    from pr1_eval.store import RunStore
+    from pr1_eval.store.run_store import RunStore
 
     if out.exists() and not out.is_dir():
         raise Pr1EvalError(f"--out {out} is a file; pass a folder for the run")
@@ -210,7 +210,7 @@ def check_output(out: Path, planned_run_json: dict[str, Any] | None = None) -> b
         return False
     store.read_run_json()  # a clear error when it is not valid JSON
     if planned_run_json is not None:
-        from pr1_eval.runner import _check_resumable  # the runner's own rule, not a copy of it
+        from pr1_eval.generate.runner import _check_resumable  # the runner's own rule, not a copy of it
 
         _check_resumable(store, dict(planned_run_json, tasks=dict(planned_run_json.get("tasks", {}))))
     return True
@@ -225,7 +225,7 @@ def _check_writable(out: Path) -> None:
 def planned_run_json(config: RunConfig, template: PromptTemplate, decoding: dict[str, Any],
                      tasks: dict[str, LoadedTask]) -> dict[str, Any]:
     """The settings of ``run.json`` that decide whether a stored run may be resumed."""
-    from pr1_eval.runinfo import model_identity, now_iso
+    from pr1_eval.records.run import model_identity, now_iso
 
     return {
         "model": model_identity(config.model, config.revision, config.step),

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pr1_eval.completeness import TaskCompleteness, check_completeness
-from pr1_eval.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
-from pr1_eval.records import SCORED_STATUSES
+from pr1_eval.records.sample import SCORED_STATUSES
+from pr1_eval.report.completeness import TaskCompleteness, check_completeness
+from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
 
 #: Metrics with a bootstrap interval (per-problem means).
 CI_METRICS = ("mean@{k}", "pass@{k}", "best@{k}", "maj@{k}", "mean@{k}_paper", "best@{k}_paper")

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.paths import PACKAGED_PREFIX, is_packaged, resolve_data_dir, verified_packaged_file
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.paths import PACKAGED_PREFIX, is_packaged, resolve_data_dir, verified_packaged_file
 
 _GSM8K_ANSWER = re.compile(r"####\s*(.+)$", re.S)
 _INTEGER = re.compile(r"-?\d+")

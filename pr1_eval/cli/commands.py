@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.annotate import annotate_grades
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.report import format_report_table, run_report
-from pr1_eval.runinfo import now_iso
-from pr1_eval.store import RUN_JSON, RunStore
+from pr1_eval.grading.annotate import annotate_grades
+from pr1_eval.records.run import now_iso
+from pr1_eval.report.run_report import format_report_table, run_report
+from pr1_eval.store.run_store import RUN_JSON, RunStore
 
 
 def find_runs(folder: Path, depth: int = 2) -> list[Path]:
@@ -39,7 +39,7 @@ def _not_a_run(run_dir: Path) -> Pr1EvalError:
 
 
 def load_report(run_dir: str | Path) -> dict[str, Any]:
-    """Metrics of a stored run, checked against what its run.json declares (see ``pr1_eval.report``)."""
+    """Metrics of a stored run, checked against what its run.json declares (see ``pr1_eval.report.run_report``)."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_JSON).is_file():
         raise _not_a_run(run_dir)

@@ -1,6 +1,6 @@
 """Synthetic Parallel-R1 traces of easy arithmetic, for the tiny test model.
 
-The tiny model (:mod:`pr1_eval.tiny_model`) exists so that the whole pipeline (decoding modes,
+The tiny model (:mod:`pr1_eval.testing.tiny_model`) exists so that the whole pipeline (decoding modes,
 structure parsing, grading, run store, dashboards) can be exercised offline on a CPU in seconds.
 For that it does not need to be *right*; it needs to *look like* a Parallel-R1 checkpoint: emit
 ``<Parallel>``/``<Path>``/``<Summary>`` blocks and finish with a ``Final Answer:`` line. These
@@ -30,7 +30,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pr1_eval import tags as T
+from pr1_eval.protocol import tags as T
 
 SHORT_TEMPLATE = "Solve step by step with parallel thinking.\nProblem: {problem}"
 """A short user-message template; training mixes it with the paper's so that the format does not
@@ -38,7 +38,7 @@ hinge on one exact instruction."""
 
 
 def paper_template() -> str:
-    """The paper's ``parallel_r1_v3`` template, read through :mod:`pr1_eval.prompts`.
+    """The paper's ``parallel_r1_v3`` template, read through :mod:`pr1_eval.inputs.prompts`.
 
     Read rather than copied, so the tiny model trains on exactly what ``run`` sends: the packaged
     template, or ``$PR1_PROMPTS_DIR``'s when that is set.
@@ -48,7 +48,7 @@ def paper_template() -> str:
 
 def load_template_text(name_or_path: str) -> str:
     """A template's exact text (a name such as ``parallel_r1_v3``, or a file), as ``run`` renders it."""
-    from pr1_eval.prompts import load_template
+    from pr1_eval.inputs.prompts import load_template
 
     return load_template(name_or_path).text
 
@@ -167,7 +167,7 @@ def render_block(paths: list[str], summary: str) -> str:
 
 CHECK_MARK = " (check)"
 """Ends the last path of an Unseen block. At the end rather than the start of the path: the
-training loss weighs numbers down (:mod:`pr1_eval.tiny_training`), and a path's first token
+training loss weighs numbers down (:mod:`pr1_eval.testing.tiny_training`), and a path's first token
 competes with numbers, so a mark there would be learnt as more likely than it is."""
 
 

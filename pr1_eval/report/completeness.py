@@ -4,7 +4,7 @@ Why: a run killed after 2 of 30 AIME problems holds perfectly valid samples, and
 them gives a perfectly wrong Mean@16. So nothing that aggregates runs (``report``, ``analyze``,
 a leaderboard, the lm-eval import) may average a task without first comparing the stored
 samples with what ``run.json`` says the task has: its problem ids (``tasks.<name>.problem_ids``,
-written by :func:`pr1_eval.runinfo.task_entry`) and its samples per problem (``tasks.<name>.k``,
+written by :func:`pr1_eval.records.run.task_entry`) and its samples per problem (``tasks.<name>.k``,
 else the run's ``k``). A task is complete when every declared problem holds at least k samples
 and no sample belongs to an undeclared problem; a run is complete when its status is
 ``complete`` and every declared task is. A declared task with no samples at all (it never
@@ -189,7 +189,7 @@ def check_completeness(run_json: dict[str, Any] | None, frame: pd.DataFrame, k: 
 
 def check_run(run_dir: str | Path) -> RunCompleteness:
     """Completeness of the run stored at ``run_dir`` (reads run.json and the sample keys only)."""
-    from pr1_eval.store import RunStore
+    from pr1_eval.store.run_store import RunStore
 
     store = RunStore(run_dir)
     run_json = store.read_run_json()

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.records import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
 
 SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"

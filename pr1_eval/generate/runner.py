@@ -25,19 +25,19 @@ from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
-from pr1_eval.annotate import annotate_grades, annotate_structure, token_offsets
 from pr1_eval.decoding.base import DecodedSample
 from pr1_eval.engines.base import Engine, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.paths import resolve_data_dir
-from pr1_eval.preflight import preflight_run
-from pr1_eval.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
-from pr1_eval.records import SampleRecord
-from pr1_eval.runinfo import model_identity, now_iso, package_versions, task_entry
+from pr1_eval.generate.preflight import preflight_run
+from pr1_eval.grading.annotate import annotate_grades, annotate_structure, token_offsets
+from pr1_eval.inputs.paths import resolve_data_dir
+from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
+from pr1_eval.inputs.tasks import LoadedTask, Problem, load_task
+from pr1_eval.records.run import model_identity, now_iso, package_versions, task_entry
+from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
 from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section, shard_suffix
-from pr1_eval.store import RunStore
-from pr1_eval.tasks import LoadedTask, Problem, load_task
+from pr1_eval.store.run_store import RunStore
 
 
 @dataclass
@@ -59,7 +59,7 @@ class RunConfig:
     max_blocks: int = 4
     prompt: str = "parallel_r1_v3"
     data_dir: str | None = None
-    data_source: str = "auto"  # auto | packaged | hub (pr1_eval.tasks.load_task)
+    data_source: str = "auto"  # auto | packaged | hub (pr1_eval.inputs.tasks.load_task)
     out: str | None = None
     problems_per_chunk: int | None = None
     grade_workers: int | None = None

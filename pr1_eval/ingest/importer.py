@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.annotate import annotate_grades, annotate_structure
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.grading.annotate import annotate_grades, annotate_structure
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.records import SampleRecord
-from pr1_eval.runinfo import checkpoint_step, now_iso, package_versions, task_entry
-from pr1_eval.store import RunStore
+from pr1_eval.records.run import checkpoint_step, now_iso, package_versions, task_entry
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.run_store import RunStore
 
 REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")
 

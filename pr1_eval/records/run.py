@@ -4,7 +4,7 @@ and each task's declared problem set.
 Why a problem set per task: a report can only tell "30 problems, 2 done" from "2 problems, all
 done" if the run says which problems it promised. :func:`task_entry` records the problem ids,
 their hash and the samples per problem (k) of one task; every writer of ``run.json`` (the runner,
-the JSONL and lm-eval imports) uses it, and :mod:`pr1_eval.completeness` reads it back.
+the JSONL and lm-eval imports) uses it, and :mod:`pr1_eval.report.completeness` reads it back.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ CACHE = Path(tempfile.gettempdir()) / f"pr1-repro-test-cache-{os.getuid() if has
 
 def tiny_model_dir(kind: str = "random") -> Path:
     """pr1-eval's tiny Qwen3 model (six tags as special tokens), built once per machine."""
-    from pr1_eval import tiny_model
+    from pr1_eval.testing import tiny_model
 
     cached = getattr(tiny_model, "cached_tiny_model", None)
     if cached is not None:

@@ -175,8 +175,8 @@ def run_name(family: str, checkpoint: Checkpoint, decoding: str, k: int, seed: i
 
 def _finished(out: Path, tasks: dict[str, Any]) -> bool:
     """The run at ``out`` is complete for exactly these tasks and problems (so its model need not load)."""
-    from pr1_eval.completeness import check_run
-    from pr1_eval.store import RunStore
+    from pr1_eval.report.completeness import check_run
+    from pr1_eval.store.run_store import RunStore
 
     store = RunStore(out)
     if not store.exists():
@@ -191,7 +191,7 @@ def _finished(out: Path, tasks: dict[str, Any]) -> bool:
 
 def _record_family(out: Path, family: str) -> None:
     """``model.family`` in run.json, so analysis groups the sweep's runs as one training job."""
-    from pr1_eval.store import RunStore
+    from pr1_eval.store.run_store import RunStore
 
     store = RunStore(out)
     info = store.read_run_json()
@@ -222,8 +222,8 @@ def _release(engine: Any) -> None:
 def score_checkpoint(row: SweepRow, config: Any, tasks: dict[str, Any], family: str) -> None:
     """Score one checkpoint into ``row`` (status, reason, metrics); only Ctrl-C escapes."""
     from pr1_eval.engines.factory import make_engine
-    from pr1_eval.preflight import preflight_run
-    from pr1_eval.runner import run_eval
+    from pr1_eval.generate.preflight import preflight_run
+    from pr1_eval.generate.runner import run_eval
 
     checkpoint, out = row.checkpoint, Path(config.out)
     started = time.perf_counter()
@@ -254,7 +254,7 @@ def score_checkpoint(row: SweepRow, config: Any, tasks: dict[str, Any], family: 
 
 def _metrics(out: Path) -> dict[str, Any]:
     """mean@K per task from the report (None where a task is incomplete)."""
-    from pr1_eval.commands import load_report
+    from pr1_eval.cli.commands import load_report
 
     report = load_report(out)
     return {task: m.get(f"mean@{m.get('k')}") for task, m in report["tasks"].items()}
@@ -263,9 +263,9 @@ def _metrics(out: Path) -> dict[str, Any]:
 # ----- the command ----------------------------------------------------------------------------
 def _run_config(args: argparse.Namespace, checkpoint: Checkpoint, out: Path) -> Any:
     """A RunConfig for one checkpoint from the sweep's options (every option ``run`` shares)."""
-    from pr1_eval.cli import _engine_options  # the same engine options as `run`
-    from pr1_eval.runner import RunConfig
-    from pr1_eval.tasks import parse_task_list
+    from pr1_eval.cli.main import _engine_options  # the same engine options as `run`
+    from pr1_eval.generate.runner import RunConfig
+    from pr1_eval.inputs.tasks import parse_task_list
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     values.update(model=str(checkpoint.model_dir), tasks=parse_task_list(args.tasks), out=str(out),
@@ -275,7 +275,14 @@ def _run_config(args: argparse.Namespace, checkpoint: Checkpoint, out: Path) -> 
 
 def _shared_checks(config: Any) -> dict[str, Any]:
     """Checks that do not depend on the checkpoint, once, before any model loads; returns the tasks."""
-    from pr1_eval.preflight import check_decoding, check_engine, check_k, check_limit, check_prompt, check_tasks
+    from pr1_eval.generate.preflight import (
+        check_decoding,
+        check_engine,
+        check_k,
+        check_limit,
+        check_prompt,
+        check_tasks,
+    )
 
     check_k(config.k)
     check_limit(config.limit)
@@ -336,7 +343,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     """``pr1-eval sweep`` (its generation options are ``run``'s)."""
-    from pr1_eval.cli import add_generation_options
+    from pr1_eval.cli.main import add_generation_options
 
     p = sub.add_parser("sweep", help="score every checkpoint of a training job, one run per step",
                        description=__doc__.splitlines()[0] if __doc__ else None)

@@ -14,9 +14,9 @@ checkpoint differs from any other causal LM in three ways this model reproduces:
 Three kinds (:data:`KINDS`). ``random`` (:func:`build_tiny_model`) is untrained and emits noise;
 it is enough for loading, tokenisation and engine plumbing. ``trained``
 (:func:`build_trained_tiny_model`) is fitted with a causal mask on synthetic traces
-(:mod:`pr1_eval.tiny_traces`) so that samples at temperature 1.0 are mostly well formed, even for
+(:mod:`pr1_eval.testing.tiny_traces`) so that samples at temperature 1.0 are mostly well formed, even for
 real benchmark problems. ``trained-structured`` is fitted the Unseen way (sibling paths hidden,
-:mod:`pr1_eval.tiny_training`), the model ``--decoding structured`` is for.
+:mod:`pr1_eval.testing.tiny_training`), the model ``--decoding structured`` is for.
 
 A seed gives the same bytes on every run of a machine, whatever the thread count or load
 (training is step-counted and single-threaded; the manifest records the weights' sha256). The
@@ -39,9 +39,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pr1_eval import tags as T
-from pr1_eval import tiny_traces
-from pr1_eval.tiny_training import ProgressFn, Recipe, StepReporter, train_tiny_model
+from pr1_eval.protocol import tags as T
+from pr1_eval.testing import tiny_traces
+from pr1_eval.testing.tiny_training import ProgressFn, Recipe, StepReporter, train_tiny_model
 
 PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -71,7 +71,7 @@ slowly); 96 learnt as fast per step as 128 did in trials, at two thirds of the c
 CAUSAL_RECIPE = Recipe(steps=220, mask="causal")
 STRUCTURED_RECIPE = Recipe(steps=300, mask="structured")
 """The Unseen kind needs more steps: its blocks are longer and every path must learn alone
-(measurements in :mod:`pr1_eval.tiny_training`)."""
+(measurements in :mod:`pr1_eval.testing.tiny_training`)."""
 
 
 def build_tokenizer(long_template: str, seed: int = 0, vocab_size: int = 800) -> Any:
@@ -207,7 +207,7 @@ def build_trained_tiny_model(
 
     ``structured`` trains under the Unseen mask on Unseen traces (kind ``trained-structured``),
     otherwise under the causal mask (kind ``trained``). The long template mixed into training is
-    ``prompt`` (default the paper's, read through :mod:`pr1_eval.prompts`). Deterministic given
+    ``prompt`` (default the paper's, read through :mod:`pr1_eval.inputs.prompts`). Deterministic given
     the arguments: a fixed number of steps on one thread, whatever the machine's load.
     """
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -304,7 +304,7 @@ def sample_responses(
 def format_rates(texts: list[str]) -> dict[str, float]:
     """Share of ``texts`` that are well formed *and* contain a block, and that have a
     ``Final Answer:`` line: the two things the trained tiny model is for."""
-    from pr1_eval.structure import parse_structure
+    from pr1_eval.protocol.parse import parse_structure
 
     if not texts:
         return {"well_formed_with_block": 0.0, "final_answer": 0.0}

@@ -98,10 +98,10 @@ def run_demo(directory: str | Path = "pr1-demo", prompt: str | None = None) -> P
 
 
 def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
-    from pr1_eval import tiny_model
-    from pr1_eval.prompts import DEFAULT_TEMPLATE
-    from pr1_eval.runner import RunConfig, run_eval
-    from pr1_eval.tasks import parse_task_list
+    from pr1_eval.generate.runner import RunConfig, run_eval
+    from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
+    from pr1_eval.inputs.tasks import parse_task_list
+    from pr1_eval.testing import tiny_model
 
     cached = tiny_model.cache_path("trained", prompt=prompt)
     if tiny_model.is_complete(cached, "trained"):
@@ -117,7 +117,7 @@ def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
                        engine="hf", out=str(root / "run"), seed=0, prompt=prompt or DEFAULT_TEMPLATE)
     out = run_eval(config)
     narrator.phase = "printing the report"
-    from pr1_eval.commands import print_report
+    from pr1_eval.cli.commands import print_report
 
     print_report(out)
     narrator.say(f"done. Next: `pr1-eval report {out} --json`, `pr1-eval analyze {out}`.")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.paths import PACKAGED_PREFIX, packaged_prompts_dir, resolve_prompts_dir, verified_packaged_file
+from pr1_eval.inputs.paths import PACKAGED_PREFIX, packaged_prompts_dir, resolve_prompts_dir, verified_packaged_file
 
 PLACEHOLDER = "{problem}"
 BOXED_TEMPLATE = "{problem}\nPlease reason step by step, and put your final answer within \\boxed{}."

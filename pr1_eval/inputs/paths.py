@@ -9,11 +9,11 @@ a file edited by hand would otherwise change every score silently.
 
 Benchmarks: ``--data-dir`` → ``$PR1_DATA_DIR`` → the packaged copy → the Hugging Face hub (for a
 task whose file is not packaged, or when asked with ``--data-source hub``). The resolution lives
-in :func:`pr1_eval.tasks.load_task`; this module answers "which folder did the user name".
+in :func:`pr1_eval.inputs.tasks.load_task`; this module answers "which folder did the user name".
 
 Prompts: ``--prompt FILE``, else a named template from ``$PR1_PROMPTS_DIR``, else from a
 ``prompts/`` folder beside an explicit data folder (a data folder laid out like
-``shared/data``), else the packaged copy (:func:`pr1_eval.prompts.load_template`).
+``shared/data``), else the packaged copy (:func:`pr1_eval.inputs.prompts.load_template`).
 
 Training sets (11 MB, and only ``pr1-repro data`` reads them) are not packaged:
 ``$PR1_TRAINING_DIR``, a ``training/`` folder beside an explicit data folder, or a
@@ -33,7 +33,7 @@ from pr1_eval.errors import Pr1EvalError
 DATA_DIR_ENV = "PR1_DATA_DIR"
 PROMPTS_DIR_ENV = "PR1_PROMPTS_DIR"
 TRAINING_DIR_ENV = "PR1_TRAINING_DIR"
-PACKAGED_DATA = Path(__file__).resolve().parent / "data"
+PACKAGED_DATA = Path(__file__).resolve().parents[1] / "data"
 MANIFEST_NAME = "MANIFEST.json"
 PACKAGED_PREFIX = "packaged:"
 
@@ -108,8 +108,8 @@ def write_manifest(root: Path | None = None) -> Path:
     files = sorted(p for sub in ("benchmarks", "prompts") for p in (root / sub).glob("*") if p.is_file())
     listing = {p.relative_to(root).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size} for p in files}
     doc = {
-        "about": "sha256 and size of every packaged data file; pr1_eval.paths checks a file before reading it. "
-        "After an intended change run: python -c 'from pr1_eval.paths import write_manifest; write_manifest()'",
+        "about": "sha256 and size of every packaged data file; pr1_eval.inputs.paths checks a file before reading it. "
+        "After an intended change run: python -c 'from pr1_eval.inputs.paths import write_manifest; write_manifest()'",
         "files": listing,
     }
     target = root / MANIFEST_NAME

@@ -92,9 +92,9 @@ def _engine_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pr1_eval.commands import print_report
-    from pr1_eval.runner import RunConfig, run_eval
-    from pr1_eval.tasks import parse_task_list
+    from pr1_eval.cli.commands import print_report
+    from pr1_eval.generate.runner import RunConfig, run_eval
+    from pr1_eval.inputs.tasks import parse_task_list
 
     config = RunConfig(
         model=args.model, tasks=parse_task_list(args.tasks), k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens,
@@ -125,7 +125,7 @@ def _add_merge(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from pr1_eval.commands import print_report
+    from pr1_eval.cli.commands import print_report
     from pr1_eval.scaleout.merge import merge_shards
 
     out = merge_shards(args.shards, args.out)
@@ -135,14 +135,14 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pr1_eval.commands import print_report
+    from pr1_eval.cli.commands import print_report
 
     print_report(args.run, as_json=args.json, strict=args.strict)
     return 0
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
-    from pr1_eval.commands import print_report, regrade
+    from pr1_eval.cli.commands import print_report, regrade
 
     summary = regrade(args.run, workers=args.grade_workers)
     print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")
@@ -151,14 +151,14 @@ def _cmd_regrade(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from pr1_eval.commands import print_report
-    from pr1_eval.importer import import_jsonl, parse_k_option
+    from pr1_eval.cli.commands import print_report
+    from pr1_eval.ingest.importer import import_jsonl, parse_k_option
 
     k = parse_k_option(args.k)
     if len(args.files) != 1:
         raise Pr1EvalError(f"import takes one file (or, for --format lm-eval, one output folder); got {len(args.files)}")
     if args.format == "lm-eval":
-        from pr1_eval.lm_eval_import import import_lm_eval
+        from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
         out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k)
     else:
@@ -168,7 +168,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from pr1_eval.tiny_model import cache_path, tiny_model_into
+    from pr1_eval.testing.tiny_model import cache_path, tiny_model_into
 
     if args.structured and not args.trained:
         raise Pr1EvalError("--structured chooses how the tiny model is trained; add --trained")
@@ -180,7 +180,7 @@ def _cmd_tiny_model(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from pr1_eval.demo import run_demo
+    from pr1_eval.cli.demo import run_demo
 
     run_demo(args.dir, prompt=args.prompt)
     return 0
@@ -194,7 +194,7 @@ def _cmd_lm_eval_path(args: argparse.Namespace) -> int:
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
-    from pr1_eval.sweep import add_parser  # light at import: the sweep's heavy imports load when it runs
+    from pr1_eval.generate.sweep import add_parser  # light at import: the sweep's heavy imports load when it runs
 
     add_parser(sub)
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pr1_eval.records import SampleRecord
-from pr1_eval.structure import parse_structure
+from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.records.sample import SampleRecord
 
 
 def token_offsets(tokenizer: Any, text: str) -> list[tuple[int, int]] | None:

@@ -1,0 +1,5 @@
+"""``python -m pr1_eval.cli …`` is ``pr1-eval …``."""
+
+from pr1_eval.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,2 @@
+"""The run store: a run folder's ``run.json`` and its durable ``samples.parquet`` parts
+(:mod:`.run_store`)."""
