@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from pr1_eval.records.run import checkpoint_step
+from pr1_eval.records.provenance import checkpoint_step
+from pr1_eval.records.run import RunRecord
 
 _STEP_COMPONENT = re.compile(r"global_step[_-]?\d+")
 #: Metrics (columns of the per-step table) whose trend against step is tested.
@@ -42,22 +43,12 @@ MIN_STEPS = 3
 EXACT_MAX_STEPS = 8
 
 
-def section(run_json: dict[str, Any], key: str) -> dict[str, Any]:
-    """``run_json[key]`` when it is an object, else ``{}`` (old or hand-written run.json files)."""
-    value = run_json.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def resolve_step(run_json: dict[str, Any], run_path: str | Path) -> int | None:
-    """Checkpoint step of a run: ``model.step`` in run.json, else a ``global_step_N`` in the
+def resolve_step(run: RunRecord, run_path: str | Path) -> int | None:
+    """Checkpoint step of a run: ``model.step`` in its record, else a ``global_step_N`` in the
     model path, else in the run directory's path; ``None`` when none of them says."""
-    model = section(run_json, "model")
-    step = model.get("step")
-    if isinstance(step, (int, float)) and not isinstance(step, bool) and not math.isnan(step):
-        return int(step)
-    if isinstance(step, str) and step.strip().isdigit():
-        return int(step)
-    for text in (model.get("path"), str(run_path)):
+    if run.model.step is not None:
+        return run.model.step
+    for text in (run.model.path, str(run_path)):
         if text:
             parsed = checkpoint_step(str(text))
             if parsed is not None:
@@ -65,14 +56,13 @@ def resolve_step(run_json: dict[str, Any], run_path: str | Path) -> int | None:
     return None
 
 
-def model_family(run_json: dict[str, Any], run_name: str) -> str:
+def model_family(run: RunRecord, run_name: str) -> str:
     """Which training job a run's checkpoint belongs to: ``model.family`` when run.json sets
     it, else the model path (or, without one, the run name) with ``global_step_N`` replaced by
     ``global_step_*``, so all checkpoints of one job share a family."""
-    model = section(run_json, "model")
-    if model.get("family"):
-        return str(model["family"])
-    base = str(model.get("path") or run_name)
+    if run.model.family:
+        return run.model.family
+    base = run.model.path or run_name
     return _STEP_COMPONENT.sub("global_step_*", base)
 
 

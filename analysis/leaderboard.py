@@ -69,6 +69,7 @@ from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import check_completeness
 from pr1_eval.report.run_report import run_report
 from pr1_eval.store.run_store import RunStore
@@ -151,22 +152,21 @@ _CONVENTION_TEXT = {"task_mean": "mean of task means (the paper's convention)",
                     "problem_weighted": "problem-weighted (every problem counts once)"}
 
 
-def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, dict[str, Any]]]:
+def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, RunRecord]]:
     """Run metadata in the order the runs were given, and each run.json (k, tasks, data hashes)."""
     metas, infos = [], {}
-    known: dict[str, dict[str, Any]] = getattr(loaded, "run_info", None) or {}
+    known: dict[str, RunRecord] = getattr(loaded, "run_info", None) or {}
     for name, group in loaded.samples.groupby("run", sort=False):
         first = group.iloc[0]
-        info = known.get(str(name)) or RunStore(str(first["run_path"])).read_run_json()
-        tasks_info: dict[str, Any] = info["tasks"] if isinstance(info.get("tasks"), dict) else {}
+        info = known.get(str(name)) or RunStore(str(first["run_path"])).read_run()
         held = group.groupby(["task", "problem_id"]).size().groupby(level="task").max()
-        task_k = {str(t): int((tasks_info.get(str(t)) or {}).get("k") or info.get("k") or n) for t, n in held.items()}
+        task_k = {str(t): int(info.task_k(str(t)) or n) for t, n in held.items()}
         step = first["step"]
         infos[str(name)] = info
         metas.append(RunMeta(
             name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
             family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
-            task_k=task_k, data_hashes={str(t): (v or {}).get("data_hash") for t, v in tasks_info.items()}))
+            task_k=task_k, data_hashes={str(t): v.data_hash for t, v in info.tasks.items()}))
     return metas, infos
 
 
@@ -264,7 +264,7 @@ def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _check_complete(meta: RunMeta, info: dict[str, Any], samples: pd.DataFrame, tasks: list[str]) -> list[str]:
+def _check_complete(meta: RunMeta, info: RunRecord, samples: pd.DataFrame, tasks: list[str]) -> list[str]:
     """Refuse a run whose chosen tasks are incomplete (against what its run.json declares)."""
     check = check_completeness(info, samples, meta.k)  # run.json's per-task k wins over the run's
     for task in tasks:

@@ -30,12 +30,13 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from analysis import block_cache
-from analysis.drift import model_family, resolve_step, section
+import analysis.block_cache as block_cache
+from analysis.drift import model_family, resolve_step
 from analysis.tokens import TokenCounter, auto_token_counter
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import Block, parse_structure
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore
 
@@ -101,7 +102,7 @@ class LoadedRuns:
     blocks: pd.DataFrame
     failures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    run_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_info: dict[str, RunRecord] = field(default_factory=dict)
 
 
 def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -160,7 +161,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     """
     run_dirs, failures = discover_runs(paths_or_roots)
     report = progress or (lambda done, total, what: None)
-    loaded: list[tuple[pd.DataFrame, dict[str, Any], Path]] = []
+    loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
     for i, run_dir in enumerate(run_dirs):
         report(i, 2 * len(run_dirs), f"reading {run_dir.name}")
         try:
@@ -194,19 +195,16 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
         run_info={str(samples["run"].iat[0]): info for samples, info, _ in loaded})
 
 
-def _read_run(run_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _read_run(run_dir: Path) -> tuple[pd.DataFrame, RunRecord]:
     """One run's samples with run metadata joined (raises when the run cannot be read)."""
     store = RunStore(run_dir)
-    info = store.read_run_json()
-    if not isinstance(info, dict):
-        raise ValueError(f"{RUN_JSON} is not a JSON object")
+    info = store.read_run()
     frame = store.read_frame()
-    model, decoding = section(info, "model"), section(info, "decoding")
-    name = str(info.get("name") or run_dir.name)
+    name = info.name or run_dir.name
     meta = {
-        "run": name, "run_path": str(run_dir), "model": model.get("path"),
+        "run": name, "run_path": str(run_dir), "model": info.model.path,
         "model_family": model_family(info, name), "step": resolve_step(info, run_dir),
-        "decoding": str(decoding.get("mode") or "unknown"),
+        "decoding": str(info.decoding.get("mode") or "unknown"),
     }
     for column in _LIST_COLUMNS:
         frame[column] = pd.Series([None if v is None else v.tolist() if hasattr(v, "tolist") else list(v)

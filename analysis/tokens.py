@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from analysis.drift import section
+from pr1_eval.records.run import RunRecord
 
 #: Counts the tokens of a text (no special tokens added).
 TokenCounter = Callable[[str], int]
@@ -21,10 +20,9 @@ TokenCounter = Callable[[str], int]
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
 
-def auto_token_counter(run_json: dict[str, Any]) -> TokenCounter | None:
+def auto_token_counter(run: RunRecord) -> TokenCounter | None:
     """A counter from the tokenizer in the run's local model folder, or ``None``."""
-    model = section(run_json, "model")
-    path = model.get("path")
+    path = run.model.path
     if not path:
         return None
     folder = Path(str(path)).expanduser()

@@ -71,6 +71,7 @@ def build(root: Path, n_runs: int, n_problems: int, k: int) -> list[Path]:
     """The sweep under ``root`` (reused when a finished one with these sizes is there)."""
     from pr1_eval.grading import extract_answer
     from pr1_eval.grading.annotate import annotate_structure
+    from pr1_eval.records.run import RunRecord
     from pr1_eval.records.sample import SampleRecord
     from pr1_eval.store.run_store import RunStore
 
@@ -85,9 +86,10 @@ def build(root: Path, n_runs: int, n_problems: int, k: int) -> list[Path]:
     for i, run in enumerate(runs):
         step, progress = 100 * (i + 1), i / max(n_runs - 1, 1)
         store = RunStore(run)
-        store.write_run_json({"name": run.name, "model": {"path": f"/ck/bench/global_step_{step}/actor", "step": step},
-                              "decoding": {"mode": "forkjoin"}, "k": k, "tasks": {"math500": {"n_problems": n_problems}},
-                              "status": "complete"})
+        info = {"name": run.name, "model": {"path": f"/ck/bench/global_step_{step}/actor", "step": step},
+                "decoding": {"mode": "forkjoin"}, "k": k, "tasks": {"math500": {"n_problems": n_problems}},
+                "status": "complete"}
+        store.write_run(RunRecord.from_dict(info))
         for start in range(0, n_problems, 100):
             chunk = []
             for p in range(start, min(start + 100, n_problems)):

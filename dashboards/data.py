@@ -114,8 +114,8 @@ class Context:
 
     def k(self, run: str) -> int | None:
         """The run's k from run.json, when it says."""
-        value = self.loaded.run_info.get(run, {}).get("k")
-        return int(value) if isinstance(value, (int, float)) and value else None
+        record = self.loaded.run_info.get(run)
+        return record.k if record is not None and record.k else None
 
 
 def run_order(samples: pd.DataFrame) -> list[str]:

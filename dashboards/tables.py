@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.loader import LoadedRuns
+from pr1_eval.records.run import RunRecord
 from pr1_eval.report.run_report import run_report
 
 #: Outcomes the trace viewer filters on, from a sample's grade.
@@ -70,13 +71,10 @@ def binned(values: Sequence[float] | pd.Series, edges: np.ndarray) -> np.ndarray
     return counts / max(array.size, 1)
 
 
-def task_reports(samples: pd.DataFrame, run_json: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``pr1-eval report``'s per-task metrics of one run's samples (checked against its run.json)."""
-    try:
-        report = run_report(samples, run_json=run_json)
-    except TypeError:  # a report without run.json checks takes k alone
-        k = run_json.get("k")
-        report = run_report(samples, int(k) if k else None)
+def task_reports(samples: pd.DataFrame, run: RunRecord | None) -> dict[str, dict[str, Any]]:
+    """``pr1-eval report``'s per-task metrics of one run's samples (checked against its run.json;
+    without a record, against the most samples any problem holds)."""
+    report = run_report(samples, run=run)
     return {str(task): metrics for task, metrics in report["tasks"].items()}
 
 
@@ -114,7 +112,7 @@ def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -
         samples = loaded.samples[(loaded.samples["run"] == run) & loaded.samples["task"].isin(tasks)]
         if samples.empty:
             continue
-        for task, metrics in task_reports(samples, loaded.run_info.get(run, {})).items():
+        for task, metrics in task_reports(samples, loaded.run_info.get(run)).items():
             if task not in tasks:
                 continue
             note = "" if is_complete(metrics) else str(metrics.get("incomplete_reason") or "incomplete: no metrics")

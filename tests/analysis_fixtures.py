@@ -17,6 +17,7 @@ from typing import Any
 
 from pr1_eval.grading import extract_answer
 from pr1_eval.grading.annotate import annotate_structure
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_store import RunStore
 
@@ -59,8 +60,9 @@ def write_run(root: Path, name: str, records: Sequence[SampleRecord], *, step: i
               model: str | None = "org/model", decoding: str = "forkjoin", extra: dict[str, Any] | None = None) -> Path:
     """A run directory (run.json + one parquet part) at ``root/name``."""
     store = RunStore(root / name)
-    store.write_run_json({"name": name, "model": {"path": model, "revision": None, "step": step},
-                          "decoding": {"mode": decoding}, "k": 1, "tasks": {}, **(extra or {})})
+    info = {"name": name, "model": {"path": model, "revision": None, "step": step}, "decoding": {"mode": decoding},
+            "k": 1, "tasks": {}, **(extra or {})}
+    store.write_run(RunRecord.from_dict(info))
     if records:
         store.append(list(records))
     return store.root

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.grading.annotate import annotate_structure
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_store import RunStore
 
@@ -60,6 +61,6 @@ def write_counts_run(root: Path, name: str, counts: Mapping[str, Mapping[str, in
                       "problem_ids": list((declared or counts)[t]), "k": task_k[t]} for t in counts},
     }
     store = RunStore(root / name)
-    store.write_run_json(info)
+    store.write_run(RunRecord.from_dict(info))
     store.append(records)
     return store.root

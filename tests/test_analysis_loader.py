@@ -19,6 +19,7 @@ from analysis.loader import (
     load_runs,
     response_segments,
 )
+from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 
 TWO_BLOCKS = response("Let x be the count.", block(["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"], "Both 7."),
@@ -118,15 +119,15 @@ def test_stored_structure_disagreeing_with_text_is_reparsed_with_a_note(tmp_path
     ({}, "/runs/r", None),
 ])
 def test_step_resolution(run_json: dict, path: str, expected: int | None) -> None:
-    assert resolve_step(run_json, path) == expected
+    assert resolve_step(RunRecord.from_dict(run_json), path) == expected
 
 
 def test_model_family_wildcards_the_step() -> None:
-    a = model_family({"model": {"path": "/ck/exp/global_step_100/hf"}}, "r1")
-    b = model_family({"model": {"path": "/ck/exp/global_step_900/hf"}}, "r2")
+    a = model_family(RunRecord.from_dict({"model": {"path": "/ck/exp/global_step_100/hf"}}), "r1")
+    b = model_family(RunRecord.from_dict({"model": {"path": "/ck/exp/global_step_900/hf"}}), "r2")
     assert a == b == "/ck/exp/global_step_*/hf"
-    assert model_family({"model": {"path": "x", "family": "fam"}}, "r") == "fam"
-    assert model_family({}, "run-global_step_5") == "run-global_step_*"
+    assert model_family(RunRecord.from_dict({"model": {"path": "x", "family": "fam"}}), "r") == "fam"
+    assert model_family(RunRecord.from_dict({}), "run-global_step_5") == "run-global_step_*"
 
 
 def test_loader_reads_what_the_store_wrote(tmp_path: Path) -> None:
@@ -197,4 +198,4 @@ def test_progress_is_reported_and_run_json_kept(tmp_path: Path) -> None:
     seen: list[tuple[int, int]] = []
     loaded = load_runs(tmp_path, tokenizer=None, progress=lambda done, total, what: seen.append((done, total)))
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
-    assert loaded.run_info["a"]["model"]["step"] == 3 and set(loaded.run_info) == {"a", "b"}
+    assert loaded.run_info["a"].model.step == 3 and set(loaded.run_info) == {"a", "b"}

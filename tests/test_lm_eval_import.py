@@ -141,6 +141,6 @@ def test_import_declares_problems_and_k_from_lm_eval_repeats(tmp_path: Path) -> 
     run = import_lm_eval(path, tmp_path / "run", workers=1)
     info = json.loads((run / "run.json").read_text())
     assert info["tasks"]["aime24"]["k"] == 4 and info["tasks"]["aime24"]["problem_ids"] == ["aime24-0", "aime24-1"]
-    report = run_report(RunStore(run).read_frame(), run_json=info)
+    report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run())
     assert not report["complete"] and report["tasks"]["aime24"]["short_problems"] == {"aime24-1": 3}
     assert "--k aime24=3" in report["advice"]

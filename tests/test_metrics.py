@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pr1_eval.records.run import task_entry
+from pr1_eval.records.run import RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
 from pr1_eval.report.run_report import format_report_table, run_report
@@ -69,9 +69,9 @@ def _frame(counts: dict[str, list[bool]], task: str = "t", paper: dict[str, list
     return pd.DataFrame(rows)
 
 
-def _run_json(tasks: dict[str, tuple[list[str], int]], status: str = "complete") -> dict[str, object]:
-    return {"status": status, "k": None,
-            "tasks": {t: task_entry(ids, k, version="1", source="test", data_hash=None) for t, (ids, k) in tasks.items()}}
+def _run_record(tasks: dict[str, tuple[list[str], int]], status: str = "complete") -> RunRecord:
+    return RunRecord(status=status, k=None,
+                     tasks={t: task_entry(ids, k, version="1", source="test", data_hash=None) for t, (ids, k) in tasks.items()})
 
 
 def test_report_metrics_match_hand_computation() -> None:
@@ -113,8 +113,8 @@ def test_uneven_samples_are_named_and_not_averaged() -> None:
 def test_problems_missing_from_run_json_declaration_make_the_task_incomplete() -> None:
     """A run killed after 2 of 5 problems: every stored problem is perfect, the task is not."""
     frame = _frame({"a0": [True] * 4, "a1": [True] * 4})
-    run_json = _run_json({"t": (["a0", "a1", "a2", "a3", "a4"], 4), "never": (["n0", "n1"], 4)}, status="running")
-    report = run_report(frame, run_json=run_json)
+    record = _run_record({"t": (["a0", "a1", "a2", "a3", "a4"], 4), "never": (["n0", "n1"], 4)}, status="running")
+    report = run_report(frame, run=record)
     t, never = report["tasks"]["t"], report["tasks"]["never"]
     assert not report["complete"] and report["status"] == "running"
     assert not t["complete"] and t["missing_problems"] == ["a2", "a3", "a4"] and t["n_problems_expected"] == 5
@@ -131,8 +131,8 @@ def test_problems_missing_from_run_json_declaration_make_the_task_incomplete() -
 def test_complete_run_declared_in_run_json_has_per_task_k() -> None:
     frame = pd.concat([_frame({"a": [True] * 4 + [False] * 12, "b": [False] * 16}, task="aime24"),
                        _frame({"m1": [True], "m2": [False], "m3": [True]}, task="math300_pr1")])
-    run_json = _run_json({"aime24": (["a", "b"], 16), "math300_pr1": (["m1", "m2", "m3"], 1)})
-    report = run_report(frame, run_json=run_json)
+    record = _run_record({"aime24": (["a", "b"], 16), "math300_pr1": (["m1", "m2", "m3"], 1)})
+    report = run_report(frame, run=record)
     assert report["complete"] and report["k"] is None and report["incomplete"] == []
     aime, math = report["tasks"]["aime24"], report["tasks"]["math300_pr1"]
     assert aime["k"] == 16 and aime["mean@16"] == pytest.approx(4 / 16 / 2)

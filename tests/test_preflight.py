@@ -17,6 +17,7 @@ import pytest
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.generate.preflight import check_k, check_model, check_output, check_prompt, check_tasks, preflight_run
 from pr1_eval.generate.runner import RunConfig
+from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 
 
@@ -98,10 +99,10 @@ def test_an_output_folder_with_another_run_is_refused_before_loading(tmp_path: P
     first = preflight_run(_config(model, out))
     assert not first.resumes and first.model == "local"
     # what the runner writes: the planned settings of the same config
-    from pr1_eval.generate.preflight import planned_run_json
+    from pr1_eval.generate.preflight import planned_run_record
 
-    planned = planned_run_json(_config(model, out), first.template, {"mode": "sequential"}, first.tasks)
-    RunStore(out).write_run_json({**planned, "status": "running"})
+    planned = planned_run_record(_config(model, out), first.template, {"mode": "sequential"}, first.tasks)
+    RunStore(out).write_run(planned)
     assert preflight_run(_config(model, out)).resumes  # same settings: resumed
     with pytest.raises(Pr1EvalError, match=r"holds a run with different settings \(k\)"):
         preflight_run(_config(model, out, k=3))
@@ -156,7 +157,7 @@ def test_cli_errors_come_before_any_model_loads(tmp_path: Path) -> None:
 
 def test_report_on_a_folder_of_runs_lists_them(tmp_path: Path) -> None:
     for name in ("step100", "step200"):
-        RunStore(tmp_path / "runs" / name).write_run_json({"k": 1, "status": "complete", "tasks": {}})
+        RunStore(tmp_path / "runs" / name).write_run(RunRecord(k=1, status="complete"))
     done = _cli("report", str(tmp_path / "runs"))
     assert done.returncode == 2
     assert f"did you mean {tmp_path / 'runs' / 'step100'}, {tmp_path / 'runs' / 'step200'}?" in done.stderr

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.records.run import task_entry
+from pr1_eval.records.run import RunRecord, task_entry
 from pr1_eval.records.sample import SAMPLE_COLUMNS, SampleRecord
 from pr1_eval.report.completeness import check_run
 from pr1_eval.store import run_store as store_module
@@ -24,9 +24,9 @@ def _records(problem: int, k: int = 3) -> list[SampleRecord]:
 
 def _store(tmp_path: Path, problems: int = 3) -> RunStore:
     store = RunStore(tmp_path / "run")
-    store.write_run_json({"k": 3, "status": "running",
-                          "tasks": {"t": task_entry([f"p{i}" for i in range(problems)], 3, version="1", source="test",
-                                                    data_hash=None)}})
+    store.write_run(RunRecord(k=3, status="running",
+                              tasks={"t": task_entry([f"p{i}" for i in range(problems)], 3, version="1", source="test",
+                                                     data_hash=None)}))
     for i in range(problems):
         store.append(_records(i))
     return store

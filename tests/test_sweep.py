@@ -140,8 +140,8 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == -9, done.stderr[-2000:]
     step1, step2, step3 = (runs / f"ckpts-step{s}-sequential-k2-seed0" for s in (1, 2, 3))
-    assert RunStore(step1).read_run_json()["status"] == "complete"
-    assert RunStore(step2).read_run_json()["status"] == "running" and len(RunStore(step2).part_paths()) == 1
+    assert RunStore(step1).read_run().status == "complete"
+    assert RunStore(step2).read_run().status == "running" and len(RunStore(step2).part_paths()) == 1
     assert not step3.exists()
     kept = RunStore(step2).part_paths()[0].read_bytes()
     step1_parts = [p.stat().st_mtime_ns for p in RunStore(step1).part_paths()]
@@ -151,8 +151,8 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
     frame = RunStore(step2).read_frame()  # raises on duplicated keys
     assert len(frame) == 4 and RunStore(step2).part_paths()[0].read_bytes() == kept
     for run in (step1, step2, step3):
-        info = RunStore(run).read_run_json()
-        assert info["status"] == "complete" and info["model"]["family"] == "ckpts"
+        info = RunStore(run).read_run()
+        assert info.status == "complete" and info.model.family == "ckpts"
         assert len(RunStore(run).read_frame()) == 4
     shutil.rmtree(root)  # the runs stand on their own
     from analysis.leaderboard import build_leaderboard

@@ -17,6 +17,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs import paths
 from pr1_eval.inputs.prompts import apply_chat, load_template
 from pr1_eval.inputs.tasks import TASKS, HubSource, TaskSpec, load_task, parse_task_list
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_COLUMNS, SampleRecord
 from pr1_eval.store.run_store import RunStore
 
@@ -238,7 +239,7 @@ def _rec(i: int) -> SampleRecord:
 
 def test_store_appends_parts_and_roundtrips_every_column(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
-    store.write_run_json({"k": 2})
+    store.write_run(RunRecord(k=2))
     store.append([_rec(0), _rec(1)])
     store.append([_rec(2), _rec(3)])
     assert [p.name for p in store.part_paths()] == ["part-00000.parquet", "part-00001.parquet"]
@@ -269,10 +270,10 @@ def test_store_rewrite_replaces_samples(tmp_path: Path) -> None:
 
 def test_missing_run_json_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Pr1EvalError, match="run.json is missing"):
-        RunStore(tmp_path).read_run_json()
+        RunStore(tmp_path).read_run()
     (tmp_path / "run.json").write_text("{bad")
     with pytest.raises(Pr1EvalError, match="not valid JSON"):
-        RunStore(tmp_path).read_run_json()
+        RunStore(tmp_path).read_run()
 
 
 def test_math300_from_the_hub_keeps_only_integer_answers(monkeypatch: pytest.MonkeyPatch) -> None:

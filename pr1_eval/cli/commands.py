@@ -1,7 +1,8 @@
-"""Implementations behind the CLI subcommands (argument parsing lives in ``cli.py``)."""
+"""Implementations behind the CLI subcommands (argument parsing lives in :mod:`pr1_eval.cli.main`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
-from pr1_eval.records.run import now_iso
+from pr1_eval.records.provenance import now_iso
 from pr1_eval.report.run_report import format_report_table, run_report
 from pr1_eval.store.run_store import RUN_JSON, RunStore
 
@@ -44,11 +45,11 @@ def load_report(run_dir: str | Path) -> dict[str, Any]:
     if not (run_dir / RUN_JSON).is_file():
         raise _not_a_run(run_dir)
     store = RunStore(run_dir)
-    run_json = store.read_run_json()
+    record = store.read_run()
     frame = store.read_frame()
-    report = run_report(frame, run_json=run_json)
+    report = run_report(frame, run=record)
     report["run"] = str(run_dir)
-    report["model"] = run_json.get("model")
+    report["model"] = dataclasses.asdict(record.model)
     return report
 
 
@@ -86,7 +87,7 @@ def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 
     Only the grade fields change; structure fields are kept. Returns how many verdicts changed.
     """
     store = RunStore(run_dir)
-    run_json = store.read_run_json()
+    record = store.read_run()
     records = store.read_records()
     if not records:
         raise Pr1EvalError(f"{run_dir}: no samples to regrade")
@@ -95,6 +96,5 @@ def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 
     annotate_grades(records, workers=workers, timeout_s=timeout_s, progress=True)
     store.rewrite(records)
     changed = sum(b != (r.correct, r.correct_paper, r.grade_status) for b, r in zip(before, records, strict=True))
-    run_json["regraded_at"] = now_iso()
-    store.write_run_json(run_json)
+    store.write_run(dataclasses.replace(record, regraded_at=now_iso()))
     return {"samples": len(records), "changed": changed, "seconds": round(time.perf_counter() - started, 1)}

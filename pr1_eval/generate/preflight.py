@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.records.run import RunRecord
 
 if TYPE_CHECKING:
     from pr1_eval.generate.runner import RunConfig
@@ -191,11 +192,11 @@ def check_model(model: str, revision: str | None = None) -> str:
 
 
 # ----- output folder --------------------------------------------------------------------------
-def check_output(out: Path, planned_run_json: dict[str, Any] | None = None) -> bool:
+def check_output(out: Path, planned: RunRecord | None = None) -> bool:
     """The run folder can be written and holds no conflicting run; True when it will be resumed.
 
-    ``planned_run_json`` (model, k, sampling, decoding, prompt, tasks, started_at) is compared with
-    the stored run exactly as the runner compares them when it resumes.
+    ``planned`` (model, k, sampling, decoding, prompt, tasks) is compared with the stored run
+    exactly as the runner compares them when it resumes.
     """
     from pr1_eval.store.run_store import RunStore
 
@@ -208,11 +209,11 @@ def check_output(out: Path, planned_run_json: dict[str, Any] | None = None) -> b
                                "pass a new --out (or restore its run.json)")
         _check_writable(out)
         return False
-    store.read_run_json()  # a clear error when it is not valid JSON
-    if planned_run_json is not None:
-        from pr1_eval.generate.runner import _check_resumable  # the runner's own rule, not a copy of it
+    store.read_run()  # a clear error when it is not valid JSON or not a run record
+    if planned is not None:
+        from pr1_eval.generate.resume import check_resumable  # the runner's own rule, not a copy of it
 
-        _check_resumable(store, dict(planned_run_json, tasks=dict(planned_run_json.get("tasks", {}))))
+        check_resumable(store, planned, compare_shard=False)
     return True
 
 
@@ -222,20 +223,17 @@ def _check_writable(out: Path) -> None:
         raise Pr1EvalError(f"--out {out}: cannot write in {existing}; pass a folder you can write to")
 
 
-def planned_run_json(config: RunConfig, template: PromptTemplate, decoding: dict[str, Any],
-                     tasks: dict[str, LoadedTask]) -> dict[str, Any]:
-    """The settings of ``run.json`` that decide whether a stored run may be resumed."""
-    from pr1_eval.records.run import model_identity, now_iso
+def planned_run_record(config: RunConfig, template: PromptTemplate, decoding: dict[str, Any],
+                       tasks: dict[str, LoadedTask]) -> RunRecord:
+    """The part of the run's record that decides whether a stored run may be resumed."""
+    from pr1_eval.records.provenance import model_identity, now_iso
+    from pr1_eval.records.run import PromptInfo, TaskEntry
 
-    return {
-        "model": model_identity(config.model, config.revision, config.step),
-        "k": config.k,
-        "sampling": config.sampling().to_dict(),
-        "decoding": decoding,
-        "prompt": {"sha256": template.sha256},
-        "tasks": {name: {"data_hash": t.data_hash, "n_problems": len(t.problems)} for name, t in tasks.items()},
-        "started_at": now_iso(),
-    }
+    return RunRecord(
+        name=None, status="running", model=model_identity(config.model, config.revision, config.step), k=config.k,
+        sampling=config.sampling().to_dict(), decoding=decoding, prompt=PromptInfo(sha256=template.sha256),
+        tasks={name: TaskEntry(data_hash=t.data_hash, n_problems=len(t.problems)) for name, t in tasks.items()},
+        started_at=now_iso())
 
 
 def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
@@ -257,6 +255,6 @@ def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
         engine_name = check_engine(config.engine)
     decoding = check_decoding(config.decoding, engine_name, config.paths, config.max_blocks)
     out = Path(config.out) if config.out else config.default_out()
-    resumes = check_output(out, planned_run_json(config, template, decoding, tasks))
+    resumes = check_output(out, planned_run_record(config, template, decoding, tasks))
     model = check_model(config.model, config.revision) if engine is None else "not checked"
     return Preflight(tasks, template, out, resumes, model)

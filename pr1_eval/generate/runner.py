@@ -29,11 +29,13 @@ from pr1_eval.decoding.base import DecodedSample
 from pr1_eval.engines.base import Engine, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.preflight import preflight_run
+from pr1_eval.generate.resume import check_resumable
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, token_offsets
 from pr1_eval.inputs.paths import resolve_data_dir
 from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.inputs.tasks import LoadedTask, Problem, load_task
-from pr1_eval.records.run import model_identity, now_iso, package_versions, task_entry
+from pr1_eval.records.provenance import model_identity, now_iso, package_versions
+from pr1_eval.records.run import PromptInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
 from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section, shard_suffix
@@ -89,45 +91,6 @@ class PreparedTask:
     task_size: int = 0  # problems of the task before --shard kept a slice of them
 
 
-def _fingerprint(run_json: dict[str, Any]) -> dict[str, Any]:
-    """The settings that must match for a rerun to resume an existing run."""
-    return {
-        "model": run_json["model"]["path"],
-        "k": run_json["k"],
-        "sampling": run_json["sampling"],
-        "decoding": run_json["decoding"],
-        "prompt_sha256": run_json["prompt"]["sha256"],
-        "shard": _shard_key(run_json.get("shard")),
-    }
-
-
-def _shard_key(section: dict[str, Any] | None) -> list[int] | None:
-    return None if not section else [int(section["index"]), int(section["count"])]
-
-
-def _check_resumable(store: RunStore, new: dict[str, Any]) -> dict[str, Any]:
-    """Refuse to append to a run made with other settings; keep its tasks and start time."""
-    old = store.read_run_json()
-    try:
-        old_fp = _fingerprint(old)
-    except KeyError:
-        raise Pr1EvalError(f"{store.root} holds a run.json this version cannot resume; pass a new --out") from None
-    new_fp = _fingerprint(new)
-    if "shard" not in new:  # a planned run.json (preflight) does not know the shard; the run's own does
-        del old_fp["shard"], new_fp["shard"]
-    if old_fp != new_fp:
-        diff = [key for key in new_fp if old_fp.get(key) != new_fp[key]]
-        raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}); "
-                           "pass a new --out, or rerun with the original settings to resume")
-    for name, info in old.get("tasks", {}).items():
-        newer = new["tasks"].get(name)
-        if newer and newer["data_hash"] != info["data_hash"] and newer["n_problems"] == info["n_problems"]:
-            raise Pr1EvalError(f"task {name!r}: the data changed since this run started (hash differs); pass a new --out")
-        new["tasks"].setdefault(name, info)
-    new["started_at"] = old.get("started_at", new["started_at"])
-    return new
-
-
 def _prepare(config: RunConfig, template: PromptTemplate, tokenizer: Any) -> dict[str, PreparedTask]:
     prepared = {}
     shard = parse_shard(config.shard) if config.shard else None
@@ -142,36 +105,25 @@ def _prepare(config: RunConfig, template: PromptTemplate, tokenizer: Any) -> dic
     return prepared
 
 
-def build_run_json(config: RunConfig, engine_info: dict[str, Any], decoder_info: dict[str, Any], template: PromptTemplate,
-                   prepared: dict[str, PreparedTask], name: str) -> dict[str, Any]:
+def build_run_record(config: RunConfig, engine_info: dict[str, Any], decoder_info: dict[str, Any],
+                     template: PromptTemplate, prepared: dict[str, PreparedTask], name: str) -> RunRecord:
+    """The run's record as it starts (status ``running``); the runner completes it at the end."""
     shard = None
     if config.shard:
         index, count = parse_shard(config.shard)
         shard = shard_section(index, count, {t: [q.problem_id for q in p.loaded.problems] for t, p in prepared.items()},
                               {t: p.task_size for t, p in prepared.items()})
-    return {
-        "name": name,
-        "model": model_identity(config.model, config.revision, config.step),
-        "engine": engine_info,
-        "decoding": decoder_info,
-        "sampling": config.sampling().to_dict(),
-        "prompt": {"name": template.name, "source": template.source, "sha256": template.sha256, "text": template.text},
-        "tasks": {
-            t: task_entry([q.problem_id for q in p.loaded.problems], config.k, version=p.loaded.spec.version,
-                          source=p.loaded.source, data_hash=p.loaded.data_hash)
-            for t, p in prepared.items()
-        },
-        "k": config.k,
-        "seed": config.seed,
-        "limit": config.limit,
-        "shard": shard,
-        "config": asdict(config),
-        "command": sys.argv,
-        "packages": package_versions(),
-        "started_at": now_iso(),
-        "finished_at": None,
-        "status": "running",
-    }
+    return RunRecord(
+        name=name, status="running",
+        model=model_identity(config.model, config.revision, config.step),
+        engine=engine_info, decoding=decoder_info, sampling=config.sampling().to_dict(),
+        prompt=PromptInfo(name=template.name, source=template.source, sha256=template.sha256, text=template.text),
+        tasks={t: task_entry([q.problem_id for q in p.loaded.problems], config.k, version=p.loaded.spec.version,
+                             source=p.loaded.source, data_hash=p.loaded.data_hash)
+               for t, p in prepared.items()},
+        k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=asdict(config), command=list(sys.argv),
+        packages=package_versions(), started_at=now_iso(),
+    )
 
 
 def _record_finish(reason: str) -> str:
@@ -341,17 +293,15 @@ def _run(config: RunConfig, source: ChunkSource, decoder_info: dict[str, Any], t
     prepared = _prepare(config, template, source.tokenizer)
     out = Path(config.out) if config.out else config.default_out()
     store = RunStore(out)
-    run_json = build_run_json(config, source.describe(), decoder_info, template, prepared, out.name)
+    record = build_run_record(config, source.describe(), decoder_info, template, prepared, out.name)
     if store.exists():
-        run_json = _check_resumable(store, run_json)
-    store.write_run_json(run_json)
+        record = check_resumable(store, record)
+    store.write_run(record)
     finished = store.finished_keys()
     todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
     chunks = source.plan(todo, config.problems_per_chunk)
     with tqdm(total=sum(c.n_samples for c in chunks), desc="samples", unit="sample", disable=None) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)
-    run_json.update(source.summary())
-    run_json["finished_at"], run_json["status"] = now_iso(), "complete"
-    store.write_run_json(run_json)
+    store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
     return out

@@ -182,9 +182,9 @@ def _finished(out: Path, tasks: dict[str, Any]) -> bool:
     if not store.exists():
         return False
     check = check_run(out)
-    declared = store.read_run_json().get("tasks") or {}
+    declared = store.read_run().tasks
     return check.complete and all(
-        name in declared and int(declared[name].get("n_problems") or -1) == len(task.problems)
+        name in declared and (declared[name].n_problems or -1) == len(task.problems)
         and check.tasks.get(name) is not None and check.tasks[name].complete
         for name, task in tasks.items())
 
@@ -194,10 +194,9 @@ def _record_family(out: Path, family: str) -> None:
     from pr1_eval.store.run_store import RunStore
 
     store = RunStore(out)
-    info = store.read_run_json()
-    if isinstance(info.get("model"), dict) and info["model"].get("family") != family:
-        info["model"]["family"] = family
-        store.write_run_json(info)
+    record = store.read_run()
+    if record.model.family != family:
+        store.write_run(dataclasses.replace(record, model=dataclasses.replace(record.model, family=family)))
 
 
 def _release(engine: Any) -> None:
@@ -263,13 +262,13 @@ def _metrics(out: Path) -> dict[str, Any]:
 # ----- the command ----------------------------------------------------------------------------
 def _run_config(args: argparse.Namespace, checkpoint: Checkpoint, out: Path) -> Any:
     """A RunConfig for one checkpoint from the sweep's options (every option ``run`` shares)."""
-    from pr1_eval.cli.main import _engine_options  # the same engine options as `run`
+    from pr1_eval.cli.options import engine_options  # the same engine options as `run`
     from pr1_eval.generate.runner import RunConfig
     from pr1_eval.inputs.tasks import parse_task_list
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     values.update(model=str(checkpoint.model_dir), tasks=parse_task_list(args.tasks), out=str(out),
-                  step=checkpoint.step, engine_options=_engine_options(args))
+                  step=checkpoint.step, engine_options=engine_options(args))
     return RunConfig(**values)
 
 
@@ -343,7 +342,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     """``pr1-eval sweep`` (its generation options are ``run``'s)."""
-    from pr1_eval.cli.main import add_generation_options
+    from pr1_eval.cli.options import add_generation_options
 
     p = sub.add_parser("sweep", help="score every checkpoint of a training job, one run per step",
                        description=__doc__.splitlines()[0] if __doc__ else None)

@@ -15,6 +15,7 @@ the N lowest ``sample_idx`` of every problem, recording how many samples it left
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.records.run import checkpoint_step, now_iso, package_versions, task_entry
+from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
+from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_store import RunStore
 
@@ -121,19 +123,17 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     step = steps.pop() if len(steps) == 1 else checkpoint_step(model or "")
     ks = {task_k for _, task_k in declared.values()}
     store = RunStore(out_dir)
-    run_json = {
-        "name": Path(out_dir).name, "imported_from": source, "model": {"path": model, "revision": None, "step": step},
-        "engine": {"backend": "import"}, "decoding": {"mode": "unknown"}, "sampling": None, "prompt": None,
-        "tasks": {task: task_entry(ids, task_k, version=None, source=source, data_hash=None)
-                  for task, (ids, task_k) in declared.items()},
-        "k": ks.pop() if len(ks) == 1 else None, "k_option": k, "samples_left_out_by_k": left_out,
-        "seed": None, "packages": package_versions(), "started_at": now_iso(), "finished_at": now_iso(),
-        "status": "importing", **(extra_run_info or {}),
-    }
-    store.write_run_json(run_json)  # "importing" until the samples are in place: a killed import reads as incomplete
+    run = RunRecord(
+        name=Path(out_dir).name, status="importing", imported_from=source,
+        model=ModelInfo(path=model, step=step), engine={"backend": "import"}, decoding={"mode": "unknown"},
+        tasks={task: task_entry(ids, task_k, version=None, source=source, data_hash=None)
+               for task, (ids, task_k) in declared.items()},
+        k=ks.pop() if len(ks) == 1 else None, k_option=dict(k) if isinstance(k, Mapping) else k,
+        samples_left_out_by_k=left_out, packages=package_versions(), started_at=now_iso(), finished_at=now_iso(),
+    ).with_sections(extra_run_info or {})
+    store.write_run(run)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
-    run_json["status"] = "complete"
-    store.write_run_json(run_json)
+    store.write_run(dataclasses.replace(run, status="complete"))
     return Path(out_dir)
 
 

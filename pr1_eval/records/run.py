@@ -1,64 +1,172 @@
-"""What goes into ``run.json`` besides the run's own settings: versions, model identity, times,
-and each task's declared problem set.
+"""``RunRecord``: the one typed, versioned record of a run, stored as its ``run.json``.
 
-Why a problem set per task: a report can only tell "30 problems, 2 done" from "2 problems, all
-done" if the run says which problems it promised. :func:`task_entry` records the problem ids,
-their hash and the samples per problem (k) of one task; every writer of ``run.json`` (the runner,
-the JSONL and lm-eval imports) uses it, and :mod:`pr1_eval.report.completeness` reads it back.
+Why one record: the runner, the JSONL and lm-eval imports, a sweep, a shard merge, ``regrade``,
+the report and the analysis all read or write ``run.json``. When each built or read its own
+dictionary, a key written by one (``model.family``, a task's ``problem_ids``) was read by another
+under a guessed name and a default. Now every writer builds a :class:`RunRecord`, the run store
+(:meth:`pr1_eval.store.run_store.RunStore.write_run`) is the only code that turns it into JSON,
+and :meth:`RunRecord.from_dict` is the only code that reads JSON back: it checks every field's
+type and names the file and field of a bad one.
+
+Versions (``record_version``):
+
+* **1** — files written before the record was versioned: the same layout, no version key. They
+  are read as they are; fields they lack are ``None``.
+* **2** — this layout, with ``record_version``. A file from a newer pr1-eval is refused with the
+  advice to upgrade, never misread.
+
+Keys this version does not know (a newer writer's, or one added by hand) are kept in
+:attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import dataclasses
 import hashlib
-import importlib.metadata
 import json
-import re
-import subprocess
-from collections.abc import Sequence
-from pathlib import Path
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-_STEP_RE = re.compile(r"global_step[_-]?(\d+)")
+from pr1_eval.errors import Pr1EvalError
+
+RUN_RECORD_VERSION = 2
+#: A run's ``status``: ``running``/``importing``/``merging`` until its samples are all stored.
+STATUSES = ("running", "importing", "merging", "complete")
 
 
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+@dataclass
+class ModelInfo:
+    """Which checkpoint produced the samples."""
+
+    path: str | None = None  # local folder (resolved) or hub id; None for an import that names no model
+    revision: str | None = None  # hub revision, or the git commit of a local checkout
+    step: int | None = None  # training step (``--step``, or ``global_step_N`` in the path)
+    family: str | None = None  # the training job the checkpoint belongs to (set by a sweep)
 
 
-def package_versions() -> dict[str, str | None]:
-    """Versions of the packages that change results (grader, generation)."""
-    names = ["pr1-eval", "torch", "transformers", "math-verify", "vllm", "lm-eval", "verl", "sacrebleu",
-             "sentence-transformers"]
-    versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+@dataclass
+class TaskEntry:
+    """One task as the run declared it: where its data came from and what the run promises."""
+
+    version: str | None = None
+    source: str | None = None  # data file, "packaged", hub id, or the import file
+    data_hash: str | None = None  # sha256 of the task's data
+    n_problems: int | None = None
+    problem_ids: list[str] | None = None  # None in version-1 files that recorded only the count
+    problem_ids_sha256: str | None = None
+    k: int | None = None  # samples per problem; None: the run's k
 
 
-def checkpoint_step(model: str) -> int | None:
-    """Training step parsed from a ``global_step_N`` component of the model path, if any."""
-    matches = _STEP_RE.findall(model)
-    return int(matches[-1]) if matches else None
+@dataclass
+class PromptInfo:
+    """The prompt template every problem was rendered with."""
+
+    name: str | None = None
+    source: str | None = None
+    sha256: str | None = None
+    text: str | None = None
 
 
-def model_identity(model: str, revision: str | None = None, step: int | None = None) -> dict[str, Any]:
-    """Path or hub id, revision (given, or the git commit of a local checkout), step."""
-    path = Path(model).expanduser()
-    info: dict[str, Any] = {"path": str(path.resolve()) if path.exists() else model, "revision": revision,
-                            "step": step if step is not None else checkpoint_step(model)}
-    if revision is None and path.is_dir():
-        try:
-            head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                  timeout=5, check=False)
-            if head.returncode == 0 and (path / ".git").exists():
-                info["revision"] = head.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return info
+@dataclass
+class RunRecord:
+    """Everything ``run.json`` says about a run. Sections whose layout belongs to another module
+    (``engine``, ``decoding``, ``sampling``, ``shard``, ``scaleout``, ``lm_eval``) are dictionaries
+    that module documents; the record checks that they are objects."""
+
+    name: str | None = None
+    status: str | None = None  # one of STATUSES; None in a hand-written file that says nothing
+    model: ModelInfo = field(default_factory=ModelInfo)
+    tasks: dict[str, TaskEntry] = field(default_factory=dict)
+    k: int | None = None  # samples per problem when every task has the same
+    engine: dict[str, Any] = field(default_factory=dict)  # backend and its settings
+    decoding: dict[str, Any] = field(default_factory=dict)  # mode and every protocol parameter
+    sampling: dict[str, Any] | None = None
+    prompt: PromptInfo | None = None
+    seed: int | None = None
+    limit: int | None = None
+    shard: dict[str, Any] | None = None  # index, count, problem ids per task (pr1_eval.scaleout.shard)
+    config: dict[str, Any] | None = None  # the RunConfig as given
+    command: list[str] | None = None
+    packages: dict[str, str | None] = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    imported_from: str | None = None  # the file an import read
+    k_option: Any = None  # an import's ``--k`` (int or task → int)
+    samples_left_out_by_k: int | None = None  # samples beyond an import's k, not stored
+    lm_eval: list[dict[str, Any]] | None = None  # lm-eval runs an import came from
+    scaleout: dict[str, Any] | None = None  # Ray replica statistics
+    regraded_at: str | None = None
+    merged_at: str | None = None
+    merged_from: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
+    record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
+
+    # ----- derived facts every reader needs ------------------------------------------------------
+    @property
+    def backend(self) -> str | None:
+        """``hf``, ``vllm``, ``import``, ``lm-eval`` … (``engine.backend``)."""
+        value = self.engine.get("backend")
+        return None if value is None else str(value)
+
+    @property
+    def imported(self) -> bool:
+        """The samples were generated elsewhere (a JSONL or lm-eval import)."""
+        return bool(self.imported_from) or self.backend in ("import", "lm-eval")
+
+    def task_k(self, task: str) -> int | None:
+        """Samples per problem of ``task``: its own k, else the run's."""
+        entry = self.tasks.get(task)
+        return (entry.k if entry is not None and entry.k else None) or self.k
+
+    def with_sections(self, sections: Mapping[str, Any]) -> RunRecord:
+        """A copy with sections another module built (an lm-eval import's ``lm_eval``, ``engine``,
+        ``sampling``); a key that is not a field of this record is kept in :attr:`extra`."""
+        names = {f.name for f in dataclasses.fields(self)} - {"extra", "model", "tasks", "prompt"}
+        known = {key: value for key, value in sections.items() if key in names}
+        unknown = {key: value for key, value in sections.items() if key not in names}
+        return dataclasses.replace(self, **known, extra={**self.extra, **unknown})
+
+    # ----- the JSON form -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``run.json`` object (known fields in declaration order, then :attr:`extra`), stamped
+        with this version's :data:`RUN_RECORD_VERSION`: whatever was read is written in today's layout."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out["record_version"] = RUN_RECORD_VERSION
+        out["model"] = dataclasses.asdict(self.model)
+        out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
+        out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
+        for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
+                    "merged_from", "imported_from"):
+            if out[key] is None:  # optional sections stay out of runs that have none
+                del out[key]
+        return {**out, **self.extra}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "run.json") -> RunRecord:
+        """Read and check a ``run.json`` object; ``where`` (the file) goes into every error."""
+        return read_run_record(cls, data, where)
+
+
+def task_entry(problem_ids: Sequence[str], k: int, *, version: str | None, source: str | None,
+               data_hash: str | None) -> TaskEntry:
+    """The record of one task: where its data came from and the problems and samples per problem
+    the run promises. Every writer (runner, imports, merge) builds its tasks with this."""
+    ids = [str(p) for p in problem_ids]
+    return TaskEntry(version=version, source=source, data_hash=data_hash, n_problems=len(ids), problem_ids=ids,
+                     problem_ids_sha256=problem_ids_sha256(ids), k=int(k))
+
+
+def task_entries(tasks: Mapping[str, TaskEntry]) -> dict[str, TaskEntry]:
+    """A copy of a task map whose entries can be edited without touching the original."""
+    return {name: dataclasses.replace(entry) for name, entry in tasks.items()}
+
+
+def run_error(where: str, field_name: str, problem: str,
+              fix: str = "fix the file (or rerun the run that wrote it)") -> Pr1EvalError:
+    """``run.json: field 'model.step' …``: the one shape of every run-record error."""
+    return Pr1EvalError(f"{where}: field {field_name!r} {problem}; {fix}")
 
 
 def problem_ids_sha256(problem_ids: Sequence[str]) -> str:
@@ -66,10 +174,114 @@ def problem_ids_sha256(problem_ids: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps([str(p) for p in problem_ids], ensure_ascii=False).encode()).hexdigest()
 
 
-def task_entry(problem_ids: Sequence[str], k: int, *, version: str | None, source: str | None,
-               data_hash: str | None) -> dict[str, Any]:
-    """``run.json``'s record of one task: where its data came from and the problems and samples
-    per problem the run promises (``n_problems``, ``problem_ids``, ``problem_ids_sha256``, ``k``)."""
-    ids = [str(p) for p in problem_ids]
-    return {"version": version, "source": source, "data_hash": data_hash, "n_problems": len(ids),
-            "problem_ids": ids, "problem_ids_sha256": problem_ids_sha256(ids), "k": int(k)}
+# ----- reading ``run.json`` ----------------------------------------------------------------------
+# Why strict: a run record decides what a report averages (each task's problems and k) and how
+# analysis groups runs (model path, step, family). A hand-edited ``"k": "sixteen"`` or a ``model`` that
+# is a string used to be read through ``.get(...)`` defaults and silently become "no k" or "no step";
+# now it is one error that names the file and the field. Integers written as floats (``16.0``) or digit
+# strings (``"200"`` for a step) are accepted, since JSON tools write both.
+
+
+def _int(value: Any, where: str, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise run_error(where, name, f"must be an integer, found {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and not math.isnan(value) and value == int(value):
+        return int(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise run_error(where, name, f"must be an integer, found {value!r}")
+
+
+def _str(value: Any, where: str, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # a numeric task version or revision written without quotes
+    raise run_error(where, name, f"must be a string, found {type(value).__name__}")
+
+
+def _object(value: Any, where: str, name: str) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise run_error(where, name, f"must be a JSON object, found {type(value).__name__}")
+
+
+def _list(value: Any, where: str, name: str) -> list[Any] | None:
+    if value is None or isinstance(value, list):
+        return value
+    raise run_error(where, name, f"must be a JSON list, found {type(value).__name__}")
+
+
+def _model(value: Any, where: str) -> ModelInfo:
+    data = _object(value, where, "model") or {}
+    return ModelInfo(path=_str(data.get("path"), where, "model.path"),
+                     revision=_str(data.get("revision"), where, "model.revision"),
+                     step=_int(data.get("step"), where, "model.step"),
+                     family=_str(data.get("family"), where, "model.family"))
+
+
+def _task(name: str, value: Any, where: str) -> TaskEntry:
+    data = _object(value, where, f"tasks.{name}") or {}
+    ids = _list(data.get("problem_ids"), where, f"tasks.{name}.problem_ids")
+    entry = TaskEntry(version=_str(data.get("version"), where, f"tasks.{name}.version"),
+                      source=_str(data.get("source"), where, f"tasks.{name}.source"),
+                      data_hash=_str(data.get("data_hash"), where, f"tasks.{name}.data_hash"),
+                      n_problems=_int(data.get("n_problems"), where, f"tasks.{name}.n_problems"),
+                      problem_ids=None if ids is None else [str(i) for i in ids],
+                      problem_ids_sha256=_str(data.get("problem_ids_sha256"), where, f"tasks.{name}.problem_ids_sha256"),
+                      k=_int(data.get("k"), where, f"tasks.{name}.k"))
+    if entry.n_problems is None and entry.problem_ids is not None:
+        entry.n_problems = len(entry.problem_ids)
+    return entry
+
+
+def _prompt(value: Any, where: str) -> PromptInfo | None:
+    data = _object(value, where, "prompt")
+    if data is None:
+        return None
+    return PromptInfo(**{key: _str(data.get(key), where, f"prompt.{key}") for key in ("name", "source", "sha256", "text")})
+
+
+def _version(data: dict[str, Any], where: str) -> int:
+    version = _int(data.get("record_version"), where, "record_version") or 1
+    if version > RUN_RECORD_VERSION:
+        raise run_error(where, "record_version", f"is {version}, newer than this pr1-eval reads ({RUN_RECORD_VERSION})",
+                        "upgrade pr1-eval (pull and reinstall it) to read this run")
+    return version
+
+
+_SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nesting
+    "name": _str, "status": _str, "seed": _int, "limit": _int, "k": _int, "started_at": _str, "finished_at": _str,
+    "imported_from": _str, "regraded_at": _str, "merged_at": _str,
+    "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
+    "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
+    "command": _list, "lm_eval": _list, "merged_from": _list,
+}
+
+
+def read_run_record(cls: type[RunRecord], data: Any, where: str) -> RunRecord:
+    """Build ``cls`` from a parsed ``run.json``; raises :class:`Pr1EvalError` naming the bad field."""
+    if not isinstance(data, dict):
+        raise Pr1EvalError(f"{where}: not a run record (expected a JSON object, found {type(data).__name__}); "
+                           "fix the file or rerun the run")
+    known = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {key: reader(data.get(key), where, key) for key, reader in _SIMPLE.items()}
+    for key in ("decoding", "packages"):
+        values[key] = values[key] or {}
+    engine = data.get("engine")  # a bare string is a backend name (hand-written files)
+    values["engine"] = {"backend": engine} if isinstance(engine, str) else _object(engine, where, "engine") or {}
+    tasks = _object(data.get("tasks"), where, "tasks") or {}
+    values["tasks"] = {str(name): _task(str(name), value, where) for name, value in tasks.items()}
+    values["model"] = _model(data.get("model"), where)
+    values["prompt"] = _prompt(data.get("prompt"), where)
+    values["k_option"] = data.get("k_option")
+    values["record_version"] = _version(data, where)
+    values["extra"] = {key: value for key, value in data.items() if key not in known}
+    return cls(**values)
+

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
+
+from pr1_eval.records.run import RunRecord
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"
 
@@ -118,18 +119,10 @@ def name_ids(ids: list[str], total: int) -> str:
     return shown + (f" … {total - SHOWN_IDS} more" if total > SHOWN_IDS else "")
 
 
-def declared_tasks(run_json: dict[str, Any]) -> dict[str, TaskDeclaration]:
+def declared_tasks(run: RunRecord) -> dict[str, TaskDeclaration]:
     """Per task: samples per problem (task ``k``, else the run's) and the declared problems."""
-    run_k = run_json.get("k")
-    out = {}
-    for name, info in (run_json.get("tasks") or {}).items():
-        info = info or {}
-        ids = info.get("problem_ids")
-        k = info.get("k", run_k)
-        n = info.get("n_problems")
-        out[str(name)] = TaskDeclaration(int(k) if k else None, [str(i) for i in ids] if ids is not None else None,
-                                         int(n) if n is not None else (len(ids) if ids is not None else None))
-    return out
+    return {name: TaskDeclaration(run.task_k(name), entry.problem_ids, entry.n_problems)
+            for name, entry in run.tasks.items()}
 
 
 def samples_per_problem(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -164,27 +157,25 @@ def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, i
     return TaskCompleteness(task, k, True, declaration.n_problems, len(held), missing, n_missing, short, undeclared)
 
 
-def check_completeness(run_json: dict[str, Any] | None, frame: pd.DataFrame, k: int | None = None) -> RunCompleteness:
-    """Completeness of a run from its ``run.json`` and its samples.
+def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None = None) -> RunCompleteness:
+    """Completeness of a run from its record (``run.json``) and its samples.
 
-    ``run_json=None`` (samples without a run record, e.g. a test frame) checks only that every
+    ``run=None`` (samples without a run record, e.g. a test frame) checks only that every
     problem holds k samples (``k`` given, else the most any problem holds) and takes the status
     as complete. Tasks are listed in ``run.json`` order, then tasks found only in the samples.
     """
     held = samples_per_problem(frame)
-    declarations = declared_tasks(run_json) if run_json is not None else {}
+    declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]
     tasks = {}
     for name in names:
         declaration = declarations.get(name)
-        if run_json is None:
+        if run is None:
             declaration = TaskDeclaration(k, list(held[name]), len(held[name]))
         tasks[name] = check_task(name, declaration, held.get(name, {}), k)
-    status = run_json.get("status") if run_json is not None else "complete"
-    engine = (run_json or {}).get("engine")
-    backend = engine.get("backend") if isinstance(engine, dict) else engine
-    imported = bool(run_json and (run_json.get("imported_from") or backend in ("import", "lm-eval")))
-    return RunCompleteness(status, imported, tasks)
+    if run is None:
+        return RunCompleteness("complete", False, tasks)
+    return RunCompleteness(run.status, run.imported, tasks)
 
 
 def check_run(run_dir: str | Path) -> RunCompleteness:
@@ -192,6 +183,6 @@ def check_run(run_dir: str | Path) -> RunCompleteness:
     from pr1_eval.store.run_store import RunStore
 
     store = RunStore(run_dir)
-    run_json = store.read_run_json()
+    record = store.read_run()
     keys = store.read_table(columns=["task", "problem_id", "sample_idx"]).to_pandas()
-    return check_completeness(run_json, keys)
+    return check_completeness(record, keys)

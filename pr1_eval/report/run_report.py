@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SCORED_STATUSES
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
 from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
@@ -134,13 +135,13 @@ def task_metrics(frame: pd.DataFrame, check: TaskCompleteness) -> dict[str, Any]
     return result
 
 
-def run_report(frame: pd.DataFrame, k: int | None = None, *, run_json: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | None = None) -> dict[str, Any]:
     """The report of a run's samples (see the module docstring).
 
-    With ``run_json`` every task is checked against the problems and k it declares; without it,
+    With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
     against ``k`` (else the most samples any problem holds) over the problems present.
     """
-    completeness = check_completeness(run_json, frame, k)
+    completeness = check_completeness(run, frame, k)
     tasks: dict[str, Any] = {}
     for name, check in completeness.tasks.items():
         group = frame[frame["task"].astype(str) == name] if len(frame) else frame

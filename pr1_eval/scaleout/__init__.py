@@ -13,10 +13,10 @@ from pathlib import Path
 
 def summary_note(run_dir: str | Path) -> str | None:
     """One line for the end of ``pr1-eval run``: how the replicas fared (None without ``--ray``)."""
-    import json
+    from pr1_eval.store.run_store import RunStore
 
-    path = Path(run_dir) / "run.json"
-    info = json.loads(path.read_text(encoding="utf-8")).get("scaleout") if path.is_file() else None
+    store = RunStore(run_dir)
+    info = store.read_run().scaleout if store.exists() else None
     if not info:
         return None
     lost, restarted = info.get("replicas_lost", 0), info.get("replicas_restarted", 0)

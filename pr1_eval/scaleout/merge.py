@@ -12,7 +12,7 @@ any other.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -21,49 +21,54 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.records.run import now_iso, task_entry
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.run import RunRecord, task_entries, task_entry
 from pr1_eval.store.run_store import RunStore
 
 
 @dataclass
 class ShardRun:
-    """One shard folder: its ``run.json`` and the sample keys it stores."""
+    """One shard folder: its run record and the sample keys it stores."""
 
     path: Path
-    info: dict[str, Any]
+    info: RunRecord
     keys: list[tuple[str, str, int]]
 
     @property
+    def shard(self) -> dict[str, Any]:
+        return self.info.shard or {}
+
+    @property
     def index(self) -> int:
-        return int(self.info["shard"]["index"])
+        return int(self.shard["index"])
 
     @property
     def label(self) -> str:
-        return f"{self.path} (shard {self.index}/{self.info['shard']['count']})"
+        return f"{self.path} (shard {self.index}/{self.shard['count']})"
 
 
-def settings_of(info: dict[str, Any]) -> dict[str, Any]:
+def settings_of(info: RunRecord) -> dict[str, Any]:
     """Everything that must be equal across the shards of one run."""
-    shard = info.get("shard") or {}
+    shard = info.shard or {}
     return {
-        "model": info.get("model"),
-        "k": info.get("k"),
-        "seed": info.get("seed"),
-        "sampling": info.get("sampling"),
-        "decoding": info.get("decoding"),
-        "prompt": (info.get("prompt") or {}).get("sha256"),
-        "limit": info.get("limit"),
+        "model": dataclasses.asdict(info.model),
+        "k": info.k,
+        "seed": info.seed,
+        "sampling": info.sampling,
+        "decoding": info.decoding,
+        "prompt": info.prompt.sha256 if info.prompt is not None else None,
+        "limit": info.limit,
         "shard count": shard.get("count"),
-        "engine": (info.get("engine") or {}).get("backend"),
-        "tasks": {name: (t.get("version"), t.get("data_hash"), (shard.get("task_sizes") or {}).get(name))
-                  for name, t in sorted((info.get("tasks") or {}).items())},
+        "engine": info.backend,
+        "tasks": {name: (t.version, t.data_hash, (shard.get("task_sizes") or {}).get(name))
+                  for name, t in sorted(info.tasks.items())},
     }
 
 
 def load_shard(path: str | Path) -> ShardRun:
     store = RunStore(path)
-    info = store.read_run_json()
-    if not info.get("shard"):
+    info = store.read_run()
+    if not info.shard:
         raise Pr1EvalError(f"{path} is not a shard: it was not run with --shard INDEX/COUNT")
     cols = store.read_table(columns=["task", "problem_id", "sample_idx"]).to_pydict()
     return ShardRun(Path(path), info, list(zip(cols["task"], cols["problem_id"], cols["sample_idx"], strict=True)))
@@ -81,7 +86,7 @@ def _setting_problems(shards: Sequence[ShardRun]) -> list[str]:
 
 
 def _index_problems(shards: Sequence[ShardRun]) -> list[str]:
-    count = int(shards[0].info["shard"]["count"])
+    count = int(shards[0].shard["count"])
     seen = Counter(s.index for s in shards)
     problems = [f"shard {i}/{count} is missing" for i in range(count) if i not in seen]
     for index, times in sorted(seen.items()):
@@ -96,11 +101,11 @@ def _coverage_problems(shards: Sequence[ShardRun], count_tasks: bool = True) -> 
     named missing), and k samples of each in every shard."""
     problems = []
     owner: dict[tuple[str, str], Path] = {}
-    k = int(shards[0].info["k"])
+    k = int(shards[0].info.k or 0)
     for shard in shards:
-        if shard.info.get("status") != "complete":
-            problems.append(f"{shard.label} is not finished (status {shard.info.get('status')!r}); rerun its command")
-        declared = shard.info["shard"]["problem_ids"]
+        if shard.info.status != "complete":
+            problems.append(f"{shard.label} is not finished (status {shard.info.status!r}); rerun its command")
+        declared = shard.shard["problem_ids"]
         for task, ids in declared.items():
             for pid in ids:
                 if (task, pid) in owner:
@@ -113,7 +118,7 @@ def _coverage_problems(shards: Sequence[ShardRun], count_tasks: bool = True) -> 
             task, pid = wrong[0]
             problems.append(f"{shard.label} holds {have[wrong[0]]} of {want[wrong[0]]} samples of {task}/{pid}"
                             + (f" (and {len(wrong) - 1} more problems)" if len(wrong) > 1 else ""))
-    sizes = shards[0].info["shard"]["task_sizes"] if count_tasks else {}
+    sizes = shards[0].shard["task_sizes"] if count_tasks else {}
     for task, size in sizes.items():
         covered = sum(1 for t, _ in owner if t == task)
         if covered != size:
@@ -133,30 +138,25 @@ def check_shards(shards: Sequence[ShardRun]) -> None:
         raise Pr1EvalError("cannot merge: " + "; ".join(problems))
 
 
-def merged_run_json(shards: Sequence[ShardRun], out: Path) -> dict[str, Any]:
-    """Shard 0's ``run.json`` as a whole run: every problem, both ends of time, the shards listed."""
+def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
+    """Shard 0's record as a whole run: every problem, both ends of time, the shards listed."""
     ordered = sorted(shards, key=lambda s: s.index)
-    info = copy.deepcopy(ordered[0].info)
-    info["shard"] = None
-    for name, task in info.get("tasks", {}).items():
-        ids = [pid for s in ordered for pid in s.info["tasks"][name].get("problem_ids", [])]
-        task["n_problems"] = sum(len(s.info["shard"]["problem_ids"].get(name, [])) for s in ordered)
-        if "problem_ids" in task:
-            task.update(task_entry(ids, int(info["k"]), version=task.get("version"), source=task.get("source"),
-                                   data_hash=task.get("data_hash")))
-    info["name"] = out.name
-    info["started_at"] = min(str(s.info.get("started_at") or "") for s in ordered) or None
-    info["finished_at"] = max(str(s.info.get("finished_at") or "") for s in ordered) or None
-    info["status"] = "complete"
-    info["command"] = sys.argv
-    info["merged_at"] = now_iso()
-    info["merged_from"] = [{"path": str(s.path), "index": s.index, "engine": s.info.get("engine"),
-                            "started_at": s.info.get("started_at"), "finished_at": s.info.get("finished_at")}
-                           for s in ordered]
-    if isinstance(info.get("config"), dict):
-        info["config"].update(shard=None, out=str(out))
-    info.pop("scaleout", None)
-    return info
+    first = ordered[0].info
+    tasks = task_entries(first.tasks)
+    for name, task in tasks.items():
+        task.n_problems = sum(len(s.shard["problem_ids"].get(name, [])) for s in ordered)
+        if task.problem_ids is not None:
+            ids = [pid for s in ordered for pid in (s.info.tasks[name].problem_ids or [])]
+            tasks[name] = task_entry(ids, int(first.k or 0), version=task.version, source=task.source,
+                                     data_hash=task.data_hash)
+    config = dict(first.config, shard=None, out=str(out)) if first.config is not None else None
+    return dataclasses.replace(
+        first, name=out.name, tasks=tasks, shard=None, config=config, scaleout=None, status="complete",
+        started_at=min(str(s.info.started_at or "") for s in ordered) or None,
+        finished_at=max(str(s.info.finished_at or "") for s in ordered) or None,
+        command=list(sys.argv), merged_at=now_iso(),
+        merged_from=[{"path": str(s.path), "index": s.index, "engine": s.info.engine,
+                      "started_at": s.info.started_at, "finished_at": s.info.finished_at} for s in ordered])
 
 
 def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
@@ -166,8 +166,8 @@ def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
         raise Pr1EvalError(f"--out {out} already holds a run; pass a new folder for the merged run")
     shards = [load_shard(p) for p in paths]
     check_shards(shards)
-    target.write_run_json({**merged_run_json(shards, Path(out)), "status": "merging"})
+    target.write_run(dataclasses.replace(merged_run_record(shards, Path(out)), status="merging"))
     for shard in sorted(shards, key=lambda s: s.index):
         target.append(RunStore(shard.path).read_records())
-    target.write_run_json(merged_run_json(shards, Path(out)))
+    target.write_run(merged_run_record(shards, Path(out)))
     return Path(out)

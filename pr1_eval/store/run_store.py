@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
 
 SAMPLES_DIR = "samples.parquet"
@@ -70,17 +71,19 @@ class RunStore:
     def exists(self) -> bool:
         return self.run_json_path.is_file()
 
-    def read_run_json(self) -> dict[str, Any]:
+    def read_run(self) -> RunRecord:
+        """The run's record (``run.json``), checked field by field; errors name the file and field."""
         if not self.run_json_path.is_file():
             raise Pr1EvalError(f"{self.root} is not a pr1-eval run: {RUN_JSON} is missing")
         try:
-            data: dict[str, Any] = json.loads(self.run_json_path.read_text(encoding="utf-8"))
+            data = json.loads(self.run_json_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise Pr1EvalError(f"{self.run_json_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        return data
+        return RunRecord.from_dict(data, str(self.run_json_path))
 
-    def write_run_json(self, data: dict[str, Any]) -> None:
-        write_json_atomic(self.run_json_path, data)
+    def write_run(self, record: RunRecord) -> None:
+        """Write the run's record atomically (the only code that writes ``run.json``)."""
+        write_json_atomic(self.run_json_path, record.to_dict())
 
     def part_paths(self) -> list[Path]:
         return sorted(self.samples_dir.glob("part-*.parquet")) if self.samples_dir.is_dir() else []

@@ -1,0 +1,74 @@
+"""Command-line options every generating command shares (``run``, ``sweep``), and how they
+become ``RunConfig`` fields. One definition, so a sweep scores each checkpoint exactly as
+``pr1-eval run`` would."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+
+
+def add_generation_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by every command that generates (``run``, ``sweep``): sampling, engine, decoding, data."""
+    p.add_argument("-k", type=int, default=16, help="samples per problem (default 16)")
+    p.add_argument("--limit", type=int, default=None, help="first N problems of each task")
+    p.add_argument("--max-new-tokens", type=int, default=3000, help="response budget (paper: 3000)")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"])
+    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"])
+    p.add_argument("--paths", type=int, default=2, help="paths per block for --decoding forkjoin")
+    p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
+    p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
+    p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
+    p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],
+                   help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
+    p.add_argument("--problems-per-chunk", type=int, default=None,
+                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
+                        "at most that, shrinking to 1 near the end)")
+    p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
+    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--max-model-len", type=int, default=None)
+    p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|ADDRESS",
+                   help="run replicas on a Ray cluster: auto joins the running one or starts a local one (default "
+                        "without a value), or the head's ADDRESS (host:port)")
+    p.add_argument("--replicas", type=_replicas, default=None, metavar="N|auto",
+                   help="with --ray: engine replicas (default auto: the cluster's GPUs / --gpus-per-replica)")
+    p.add_argument("--gpus-per-replica", type=int, default=None, metavar="G",
+                   help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
+
+
+def _replicas(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+def scaleout_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``RunConfig`` fields for ``--ray``, ``--replicas``, ``--gpus-per-replica`` and ``--shard``."""
+    return {"ray": args.ray, "replicas": args.replicas, "gpus_per_replica": args.gpus_per_replica, "shard": args.shard}
+
+
+def engine_options(args: argparse.Namespace) -> dict[str, object]:
+    if getattr(args, "data_parallel_size", 1) != 1:
+        raise Pr1EvalError("--data-parallel-size is gone: pass --ray --replicas N (one engine per Ray replica, on one "
+                           "node or many; see the README's 'Many GPUs / many nodes')")
+    if args.engine == "hf":
+        return {"max_batch_size": args.batch_size}
+    options: dict[str, object] = {"max_batch_size": args.batch_size, "tensor_parallel_size": args.tensor_parallel_size,
+                                  "gpu_memory_utilization": args.gpu_memory_utilization}
+    if args.max_model_len:
+        options["max_model_len"] = args.max_model_len
+    return options

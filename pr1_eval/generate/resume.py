@@ -1,0 +1,57 @@
+"""When may a rerun append to an existing run folder? One rule, used by the runner as it starts
+and by preflight before any model loads.
+
+Why: a run folder must hold samples of one configuration. Appending samples generated with
+another model, k, sampling, decoding, prompt or shard would make every metric of the run a
+mixture nobody asked for, and the report could not tell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.records.run import RunRecord, task_entries
+from pr1_eval.store.run_store import RunStore
+
+
+def _fingerprint(record: RunRecord) -> dict[str, Any]:
+    """The settings that must match for a rerun to resume an existing run."""
+    return {
+        "model": record.model.path,
+        "k": record.k,
+        "sampling": record.sampling,
+        "decoding": record.decoding,
+        "prompt_sha256": record.prompt.sha256 if record.prompt is not None else None,
+        "shard": _shard_key(record.shard),
+    }
+
+
+def _shard_key(section: dict[str, Any] | None) -> list[int] | None:
+    return None if not section else [int(section["index"]), int(section["count"])]
+
+
+def check_resumable(store: RunStore, new: RunRecord, *, compare_shard: bool = True) -> RunRecord:
+    """Refuse to append to a run made with other settings; keep its tasks and start time.
+
+    ``compare_shard=False``: a planned record (preflight) does not know the shard; the run's own does.
+    """
+    old = store.read_run()
+    if old.prompt is None or old.model.path is None:
+        raise Pr1EvalError(f"{store.root} holds a run.json this version cannot resume (no model or prompt recorded); "
+                           "pass a new --out")
+    old_fp, new_fp = _fingerprint(old), _fingerprint(new)
+    if not compare_shard:
+        del old_fp["shard"], new_fp["shard"]
+    if old_fp != new_fp:
+        diff = [key for key in new_fp if old_fp.get(key) != new_fp[key]]
+        raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}); "
+                           "pass a new --out, or rerun with the original settings to resume")
+    tasks = task_entries(new.tasks)
+    for name, info in old.tasks.items():
+        newer = tasks.get(name)
+        if newer and newer.data_hash != info.data_hash and newer.n_problems == info.n_problems:
+            raise Pr1EvalError(f"task {name!r}: the data changed since this run started (hash differs); pass a new --out")
+        tasks.setdefault(name, info)
+    return dataclasses.replace(new, tasks=tasks, started_at=old.started_at or new.started_at)
