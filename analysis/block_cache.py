@@ -17,6 +17,7 @@ write leaves at most a stray temporary file (written aside, then renamed into pl
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -55,16 +56,17 @@ def cache_dir() -> Path | None:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """Hash of the source that decides what a parsed block is (parser, extractor, loader)."""
-    import analysis.loader
-    import pr1_eval.grading.answer_text
-    import pr1_eval.grading.extract
-    import pr1_eval.protocol.parse
+    """Hash of the source that decides what a parsed block is (parser, extractor, loader).
 
+    The files are found with ``find_spec``, not imported: the loader imports this module, and
+    hashing its source must not need it loaded."""
     digest = hashlib.sha256()
     # answer_text decides how an answer line is read, so a change there changes path_answers too.
-    for module in (pr1_eval.protocol.parse, pr1_eval.grading.extract, pr1_eval.grading.answer_text, analysis.loader):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    for name in ("pr1_eval.protocol.parse", "pr1_eval.grading.extract", "pr1_eval.grading.answer_text", "analysis.loader"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"cannot find the source of {name} to version the block cache; reinstall pr1-eval")
+        digest.update(Path(spec.origin).read_bytes())
     return digest.hexdigest()[:16]
 
 

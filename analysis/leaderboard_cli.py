@@ -1,9 +1,8 @@
 """``pr1-eval leaderboard RUN_OR_DIR... [--baseline RUN] [--tasks …] [--intersect] [--json|--markdown|--csv] [--html OUT]``.
 
 The handler; registration lives in the light :mod:`analysis.leaderboard_command`. The numbers
-come from :func:`analysis.leaderboard.compute_leaderboard`; this module only lays them out:
-a ranking table (one row per run, ``=`` before the rank of a row tied with the row above),
-the per-task table, the paired comparisons with the baseline, the average convention and notes.
+come from :func:`analysis.leaderboard.compute_leaderboard` and are laid out by
+:mod:`analysis.leaderboard_tables` (the ranking, per-task and paired-comparison tables and notes).
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are ranked
 and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compared.
@@ -12,139 +11,12 @@ and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compare
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
 
-from analysis.leaderboard import Leaderboard, compute_leaderboard, k_label
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _interval(value: Any, ci: Sequence[float] | None) -> str:
-    return _num(value) + ("" if not ci else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2e}" if value < 1e-3 else f"{value:.3f}"
-
-
-def _label(doc: dict[str, Any]) -> str:
-    """K in column names: the number when every run and task share it, else ``k``."""
-    ks = {cell["k"] for run in doc["runs"] for cell in run["tasks"].values()}
-    return str(ks.pop()) if len(ks) == 1 else "k"
-
-
-def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per run: rank (``=`` when tied with the row above), identity, average, mean@K per task."""
-    rows = []
-    label = _label(doc)
-    for run in doc["runs"]:
-        avg, k = run["average"], k_label(run["k"])
-        row = {"rank": ("=" if run["tied_with_above"] else "") + str(run["rank"]), "run": run["name"],
-               "step": "-" if run["step"] is None else str(run["step"]), "decoding": run["decoding"],
-               f"avg mean@{label}": _num(avg[f"mean@{k}"]), f"avg pass@{label}": _num(avg[f"pass@{k}"]),
-               f"avg pass@{label}_paper": _num(avg[f"pass@{k}_paper"]), f"avg maj@{label}": _num(avg[f"maj@{k}"]),
-               "avg parallel": _num(avg["parallel_ratio"]), "p vs above": _p(run["p_vs_above"])}
-        for task, cell in run["tasks"].items():
-            row[f"{task} mean@{label}"] = _interval(cell[f"mean@{cell['k']}"], cell["ci95"])
-        rows.append(row)
-    return rows
-
-
-def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per run × task with every leaderboard metric."""
-    rows = []
-    label = _label(doc)
-    for run in doc["runs"]:
-        for task, cell in run["tasks"].items():
-            k = cell["k"]
-            rows.append({"run": run["name"], "task": task, "k": str(k), "problems": str(cell["n_problems"]),
-                         f"mean@{label} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
-                         f"pass@{label}": _num(cell[f"pass@{k}"]), f"pass@{label}_paper": _num(cell[f"pass@{k}_paper"]),
-                         f"maj@{label}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
-                         "first block": _num(cell["first_block_rel_pos"])})
-    return rows
-
-
-def comparison_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per run × task compared with the baseline."""
-    return [{"run": c["run"], "vs": c["baseline"], "task": c["task"], "problems": str(c["n_problems"]),
-             "delta [95% CI]": _interval(c["delta"], c["ci95"]), "p": _p(c["p_value"]), "p (Holm)": _p(c["p_holm"]),
-             "test": c["test"]} for c in doc["comparisons"]]
-
-
-def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The runs as one flat row each (numbers unrounded), for ``--csv``."""
-    rows = []
-    for run in doc["runs"]:
-        row: dict[str, Any] = {key: run[key] for key in ("rank", "tied_with_above", "p_vs_above", "name", "model",
-                                                          "family", "step", "decoding", "k")}
-        row.update({f"average.{key}": value for key, value in run["average"].items() if not isinstance(value, dict)})
-        for task, cell in run["tasks"].items():
-            for key, value in cell.items():
-                if isinstance(value, list):
-                    row[f"{task}.{key}.low"], row[f"{task}.{key}.high"] = value
-                elif key.endswith("ci95"):
-                    row[f"{task}.{key}.low"] = row[f"{task}.{key}.high"] = None
-                else:
-                    row[f"{task}.{key}"] = value
-        rows.append(row)
-    return rows
-
-
-def text_table(rows: list[dict[str, str]]) -> str:
-    """Fixed-width columns, first column left-aligned."""
-    if not rows:
-        return "(none)"
-    heads = list(rows[0])
-    widths = [max(len(h), *(len(r.get(h, "")) for r in rows)) for h in heads]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths, strict=True)))]
-    for row in rows:
-        cells = [row.get(h, "") for h in heads]
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))))
-    return "\n".join(lines)
-
-
-def markdown_table(rows: list[dict[str, str]]) -> str:
-    if not rows:
-        return "(none)"
-    heads = list(rows[0])
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(heads))) + "|"]
-    lines += ["| " + " | ".join(row.get(h, "").replace("|", "\\|") for h in heads) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def render(doc: dict[str, Any], fmt: str) -> str:
-    """The document as ``text`` or ``markdown`` tables, or ``csv`` (the runs only)."""
-    if fmt == "csv":
-        rows = csv_rows(doc)
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        return buffer.getvalue().rstrip("\n")
-    table = markdown_table if fmt == "markdown" else text_table
-    head = (lambda t: f"### {t}") if fmt == "markdown" else (lambda t: f"== {t} ==")
-    parts = [head("Leaderboard"), table(ranking_rows(doc)),
-             f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
-             f"(paired sign-flip test on the average, p ≥ {doc['alpha']}).",
-             head("Per task"), table(task_rows(doc)),
-             head(f"Paired comparisons with the baseline {doc['baseline']} (shared problems; bootstrap 95% CI; "
-                  "sign-flip p; Holm across tasks)"), table(comparison_rows(doc))]
-    if doc["notes"] or doc["failures"]:
-        lines = [f"- {note}" for note in doc["notes"]]
-        lines += [f"- run not loaded: {f['path']}: {f['reason']}" for f in doc["failures"]]
-        parts += [head("Notes"), "\n".join(lines)]
-    return "\n\n".join(parts)
+from analysis.leaderboard import Leaderboard, compute_leaderboard
+from analysis.leaderboard_tables import render
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from analysis.leaderboard import Leaderboard
-from analysis.leaderboard_cli import comparison_rows, ranking_rows, task_rows
+from analysis.leaderboard_tables import comparison_rows, ranking_rows, task_rows
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
