@@ -35,7 +35,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = RunConfig(
         model=args.model, tasks=parse_task_list(args.tasks), k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed, engine=args.engine,
-        decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, prompt=args.prompt, data_dir=args.data_dir,
+        decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, after_last_block=args.after_last_block,
+        prompt=args.prompt, data_dir=args.data_dir,
         data_source=args.data_source, out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
         revision=args.revision, step=args.step, engine_options=engine_options(args), **scaleout_options(args),
     )

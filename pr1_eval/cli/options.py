@@ -23,6 +23,10 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"])
     p.add_argument("--paths", type=int, default=2, help="paths per block for --decoding forkjoin")
     p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
+    p.add_argument("--after-last-block", default="end", choices=["end", "continue"],
+                   help="after the last allowed block's </Summary>: end the response (the paper's rollout, "
+                        "default) or continue it (fork-join writes later blocks inline, without a fork point; "
+                        "structured decoding lifts the limit); recorded in run.json")
     p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
     p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
     p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],

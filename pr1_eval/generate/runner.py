@@ -59,6 +59,7 @@ class RunConfig:
     decoding: str = "sequential"
     paths: int = 2
     max_blocks: int = 4
+    after_last_block: str = "end"  # end: the paper's rollout stops after the last block; continue
     prompt: str = "parallel_r1_v3"
     data_dir: str | None = None
     data_source: str = "auto"  # auto | packaged | hub (pr1_eval.inputs.tasks.load_task)
@@ -266,7 +267,7 @@ def _open_source(config: RunConfig, engine: Engine | None, decoder: Any) -> Chun
         raise Pr1EvalError("--ray needs Ray, which is not installed here; install it with pip install 'pr1-eval[ray]' "
                            "(the same version as the cluster's)") from None
     spec = ReplicaSpec(config.model, config.engine, dict(config.engine_options), config.decoding, config.paths,
-                       config.max_blocks)
+                       config.max_blocks, config.after_last_block)
     return RayPool.start(spec, config.ray, config.replicas, config.gpus_per_replica)
 
 
@@ -281,7 +282,8 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir
     config.data_dir = str(data_dir) if data_dir else None
     template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
-    decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks)
+    decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks,
+                           after_last_block=config.after_last_block)
     source = _open_source(config, engine, decoder)
     try:
         return _run(config, source, decoder.describe(), template)

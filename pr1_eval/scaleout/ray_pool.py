@@ -59,6 +59,7 @@ class ReplicaSpec:
     decoding: str
     paths: int = 2
     max_blocks: int = 4
+    after_last_block: str = "end"
     threads: int = 1
 
 
@@ -74,7 +75,8 @@ class Replica:
         if spec.threads > 0:
             torch.set_num_threads(spec.threads)
         self.engine = make_engine(spec.engine, spec.model, **spec.engine_options)
-        self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks)
+        self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks,
+                                    after_last_block=spec.after_last_block)
 
     def info(self) -> dict[str, Any]:
         return {"engine": self.engine.describe(), "engine_name": self.engine.name, "pid": os.getpid(),
