@@ -12,7 +12,7 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from pr1_eval.cli.options import add_generation_options, engine_options, scaleout_options
+from pr1_eval.cli.options import add_generation_options, run_config
 from pr1_eval.errors import Pr1EvalError
 
 
@@ -29,18 +29,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from pr1_eval.cli.commands import print_report
-    from pr1_eval.generate.runner import RunConfig, run_eval
-    from pr1_eval.inputs.tasks import parse_task_list
+    from pr1_eval.generate.runner import run_eval
 
-    config = RunConfig(
-        model=args.model, tasks=parse_task_list(args.tasks), k=args.k, limit=args.limit, max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed, engine=args.engine,
-        decoding=args.decoding, paths=args.paths, max_blocks=args.max_blocks, after_last_block=args.after_last_block,
-        prompt=args.prompt, data_dir=args.data_dir,
-        data_source=args.data_source, out=args.out, problems_per_chunk=args.problems_per_chunk, grade_workers=args.grade_workers,
-        revision=args.revision, step=args.step, engine_options=engine_options(args), **scaleout_options(args),
-    )
-    out = run_eval(config)
+    out = run_eval(run_config(args))
     print_report(out)
     _print_scaleout_note(out)
     return 0

@@ -5,9 +5,13 @@ become ``RunConfig`` fields. One definition, so a sweep scores each checkpoint e
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from pr1_eval.errors import Pr1EvalError
+
+if TYPE_CHECKING:
+    from pr1_eval.generate.runner import RunConfig
 
 
 def add_generation_options(p: argparse.ArgumentParser) -> None:
@@ -60,9 +64,17 @@ def _replicas(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
-def scaleout_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``RunConfig`` fields for ``--ray``, ``--replicas``, ``--gpus-per-replica`` and ``--shard``."""
-    return {"ray": args.ray, "replicas": args.replicas, "gpus_per_replica": args.gpus_per_replica, "shard": args.shard}
+def run_config(args: argparse.Namespace, **overrides: Any) -> RunConfig:
+    """The ``RunConfig`` these options describe: every field the parser defines under its own name
+    (``-k``, ``--seed``, ``--max-blocks``, ``--ray`` …), the tasks parsed, the engine options, then
+    ``overrides`` (a sweep's per-checkpoint model, out and step). ``run`` and ``sweep`` both build
+    their configs here, so an option added to :func:`add_generation_options` reaches both."""
+    from pr1_eval.generate.runner import RunConfig
+    from pr1_eval.inputs.tasks import parse_task_list
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
+    values.update(tasks=parse_task_list(args.tasks), engine_options=engine_options(args), **overrides)
+    return RunConfig(**values)
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:

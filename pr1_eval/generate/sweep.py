@@ -261,15 +261,10 @@ def _metrics(out: Path) -> dict[str, Any]:
 
 # ----- the command ----------------------------------------------------------------------------
 def _run_config(args: argparse.Namespace, checkpoint: Checkpoint, out: Path) -> Any:
-    """A RunConfig for one checkpoint from the sweep's options (every option ``run`` shares)."""
-    from pr1_eval.cli.options import engine_options  # the same engine options as `run`
-    from pr1_eval.generate.runner import RunConfig
-    from pr1_eval.inputs.tasks import parse_task_list
+    """A RunConfig for one checkpoint from the sweep's options (built exactly as ``run`` builds its own)."""
+    from pr1_eval.cli.options import run_config
 
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
-    values.update(model=str(checkpoint.model_dir), tasks=parse_task_list(args.tasks), out=str(out),
-                  step=checkpoint.step, engine_options=engine_options(args))
-    return RunConfig(**values)
+    return run_config(args, model=str(checkpoint.model_dir), out=str(out), step=checkpoint.step)
 
 
 def _shared_checks(config: Any) -> dict[str, Any]:

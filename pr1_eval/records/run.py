@@ -32,8 +32,6 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 
 RUN_RECORD_VERSION = 2
-#: A run's ``status``: ``running``/``importing``/``merging`` until its samples are all stored.
-STATUSES = ("running", "importing", "merging", "complete")
 
 
 @dataclass
@@ -76,7 +74,7 @@ class RunRecord:
     that module documents; the record checks that they are objects."""
 
     name: str | None = None
-    status: str | None = None  # one of STATUSES; None in a hand-written file that says nothing
+    status: str | None = None  # running | importing | merging until every sample is stored, then complete
     model: ModelInfo = field(default_factory=ModelInfo)
     tasks: dict[str, TaskEntry] = field(default_factory=dict)
     k: int | None = None  # samples per problem when every task has the same
