@@ -302,13 +302,6 @@ def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCou
     return out[list(BLOCK_COLUMNS)].astype({"step": "Int64"})
 
 
-def build_blocks(samples: pd.DataFrame, counter: TokenCounter | None) -> tuple[pd.DataFrame, list[str]]:
-    """The blocks frame of one run's samples (no cache), and notes on samples whose stored
-    structure disagrees with a fresh parse of their response."""
-    parsed, mismatched = parse_blocks(samples)
-    return finish_blocks(parsed, samples, counter), [] if not mismatched else [_mismatch_note(mismatched)]
-
-
 @dataclass(frozen=True)
 class TraceSegment:
     """One piece of a response in reading order, for showing a trace: a stretch of the main line
