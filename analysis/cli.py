@@ -30,7 +30,7 @@ _STRUCTURE_VIEW = ["run", "task", "step", "n_samples", "parallel_ratio", "blocks
                    "accuracy", "accuracy_with_block", "accuracy_without_block"]
 _DIVERSITY_VIEW = ["run", "task", "n_pairs", "bleu_mean", "cosine_mean", "n_blocks_roles", "share_verification",
                    "share_exploration", "share_undetermined", "summary_consistency"]
-_TREND_VIEW = ["task", "model_family", "decoding", "metric", "n_steps", "spearman_rho", "p_value", "p_value_exact"]
+_TREND_VIEW = ["task", "model_family", "decoding", "metric", "n_steps", "spearman_rho", "p_value", "p_method", "position_unit"]
 
 
 def run_analyze(args: argparse.Namespace) -> int:

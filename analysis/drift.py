@@ -2,25 +2,37 @@
 
 The paper's claim (b) is that ``<Parallel>`` blocks move later in the response as RL goes on.
 A claim about a trend needs a test, so every metric gets Spearman's ρ against the checkpoint
-step (rank-based: robust to the uneven spacing of saved steps) with scipy's p-value. Because
-that p-value comes from a t approximation that is badly off for a handful of checkpoints, the
-detailed table also carries the exact permutation p-value when there are at most 8 steps.
+step (rank-based: robust to the uneven spacing of saved steps) and one two-sided p-value,
+``p_value``, computed by :func:`spearman_test` and read by every surface (``analyze`` tables and
+``--json``, the dashboard's Training page, notebook 02). ``p_method`` says how it was computed:
+
+* up to :data:`EXACT_MAX_STEPS` steps, ``"exact permutation (n! = 24)"``: the share of all n!
+  orderings of the values whose |ρ| is at least the observed one. Why: scipy's p-value is a
+  t approximation that is badly off for a handful of checkpoints (0.0 for a perfect trend over
+  3 or 4 steps, where the exact p is 1/3 or 1/12), and a sweep rarely has more than 8 checkpoints.
+  Ties are ranked by average ranks, exactly as scipy's ρ, and every ordering of the tied values
+  counts once, so the null distribution is the one of the statistic reported;
+* beyond that, ``"t-approximation (n = 12)"``: scipy's, which is accurate by then.
 
 Runs are compared only within one *model family* (one training job: the model path with its
 ``global_step_N`` component wildcarded) and one decoding mode, so two experiments never mix.
+Block positions measured in tokens at some steps and in characters at others are not one series:
+such a trend is left out (null) with a note saying so (see :func:`trend`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from pr1_eval.records.provenance import checkpoint_step
 from pr1_eval.records.run import RunRecord
@@ -39,8 +51,12 @@ TREND_METRICS: tuple[str, ...] = (
 DRIFT_JSON_METRIC = "block_rel_pos"
 #: Fewest distinct steps for which a trend is computed at all.
 MIN_STEPS = 3
-#: Up to this many steps the exact permutation p-value is computed (8! = 40,320 orderings).
+#: Up to this many steps the p-value is the exact permutation one (8! = 40,320 orderings, ~10 ms).
 EXACT_MAX_STEPS = 8
+#: Metrics measured in a position unit (tokens or characters, the runs' ``position_unit``).
+POSITION_METRICS = ("block_rel_pos", "first_block_rel_pos")
+#: How each position unit is written in notes and labels.
+UNIT_WORDS = {"token": "tokens", "char": "characters", "mixed": "tokens for some responses, characters for others"}
 
 
 def resolve_step(run: RunRecord, run_path: str | Path) -> int | None:
@@ -66,72 +82,122 @@ def model_family(run: RunRecord, run_name: str) -> str:
     return _STEP_COMPONENT.sub("global_step_*", base)
 
 
-def exact_spearman_p(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Two-sided exact permutation p-value of Spearman's ρ (all orderings of ``y``'s ranks);
-    ``None`` above :data:`EXACT_MAX_STEPS` points. Ties are handled through average ranks."""
+@functools.lru_cache(maxsize=EXACT_MAX_STEPS + 1)
+def _orderings(n: int) -> np.ndarray:
+    """All n! orderings of ``range(n)``, one per row (8! × 8 small integers: 320 kB)."""
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def exact_spearman_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
+    """Two-sided exact permutation p-value of Spearman's ρ: the share of the n! orderings of ``y``
+    whose |ρ| reaches the observed |ρ|. ``None`` above :data:`EXACT_MAX_STEPS` points, below 2, or
+    when either series is constant (ρ undefined).
+
+    Ties get average ranks (scipy's ρ); permuting the ranks of ``y`` is permuting ``y``, so tied
+    values are reordered like any others and each of the n! orderings counts once.
+    """
     n = len(x)
-    if n > EXACT_MAX_STEPS or n < 2:
+    if n > EXACT_MAX_STEPS or n < 2 or len(y) != n:
         return None
-    rx = pd.Series(x).rank().to_numpy()
-    ry = pd.Series(y).rank().to_numpy()
-    observed = abs(_pearson(rx, ry))
-    hits = total = 0
-    for perm in itertools.permutations(ry):
-        total += 1
-        hits += abs(_pearson(rx, np.asarray(perm))) >= observed - 1e-12
-    return hits / total
-
-
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    a = a - a.mean()
-    b = b - b.mean()
+    a = rankdata(np.asarray(x, dtype=float))
+    b = rankdata(np.asarray(y, dtype=float))
+    a, b = a - a.mean(), b - b.mean()
     denom = math.sqrt(float((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / denom) if denom else 0.0
+    if not denom:
+        return None
+    observed = abs(float(a @ b)) / denom
+    rhos = np.abs(b[_orderings(n)] @ a) / denom
+    # distinct values of ρ differ by far more than 1e-9 (ρ is a ratio of small integers over n ≤ 8)
+    return float(np.mean(rhos >= observed - 1e-9))
+
+
+def p_method_name(n_points: int) -> str:
+    """How :func:`spearman_test` computes the p-value of ``n_points`` points, as ``p_method`` says it."""
+    if 2 <= n_points <= EXACT_MAX_STEPS:
+        return f"exact permutation (n! = {math.factorial(n_points):,})"
+    return f"t-approximation (n = {n_points})"
+
+
+def spearman_test(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, Any]:
+    """Spearman's ρ of ``y`` against ``x`` and THE p-value every surface reports: ``spearman_rho``,
+    ``p_value`` and ``p_method`` (exact up to :data:`EXACT_MAX_STEPS` points, else scipy's t
+    approximation; see the module docstring). Nulls when ρ is undefined (a constant series)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    result = spearmanr(xs, ys)
+    rho = float(result.statistic)
+    if math.isnan(rho):
+        return {"spearman_rho": None, "p_value": None, "p_method": None}
+    if len(xs) <= EXACT_MAX_STEPS:
+        p: float | None = exact_spearman_p(xs, ys)
+    else:
+        p = None if math.isnan(float(result.pvalue)) else float(result.pvalue)
+    return {"spearman_rho": rho, "p_value": p, "p_method": p_method_name(len(xs))}
 
 
 def trend(steps: pd.Series, values: pd.Series) -> dict[str, Any]:
-    """Spearman's ρ of ``values`` against ``steps`` (null values dropped) and its p-values;
-    nulls plus a note when there are too few steps or a constant series."""
+    """Spearman's ρ of ``values`` against ``steps`` (null values dropped) with its p-value and
+    ``p_method`` (:func:`spearman_test`); nulls plus a note when there are too few steps or a
+    constant series."""
     frame = pd.DataFrame({"step": steps, "value": values}).dropna()
     n = int(frame["step"].nunique())
-    out: dict[str, Any] = {"spearman_rho": None, "p_value": None, "p_value_exact": None, "n_steps": n, "note": None}
+    out: dict[str, Any] = {"spearman_rho": None, "p_value": None, "p_method": None, "n_steps": n, "note": None}
     if n < MIN_STEPS:
         out["note"] = f"{n} step(s) with a value; a trend needs at least {MIN_STEPS}"
         return out
     if frame["value"].nunique() < 2:
         out["note"] = "the value is the same at every step; rank correlation undefined"
         return out
-    result = spearmanr(frame["step"].to_numpy(float), frame["value"].to_numpy(float))
-    rho, p = float(result.statistic), float(result.pvalue)
-    out["spearman_rho"] = None if math.isnan(rho) else rho
-    out["p_value"] = None if math.isnan(p) else p
-    out["p_value_exact"] = exact_spearman_p(frame["step"].to_numpy(float), frame["value"].to_numpy(float))
-    if n <= EXACT_MAX_STEPS:
-        out["note"] = "few steps: prefer p_value_exact (scipy's p-value is a t approximation)"
+    out.update(spearman_test(frame["step"].to_numpy(float), frame["value"].to_numpy(float)))
     return out
 
 
+def _mixed_units(group: pd.DataFrame) -> str | None:
+    """A note when the steps of one series measure block positions in different units, else None."""
+    if "position_unit" not in group:
+        return None
+    by_unit: dict[str, list[str]] = {}
+    for step, unit in zip(group["step"], group["position_unit"], strict=True):
+        if isinstance(unit, str):
+            by_unit.setdefault(unit, []).append(str(step))
+    if len(by_unit) < 2 and "mixed" not in by_unit:
+        return None
+    where = "; ".join(f"{UNIT_WORDS.get(u, u)} at step(s) {', '.join(s)}" for u, s in sorted(by_unit.items()))
+    return (f"block positions are in different units ({where}): no trend computed; "
+            "import the runs with --tokenizer (or regenerate them) so every step counts tokens")
+
+
 def drift_trends(points: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model_family, decoding, task, metric) with ρ, p-values, n_steps, note.
+    """One row per (model_family, decoding, task, metric) with ρ, ``p_value``, ``p_method``,
+    ``n_steps``, ``position_unit`` (for the position metrics: the unit every step shares) and a note.
 
     ``points`` is the per-step table (:func:`analysis.summary.drift_points`): one row per
-    (model_family, decoding, task, step) with the :data:`TREND_METRICS` columns.
+    (model_family, decoding, task, step) with the :data:`TREND_METRICS` columns and ``position_unit``.
     """
     rows = []
-    columns = ["model_family", "decoding", "task", "metric", "spearman_rho", "p_value", "p_value_exact", "n_steps", "note"]
+    columns = ["model_family", "decoding", "task", "metric", "spearman_rho", "p_value", "p_method", "n_steps",
+               "position_unit", "note"]
     if points.empty:
         return pd.DataFrame(columns=columns)
     for (family, decoding, task), group in points.groupby(["model_family", "decoding", "task"], sort=True, dropna=False):
         for metric in TREND_METRICS:
             if metric not in group:
                 continue
-            rows.append({"model_family": family, "decoding": decoding, "task": task, "metric": metric,
-                         **trend(group["step"], group[metric])})
+            row = {"model_family": family, "decoding": decoding, "task": task, "metric": metric,
+                   **trend(group["step"], group[metric]), "position_unit": None}
+            if metric in POSITION_METRICS:
+                has_value = group[group[metric].notna()]
+                mixed = _mixed_units(has_value)
+                units = {u for u in has_value.get("position_unit", pd.Series(dtype=object)) if isinstance(u, str)}
+                row["position_unit"] = units.pop() if len(units) == 1 else None
+                if mixed:
+                    row.update({"spearman_rho": None, "p_value": None, "p_method": None, "note": mixed})
+            rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
 
 def drift_json(trends: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The ``drift`` object of ``analyze --json``: per task, the block-position trend.
+    """The ``drift`` object of ``analyze --json``: per task, the block-position trend
+    (``spearman_rho``, ``p_value``, ``p_method``, ``n_steps``, ``position_unit``).
 
     Keyed by task; when one task has several families or decoding modes, each key becomes
     ``"TASK [family, decoding]"`` so none overwrites another.
@@ -142,5 +208,6 @@ def drift_json(trends: pd.DataFrame) -> dict[str, dict[str, Any]]:
         row: Any
         for row in group.itertuples():
             key = str(task) if len(group) == 1 else f"{task} [{row.model_family}, {row.decoding}]"
-            out[key] = {"spearman_rho": row.spearman_rho, "p_value": row.p_value, "n_steps": int(row.n_steps)}
+            out[key] = {"spearman_rho": row.spearman_rho, "p_value": row.p_value, "p_method": row.p_method,
+                        "n_steps": int(row.n_steps), "position_unit": row.position_unit}
     return out

@@ -58,8 +58,10 @@ def test_json_shape_values_files_and_partial_failure(tmp_path: Path, capsys: pyt
         assert row["roles"] == {"verification": 1.0, "exploration": 0.0, "undetermined": 0.0}
         assert row["bleu_mean"] == pytest.approx(div.symmetric_bleu("Final Answer: 4", "\\boxed{4}"))
     assert [r["step"] for r in document["runs"]] == [10, 20, 30]
-    assert document["drift"] == {"amc23": {"spearman_rho": pytest.approx(1.0), "p_value": pytest.approx(0.0),
-                                           "n_steps": 3}}
+    # 3 checkpoints in perfect order: exactly 2 of the 3! orderings are as extreme (scipy's t approximation says 0.0)
+    assert document["drift"] == {"amc23": {"spearman_rho": pytest.approx(1.0), "p_value": pytest.approx(2 / 6),
+                                           "p_method": "exact permutation (n! = 6)", "n_steps": 3,
+                                           "position_unit": "char"}}
     assert [f["path"].endswith("broken") for f in document["failures"]] == [True]
     for name in ("runs", "blocks", "pairs", "responses", "drift_points", "drift_trends"):
         assert (out / f"{name}.parquet").is_file() and (out / f"{name}.csv").is_file()
@@ -120,7 +122,8 @@ def test_bad_inputs_give_nulls_and_notes_never_a_crash(tmp_path: Path, capsys: p
     assert rows["empty_paths"]["bleu_mean"] is None and rows["empty_paths"]["paths_per_block"] == 2.0
     assert rows["one_path"]["paths_per_block"] == 1.0 and rows["one_path"]["bleu_mean"] is None
     assert rows["single"]["n_samples"] == 1 and rows["single"]["step"] == 5
-    assert document["drift"] == {"t": {"spearman_rho": None, "p_value": None, "n_steps": 1}}
+    assert document["drift"] == {"t": {"spearman_rho": None, "p_value": None, "p_method": None, "n_steps": 1,
+                                       "position_unit": "char"}}
     def note(start: str) -> str:
         found = [n for n in document["notes"] if n.startswith(start)]
         assert len(found) == 1, (start, document["notes"])  # each sentence once, with where it applies

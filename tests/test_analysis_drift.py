@@ -1,44 +1,86 @@
-"""Drift over training: Spearman against hand-computed ranks, exact p-values, grouping."""
+"""Drift over training: Spearman and its exact p-value against a brute-force enumeration in the test, grouping."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from analysis_fixtures import block, make_record, response, write_run
+from scipy.stats import spearmanr
 
 from analysis.drift import drift_json, drift_trends, exact_spearman_p, trend
 from analysis.loader import load_runs
 from analysis.summary import analyze, to_json
 
 
-def test_rho_and_exact_p_by_hand() -> None:
-    # ranks of y: 1, 3, 2, 4 -> d = 0, 1, -1, 0 -> rho = 1 - 6*2 / (4*15) = 0.8
-    out = trend(pd.Series([100, 200, 300, 400]), pd.Series([0.1, 0.3, 0.2, 0.5]))
-    assert out["spearman_rho"] == pytest.approx(0.8) and out["n_steps"] == 4
-    # |rho| >= 0.8 for 4 of the 24 orderings on each side (identity + 3 adjacent swaps): 8/24
-    assert out["p_value_exact"] == pytest.approx(1 / 3)
-    # scipy's t approximation: t = rho * sqrt((n-2)/(1-rho^2)), two-sided with n-2 df
-    from scipy.stats import t as student_t
+def _enumerated_p(x: list[float], y: list[float]) -> float:
+    """The exact two-sided p by brute force, independently of the code under test: scipy's ρ for
+    every one of the n! orderings of ``y`` (ties included, each ordering counted once)."""
+    observed = abs(spearmanr(x, y).statistic)
+    rhos = [abs(spearmanr(x, list(order)).statistic) for order in itertools.permutations(y)]
+    return sum(r >= observed - 1e-9 for r in rhos) / math.factorial(len(y))
 
-    t_stat = 0.8 * math.sqrt(2 / (1 - 0.64))
-    assert out["p_value"] == pytest.approx(2 * student_t.sf(t_stat, 2))
+
+CASES = [
+    ([1, 2, 3], [0.1, 0.2, 0.3]),  # perfect rise over 3: 2 of 6 orderings as extreme -> 1/3
+    ([1, 2, 3], [0.3, 0.2, 0.1]),  # perfect fall
+    ([100, 200, 300, 400], [0.1, 0.2, 0.3, 0.4]),  # perfect over 4: 2 of 24 -> 1/12
+    ([10, 20, 30, 40, 50], [0.05, 0.1, 0.2, 0.4, 0.8]),  # perfect over 5: 2 of 120 -> 1/60
+    ([1, 2, 3, 4], [0.1, 0.2, 0.2, 0.4]),  # a tie in the values
+    ([1, 2, 3, 4, 5], [0.3, 0.3, 0.1, 0.3, 0.5]),  # three tied values
+    ([5, 10, 15, 20, 25], [0.5, 0.5, 0.7, 0.7, 0.9]),  # two ties
+    ([1, 2, 3, 4, 5], [0.42, 0.17, 0.93, 0.61, 0.38]),  # a noisy series (no clear trend)
+]
+
+
+@pytest.mark.parametrize(("steps", "values"), CASES)
+def test_p_value_is_the_exact_permutation_p_by_enumeration(steps: list[float], values: list[float]) -> None:
+    out = trend(pd.Series(steps), pd.Series(values))
+    assert out["spearman_rho"] == pytest.approx(spearmanr(steps, values).statistic)
+    assert out["p_value"] == pytest.approx(_enumerated_p(steps, values), abs=1e-12)
+    assert out["p_method"] == f"exact permutation (n! = {math.factorial(len(steps))})"
+    assert exact_spearman_p(steps, values) == out["p_value"]
+
+
+def test_perfect_trends_have_the_textbook_exact_p() -> None:
+    # a perfect order is matched only by itself and its reverse: p = 2 / n!
+    for n, expected in [(3, 1 / 3), (4, 1 / 12), (5, 1 / 60)]:
+        out = trend(pd.Series(range(n)), pd.Series([i * i for i in range(n)]))
+        assert out["spearman_rho"] == pytest.approx(1.0) and out["p_value"] == pytest.approx(expected)
+    # scipy's t approximation says 0.0 here: the value this test used to pin
+    assert spearmanr([1, 2, 3], [1, 2, 3]).pvalue == pytest.approx(0.0)
+
+
+def test_a_random_case_by_enumeration() -> None:
+    rng = np.random.default_rng(7)
+    steps = sorted(rng.choice(1000, size=6, replace=False).tolist())
+    values = rng.integers(0, 4, size=6).astype(float).tolist()  # few distinct values: ties likely
+    out = trend(pd.Series(steps), pd.Series(values))
+    assert out["p_value"] == pytest.approx(_enumerated_p(steps, values), abs=1e-12)
+    assert out["p_method"] == "exact permutation (n! = 720)"
+
+
+def test_many_steps_use_scipys_t_approximation_and_say_so() -> None:
+    steps = list(range(12))
+    values = [0.1, 0.3, 0.2, 0.5, 0.4, 0.6, 0.55, 0.7, 0.9, 0.8, 1.0, 0.95]
+    out = trend(pd.Series(steps), pd.Series(values))
+    assert out["p_value"] == pytest.approx(spearmanr(steps, values).pvalue)
+    assert out["p_method"] == "t-approximation (n = 12)"
+    assert exact_spearman_p(list(range(9)), list(range(9))) is None  # 9! is beyond the enumeration
 
 
 def test_too_few_steps_and_constant_series_are_null_with_a_note() -> None:
     two = trend(pd.Series([1, 2]), pd.Series([0.1, 0.2]))
     assert two["spearman_rho"] is None and two["p_value"] is None and two["n_steps"] == 2 and "at least 3" in two["note"]
+    assert two["p_method"] is None
     flat = trend(pd.Series([1, 2, 3]), pd.Series([0.5, 0.5, 0.5]))
     assert flat["spearman_rho"] is None and "same at every step" in flat["note"]
     gaps = trend(pd.Series([1, 2, 3, 4]), pd.Series([0.1, None, None, 0.4]))
     assert gaps["n_steps"] == 2 and gaps["spearman_rho"] is None
-
-
-def test_exact_p_of_a_perfect_order() -> None:
-    assert exact_spearman_p([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == pytest.approx(2 / 6)
-    assert exact_spearman_p(list(range(9)), list(range(9))) is None
 
 
 def _run_at(root: Path, step: int, prefix_words: int, family: str = "exp") -> None:
@@ -58,10 +100,11 @@ def test_block_position_drift_end_to_end(tmp_path: Path) -> None:
     assert list(points["step"]) == [100, 200, 300, 400]
     assert points["block_rel_pos"].is_monotonic_increasing
     document = to_json(analysis)
-    assert document["drift"] == {"aime24": {"spearman_rho": pytest.approx(1.0), "p_value": pytest.approx(0.0),
-                                            "n_steps": 4}}
+    assert document["drift"] == {"aime24": {"spearman_rho": pytest.approx(1.0), "p_value": pytest.approx(2 / 24),
+                                            "p_method": "exact permutation (n! = 24)", "n_steps": 4,
+                                            "position_unit": "char"}}
     trends = analysis.drift_trends.set_index("metric")
-    assert trends.loc["block_rel_pos", "p_value_exact"] == pytest.approx(2 / 24)
+    assert trends.loc["block_rel_pos", "p_value"] == pytest.approx(2 / 24)
     assert trends.loc["parallel_ratio", "spearman_rho"] is None or pd.isna(trends.loc["parallel_ratio", "spearman_rho"])
     assert any("no-step" in n and "no checkpoint step" in n for n in document["notes"])
 
@@ -82,3 +125,22 @@ def test_no_steps_means_no_drift_key(tmp_path: Path) -> None:
     write_run(tmp_path, "plain", [make_record("aime24", "p0", 0, response("x"))])
     document = to_json(analyze(load_runs(tmp_path, tokenizer=None)))
     assert "drift" not in document and document["runs"][0]["step"] is None
+
+
+def test_steps_in_different_position_units_give_no_trend_and_say_why(tmp_path: Path) -> None:
+    for step, words, tokens in [(1, 5, True), (2, 40, False), (3, 80, True)]:
+        intro = " ".join(["w"] * words)
+        records = [make_record("aime24", f"p{i}", 0, response(intro, block(["a", "b"]), "done"), tokens=tokens)
+                   for i in range(2)]
+        write_run(tmp_path, f"mix-{step}", records, model=f"/ck/mix/global_step_{step}/hf")
+    analysis = analyze(load_runs(tmp_path, tokenizer=None))
+    assert list(analysis.drift_points["position_unit"]) == ["token", "char", "token"]
+    trends = analysis.drift_trends.set_index("metric")
+    for metric in ("block_rel_pos", "first_block_rel_pos"):
+        assert trends.loc[metric, "spearman_rho"] is None and trends.loc[metric, "p_value"] is None
+        assert "tokens at step(s) 1, 3" in trends.loc[metric, "note"]
+        assert "characters at step(s) 2" in trends.loc[metric, "note"]
+    assert trends.loc["parallel_ratio", "note"] is None or "units" not in str(trends.loc["parallel_ratio", "note"])
+    document = to_json(analysis)
+    assert document["drift"]["aime24"]["p_value"] is None
+    assert any("different units" in n for n in document["notes"])

@@ -130,7 +130,7 @@ def test_training_dynamics_equal_stats_report_and_trend(runs: dict[str, Path], m
     # the fixtures make 1, 2, then 3 of 4 samples right: mean@4 rises strictly with step
     assert [row(values, task="aime24", step=str(s))["mean@K"] for s in (100, 200, 300)] == ["0.2500", "0.5000", "0.7500"]
     assert row(trends, task="aime24", metric="mean@K")["spearman ρ"] == "1.0000"
-    assert row(trends, task="aime24", metric="mean@K")["p (exact)"] == fmt(2 / 6)  # 2 of 3! orderings as extreme
+    assert row(trends, task="aime24", metric="mean@K")["p"] == fmt(2 / 6)  # exact: 2 of 3! orderings as extreme
     assert len(app.get("plotly_chart")) == 6
 
 

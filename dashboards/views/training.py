@@ -66,7 +66,7 @@ def trends(points: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             result = trend(group["step"].astype(float), pd.to_numeric(group[metric], errors="coerce"))
             rows.append({"model_family": family, "decoding": decoding, "task": task, "metric": metric,
                          "n_steps": str(result["n_steps"]), "spearman ρ": fmt(result["spearman_rho"]),
-                         "p": fmt(result["p_value"]), "p (exact)": fmt(result["p_value_exact"]),
+                         "p": fmt(result["p_value"]), "p method": result["p_method"] or "",
                          "note": result["note"] or ""})
     return pd.DataFrame(rows)
 
