@@ -7,7 +7,9 @@ for almost any pair of checkpoints, while the paired interval of the difference 
 of zero. Everything here takes per-problem values (mean@K per problem, c/n) and is pure.
 
 * :func:`paired_bootstrap_ci` — percentile interval of the mean difference, resampling
-  problems with replacement (10,000 resamples, fixed seed: the same runs give the same interval).
+  problems with replacement: the report's own :func:`pr1_eval.report.metrics.bootstrap_ci`
+  (10,000 resamples, seed 0: the same runs give the same interval). Differences come in
+  task × problem-id order (the leaderboard's pivot), so file order does not move it.
 * :func:`sign_flip_test` — two-sided paired permutation test. Under "no difference" each
   problem's difference is as likely to have either sign, so the null distribution of the
   statistic ``T = Σ w_i d_i`` (the mean of the differences when the weights are 1/n) comes from
@@ -25,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Resamples of the paired bootstrap.
-BOOTSTRAP_RESAMPLES = 10_000
+from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
+
 #: Up to this many non-zero differences the permutation p-value is exact (2^20 ≈ 10^6 patterns).
 EXACT_MAX_NONZERO = 20
 #: Random sign patterns drawn beyond :data:`EXACT_MAX_NONZERO`.
 MONTE_CARLO_DRAWS = 10_000
 #: Seed of the bootstrap and of the Monte Carlo permutation test (results are reproducible).
-SEED = 0
+SEED = BOOTSTRAP_SEED
 #: Resamples per chunk, so memory stays bounded for large problem sets (MATH-500 × 10,000).
 _CHUNK = 1_000
 
@@ -59,17 +61,7 @@ def _as_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
 def paired_bootstrap_ci(diffs: Sequence[float] | np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
                         alpha: float = 0.05, seed: int = SEED) -> tuple[float, float] | None:
     """Percentile interval of the mean of ``diffs`` under resampling of problems; None with < 2."""
-    d = _as_array(diffs)
-    if d.size < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        stop = min(start + _CHUNK, n_resamples)
-        idx = rng.integers(0, d.size, size=(stop - start, d.size))
-        means[start:stop] = d[idx].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
+    return bootstrap_ci(_as_array(diffs), n_resamples=n_resamples, alpha=alpha, seed=seed)
 
 
 def _all_sign_sums(terms: np.ndarray) -> np.ndarray:

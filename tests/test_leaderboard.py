@@ -38,7 +38,7 @@ def expected_cell(counts: dict[str, int], paper: dict[str, int] | None = None) -
         "mean@4": sum(c) / (K * len(c)),
         "pass@4": sum(1 - comb(K - x, K) / comb(K, K) for x in c) / len(c),
         "pass@4_paper": sum(1 - (1 - x / K) ** K for x in cp) / len(cp),
-        "maj@4": sum(x >= K / 2 for x in c) / len(c),  # ties go to the first sample's answer (correct)
+        "maj@4": sum(x > K / 2 for x in c) / len(c),  # a tie (2 right, 2 wrong) is not a majority: counted wrong
     }
 
 

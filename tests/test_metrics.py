@@ -11,7 +11,7 @@ import pytest
 
 from pr1_eval.records.run import RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
-from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
+from pr1_eval.report.metrics import MAJ_TIE_RULE, best_at_k, majority_correct, pass_at_k
 from pr1_eval.report.run_report import format_report_table, run_report
 
 
@@ -51,11 +51,27 @@ def test_majority_uses_answer_classes_and_ignores_missing() -> None:
     assert not majority_correct([None, None], [False, False])
 
 
-def test_bootstrap_ci_brackets_the_mean() -> None:
-    values = [0.0, 0.25, 0.5, 1.0, 0.75, 0.0, 0.5]
-    low, high = bootstrap_ci(values)  # type: ignore[misc]
-    assert low < float(np.mean(values)) < high
-    assert bootstrap_ci([0.5]) is None
+@pytest.mark.parametrize(("classes", "correct", "expected"), [
+    ([0, 1], [True, False], False),  # a 1-1 tie with one right answer: not decided, counted wrong
+    ([1, 0], [False, True], False),  # the same samples in the other order: the same verdict
+    ([0, 0, 1, 1, 2], [True, True, False, False, False], False),  # a 2-2 tie beside a minority answer
+    ([0, 1, 0, 1], [True, True, True, True], True),  # every tied answer is right (two forms of the gold)
+    ([None, 0, 1, None, 1, 0, 2], [False, True, False, False, False, True, False], False),
+    ([1, 0, 0], [False, True, True], True),  # a clear majority, seen second
+    ([2, 2, 0, None, None, None], [False, False, True, False, False, False], False),  # no-answers never win
+])
+def test_majority_ties_follow_the_stated_rule_in_any_order(classes: list[int | None], correct: list[bool],
+                                                           expected: bool) -> None:
+    assert majority_correct(classes, correct) is expected
+    for order in itertools.permutations(range(len(classes))):
+        assert majority_correct([classes[i] for i in order], [correct[i] for i in order]) is expected
+
+
+def test_maj_tie_rule_is_stated_in_the_report() -> None:
+    report = run_report(_frame({"p1": [True, True, False, False]}), k=4)  # answer classes 0, 0, 1, 1: a tie
+    assert report["tasks"]["t"]["maj@4"] == 0.0
+    assert report["maj_tie_rule"] == MAJ_TIE_RULE and "every tied answer is correct" in MAJ_TIE_RULE
+    assert MAJ_TIE_RULE in format_report_table(report)
 
 
 def _frame(counts: dict[str, list[bool]], task: str = "t", paper: dict[str, list[bool]] | None = None) -> pd.DataFrame:

@@ -10,15 +10,41 @@ one, whose expectation is 1 − (1 − c/n)^k: :func:`best_at_k`. It is named fo
 is, not for the paper, because it can be applied to any verdicts: the report gives it on
 math-verify verdicts (``best@K``) and on the paper's own checker (``best@K_paper``); only the
 latter, with ``mean@K_paper``, is fully paper-compatible.
+
+Decisions that make the same samples always give the same numbers:
+
+* **maj@K ties** (:data:`MAJ_TIE_RULE`): when several answers share the highest count, the
+  problem counts as correct only if every tied answer is correct. Why not "the answer seen
+  first" (what ``Counter.most_common`` and the old code did): sample indices are arbitrary labels
+  of independent draws, so the same samples numbered differently (another import order, a resumed
+  run) gave a different maj@K; and a vote that does not single out one answer has not chosen the
+  right one, so crediting it would credit a coin toss. Fractional credit (the expected value of
+  a random tie-break) was rejected because it makes maj@K no longer a share of problems.
+* **Intervals** (:func:`bootstrap_ci`): percentile bootstrap of the mean over problems, with
+  :data:`BOOTSTRAP_RESAMPLES` resamples and the fixed :data:`BOOTSTRAP_SEED`, the same as the
+  paired interval of :mod:`analysis.paired`. Which problems a resample draws depends on the order
+  of the values, so callers pass per-problem values in problem-id order
+  (:func:`pr1_eval.report.run_report.metrics_of` does): rows shuffled in a file give the same interval.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from math import comb
+from typing import Any
 
 import numpy as np
+
+#: Resamples of every bootstrap interval (the report's and the paired comparison's).
+BOOTSTRAP_RESAMPLES = 10_000
+#: Seed of every bootstrap interval: the same values give the same interval on every machine.
+BOOTSTRAP_SEED = 0
+#: Resamples drawn at a time, so memory stays bounded for large problem sets (MATH-500 × 10,000).
+_CHUNK = 1_000
+#: The maj@K tie rule, as reports and the leaderboard state it.
+MAJ_TIE_RULE = ("maj@K ties: when several answers share the highest count, the problem counts as correct only if "
+                "every tied answer is correct (never decided by sample order); a missing answer never wins the vote")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -40,28 +66,45 @@ def best_at_k(n: int, c: int, k: int) -> float:
 
 
 def majority_correct(answer_classes: Sequence[int | None], correct: Sequence[bool | None]) -> bool:
-    """Whether the most frequent answer class is correct (ties: the class seen first).
+    """Whether the majority vote over answer classes is correct, ties by :data:`MAJ_TIE_RULE`.
 
     ``answer_classes[i]`` groups math-equivalent answers; None = no answer (never a majority).
+    A class is correct when any of its samples is. The result does not depend on sample order.
     """
     counts = Counter(c for c in answer_classes if c is not None)
     if not counts:
         return False
     best = max(counts.values())
-    winner = next(c for c in answer_classes if c is not None and counts[c] == best)
-    return any(bool(ok) for cls, ok in zip(answer_classes, correct, strict=True) if cls == winner)
+    tied = {c for c, n in counts.items() if n == best}
+    correct_classes = {cls for cls, ok in zip(answer_classes, correct, strict=True) if cls in tied and ok}
+    return correct_classes == tied
 
 
-def bootstrap_ci(
-    per_problem: Sequence[float], statistic: Callable[[np.ndarray], float] = np.mean, *,
-    n_boot: int = 2000, alpha: float = 0.05, seed: int = 0,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap confidence interval over problems (None with < 2 problems)."""
+def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                 alpha: float = 0.05, seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean over problems (None with < 2 problems).
+
+    Each resample draws ``len(per_problem)`` problems with replacement; the interval is the
+    ``alpha/2`` and ``1 − alpha/2`` quantiles of the resampled means. Pass values in problem-id
+    order (see the module docstring): the draws are positions, so another order draws other values.
+    """
     values = np.asarray(per_problem, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"expected a flat sequence of per-problem values, got shape {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError("per-problem values must be finite numbers")
     if values.size < 2:
         return None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(n_boot, values.size))
-    stats = values[idx].mean(axis=1) if statistic is np.mean else np.apply_along_axis(statistic, 1, values[idx])
-    low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, _CHUNK):
+        stop = min(start + _CHUNK, n_resamples)
+        means[start:stop] = values[rng.integers(0, values.size, size=(stop - start, values.size))].mean(axis=1)
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
+
+
+def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
+    """How the intervals were computed, recorded beside them (``ci95_bootstrap``) so anyone can recompute them."""
+    return {"method": "percentile bootstrap of the mean over problems", "resampled": "problems, sorted by problem id",
+            "n_resamples": n_resamples, "seed": seed, "confidence": 0.95}

@@ -3,7 +3,8 @@
 Everything is computed from ``samples.parquet`` plus what ``run.json`` declares (each task's
 problems and samples per problem), so anyone holding the two files can recompute a report.
 
-:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "tasks"}``: ``k`` is the
+:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "advice", "maj_tie_rule", "tasks"}``
+(``maj_tie_rule``: :data:`pr1_eval.report.metrics.MAJ_TIE_RULE`, the sentence the table prints too): ``k`` is the
 samples per problem when every task has the same, else None; ``status`` is run.json's;
 ``complete`` is False when the status is not ``complete`` or any task is incomplete;
 ``incomplete`` lists one human line per problem found. ``tasks`` maps each task (run.json order,
@@ -19,6 +20,8 @@ declared tasks without any sample included) to a dict with these keys, ``K`` bei
   paper-compatible pair), ``parallel_ratio``, ``format_ok_ratio``, ``mean_response_tokens``,
   ``truncated_ratio``, ``no_answer_ratio``, ``n_unscored`` (timeout/error: counted as wrong),
   ``ci95`` ({metric: [low, high]}, percentile bootstrap over problems; None below 2 problems),
+  ``ci95_bootstrap`` (how: {method, resampled, n_resamples, seed, confidence}; problems are
+  resampled in problem-id order, so the order of rows in the files never moves an interval),
   ``engine_calls_per_sample``, ``tokens_per_sample``, ``critical_path_tokens_per_sample``;
 - ``partial`` — for an incomplete task, the same metric keys over its problems that do hold K
   samples (None when none does). A consumer that reads only top-level metric keys therefore
@@ -39,7 +42,16 @@ import pandas as pd
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SCORED_STATUSES
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
-from pr1_eval.report.metrics import best_at_k, bootstrap_ci, majority_correct, pass_at_k
+from pr1_eval.report.metrics import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    MAJ_TIE_RULE,
+    best_at_k,
+    bootstrap_ci,
+    bootstrap_settings,
+    majority_correct,
+    pass_at_k,
+)
 
 #: Metrics with a bootstrap interval (per-problem means).
 CI_METRICS = ("mean@{k}", "pass@{k}", "best@{k}", "maj@{k}", "mean@{k}_paper", "best@{k}_paper")
@@ -51,9 +63,10 @@ def _verdicts(column: pd.Series) -> list[bool]:
 
 
 def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem: n samples, c correct (math-verify), c_paper (paper's checker), majority verdict."""
+    """One row per problem, in problem-id order (so intervals do not depend on row order): n samples,
+    c correct (math-verify), c_paper (paper's checker), majority verdict."""
     rows = []
-    for pid, group in frame.groupby("problem_id", sort=False):
+    for pid, group in frame.groupby(frame["problem_id"].astype(str), sort=True):
         group = group.sort_values("sample_idx")
         correct = _verdicts(group["correct"])
         classes = [None if pd.isna(c) else int(c) for c in group["answer_class"]]
@@ -97,13 +110,14 @@ def metrics_of(frame: pd.DataFrame, k: int) -> dict[str, Any]:
         "no_answer_ratio": float((frame["grade_status"] == "no_answer").mean()),
         "n_unscored": int((~frame["grade_status"].isin(SCORED_STATUSES)).sum()),
         "ci95": {name.format(k=k): _ci(per_problem[name.format(k=k)]) for name in CI_METRICS},
+        "ci95_bootstrap": bootstrap_settings(BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
     })
     result.update(_forkjoin_stats(frame))
     return result
 
 
 def _ci(values: list[float]) -> list[float] | None:
-    interval = bootstrap_ci(values)
+    interval = bootstrap_ci(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     return None if interval is None else [interval[0], interval[1]]
 
 
@@ -149,7 +163,7 @@ def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | No
     ks = {m["k"] for m in tasks.values()}
     return {"k": ks.pop() if len(ks) == 1 else None, "status": completeness.status, "complete": completeness.complete,
             "incomplete": completeness.problems(), "advice": None if completeness.complete else completeness.advice(),
-            "tasks": tasks}
+            "maj_tie_rule": MAJ_TIE_RULE, "tasks": tasks}
 
 
 # ----- the terminal table -------------------------------------------------------------------
@@ -180,6 +194,11 @@ def _row(task: str, m: dict[str, Any]) -> list[str]:
     ]
 
 
+def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
+    """How the intervals are computed, in the words a table footer prints."""
+    return f"percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}"
+
+
 def format_report_table(report: dict[str, Any]) -> str:
     """A fixed-width summary table (one line per task), then one line per incompleteness.
 
@@ -191,6 +210,7 @@ def format_report_table(report: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in rows]
+    lines += ["", f"95% CI: {interval_note()}.", f"{report.get('maj_tie_rule') or MAJ_TIE_RULE}."]
     if report.get("incomplete"):
         lines.append("")
         starred = any(not m["complete"] for m in report["tasks"].values())
