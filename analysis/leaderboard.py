@@ -22,13 +22,13 @@ over tasks of different k, as an import with per-task k can have, is named with 
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
                                 "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
-                                "first_block_rel_pos"}},
+                                "first_block_rel_pos", "position_unit"}},
                "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "pass@K_paper",
                            "maj@K", "parallel_ratio",
                            "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
                       "p_value", "p_holm", "test", "n_nonzero"}],
-     "baseline", "average_convention", "tasks", "alpha", "notes", "failures"}
+     "baseline", "average_convention", "tasks", "alpha", "ci95_bootstrap", "maj_tie_rule", "notes", "failures"}
 
 Conventions, and why:
 
@@ -37,8 +37,12 @@ Conventions, and why:
   ``pass@K_paper`` is the number the paper's "Pass@16" column would print: VERL's bootstrap
   best@K on the paper's string checker (the report's ``best@K_paper``); the extras ``best@K``
   (the same estimator on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
-  bootstrap interval of mean@K. Parallel ratio and first-block position are
-  :func:`analysis.stats.structure_stats`'.
+  bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
+  states how maj@K breaks ties). Parallel ratio and first-block position are
+  :func:`analysis.stats.structure_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
+  position. Runs whose positions are in different units are not converted (an import can be given
+  ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
+  the runs in each unit, so positions are only read against positions of the same unit.
 * A run is compared only when every compared task is complete against its run.json
   (:func:`pr1_eval.report.completeness.check_completeness`); an incomplete run is refused by name.
 * ``average`` holds both conventions; the top-level metrics are the chosen one (``convention``).
@@ -71,6 +75,7 @@ from analysis.stats import structure_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import check_completeness
+from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
 from pr1_eval.store.run_store import RunStore
 
@@ -138,9 +143,11 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     fractions = per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction")
     rows = _rank(rows, fractions, chosen, average)
     comparisons = _comparisons(rows, base, fractions, chosen)
+    notes.extend(position_unit_notes(rows))
     document = {
         "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "baseline": base.name,
         "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
+        "ci95_bootstrap": bootstrap_settings(), "maj_tie_rule": MAJ_TIE_RULE,
         # token lengths are not used here, so the loader's note about a missing tokenizer is noise
         "notes": [*(n for n in loaded.notes if "no tokenizer" not in n), *notes],
         "failures": [{"path": p, "reason": r} for p, r in loaded.failures],
@@ -287,8 +294,26 @@ def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> di
         "parallel_ratio": structure["parallel_ratio"],
         "n_samples": metrics["n_samples"], "pass@1": metrics.get("pass@1"), f"pass@{K}_ci95": ci.get(f"pass@{K}"),
         f"best@{K}": metrics.get(f"best@{K}"), f"mean@{K}_paper": metrics.get(f"mean@{K}_paper"),
-        "first_block_rel_pos": structure["first_block_rel_pos"],
+        "first_block_rel_pos": structure["first_block_rel_pos"], "position_unit": structure["position_unit"],
     }
+
+
+#: How each position unit is written in labels.
+UNIT_LABELS = {"token": "tokens", "char": "characters", "mixed": "mixed units"}
+
+
+def position_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """One note when the first-block positions of the rows are not all in one unit, naming the runs in each."""
+    by_unit: dict[str, list[str]] = {}
+    for row in rows:
+        for task, cell in row["tasks"].items():
+            if cell.get("first_block_rel_pos") is not None and cell.get("position_unit"):
+                by_unit.setdefault(str(cell["position_unit"]), []).append(f"{row['name']} / {task}")
+    if len(by_unit) < 2 and "mixed" not in by_unit:
+        return []
+    where = "; ".join(f"in {UNIT_LABELS.get(u, u)}: {', '.join(names)}" for u, names in sorted(by_unit.items()))
+    return [f"first-block positions are not all in one unit ({where}): compare them only within a unit, "
+            "or import the runs with --tokenizer so every position counts tokens"]
 
 
 def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str) -> dict[str, Any]:

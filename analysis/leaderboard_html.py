@@ -21,8 +21,8 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from analysis.leaderboard import Leaderboard
-from analysis.leaderboard_tables import comparison_rows, ranking_rows, task_rows
+from analysis.leaderboard import UNIT_LABELS, Leaderboard
+from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
@@ -94,12 +94,19 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
                 figure.add_trace(go.Scatter(
                     x=x, y=values, error_y=errors, mode="lines+markers", name=f"{label} · {family} · {decoding}",
                     legendgroup=f"{label}{family}{decoding}", showlegend=col == 1,
-                    line={"color": color, "dash": "dash" if label.startswith(("pass", "first")) else "solid"},
+                    line={"color": color, "dash": _dash(label)},
                     marker={"color": color}), row=1, col=col)
             figure.update_xaxes(title_text=x_title, row=1, col=col)
     figure.update_yaxes(range=[0, 1.02])
     figure.update_layout(title=title, height=420, legend={"orientation": "h", "y": -0.25})
     return figure
+
+
+def _dash(label: str) -> str:
+    """Solid for the first metric of a figure, dashed for the second; positions in characters dotted."""
+    if "(characters)" in label:
+        return "dot"
+    return "dash" if label.startswith(("pass", "first")) else "solid"
 
 
 def accuracy_figure(doc: dict[str, Any]) -> go.Figure:
@@ -109,9 +116,21 @@ def accuracy_figure(doc: dict[str, Any]) -> go.Figure:
 
 
 def behaviour_figure(doc: dict[str, Any]) -> go.Figure:
-    """Parallel ratio (solid) and first-block relative position (dashed) over steps, one subplot per task."""
-    return _per_task_figure(doc, "Parallel behaviour: parallel ratio (solid) and first-block relative position (dashed)",
-                            [("parallel_ratio", "parallel ratio", None), ("first_block_rel_pos", "first block position", None)])
+    """Parallel ratio (solid) and first-block relative position over steps, one subplot per task.
+
+    Positions are drawn as one series per unit (dashed: tokens, dotted: characters), labelled with
+    it, so a run measured in characters never continues a line measured in tokens."""
+    units = sorted({str(cell.get("position_unit")) for run in doc["runs"] for cell in run["tasks"].values()
+                    if cell.get("first_block_rel_pos") is not None}) or ["token"]
+    split = {**doc, "runs": [{**run, "tasks": {task: {**cell, **{f"first_block_rel_pos_{u}": (
+        cell.get("first_block_rel_pos") if str(cell.get("position_unit")) == u else None) for u in units}}
+        for task, cell in run["tasks"].items()}} for run in doc["runs"]]}
+    series: list[tuple[str, str, str | None]] = [("parallel_ratio", "parallel ratio", None)]
+    series += [(f"first_block_rel_pos_{u}", f"first block position ({UNIT_LABELS.get(u, u)})", None) for u in units]
+    styles = " / ".join(f"{'dotted' if _dash(label) == 'dot' else 'dashed'}, in {UNIT_LABELS.get(u, u)}"
+                        for u, (_, label, _) in zip(units, series[1:], strict=True))
+    title = f"Parallel behaviour: parallel ratio (solid) and first-block relative position ({styles})"
+    return _per_task_figure(split, title, series)
 
 
 def heatmap_figure(board: Leaderboard, task: str) -> go.Figure:
@@ -161,9 +180,11 @@ below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']})
 {html.escape(str(doc['baseline']))}.</p>
 <h2>Leaderboard</h2>{_table(ranking_rows(doc), tied)}
 <h2>Per task</h2>{_table(task_rows(doc))}
+<p class="note">{html.escape(intervals_and_ties_note(doc))}</p>
 <h2>Paired comparisons with the baseline</h2>
 <p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
-(10,000 resamples); two-sided sign-flip permutation p-value; Holm-adjusted across the tasks of each run.</p>
+({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip
+permutation p-value; Holm-adjusted across the tasks of each run.</p>
 {_table(comparison_rows(doc))}
 <h2>Over checkpoints</h2>{''.join(divs[:2])}
 <h2>Which problems flip</h2>{''.join(divs[2:])}

@@ -12,7 +12,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.leaderboard import k_label
+from analysis.leaderboard import UNIT_LABELS, k_label
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -52,10 +52,28 @@ def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def _position_column(doc: dict[str, Any]) -> tuple[str, bool]:
+    """The first-block column's name with its unit, and whether each cell must name its own unit
+    (the rows mix units: :func:`analysis.leaderboard.position_unit_notes` explains)."""
+    units = {cell.get("position_unit") for run in doc["runs"] for cell in run["tasks"].values()
+             if cell.get("first_block_rel_pos") is not None}
+    if len(units) == 1 and None not in units:
+        return f"first block ({UNIT_LABELS.get(str(next(iter(units))), 'unknown unit')})", False
+    return "first block", bool(units)
+
+
+def _position(cell: dict[str, Any], per_cell: bool) -> str:
+    value = _num(cell.get("first_block_rel_pos"))
+    if not per_cell or cell.get("first_block_rel_pos") is None:
+        return value
+    return f"{value} ({UNIT_LABELS.get(str(cell.get('position_unit')), 'unknown unit')})"
+
+
 def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per run × task with every leaderboard metric."""
+    """One row per run × task with every leaderboard metric; the first-block column names its unit."""
     rows = []
     label = _label(doc)
+    position, per_cell = _position_column(doc)
     for run in doc["runs"]:
         for task, cell in run["tasks"].items():
             k = cell["k"]
@@ -63,7 +81,7 @@ def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
                          f"mean@{label} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
                          f"pass@{label}": _num(cell[f"pass@{k}"]), f"pass@{label}_paper": _num(cell[f"pass@{k}_paper"]),
                          f"maj@{label}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
-                         "first block": _num(cell["first_block_rel_pos"])})
+                         position: _position(cell, per_cell)})
     return rows
 
 
@@ -115,6 +133,13 @@ def markdown_table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def intervals_and_ties_note(doc: dict[str, Any]) -> str:
+    """How the per-task intervals were computed and how maj@K breaks ties (the document records both)."""
+    boot = doc.get("ci95_bootstrap") or {}
+    return (f"95% CI of mean@K: percentile bootstrap over problems (sorted by id), {boot.get('n_resamples', 0):,} "
+            f"resamples, seed {boot.get('seed')}. {doc.get('maj_tie_rule') or ''}.")
+
+
 def render(doc: dict[str, Any], fmt: str) -> str:
     """The document as ``text`` or ``markdown`` tables, or ``csv`` (the runs only)."""
     if fmt == "csv":
@@ -129,7 +154,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     parts = [head("Leaderboard"), table(ranking_rows(doc)),
              f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
              f"(paired sign-flip test on the average, p ≥ {doc['alpha']}).",
-             head("Per task"), table(task_rows(doc)),
+             head("Per task"), table(task_rows(doc)), intervals_and_ties_note(doc),
              head(f"Paired comparisons with the baseline {doc['baseline']} (shared problems; bootstrap 95% CI; "
                   "sign-flip p; Holm across tasks)"), table(comparison_rows(doc))]
     if doc["notes"] or doc["failures"]:

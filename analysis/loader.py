@@ -70,7 +70,9 @@ BLOCK_COLUMN_DOCS: dict[str, str] = {
     "token_start": "Token index of <Parallel>; None when the run stored no token positions.",
     "token_end": "Token index just after </Parallel>; None when unknown.",
     "rel_start": "Tokens (or characters, see position_unit) before <Parallel> / response length.",
-    "position_unit": "'token' or 'char': the unit of rel_start.",
+    "position_unit": "'token' or 'char': the unit of rel_start, as the sample stored it (run.json's position_unit "
+                     "declares it for the run); 'char' where the stored positions disagreed with the text and were "
+                     "re-parsed. Aggregates never mix the two silently: see analysis.stats and analysis.drift.",
     "path_texts": "Content of each path, surrounding whitespace stripped.",
     "path_char_lengths": "Characters of each path's stripped content.",
     "path_token_lengths": "Tokens of each path's stripped content (the run's tokenizer); None when no tokenizer.",
@@ -182,6 +184,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
         parsed, n_mismatched = _parsed_blocks(samples, run_dir, cache)
         blocks = finish_blocks(parsed, samples, counter)
         run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
+        run_notes += _unit_notes(samples, info)
         if counter is None and not blocks.empty:
             run_notes.append("no tokenizer available: path and summary token lengths are null")
         block_parts.append(blocks)
@@ -216,6 +219,18 @@ def _read_run(run_dir: Path) -> tuple[pd.DataFrame, RunRecord]:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     frame["step"] = frame["step"].astype("Int64")
     return frame[list(SAMPLE_COLUMNS)], info
+
+
+def _unit_notes(samples: pd.DataFrame, info: RunRecord) -> list[str]:
+    """A note when samples with blocks store another position unit than run.json declares."""
+    if not info.position_unit:
+        return []
+    with_blocks = samples["n_blocks"].fillna(0).astype(int) > 0
+    other = int((with_blocks & (samples["position_unit"].astype(str) != info.position_unit)).sum())
+    if not other:
+        return []
+    return [f"{other} sample(s) store block positions in another unit than run.json's position_unit "
+            f"({info.position_unit!r}); each sample's own unit is used"]
 
 
 def _mismatch_note(count: int) -> str:

@@ -77,6 +77,7 @@ def test_the_store_round_trips_the_record_and_stamps_the_version(tmp_path: Path)
     ({"tasks": {"aime24": {"k": 2.5}}}, "tasks.aime24.k", "must be an integer"),
     ({"decoding": ["forkjoin"]}, "decoding", "must be a JSON object"),
     ({"record_version": 9}, "record_version", "newer than this pr1-eval reads"),
+    ({"position_unit": "words"}, "position_unit", "must be one of token, char"),
 ])
 def test_a_bad_field_is_one_error_naming_file_and_field(tmp_path: Path, change: dict, field_name: str,
                                                         problem: str) -> None:
@@ -109,3 +110,14 @@ def test_with_sections_types_known_sections_and_keeps_the_rest() -> None:
                                                 "converted_by": "me"})
     assert record.backend == "lm-eval" and record.imported and record.sampling == {"temperature": 0.6}
     assert record.extra == {"converted_by": "me"} and record.to_dict()["converted_by"] == "me"
+
+
+def test_position_unit_is_optional_and_round_trips(tmp_path: Path) -> None:
+    """Added to version 2 without a bump: files without it read as "not recorded" and are written
+    back without it; a recorded unit survives the store."""
+    old = RunRecord.from_dict(copy.deepcopy(VERSION_1_RUN))
+    assert old.position_unit is None and "position_unit" not in old.to_dict()
+    store = RunStore(tmp_path / "run")
+    store.write_run(RunRecord.from_dict({**VERSION_1_RUN, "position_unit": "token"}))
+    assert json.loads(store.run_json_path.read_text())["position_unit"] == "token"
+    assert store.read_run().position_unit == "token"

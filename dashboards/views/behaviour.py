@@ -21,7 +21,7 @@ from dashboards.tables import binned, format_failures
 UNIT_NAMES = {"char": "characters", "token": "tokens", "mixed": "tokens for some runs, characters for others"}
 ACCURACY_VIEW = ["run", "task", "n_samples", "n_scored", "accuracy", "accuracy_with_block", "accuracy_without_block"]
 STATS_VIEW = ["run", "task", "parallel_ratio", "blocks_per_response", "paths_per_block", "in_block_share",
-              "first_block_rel_pos", "block_rel_pos", "format_ok_ratio"]
+              "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio"]
 
 
 def formatted(stats: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

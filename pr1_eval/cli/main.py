@@ -88,9 +88,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if args.format == "lm-eval":
         from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
-        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k)
+        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer)
     else:
-        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k)
+        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer)
     print_report(out)
     return 0
 
@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", default=None, metavar="N|TASK=N,...",
                    help="samples per problem: every task (--k 4) or per task (--k aime24=16,math300_pr1=1); keeps the "
                         "N lowest sample_idx of each problem (default: per task, the most any problem has)")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="local model folder whose tokenizer counts block positions in tokens, as a generated run "
+                        "does (default: characters)")
     p.add_argument("--grade-workers", type=int, default=None)
     p.set_defaults(func=_cmd_import)
     p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")

@@ -30,7 +30,7 @@ from pr1_eval.engines.base import Engine, SamplingConfig, is_greedy
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.preflight import preflight_run
 from pr1_eval.generate.resume import check_resumable
-from pr1_eval.grading.annotate import annotate_grades, annotate_structure, token_offsets
+from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.inputs.paths import resolve_data_dir
 from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
 from pr1_eval.inputs.tasks import LoadedTask, Problem, load_task
@@ -296,6 +296,7 @@ def _run(config: RunConfig, source: ChunkSource, decoder_info: dict[str, Any], t
     out = Path(config.out) if config.out else config.default_out()
     store = RunStore(out)
     record = build_run_record(config, source.describe(), decoder_info, template, prepared, out.name)
+    record = dataclasses.replace(record, position_unit=position_unit(source.tokenizer))  # what _make_record stores
     if store.exists():
         record = check_resumable(store, record)
     store.write_run(record)

@@ -14,16 +14,27 @@ from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.records.sample import SampleRecord
 
 
+def position_unit(tokenizer: Any) -> str:
+    """The unit block positions get with ``tokenizer``: 'token' when it gives character offsets
+    (a fast tokenizer; :func:`token_offsets`), else 'char'. Runs record it in run.json."""
+    return "token" if tokenizer is not None and getattr(tokenizer, "is_fast", False) else "char"
+
+
 def token_offsets(tokenizer: Any, text: str) -> list[tuple[int, int]] | None:
     """Per-token character ranges of ``text`` by re-tokenising (fast tokenizers only)."""
-    if tokenizer is None or not getattr(tokenizer, "is_fast", False):
+    if position_unit(tokenizer) != "token":
         return None
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     return [tuple(pair) for pair in encoded["offset_mapping"]]
 
 
 def annotate_structure(record: SampleRecord, offsets: Sequence[tuple[int, int]] | None = None) -> SampleRecord:
-    """Parse ``record.response`` and store blocks, format verdict and positions (in place)."""
+    """Parse ``record.response`` and store blocks, format verdict and positions (in place).
+
+    Positions are token indices over ``len(offsets)`` tokens when ``offsets`` are given (the same
+    re-tokenisation for generated runs and for imports given a tokenizer, so identical responses get
+    identical positions), else character offsets over the response length; ``position_unit`` says which.
+    """
     structure = parse_structure(record.response, offsets)
     record.has_parallel = structure.has_parallel
     record.format_ok = structure.format_ok

@@ -11,6 +11,12 @@ task's k is the most samples any of its problems has (AIME ×16 and MATH300 ×1 
 tasks with k 16 and 1). A problem with fewer samples than its task's k is stored, and the report
 names it as incomplete. ``--k N`` (or ``--k aime24=16,math300_pr1=1``) sets k instead and keeps
 the N lowest ``sample_idx`` of every problem, recording how many samples it left out.
+
+Block positions are in characters, since an import knows no tokenizer; ``--tokenizer DIR`` (the
+folder of the model that wrote the responses) makes them token positions computed exactly as a
+generated run's (re-tokenising the response), so an import and a run of the same model share one
+unit. Decision: without it positions stay in characters and say so (``position_unit``), never
+guessed with some other vocabulary; the analysis and the leaderboard keep the two units apart.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.annotate import annotate_grades, annotate_structure
+from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
@@ -43,7 +49,25 @@ def read_import_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _to_record(row: dict[str, Any]) -> SampleRecord:
+def load_tokenizer(folder: str | Path) -> Any:
+    """The fast tokenizer in a local model folder (``--tokenizer``); a clear error otherwise."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise Pr1EvalError(f"--tokenizer {folder}: not a folder; pass the local folder of the model that wrote the responses")
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any loading failure is the same advice
+        raise Pr1EvalError(f"--tokenizer {folder}: no tokenizer could be loaded ({type(exc).__name__}: {exc}); "
+                           "pass a folder holding tokenizer.json / tokenizer_config.json") from None
+    if position_unit(tokenizer) != "token":
+        raise Pr1EvalError(f"--tokenizer {folder}: a slow tokenizer gives no character offsets, so no token "
+                           "positions; pass a folder with a fast tokenizer (tokenizer.json)")
+    return tokenizer
+
+
+def _to_record(row: dict[str, Any], tokenizer: Any = None) -> SampleRecord:
     where = row.get("_where", "row")
     try:
         sample_idx = int(row["sample_idx"])
@@ -54,7 +78,10 @@ def _to_record(row: dict[str, Any]) -> SampleRecord:
     record = SampleRecord(task=str(row["task"]), problem_id=str(row["problem_id"]), sample_idx=sample_idx,
                           problem=str(row.get("problem") or ""), response=row["response"], gold=str(row["gold"]),
                           finish_reason=str(row.get("finish_reason") or "unknown"))
-    return annotate_structure(record)
+    offsets = token_offsets(tokenizer, record.response)
+    if offsets is not None:
+        record.n_response_tokens = len(offsets)
+    return annotate_structure(record, offsets)
 
 
 def parse_k_option(text: str | None) -> int | dict[str, int] | None:
@@ -100,16 +127,19 @@ def _declare(records: list[SampleRecord], k: int | Mapping[str, int] | None
 
 
 def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None = None,
-                extra_run_info: dict[str, Any] | None = None, k: int | Mapping[str, int] | None = None) -> Path:
+                extra_run_info: dict[str, Any] | None = None, k: int | Mapping[str, int] | None = None,
+                tokenizer: str | Path | None = None) -> Path:
     """Grade and store imported rows as a run at ``out_dir``; returns the run directory.
 
     ``k``: samples per problem, for every task (int) or per task (mapping); default: per task,
-    the most any of its problems has (see the module docstring).
+    the most any of its problems has (see the module docstring). ``tokenizer``: a local model
+    folder whose tokenizer gives token positions (default: character positions).
     """
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
-    records = [_to_record(r) for r in rows]
+    loaded_tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
+    records = [_to_record(r, loaded_tokenizer) for r in rows]
     seen: dict[tuple[str, str, int], str] = {}
     for row, record in zip(rows, records, strict=True):
         if record.key() in seen:
@@ -130,7 +160,10 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
                for task, (ids, task_k) in declared.items()},
         k=ks.pop() if len(ks) == 1 else None, k_option=dict(k) if isinstance(k, Mapping) else k,
         samples_left_out_by_k=left_out, packages=package_versions(), started_at=now_iso(), finished_at=now_iso(),
+        position_unit=position_unit(loaded_tokenizer),
     ).with_sections(extra_run_info or {})
+    if tokenizer is not None:  # which vocabulary the token positions count
+        run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
     store.write_run(run)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
     store.write_run(dataclasses.replace(run, status="complete"))
@@ -138,6 +171,6 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
 
 
 def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
-                 k: int | Mapping[str, int] | None = None) -> Path:
+                 k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
-    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k)
+    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer)

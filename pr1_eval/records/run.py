@@ -13,7 +13,9 @@ Versions (``record_version``):
 * **1** — files written before the record was versioned: the same layout, no version key. They
   are read as they are; fields they lack are ``None``.
 * **2** — this layout, with ``record_version``. A file from a newer pr1-eval is refused with the
-  advice to upgrade, never misread.
+  advice to upgrade, never misread. ``position_unit`` was added to version 2 as an optional key
+  (absent: not recorded, each sample's own ``position_unit`` says): a pr1-eval that predates it
+  keeps it in :attr:`RunRecord.extra`, so no version bump was needed to stay readable both ways.
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -98,6 +100,9 @@ class RunRecord:
     regraded_at: str | None = None
     merged_at: str | None = None
     merged_from: list[dict[str, Any]] | None = None
+    #: Unit of every sample's block positions (``block_rel_starts``): 'token' when the run knew a
+    #: tokenizer (generation, or ``import --tokenizer``), 'char' otherwise; None when not recorded.
+    position_unit: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
     record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
 
@@ -136,7 +141,7 @@ class RunRecord:
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
-                    "merged_from", "imported_from"):
+                    "merged_from", "imported_from", "position_unit"):
             if out[key] is None:  # optional sections stay out of runs that have none
                 del out[key]
         return {**out, **self.extra}
@@ -216,6 +221,17 @@ def _list(value: Any, where: str, name: str) -> list[Any] | None:
     raise run_error(where, name, f"must be a JSON list, found {type(value).__name__}")
 
 
+#: The values ``position_unit`` may take (a run's samples and the run itself).
+POSITION_UNITS = ("token", "char")
+
+
+def _unit(value: Any, where: str, name: str) -> str | None:
+    text = _str(value, where, name)
+    if text is not None and text not in POSITION_UNITS:
+        raise run_error(where, name, f"must be one of {', '.join(POSITION_UNITS)}, found {text!r}")
+    return text
+
+
 def _model(value: Any, where: str) -> ModelInfo:
     data = _object(value, where, "model") or {}
     return ModelInfo(path=_str(data.get("path"), where, "model.path"),
@@ -259,7 +275,7 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "imported_from": _str, "regraded_at": _str, "merged_at": _str,
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
-    "command": _list, "lm_eval": _list, "merged_from": _list,
+    "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit,
 }
 
 

@@ -81,7 +81,11 @@ class SampleRecord:
         "(characters when token positions are unknown; see position_unit).",
         factory=list,
     )
-    position_unit: str = _doc("'token' or 'char': the unit of block_rel_starts.", "char")
+    position_unit: str = _doc(
+        "'token' or 'char': the unit of block_rel_starts. 'token' when the run knew a tokenizer (generated runs; "
+        "imports given --tokenizer), else 'char'; run.json's position_unit records the same for the whole run.",
+        "char",
+    )
 
     def key(self) -> tuple[str, str, int]:
         """The identity under which a run stores this sample exactly once."""
