@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.drift import UNIT_WORDS
 from analysis.roles import ROLES
 from analysis.summary import Analysis
 
@@ -39,7 +40,7 @@ def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], 
     figures: dict[str, go.Figure | None] = {
         "parallel_ratio.html": _metric_figure(analysis, labels, ["parallel_ratio"], "Parallel ratio"),
         "block_position.html": _metric_figure(analysis, labels, ["block_rel_pos", "first_block_rel_pos"],
-                                              "Relative position of <Parallel> (all blocks, first block)"),
+                                              position_title(analysis)),
         "role_shares.html": _metric_figure(analysis, labels, [f"share_{r}" for r in ROLES],
                                            "Block roles (share of blocks)"),
         "bleu_hist.html": _histogram(analysis.pairs, labels, "bleu", "Pairwise BLEU of sibling paths (0–1)"),
@@ -110,6 +111,18 @@ def run_labels(runs: pd.DataFrame) -> dict[str, str]:
             label = f"{label} ({run})"
         labels[run] = label
     return labels
+
+
+def position_title(analysis: Analysis) -> str:
+    """The block-position figure's title, naming the unit of the positions (and saying so when runs differ)."""
+    runs = analysis.runs
+    units = sorted({str(u) for u in runs["position_unit"] if isinstance(u, str)}) if "position_unit" in runs else []
+    title = "Relative position of <Parallel> (all blocks, first block)"
+    if len(units) == 1 and units[0] != "mixed":
+        return f"{title}, in {UNIT_WORDS.get(units[0], units[0])}"
+    if units:
+        return f"{title}: units differ ({', '.join(UNIT_WORDS.get(u, u) for u in units)}), not comparable across runs"
+    return title
 
 
 def _metric_figure(analysis: Analysis, labels: dict[str, str], columns: list[str], title: str) -> go.Figure | None:

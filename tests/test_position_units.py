@@ -14,12 +14,15 @@ import json
 from pathlib import Path
 
 import pytest
-from analysis_fixtures import block, response
+from analysis_fixtures import block, make_record, response, write_run
 from transformers import AutoTokenizer
 
+from analysis.figures import position_title
 from analysis.leaderboard import build_leaderboard
 from analysis.leaderboard_html import behaviour_figure
 from analysis.leaderboard_tables import render, task_rows
+from analysis.loader import load_runs
+from analysis.summary import analyze
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.importer import import_jsonl
@@ -127,3 +130,14 @@ def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path:
     by_name = {run["name"]: run["tasks"]["gsm8k"]["first_block_rel_pos"] for run in mixed["runs"]}
     assert drawn["first block position (tokens)"] == [by_name["gen"]]  # each unit its own line
     assert drawn["first block position (characters)"] == [by_name["imp_chr"]]
+
+
+def test_analyze_tables_and_figure_titles_name_the_unit(tmp_path: Path) -> None:
+    text = response("Intro words here.", block(["a", "b"]), "done")
+    write_run(tmp_path, "tok", [make_record("t", "p0", 0, text, tokens=True)])
+    write_run(tmp_path, "chr", [make_record("t", "p0", 0, text)])
+    both = analyze(load_runs(tmp_path, tokenizer=None))
+    assert dict(zip(both.runs["run"], both.runs["position_unit"], strict=True)) == {"tok": "token", "chr": "char"}
+    assert position_title(both).endswith("units differ (characters, tokens), not comparable across runs")
+    one = analyze(load_runs(tmp_path / "tok", tokenizer=None))
+    assert position_title(one).endswith(", in tokens")
