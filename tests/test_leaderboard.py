@@ -166,11 +166,16 @@ def test_tasks_with_their_own_k(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "avg mean@k" in capsys.readouterr().out
 
 
-def test_incomplete_runs_and_unknown_tasks_are_refused(tmp_path: Path) -> None:
+def test_incomplete_runs_are_left_out_and_unknown_tasks_refused(tmp_path: Path) -> None:
     write_counts_run(tmp_path, "done", {"t": {"p1": 1, "p2": 2}}, k=K)
     write_counts_run(tmp_path, "killed", {"t": {"p1": 1}}, k=K, status="running", declared={"t": ["p1", "p2"]})
-    with pytest.raises(Pr1EvalError, match="run killed is incomplete on task t"):
-        build_leaderboard([tmp_path / "done", tmp_path / "killed"], intersect=True)
+    document = build_leaderboard([tmp_path / "done", tmp_path / "killed"], intersect=True)
+    assert [r["name"] for r in document["runs"]] == ["done"] and document["runs"][0]["complete"] is True
+    assert [(e["name"], e["complete"]) for e in document["excluded"]] == [("killed", False)]
+    assert document["excluded"][0]["missing"][0] == "t: 1 of 2 problem(s) have no samples (p2)"
+    assert document["runs"][0]["tasks"]["t"]["mean@4"] == (1 + 2) / (2 * K)  # done's own numbers, unchanged
+    with pytest.raises(Pr1EvalError, match="run killed is incomplete on task t"):  # nothing complete is left
+        build_leaderboard([tmp_path / "killed"])
     with pytest.raises(Pr1EvalError, match="--tasks zz: no loaded run has samples for it"):
         build_leaderboard([tmp_path / "done"], tasks=["zz"])
     with pytest.raises(Pr1EvalError, match="no run could be loaded"):
