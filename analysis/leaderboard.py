@@ -88,6 +88,16 @@ AVERAGED = ("mean@K", "pass@K", "pass@K_paper", "maj@K", "parallel_ratio")
 ALPHA = 0.05
 
 
+class NotComparable(Pr1EvalError):
+    """The runs differ in problems, k or data and ``intersect`` was not asked for; ``differences``
+    holds one line per difference (the dashboard shows them behind an expander)."""
+
+    def __init__(self, differences: list[str]) -> None:
+        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        super().__init__(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+        self.differences = differences
+
+
 @dataclass
 class RunMeta:
     """What a leaderboard row says about a run besides its numbers."""
@@ -222,9 +232,9 @@ def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str]
                              f"{base.name} has k={base.task_k[task]}")
             if mine != theirs:
                 only_mine, only_theirs = sorted(mine - theirs), sorted(theirs - mine)
-                found.append(f"task {task}: {meta.name} has {len(mine)} problems, {base.name} {len(theirs)} "
-                             f"({len(only_mine)} only in {meta.name}{_ids(only_mine)}, "
-                             f"{len(only_theirs)} only in {base.name}{_ids(only_theirs)})")
+                found.append(f"task {task}: run '{meta.name}' has {len(mine)} problems, run '{base.name}' has "
+                             f"{len(theirs)} ({len(only_mine)} held only by run '{meta.name}'{_ids(only_mine)}, "
+                             f"{len(only_theirs)} only by run '{base.name}'{_ids(only_theirs)})")
             h1, h2 = meta.data_hashes.get(task), base.data_hashes.get(task)
             if h1 and h2 and h1 != h2:
                 found.append(f"task {task}: data hash of {meta.name} ({h1[:12]}) differs from {base.name}'s ({h2[:12]})")
@@ -251,8 +261,7 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     if not differences:
         return samples, chosen, notes
     if not intersect:
-        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
-        raise Pr1EvalError(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+        raise NotComparable(differences)
     notes.append("--intersect: " + "; ".join(differences))
     shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
     if not shared_tasks:

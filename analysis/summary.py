@@ -114,9 +114,8 @@ def _with_completeness(runs: pd.DataFrame, cells: pd.DataFrame, include_incomple
     table["missing"] = table["missing"].fillna("").astype(str)
     table["notes"] = table["notes"].fillna("").astype(str)
     how = "included in the drift on request" if include_incomplete else f"left out of the drift ({INCLUDE_FLAG} includes it)"
-    for i in table.index[~table["complete"]]:
-        mark = f"{MARK}: {table.at[i, 'missing']}; {how}"
-        table.at[i, "notes"] = "; ".join(n for n in (mark, table.at[i, "notes"]) if n)
+    table["notes"] = [note if ok else "; ".join(n for n in (f"{MARK}: {missing}; {how}", note) if n)
+                      for ok, missing, note in zip(table["complete"], table["missing"], table["notes"], strict=True)]
     return table
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from completeness_fixtures import AIME, AMC, K, KILLED_ACCURACY, KILLED_HELD, write_killed_run, write_sweep
+from completeness_fixtures import AIME, AMC, KILLED_ACCURACY, KILLED_HELD, K, write_killed_run, write_sweep
 from leaderboard_fixtures import sample, write_counts_run
 
 from analysis import cli

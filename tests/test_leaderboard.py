@@ -124,7 +124,8 @@ def test_default_baseline_of_a_sweep_is_its_lowest_step(tmp_path: Path) -> None:
 def test_mismatched_runs_are_refused_with_the_difference_named(tmp_path: Path) -> None:
     write_counts_run(tmp_path, "base", {"t": {"p1": 1, "p2": 2, "p3": 3}}, k=K)
     write_counts_run(tmp_path, "fewer", {"t": {"p1": 1, "p2": 2}}, k=K)
-    with pytest.raises(Pr1EvalError, match=r"task t: fewer has 2 problems, base 3 .*only in base: p3.*--intersect"):
+    with pytest.raises(Pr1EvalError, match=r"task t: run 'fewer' has 2 problems, run 'base' has 3 \(0 held only by "
+                       r"run 'fewer', 1 only by run 'base': p3\).*--intersect"):
         build_leaderboard([tmp_path / "base", tmp_path / "fewer"])
     write_counts_run(tmp_path, "rehashed", {"t": {"p1": 1, "p2": 2, "p3": 3}}, k=K, data_hash="hash-v2")
     with pytest.raises(Pr1EvalError, match="data hash of rehashed"):
