@@ -1,4 +1,4 @@
-"""``pr1-eval analyze RUN_OR_ROOT... [--json] [--out DIR] [--embedding-model NAME] [--no-embeddings]``.
+"""``pr1-eval analyze RUN_OR_ROOT... [--json] [--out DIR] [--embedding-model NAME] [--no-embeddings] [--include-incomplete]``.
 
 The handler. Registration lives in the light :mod:`analysis.command` (the ``pr1_eval.commands``
 entry point), so other ``pr1-eval`` commands do not pay for importing pandas and scipy.
@@ -6,6 +6,11 @@ entry point), so other ``pr1-eval`` commands do not pay for importing pandas and
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
 analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
+
+A run × task that lacks samples its ``run.json`` declares (a killed run, a task never started) is
+printed with ``complete`` = ``⚠ incomplete`` and a sentence saying what is missing, carries
+``"complete": false`` and ``"missing"`` in ``--json``, and is left out of the drift trends unless
+``--include-incomplete`` (see :mod:`analysis.completeness`).
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.diversity import Embedder
 from analysis.figures import write_figures
 from analysis.loader import load_runs
 from analysis.summary import Analysis, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
 
-_STRUCTURE_VIEW = ["run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
+_STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
                    "accuracy", "accuracy_with_block", "accuracy_without_block"]
 _DIVERSITY_VIEW = ["run", "task", "n_pairs", "bleu_mean", "cosine_mean", "n_blocks_roles", "share_verification",
@@ -41,7 +47,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
     embedder = None if args.no_embeddings else Embedder(args.embedding_model)
-    analysis = analyze(loaded, embedder)
+    analysis = analyze(loaded, embedder, include_incomplete=bool(getattr(args, "include_incomplete", False)))
     out = Path(args.out)
     document = to_json(analysis)
     written = write_tables(analysis, out)
@@ -131,9 +137,26 @@ def _show(title: str, table: pd.DataFrame, columns: list[str]) -> None:
     print(view.to_string(index=False, na_rep="null", float_format=lambda x: f"{x:.4f}"))
 
 
+def incomplete_sentence(analysis: Analysis) -> str | None:
+    """The sentence under the structure table when some run × task is incomplete (None otherwise)."""
+    if analysis.runs.empty or analysis.runs["complete"].all():
+        return None
+    n = int((~analysis.runs["complete"]).sum())
+    treated = ("they are included in the drift trends on request" if analysis.include_incomplete else
+               f"their numbers cover only the samples held and they are left out of the drift trends; "
+               f"pass {INCLUDE_FLAG} to include them")
+    return (f"{MARK}: {n} run × task row(s) lack samples their run.json declares (what is missing is in the "
+            f"notes); {treated}.")
+
+
 def print_tables(analysis: Analysis, notes: Sequence[str]) -> None:
     """The human-readable report: structure, diversity and roles, drift, notes."""
-    _show("Structure (per run × task)", analysis.runs, _STRUCTURE_VIEW)
+    view = analysis.runs
+    if "complete" in view:
+        view = view.assign(complete=["yes" if ok else MARK for ok in view["complete"]])
+    _show("Structure (per run × task)", view, _STRUCTURE_VIEW)
+    if (sentence := incomplete_sentence(analysis)) is not None:
+        print(sentence)
     _show("Path diversity and block roles", analysis.runs, _DIVERSITY_VIEW)
     if not analysis.drift_trends.empty:
         _show("Drift over training (Spearman vs step)", analysis.drift_trends, _TREND_VIEW)

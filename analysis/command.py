@@ -25,6 +25,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="NAME",
                    help="sentence-transformers model name or folder (default: bundled all-MiniLM-L6-v2, offline)")
     p.add_argument("--no-embeddings", action="store_true", help="skip embedding cosine (it is then null)")
+    p.add_argument("--include-incomplete", action="store_true",
+                   help="let runs and tasks that lack samples their run.json declares into the drift trends "
+                        "(they are always shown, marked incomplete)")
     p.set_defaults(func=_run_analyze)
 
 

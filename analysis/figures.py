@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.completeness import MARK
 from analysis.drift import UNIT_WORDS
 from analysis.roles import ROLES
 from analysis.summary import Analysis
@@ -137,14 +138,19 @@ def _metric_figure(analysis: Analysis, labels: dict[str, str], columns: list[str
                 label = f"{task} · {model_name(family)} · {decoding}" + (f" · {column}" if len(columns) > 1 else "")
                 figure.add_trace(go.Scatter(x=group["step"].astype(float), y=group[column], mode="lines+markers",
                                             name=label))
+        if analysis.include_incomplete and "complete" in points and not points["complete"].all():
+            title_html += f" ({MARK} steps included on request)"
         figure.update_layout(title=title_html, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02])
         return figure
     runs = analysis.runs
     if runs.empty or not any(c in runs and runs[c].notna().any() for c in columns):
         return None
-    x = [f"{labels.get(str(r), r)} · {t}" for r, t in zip(runs["run"], runs["task"], strict=True)]
+    marks = runs["complete"] if "complete" in runs else pd.Series(True, index=runs.index)
+    x = [f"{labels.get(str(r), r)} · {t}" + ("" if ok else f" {MARK}")
+         for r, t, ok in zip(runs["run"], runs["task"], marks, strict=True)]
     figure = go.Figure([go.Bar(x=x, y=runs[c], name=c) for c in columns if c in runs])
-    figure.update_layout(title=title_html + " (no checkpoint steps: per run)", barmode="group", yaxis_range=[0, 1.02],
+    title_html += " (no checkpoint steps: per run)" + ("" if marks.all() else f"; {MARK}: lacks samples run.json declares")
+    figure.update_layout(title=title_html, barmode="group", yaxis_range=[0, 1.02],
                          xaxis_title="model · task", yaxis_title="share")
     return figure
 

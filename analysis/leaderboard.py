@@ -3,7 +3,8 @@
 Python API (what ``pr1-eval leaderboard``, the dashboard and the notebooks call)::
 
     from analysis.leaderboard import build_leaderboard, compute_leaderboard
-    doc = build_leaderboard(["runs/"], baseline=None, tasks=None, intersect=False)  # the --json document
+    doc = build_leaderboard(["runs/"], baseline=None, tasks=None, intersect=False,
+                            include_incomplete=False)  # the --json document
     board = compute_leaderboard(["runs/"])   # Leaderboard: .document plus .per_problem (for heatmaps)
 
 ``runs`` are run directories or folders searched for runs (or an already loaded
@@ -18,6 +19,7 @@ over tasks of different k, as an import with per-task k can have, is named with 
     {"schema_version": 1,
      "runs": [{"name", "model", "family", "step", "decoding", "path", "k" (null when tasks differ in k),
                "rank", "tied_with_above", "p_vs_above",
+               "complete" (false only for an incomplete run ranked on request), "missing": [lines],
                "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "pass@K_paper",
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
@@ -28,6 +30,7 @@ over tasks of different k, as an import with per-task k can have, is named with 
                            "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
                       "p_value", "p_holm", "test", "n_nonzero"}],
+     "excluded": [{"name", "path", "complete": false, "missing": [lines], "advice"}],
      "baseline", "average_convention", "tasks", "alpha", "ci95_bootstrap", "maj_tie_rule", "notes", "failures"}
 
 Conventions, and why:
@@ -43,8 +46,12 @@ Conventions, and why:
   position. Runs whose positions are in different units are not converted (an import can be given
   ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
   the runs in each unit, so positions are only read against positions of the same unit.
-* A run is compared only when every compared task is complete against its run.json
-  (:func:`pr1_eval.report.completeness.check_completeness`); an incomplete run is refused by name.
+* A run is ranked only when every compared task is complete against its run.json (the loader's
+  :func:`pr1_eval.report.completeness.check_completeness`, see :mod:`analysis.completeness`). An
+  incomplete run is left out of the ranking and the comparisons, listed under ``excluded`` with what
+  it lacks, and named in the notes; when every run is incomplete the leaderboard is refused by name.
+  ``include_incomplete=True`` (``--include-incomplete``) ranks it anyway on the problems that hold
+  all k samples, marked ``"complete": false`` with its ``missing`` lines.
 * ``average`` holds both conventions; the top-level metrics are the chosen one (``convention``).
 * Rows are sorted by the chosen average mean@K. ``tied_with_above`` is true when a paired
   sign-flip test of the row against the row above, on the same average (per-problem differences
@@ -74,7 +81,7 @@ from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
-from pr1_eval.report.completeness import check_completeness
+from pr1_eval.report.completeness import RunCompleteness, check_completeness
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
 from pr1_eval.store.run_store import RunStore
@@ -84,6 +91,16 @@ AVERAGES = ("task_mean", "problem_weighted")
 #: Metrics averaged over tasks (K substituted).
 AVERAGED = ("mean@K", "pass@K", "pass@K_paper", "maj@K", "parallel_ratio")
 ALPHA = 0.05
+
+
+class NotComparable(Pr1EvalError):
+    """The runs differ in problems, k or data and ``intersect`` was not asked for; ``differences``
+    holds one line per difference (the dashboard shows them behind an expander)."""
+
+    def __init__(self, differences: list[str]) -> None:
+        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+        super().__init__(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+        self.differences = differences
 
 
 @dataclass
@@ -118,14 +135,15 @@ class Leaderboard:
 
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
                       tasks: Sequence[str] | None = None, intersect: bool = False,
-                      average: str = "task_mean") -> dict[str, Any]:
+                      average: str = "task_mean", include_incomplete: bool = False) -> dict[str, Any]:
     """The ``leaderboard --json`` document (see the module docstring)."""
-    return compute_leaderboard(runs, baseline=baseline, tasks=tasks, intersect=intersect, average=average).document
+    return compute_leaderboard(runs, baseline=baseline, tasks=tasks, intersect=intersect, average=average,
+                               include_incomplete=include_incomplete).document
 
 
 def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
                         tasks: Sequence[str] | None = None, intersect: bool = False,
-                        average: str = "task_mean") -> Leaderboard:
+                        average: str = "task_mean", include_incomplete: bool = False) -> Leaderboard:
     """The leaderboard document plus the per-problem table behind it."""
     if average not in AVERAGES:
         raise Pr1EvalError(f"unknown average {average!r}; choose one of {', '.join(AVERAGES)}")
@@ -134,18 +152,27 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
         reasons = "; ".join(f"{p}: {r}" for p, r in loaded.failures) or "nothing given"
         raise Pr1EvalError(f"no run could be loaded ({reasons})")
     metas, infos = _run_metas(loaded)
+    wanted = list(tasks) if tasks else list(dict.fromkeys(str(t) for t in loaded.samples["task"]))
+    missing, status_notes, excluded = _completeness(loaded, metas, infos, wanted, include_incomplete)
+    if excluded:
+        metas = [m for m in metas if m.name not in {e["name"] for e in excluded}]
+        if baseline is not None and baseline in {e["name"] for e in excluded} | {e["path"] for e in excluded}:
+            raise Pr1EvalError(f"--baseline {baseline!r} is incomplete and left out of the ranking; pick a complete "
+                               "run, or include incomplete runs (--include-incomplete)")
     base = _resolve_baseline(metas, baseline)
-    samples, chosen, notes = _select(loaded.samples, metas, base, tasks, intersect)
-    for meta in metas:
-        notes.extend(_check_complete(meta, infos[meta.name], loaded.samples[loaded.samples["run"] == meta.name], chosen))
+    samples, chosen, notes = _select(loaded.samples[loaded.samples["run"].isin([m.name for m in metas])], metas, base,
+                                     tasks, intersect)
+    notes = [*status_notes, *(_excluded_note(e) for e in excluded), *notes]
     per_problem = problem_table(samples)
-    rows = [_run_row(meta, samples[samples["run"] == meta.name], chosen, average) for meta in metas]
+    rows = [_run_row(meta, samples[samples["run"] == meta.name], chosen, average, missing[meta.name])
+            for meta in metas]
     fractions = per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction")
     rows = _rank(rows, fractions, chosen, average)
     comparisons = _comparisons(rows, base, fractions, chosen)
     notes.extend(position_unit_notes(rows))
     document = {
-        "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "baseline": base.name,
+        "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "excluded": excluded,
+        "baseline": base.name,
         "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
         "ci95_bootstrap": bootstrap_settings(), "maj_tie_rule": MAJ_TIE_RULE,
         # token lengths are not used here, so the loader's note about a missing tokenizer is noise
@@ -212,9 +239,9 @@ def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str]
                              f"{base.name} has k={base.task_k[task]}")
             if mine != theirs:
                 only_mine, only_theirs = sorted(mine - theirs), sorted(theirs - mine)
-                found.append(f"task {task}: {meta.name} has {len(mine)} problems, {base.name} {len(theirs)} "
-                             f"({len(only_mine)} only in {meta.name}{_ids(only_mine)}, "
-                             f"{len(only_theirs)} only in {base.name}{_ids(only_theirs)})")
+                found.append(f"task {task}: run '{meta.name}' has {len(mine)} problems, run '{base.name}' has "
+                             f"{len(theirs)} ({len(only_mine)} held only by run '{meta.name}'{_ids(only_mine)}, "
+                             f"{len(only_theirs)} only by run '{base.name}'{_ids(only_theirs)})")
             h1, h2 = meta.data_hashes.get(task), base.data_hashes.get(task)
             if h1 and h2 and h1 != h2:
                 found.append(f"task {task}: data hash of {meta.name} ({h1[:12]}) differs from {base.name}'s ({h2[:12]})")
@@ -241,8 +268,7 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     if not differences:
         return samples, chosen, notes
     if not intersect:
-        shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
-        raise Pr1EvalError(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+        raise NotComparable(differences)
     notes.append("--intersect: " + "; ".join(differences))
     shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
     if not shared_tasks:
@@ -271,17 +297,42 @@ def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _check_complete(meta: RunMeta, info: RunRecord, samples: pd.DataFrame, tasks: list[str]) -> list[str]:
-    """Refuse a run whose chosen tasks are incomplete (against what its run.json declares)."""
-    check = check_completeness(info, samples, meta.k)  # run.json's per-task k wins over the run's
-    for task in tasks:
-        entry = check.tasks.get(task)
-        if entry is not None and not entry.complete:
-            raise Pr1EvalError(f"run {meta.name} is incomplete on task {task}: {entry.describe()}; "
-                               f"{check.advice()}, or leave the run out")
-    if not check.status_ok:
-        return [f"{meta.name}: run.json status is {check.status!r}, but every compared task holds all its samples"]
-    return []
+def _completeness(loaded: LoadedRuns, metas: list[RunMeta], infos: dict[str, RunRecord], tasks: list[str],
+                  include: bool) -> tuple[dict[str, list[str]], list[str], list[dict[str, Any]]]:
+    """Per run the lines saying what its compared tasks lack (empty: complete), status notes for
+    complete runs whose run.json status is not 'complete', and the runs left out (unless ``include``).
+    Refuses when every run is incomplete and none is to be included."""
+    missing: dict[str, list[str]] = {}
+    notes: list[str] = []
+    excluded: list[dict[str, Any]] = []
+    checks: dict[str, RunCompleteness] = {}
+    for meta in metas:
+        check = loaded.completeness.get(meta.name) or check_completeness(
+            infos[meta.name], loaded.samples[loaded.samples["run"] == meta.name], meta.k)
+        checks[meta.name] = check
+        lines = [f"{task}: {check.tasks[task].describe()}" for task in tasks
+                 if task in check.tasks and not check.tasks[task].complete]
+        missing[meta.name] = lines + ([check.problems()[0]] if lines and not check.status_ok else [])
+        if not lines and not check.status_ok:
+            notes.append(f"{meta.name}: run.json status is {check.status!r}, but every compared task holds all its samples")
+    incomplete = [m for m in metas if missing[m.name]]
+    if include or not incomplete:
+        return missing, notes, excluded
+    if len(incomplete) == len(metas):
+        meta = incomplete[0]
+        task = next(t for t in tasks if t in checks[meta.name].tasks and not checks[meta.name].tasks[t].complete)
+        raise Pr1EvalError(f"run {meta.name} is incomplete on task {task}: {checks[meta.name].tasks[task].describe()}; "
+                           f"{checks[meta.name].advice()}, or leave the run out (no complete run is left to rank)")
+    for meta in incomplete:
+        excluded.append({"name": meta.name, "path": meta.path, "complete": False, "missing": missing[meta.name],
+                         "advice": checks[meta.name].advice()})
+    return missing, notes, excluded
+
+
+def _excluded_note(entry: dict[str, Any]) -> str:
+    return (f"{entry['name']} left out of the ranking: incomplete ({'; '.join(entry['missing'])}); "
+            f"{entry['advice']}, or rank it on what it holds with include_incomplete "
+            "(--include-incomplete; on the dashboard the sidebar toggle)")
 
 
 def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> dict[str, Any]:
@@ -316,16 +367,22 @@ def position_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
             "or import the runs with --tokenizer so every position counts tokens"]
 
 
-def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str) -> dict[str, Any]:
-    """One leaderboard row, every metric from the report on exactly the compared samples."""
+def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str,
+             missing: list[str]) -> dict[str, Any]:
+    """One leaderboard row, every metric from the report on exactly the compared samples (for an
+    incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k)."""
     structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
     cells = {}
     for task in tasks:
         k = meta.task_k[task]
-        report = run_report(samples[samples["task"] == task], k)
-        cells[task] = _task_cell(report["tasks"][task], k, structure[task])
+        metrics = run_report(samples[samples["task"] == task], k)["tasks"][task]
+        if not metrics["complete"]:
+            if not metrics.get("partial"):
+                raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
+            metrics = {**metrics, **metrics["partial"], "n_problems": metrics["n_problems"]}
+        cells[task] = _task_cell(metrics, k, structure[task])
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
-            "decoding": meta.decoding, "path": meta.path, "k": meta.k,
+            "decoding": meta.decoding, "path": meta.path, "k": meta.k, "complete": not missing, "missing": missing,
             "tasks": cells, "average": _average(cells, meta.k, average)}
 
 

@@ -24,7 +24,8 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
-                                             average=args.average)
+                                             average=args.average,
+                                             include_incomplete=bool(getattr(args, "include_incomplete", False)))
     doc = board.document
     for failure in doc["failures"]:
         print(f"warning: run not loaded: {failure['path']}: {failure['reason']}", file=sys.stderr)

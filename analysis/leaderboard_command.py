@@ -25,6 +25,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: every task of the runs)")
     p.add_argument("--intersect", action="store_true",
                    help="compare runs with different problem sets, data hashes or k on the problems they share")
+    p.add_argument("--include-incomplete", action="store_true",
+                   help="rank runs that lack samples their run.json declares (default: they are left out and named)")
     p.add_argument("--average", default="task_mean", choices=["task_mean", "problem_weighted"],
                    help="what the average and the ranking use (default task_mean: the mean of task means, the paper's)")
     out = p.add_mutually_exclusive_group()

@@ -12,6 +12,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from analysis.completeness import MARK
 from analysis.leaderboard import UNIT_LABELS, k_label
 
 
@@ -35,13 +36,18 @@ def _label(doc: dict[str, Any]) -> str:
     return str(ks.pop()) if len(ks) == 1 else "k"
 
 
+def _name(run: dict[str, Any]) -> str:
+    """The run's name, with the incomplete mark when it was ranked on request (``include_incomplete``)."""
+    return run["name"] if run.get("complete", True) else f"{run['name']} {MARK}"
+
+
 def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One row per run: rank (``=`` when tied with the row above), identity, average, mean@K per task."""
     rows = []
     label = _label(doc)
     for run in doc["runs"]:
         avg, k = run["average"], k_label(run["k"])
-        row = {"rank": ("=" if run["tied_with_above"] else "") + str(run["rank"]), "run": run["name"],
+        row = {"rank": ("=" if run["tied_with_above"] else "") + str(run["rank"]), "run": _name(run),
                "step": "-" if run["step"] is None else str(run["step"]), "decoding": run["decoding"],
                f"avg mean@{label}": _num(avg[f"mean@{k}"]), f"avg pass@{label}": _num(avg[f"pass@{k}"]),
                f"avg pass@{label}_paper": _num(avg[f"pass@{k}_paper"]), f"avg maj@{label}": _num(avg[f"maj@{k}"]),
@@ -77,7 +83,7 @@ def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     for run in doc["runs"]:
         for task, cell in run["tasks"].items():
             k = cell["k"]
-            rows.append({"run": run["name"], "task": task, "k": str(k), "problems": str(cell["n_problems"]),
+            rows.append({"run": _name(run), "task": task, "k": str(k), "problems": str(cell["n_problems"]),
                          f"mean@{label} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
                          f"pass@{label}": _num(cell[f"pass@{k}"]), f"pass@{label}_paper": _num(cell[f"pass@{k}_paper"]),
                          f"maj@{label}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
@@ -98,6 +104,7 @@ def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for run in doc["runs"]:
         row: dict[str, Any] = {key: run[key] for key in ("rank", "tied_with_above", "p_vs_above", "name", "model",
                                                           "family", "step", "decoding", "k")}
+        row["complete"], row["missing"] = run.get("complete", True), "; ".join(run.get("missing") or [])
         row.update({f"average.{key}": value for key, value in run["average"].items() if not isinstance(value, dict)})
         for task, cell in run["tasks"].items():
             for key, value in cell.items():
@@ -154,6 +161,8 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     parts = [head("Leaderboard"), table(ranking_rows(doc)),
              f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
              f"(paired sign-flip test on the average, p ≥ {doc['alpha']}).",
+             *([f"{MARK}: ranked on request (include incomplete runs) on the problems that hold all k samples; "
+                "what each lacks is in the notes."] if any(not r.get("complete", True) for r in doc["runs"]) else []),
              head("Per task"), table(task_rows(doc)), intervals_and_ties_note(doc),
              head(f"Paired comparisons with the baseline {doc['baseline']} (shared problems; bootstrap 95% CI; "
                   "sign-flip p; Holm across tasks)"), table(comparison_rows(doc))]

@@ -9,6 +9,14 @@ Paths are re-parsed from the stored response with :func:`pr1_eval.protocol.parse
 (the store keeps block positions, not path spans); each path's answer is extracted with the
 grader's own :func:`pr1_eval.grading.extract_answer`.
 
+Completeness, once: each run is checked against its ``run.json`` with the report's own
+:func:`pr1_eval.report.completeness.check_completeness` on every stored sample, and the result
+is kept in :attr:`LoadedRuns.completeness` (laid out per run × task by
+:func:`analysis.completeness.completeness_frame`). Then samples of a problem the run does not
+declare (not in its task's ``problem_ids``, or of a task ``run.json`` does not list) are dropped
+from both frames with a note naming them: nothing counts them, and the check has already marked
+the task incomplete.
+
 Why a sidecar cache (:mod:`analysis.block_cache`): that parse is most of the cost of loading a
 large run (about 80 % of it for 96,000 responses), and the dashboard, the notebooks and
 ``analyze`` reload the same runs again and again. So each run's blocks are parsed once and
@@ -38,6 +46,7 @@ from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import Block, parse_structure
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
+from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
 from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore
 
 #: Run metadata joined onto every sample and block row.
@@ -98,13 +107,16 @@ _LIST_COLUMNS = ("paths_per_block", "block_char_starts", "block_char_ends", "blo
 class LoadedRuns:
     """What :func:`load_runs` returns. ``failures`` lists (path, reason) for runs not loaded;
     ``notes`` lists oddities in loaded runs (e.g. stored structure disagreeing with the text);
-    ``run_info`` holds each loaded run's run.json by run name (k, tasks, sampling, ...)."""
+    ``run_info`` holds each loaded run's run.json by run name (k, tasks, sampling, ...);
+    ``completeness`` each loaded run's check against it, made before undeclared samples were dropped
+    (:func:`analysis.completeness.completeness_frame` lays it out per run × task)."""
 
     samples: pd.DataFrame
     blocks: pd.DataFrame
     failures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     run_info: dict[str, RunRecord] = field(default_factory=dict)
+    completeness: dict[str, RunCompleteness] = field(default_factory=dict)
 
 
 def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -176,8 +188,19 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
             continue
         loaded.append((samples, info, run_dir))
     _make_run_names_unique([samples for samples, _, _ in loaded])
-    block_parts: list[pd.DataFrame] = []
     notes: list[str] = []
+    checks: dict[str, RunCompleteness] = {}
+    for i, (samples, info, run_dir) in enumerate(loaded):
+        name = str(samples["run"].iat[0])
+        checks[name] = check_completeness(info, samples)
+        kept, note = drop_undeclared(samples, info)
+        if note:
+            notes.append(f"{name}: {note}")
+        loaded[i] = (kept, info, run_dir)
+    failures.extend((str(run_dir), "every stored sample belongs to a problem run.json does not declare")
+                    for samples, _, run_dir in loaded if samples.empty)
+    loaded = [item for item in loaded if not item[0].empty]
+    block_parts: list[pd.DataFrame] = []
     for i, (samples, info, run_dir) in enumerate(loaded):
         report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
@@ -195,7 +218,33 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
         samples=pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(SAMPLE_COLUMNS)),
         blocks=pd.concat(block_parts, ignore_index=True) if block_parts else pd.DataFrame(columns=list(BLOCK_COLUMNS)),
         failures=failures, notes=notes,
-        run_info={str(samples["run"].iat[0]): info for samples, info, _ in loaded})
+        run_info={str(samples["run"].iat[0]): info for samples, info, _ in loaded},
+        completeness={name: check for name, check in checks.items()
+                      if any(str(s["run"].iat[0]) == name for s, _, _ in loaded)})
+
+
+def drop_undeclared(samples: pd.DataFrame, run: RunRecord) -> tuple[pd.DataFrame, str | None]:
+    """``samples`` without rows of problems ``run`` does not declare, and a note saying what went.
+
+    A problem is undeclared when its task lists ``problem_ids`` and the id is not among them, or
+    when ``run.json`` lists tasks and this task is not one of them. A task whose ``run.json``
+    gives only ``n_problems`` (older runs) cannot be checked by id, so its rows stay.
+    """
+    if not run.tasks or samples.empty:
+        return samples, None
+    keep = pd.Series(True, index=samples.index)
+    for task, group in samples.groupby("task", sort=False):
+        entry = run.tasks.get(str(task))
+        if entry is None:
+            keep[group.index] = False
+        elif entry.problem_ids is not None:
+            keep[group.index] = group["problem_id"].astype(str).isin(set(entry.problem_ids))
+    if keep.all():
+        return samples, None
+    dropped = samples[~keep]
+    ids = [f"{t}/{p}" for t, p in dict.fromkeys(zip(dropped["task"], dropped["problem_id"], strict=True))]
+    return samples[keep], (f"{len(dropped)} sample(s) of {len(ids)} problem(s) run.json does not declare left out "
+                           f"of every number ({name_ids(ids, len(ids))})")
 
 
 def _read_run(run_dir: Path) -> tuple[pd.DataFrame, RunRecord]:

@@ -3,6 +3,11 @@
 Why a separate orchestration module: the CLI, dashboards and notebooks need the same joined
 tables (structure + diversity + roles per run × task, the drift table, its trends) and must not
 each re-implement the joins. Undefined numbers stay null and the row's ``notes`` say why.
+
+Completeness (:mod:`analysis.completeness`): every run × task row carries ``complete`` and
+``missing`` from the loader's check against ``run.json`` (the report's rule); a declared task with
+no sample gets a row of nulls instead of vanishing. Incomplete cells are shown, marked, and left
+out of the drift points and trends unless ``include_incomplete`` (``analyze --include-incomplete``).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
 from analysis.diversity import Embedder, block_diversity, diversity
 from analysis.drift import drift_json, drift_trends
 from analysis.loader import LoadedRuns
@@ -24,7 +30,7 @@ RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
 #: Keys of each object in ``runs`` of ``analyze --json`` (spec order).
 JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
-                 "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles")
+                 "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing")
 
 
 @dataclass
@@ -32,7 +38,9 @@ class Analysis:
     """Every table of one analysis. ``runs``: one row per run × task; ``blocks``: the loader's
     blocks with roles and per-block diversity; ``pairs``: one row per sibling-path pair;
     ``responses``: summary consistency per response with blocks; ``drift_points``: one row per
-    family × decoding × task × step; ``drift_trends``: Spearman per metric."""
+    family × decoding × task × step (``complete``: every run × task in it is); ``drift_trends``:
+    Spearman per metric; ``completeness``: :func:`analysis.completeness.completeness_frame`;
+    ``include_incomplete``: whether incomplete cells were let into the drift."""
 
     runs: pd.DataFrame
     blocks: pd.DataFrame
@@ -43,6 +51,8 @@ class Analysis:
     failures: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     embeddings: dict[str, Any] | None = None
+    completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
+    include_incomplete: bool = False
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by file stem (for writing to disk)."""
@@ -50,25 +60,63 @@ class Analysis:
                 "drift_points": self.drift_points, "drift_trends": self.drift_trends}
 
 
-def analyze(loaded: LoadedRuns, embedder: Embedder | None = None) -> Analysis:
-    """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given."""
+def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomplete: bool = False) -> Analysis:
+    """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
+    tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``."""
+    cells = loaded_completeness(loaded)
     blocks = assign_roles(loaded.blocks)
     pairs = diversity(blocks, embedder)
     blocks = block_diversity(blocks, pairs)
     responses = summary_consistency(loaded.samples, blocks)
     runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)
+    runs = _with_completeness(runs, cells, include_incomplete)
     with_step = loaded.samples[loaded.samples["step"].notna()]
+    with_step = with_step.assign(complete=cell_flags(with_step, cells))
+    stepped_blocks = blocks[blocks["step"].notna()]
+    if not include_incomplete:
+        with_step = with_step[with_step["complete"]]
+        stepped_blocks = stepped_blocks[cell_flags(stepped_blocks, cells)] if not stepped_blocks.empty else stepped_blocks
     points = structure_stats(with_step, by=STEP_KEYS)
     if not points.empty:
-        shares = role_shares(blocks[blocks["step"].notna()], by=STEP_KEYS)
+        shares = role_shares(stepped_blocks, by=STEP_KEYS)
         points = points.merge(shares, on=STEP_KEYS, how="left")
+        flags = with_step.groupby(STEP_KEYS, sort=False)["complete"].all().rename("complete").reset_index()
+        points = points.merge(flags, on=STEP_KEYS, how="left")
     embeddings = None
     if embedder is not None:
         embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures), notes=list(loaded.notes),
-                    embeddings=embeddings)
+                    embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete)
+
+
+def _with_completeness(runs: pd.DataFrame, cells: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:
+    """``runs`` with ``complete`` and ``missing`` per row, a row for every declared task without
+    samples (metadata from its run, numbers null), and the mark in the row's notes."""
+    keys = cells[RUN_KEYS + ["complete", "missing"]]
+    if runs.empty:
+        return runs
+    table = runs.merge(keys, on=RUN_KEYS, how="left")
+    seen = set(zip(table["run"], table["task"], strict=True))
+    absent = keys[[key not in seen for key in zip(keys["run"], keys["task"], strict=True)]]
+    absent = absent[absent["run"].isin(set(table["run"]))]
+    if not absent.empty:  # declared, never started: a row of nulls, so the task does not vanish
+        meta = table.groupby("run", sort=False)[["model", "model_family", "step", "decoding"]].first().reset_index()
+        table = pd.concat([table, absent.merge(meta, on="run", how="left")], ignore_index=True)
+        for count in ("n_samples", "n_pairs", "n_pairs_empty", "n_blocks_roles", "n_consistency_defined"):
+            if count in table:
+                table[count] = table[count].fillna(0).astype(int)
+        table["step"] = table["step"].astype("Int64")
+        order = {run: i for i, run in enumerate(dict.fromkeys(table["run"]))}  # beside its run's other tasks
+        table = table.iloc[table["run"].map(order).argsort(kind="stable")].reset_index(drop=True)
+    table["complete"] = table["complete"].fillna(True).astype(bool)
+    table["missing"] = table["missing"].fillna("").astype(str)
+    table["notes"] = table["notes"].fillna("").astype(str)
+    how = "included in the drift on request" if include_incomplete else f"left out of the drift ({INCLUDE_FLAG} includes it)"
+    table["notes"] = [note if ok else "; ".join(n for n in (f"{MARK}: {missing}; {how}", note) if n)
+                      for ok, missing, note in zip(table["complete"], table["missing"], table["notes"], strict=True)]
+    return table
 
 
 def _run_table(samples: pd.DataFrame, blocks: pd.DataFrame, pairs: pd.DataFrame, responses: pd.DataFrame,
@@ -152,7 +200,7 @@ def to_json(analysis: Analysis) -> dict[str, Any]:
         runs.append(item)
         if row.get("notes"):
             notes.append(f"{row['run']} / {row['task']}: {row['notes']}")
-    document: dict[str, Any] = {"runs": runs}
+    document: dict[str, Any] = {"runs": runs, "include_incomplete": analysis.include_incomplete}
     if analysis.runs["step"].notna().any() if not analysis.runs.empty else False:
         drift = drift_json(analysis.drift_trends)
         document["drift"] = {task: {k: _clean(v) for k, v in obj.items()} for task, obj in drift.items()}

@@ -10,6 +10,12 @@ reloaded on the next rerun, and nothing stale is ever shown.
 
 Only runs given on the command line are ever loaded: pages select among their *names*
 (query parameters included); no path from a browser is opened.
+
+Completeness: every page reads :attr:`Context.completeness` (the loader's check against each
+``run.json``, laid out by :func:`analysis.completeness.loaded_completeness`), marks an incomplete
+run × task where its numbers appear (:meth:`Context.mark`, :meth:`Context.incomplete_caption`) and
+leaves it out of trends and rankings unless the sidebar toggle
+:data:`analysis.completeness.INCLUDE_LABEL` is on (:attr:`Context.include_incomplete`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
 from analysis.loader import LoadedRuns, load_runs, runs_signature
 
 DEFAULT_RUNS = "runs"
@@ -89,6 +96,8 @@ class Context:
     runs: list[str]
     tasks: list[str]
     all_runs: list[str] = field(default_factory=list)
+    completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
+    include_incomplete: bool = False
 
     def key(self, *parts: Hashable) -> tuple[Hashable, ...]:
         return (self.signature, tuple(self.runs), tuple(self.tasks), *parts)
@@ -111,6 +120,36 @@ class Context:
         if everything:
             return frame
         return self.cached(name, lambda: frame[frame["run"].isin(self.runs) & frame["task"].isin(self.tasks)])
+
+    def trend_samples(self) -> pd.DataFrame:
+        """The selected samples that may enter trends and rankings: incomplete run × tasks are
+        left out unless the sidebar's :data:`INCLUDE_LABEL` toggle is on."""
+        samples = self.samples()
+        if self.include_incomplete or samples.empty:
+            return samples
+        return self.cached("trend_samples", lambda: samples[cell_flags(samples, self.completeness)])
+
+    def selected_completeness(self) -> pd.DataFrame:
+        """The completeness rows of the selected runs and tasks."""
+        frame = self.completeness
+        return frame[frame["run"].isin(self.runs) & frame["task"].isin(self.tasks)]
+
+    def mark(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (with run and task columns) with a ``complete`` column: 'yes' or the mark."""
+        bad = set(zip(*(self.completeness.loc[~self.completeness["complete"], c] for c in ("run", "task")), strict=True))
+        flags = [MARK if (str(r), str(t)) in bad else "yes" for r, t in zip(frame["run"], frame["task"], strict=True)]
+        return frame.assign(complete=flags)
+
+    def incomplete_caption(self, what: str = "trends and rankings") -> str | None:
+        """The sentence under a table when a selected run × task is incomplete (None when none is)."""
+        rows = self.selected_completeness()
+        rows = rows[~rows["complete"]]
+        if rows.empty:
+            return None
+        treated = ("included on request" if self.include_incomplete else
+                   f"left out of {what}; the sidebar toggle '{INCLUDE_LABEL}' includes them")
+        return (f"{MARK}: {len(rows)} run × task(s) lack samples their run.json declares; their numbers cover only "
+                f"the samples held, and they are {treated}.")
 
     def k(self, run: str) -> int | None:
         """The run's k from run.json, when it says."""
@@ -143,6 +182,16 @@ def build_context(argv: Sequence[str]) -> Context:
         tasks = sorted(str(t) for t in present)
         _keep_valid("filter_tasks", tasks)
         chosen_tasks = st.multiselect("Tasks", tasks, default=tasks, key="filter_tasks")
+        include = st.toggle(INCLUDE_LABEL, value=False, key="include_incomplete",
+                            help="runs or tasks holding fewer samples than their run.json declares (a killed run, a "
+                                 "task never started) are always shown, marked; this lets them into the trend tests "
+                                 "and the ranking")
+        completeness = loaded_completeness(loaded)
+        incomplete = completeness[~completeness["complete"] & completeness["run"].isin(runs)]
+        if len(incomplete):
+            with st.expander(f"{MARK}: {len(incomplete)} run × task(s)"):
+                for record in incomplete.to_dict("records"):
+                    st.text(f"{record['run']} / {record['task']}: {record['missing']}")
         if loaded.failures:
             with st.expander(f"{len(loaded.failures)} run(s) not loaded"):
                 for path, reason in loaded.failures:
@@ -151,7 +200,8 @@ def build_context(argv: Sequence[str]) -> Context:
             with st.expander(f"{len(loaded.notes)} note(s) on loaded runs"):
                 for note in loaded.notes:
                     st.text(note)
-    context = Context(loaded=loaded, signature=signature, runs=list(runs), tasks=list(chosen_tasks), all_runs=names)
+    context = Context(loaded=loaded, signature=signature, runs=list(runs), tasks=list(chosen_tasks), all_runs=names,
+                      completeness=completeness, include_incomplete=bool(include))
     st.session_state[_CONTEXT_KEY] = context
     return context
 

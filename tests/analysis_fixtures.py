@@ -58,10 +58,17 @@ def make_record(task: str, problem_id: str, sample_idx: int, text: str, *, corre
 
 def write_run(root: Path, name: str, records: Sequence[SampleRecord], *, step: int | None = None,
               model: str | None = "org/model", decoding: str = "forkjoin", extra: dict[str, Any] | None = None) -> Path:
-    """A run directory (run.json + one parquet part) at ``root/name``."""
+    """A run directory (run.json + one parquet part) at ``root/name``; run.json declares the tasks and
+    problems of ``records`` (as the harness does), each with k = the most samples any of its problems has."""
     store = RunStore(root / name)
+    held: dict[str, dict[str, int]] = {}
+    for record in records:
+        counts = held.setdefault(record.task, {})
+        counts[record.problem_id] = counts.get(record.problem_id, 0) + 1
+    tasks = {task: {"n_problems": len(counts), "problem_ids": list(counts), "k": max(counts.values())}
+             for task, counts in held.items()}
     info = {"name": name, "model": {"path": model, "revision": None, "step": step}, "decoding": {"mode": decoding},
-            "k": 1, "tasks": {}, **(extra or {})}
+            "k": 1, "tasks": tasks, "status": "complete", **(extra or {})}
     store.write_run(RunRecord.from_dict(info))
     if records:
         store.append(list(records))

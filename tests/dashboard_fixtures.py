@@ -71,3 +71,25 @@ def build_runs(root: Path) -> dict[str, Path]:
     runs = {f"step{s}": write_import(step_rows(s), root / "runs" / f"step{s}") for s in STEPS}
     runs[HOSTILE_RUN] = write_import(hostile_rows(), root / "runs" / HOSTILE_RUN)
     return runs
+
+
+KILLED_RUN = "killed"
+KILLED_STEP = 250
+KILLED_PROBLEMS = ("p0", "p1")  # of aime24's 4; amc23 (declared) never started
+
+
+def build_killed_run(root: Path) -> Path:
+    """A checkpoint of the same job killed early: status ``running``, 2 of aime24's 4 problems held
+    (each 1 of 4 samples right, as at step 100: mean 0.25 on what it holds), amc23 declared but
+    never started. Imported like the others, then given the run.json a killed run has."""
+    rows = [{**row, "model": f"/ck/exp/global_step_{KILLED_STEP}/actor", "step": KILLED_STEP}
+            for row in step_rows(100) if row["task"] == "aime24" and row["problem_id"] in KILLED_PROBLEMS]
+    path = write_import(rows, root / "runs" / KILLED_RUN)
+    record = json.loads((path / "run.json").read_text(encoding="utf-8"))
+    record["status"] = "running"
+    for task, n_problems in TASKS.items():
+        entry = record["tasks"].get(task) or {"k": K}
+        entry.update(n_problems=n_problems, problem_ids=[f"p{p}" for p in range(n_problems)])
+        record["tasks"][task] = entry
+    (path / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return path

@@ -15,7 +15,7 @@ from analysis import cli, command
 from analysis import diversity as div
 
 RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
-            "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles"}
+            "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing"}
 
 
 def _root(tmp_path: Path) -> Path:
@@ -53,6 +53,7 @@ def test_json_shape_values_files_and_partial_failure(tmp_path: Path, capsys: pyt
     assert [r["run"] for r in document["runs"]] == ["ck10", "ck20", "ck30"]
     for row in document["runs"]:
         assert set(row) == RUN_KEYS and set(row["roles"]) == {"verification", "exploration", "undetermined"}
+        assert row["complete"] is True and row["missing"] == ""
         assert row["n_samples"] == 2 and row["parallel_ratio"] == 0.5 and row["blocks_per_response"] == 0.5
         assert row["paths_per_block"] == 2.0 and row["cosine_mean"] is None
         assert row["roles"] == {"verification": 1.0, "exploration": 0.0, "undetermined": 0.0}

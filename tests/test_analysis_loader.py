@@ -165,7 +165,8 @@ def test_sidecar_cache_gives_the_same_frames_without_parsing(tmp_path: Path, mon
 
 def test_sidecar_cache_follows_a_changed_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
-    run = write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)])
+    declared = {"tasks": {"t": {"n_problems": 2, "problem_ids": ["p0", "p1"], "k": 1}}}  # p1 comes later
+    run = write_run(tmp_path, "a", [make_record("t", "p0", 0, TWO_BLOCKS)], extra=declared)
     assert len(load_runs(run, tokenizer=None).blocks) == 2
     RunStore(run).append([make_record("t", "p1", 0, response(block(["u", "v"])))])
     assert len(load_runs(run, tokenizer=None).blocks) == 3

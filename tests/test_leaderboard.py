@@ -124,7 +124,8 @@ def test_default_baseline_of_a_sweep_is_its_lowest_step(tmp_path: Path) -> None:
 def test_mismatched_runs_are_refused_with_the_difference_named(tmp_path: Path) -> None:
     write_counts_run(tmp_path, "base", {"t": {"p1": 1, "p2": 2, "p3": 3}}, k=K)
     write_counts_run(tmp_path, "fewer", {"t": {"p1": 1, "p2": 2}}, k=K)
-    with pytest.raises(Pr1EvalError, match=r"task t: fewer has 2 problems, base 3 .*only in base: p3.*--intersect"):
+    with pytest.raises(Pr1EvalError, match=r"task t: run 'fewer' has 2 problems, run 'base' has 3 \(0 held only by "
+                       r"run 'fewer', 1 only by run 'base': p3\).*--intersect"):
         build_leaderboard([tmp_path / "base", tmp_path / "fewer"])
     write_counts_run(tmp_path, "rehashed", {"t": {"p1": 1, "p2": 2, "p3": 3}}, k=K, data_hash="hash-v2")
     with pytest.raises(Pr1EvalError, match="data hash of rehashed"):
@@ -166,11 +167,16 @@ def test_tasks_with_their_own_k(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "avg mean@k" in capsys.readouterr().out
 
 
-def test_incomplete_runs_and_unknown_tasks_are_refused(tmp_path: Path) -> None:
+def test_incomplete_runs_are_left_out_and_unknown_tasks_refused(tmp_path: Path) -> None:
     write_counts_run(tmp_path, "done", {"t": {"p1": 1, "p2": 2}}, k=K)
     write_counts_run(tmp_path, "killed", {"t": {"p1": 1}}, k=K, status="running", declared={"t": ["p1", "p2"]})
-    with pytest.raises(Pr1EvalError, match="run killed is incomplete on task t"):
-        build_leaderboard([tmp_path / "done", tmp_path / "killed"], intersect=True)
+    document = build_leaderboard([tmp_path / "done", tmp_path / "killed"], intersect=True)
+    assert [r["name"] for r in document["runs"]] == ["done"] and document["runs"][0]["complete"] is True
+    assert [(e["name"], e["complete"]) for e in document["excluded"]] == [("killed", False)]
+    assert document["excluded"][0]["missing"][0] == "t: 1 of 2 problem(s) have no samples (p2)"
+    assert document["runs"][0]["tasks"]["t"]["mean@4"] == (1 + 2) / (2 * K)  # done's own numbers, unchanged
+    with pytest.raises(Pr1EvalError, match="run killed is incomplete on task t"):  # nothing complete is left
+        build_leaderboard([tmp_path / "killed"])
     with pytest.raises(Pr1EvalError, match="--tasks zz: no loaded run has samples for it"):
         build_leaderboard([tmp_path / "done"], tasks=["zz"])
     with pytest.raises(Pr1EvalError, match="no run could be loaded"):

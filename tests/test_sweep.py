@@ -159,3 +159,24 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
 
     doc = build_leaderboard([runs])
     assert doc["baseline"] == "ckpts-step1-sequential-k2-seed0" and sorted(r["step"] for r in doc["runs"]) == [1, 2, 3]
+
+
+def test_the_closing_table_marks_an_incomplete_run(tmp_path: Path) -> None:
+    from completeness_fixtures import AIME, K, write_killed_run
+    from leaderboard_fixtures import write_counts_run
+
+    done = write_counts_run(tmp_path, "done", {"aime24": dict.fromkeys(AIME, 3)}, k=K, step=100)
+    killed = write_killed_run(tmp_path)
+    rows = []
+    for step, path in ((100, done), (250, killed)):
+        row = sweep.SweepRow(sweep.Checkpoint(path=path, step=step, model_dir=path), status="done", run_dir=path)
+        row.metrics, row.incomplete = sweep._metrics(path)
+        rows.append(row)
+    assert rows[0].metrics == {"aime24": 3 / K} and rows[0].incomplete == []
+    assert rows[1].metrics == {"aime24": None, "amc23": None}  # the report's check: no mean@K for a killed run
+    lines = sweep.format_sweep_table(rows).splitlines()
+    assert lines[0].split()[:4] == ["step", "status", "aime24", "mean@k"]
+    assert "0.750" in lines[1] and "⚠" not in lines[1]
+    assert "done ⚠ incomplete" in lines[2] and lines[2].count("⚠") == 3  # the status and both tasks
+    assert lines[3].startswith("⚠ incomplete: step 250: run status is 'running'")
+    assert "aime24: 6 of 10 problem(s) have no samples" in lines[3] and "amc23: 4 of 4" in lines[3]

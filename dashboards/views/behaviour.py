@@ -4,6 +4,8 @@ block positions, accuracy with and without a block, and format-check failures by
 Per-run figures come from :func:`analysis.stats.structure_stats` (run × task) and the loader's
 blocks frame; histograms are binned here (shares of each run's responses or blocks), so a run
 with more samples does not dwarf the others and the browser receives bins, not 96,000 points.
+Each run × task row says whether it holds every sample its run.json declares (``complete``); a
+declared task with no sample gets a row too, so a task that never started does not vanish.
 """
 
 from __future__ import annotations
@@ -19,16 +21,28 @@ from dashboards.data import Context, context
 from dashboards.tables import binned, format_failures
 
 UNIT_NAMES = {"char": "characters", "token": "tokens", "mixed": "tokens for some runs, characters for others"}
-ACCURACY_VIEW = ["run", "task", "n_samples", "n_scored", "accuracy", "accuracy_with_block", "accuracy_without_block"]
-STATS_VIEW = ["run", "task", "parallel_ratio", "blocks_per_response", "paths_per_block", "in_block_share",
+ACCURACY_VIEW = ["run", "task", "complete", "n_samples", "n_scored", "accuracy", "accuracy_with_block",
+                 "accuracy_without_block"]
+STATS_VIEW = ["run", "task", "complete", "parallel_ratio", "blocks_per_response", "paths_per_block", "in_block_share",
               "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio"]
 
 
 def formatted(stats: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     view = stats[columns].copy()
-    for column in columns[2:]:
+    for column in columns[3:]:
         view[column] = [fmt(v) for v in view[column]]
     return view.astype(str)
+
+
+def with_completeness(ctx: Context, stats: pd.DataFrame) -> pd.DataFrame:
+    """``stats`` with the ``complete`` mark, plus a row (no numbers) for each selected declared task
+    that holds no sample."""
+    cells = ctx.selected_completeness()
+    held = set(zip(stats["run"].astype(str), stats["task"].astype(str), strict=True))
+    absent = cells[[(str(r), str(t)) not in held for r, t in zip(cells["run"], cells["task"], strict=True)]]
+    if len(absent):
+        stats = pd.concat([stats, absent[["run", "task"]].assign(n_samples=0, n_scored=0)], ignore_index=True)
+    return ctx.mark(stats)
 
 
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
@@ -82,23 +96,27 @@ def render() -> None:
     ctx = context()
     st.title("Behaviour")
     with st.spinner("Computing structure statistics…"):
-        stats = ctx.cached("structure_stats", lambda: structure_stats(ctx.samples(), by=["run", "task"]))
+        stats = ctx.cached("structure_stats", lambda: with_completeness(ctx, structure_stats(ctx.samples(),
+                                                                                            by=["run", "task"])))
     render_distributions(ctx)
     st.subheader("Accuracy with and without a block")
-    accuracy = stats.melt(id_vars=["run", "task"], value_vars=["accuracy_with_block", "accuracy_without_block"])
-    fig = go.Figure([go.Bar(x=[f"{r} · {t}" for r, t in zip(group["run"], group["task"], strict=True)],
+    accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])
+    fig = go.Figure([go.Bar(x=[f"{r} · {t}" + ("" if c == "yes" else f" {c}")
+                               for r, t, c in zip(group["run"], group["task"], group["complete"], strict=True)],
                             y=pd.to_numeric(group["value"]), name=str(variable).replace("accuracy_", ""))
                      for variable, group in accuracy.groupby("variable")])
     fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=320, margin={"t": 20, "b": 40})
     st.plotly_chart(fig, key="bh_accuracy")
     text_table(formatted(stats, ACCURACY_VIEW))
+    if (sentence := ctx.incomplete_caption("the Training dynamics trends and the leaderboard ranking")) is not None:
+        st.caption(sentence)
     st.subheader("Structure per run × task")
     text_table(formatted(stats, STATS_VIEW))
     units = {UNIT_NAMES.get(str(u), str(u)) for u in [*stats["in_block_unit"], *stats["position_unit"]]
              if isinstance(u, str)}
     st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
                "(tokens when the run stored token positions, else characters).")
-    for record in stats[stats["notes"].astype(bool)].to_dict("records"):
+    for record in stats[stats["notes"].fillna("").astype(bool)].to_dict("records"):
         st.caption(f"{md_escape(record['run'])} · {md_escape(record['task'])}: {md_escape(record['notes'])}")
     st.subheader("Format-check failures by kind")
     failures = ctx.cached("format_failures", lambda: format_failures(ctx.samples()))

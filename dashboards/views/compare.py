@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from analysis.completeness import MARK
 from dashboards.components import md_escape, table, trace_link
 from dashboards.data import context
 from dashboards.tables import flips
@@ -57,6 +58,12 @@ def render() -> None:
     st.markdown(f"**A** = {md_escape(run_a)} · **B** = {md_escape(run_b)} · task {md_escape(task)}: "
                 f"{len(frame)} shared problem(s); solved in A: {int(frame['solved_a'].sum())}, "
                 f"in B: {int(frame['solved_b'].sum())}.")
+    cells = ctx.completeness.set_index(["run", "task"])
+    for run in dict.fromkeys((run_a, run_b)):
+        if (run, task) in cells.index and not bool(cells.loc[(run, task), "complete"]):
+            st.warning(f"{md_escape(run)} · {md_escape(task)} is {MARK}: it lacks samples its run.json declares "
+                       f"({md_escape(str(cells.loc[(run, task), 'missing']))}); only the problems both runs hold are "
+                       "compared, and its counts cover only the samples held.")
     left, right = st.columns(2)
     with left:
         render_flips(frame, "wrong → right", run_a, run_b, task)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from analysis.roles import ROLES, role_shares
 from dashboards.components import fmt, text_table, trace_link
-from dashboards.data import context
+from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample, role_sample, sample_note
 from dashboards.tables import binned
 
@@ -35,8 +35,8 @@ def histogram(pairs: pd.DataFrame, column: str, title: str) -> go.Figure:
     return fig
 
 
-def summary_table(pairs: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
-    """Per run × task: pairs, mean BLEU and cosine, and the share of each block role."""
+def summary_table(pairs: pd.DataFrame, blocks: pd.DataFrame, ctx: Context) -> pd.DataFrame:
+    """Per run × task: whether it is complete, pairs, mean BLEU and cosine, and the share of each block role."""
     keys = ["run", "task"]
     means = pairs.groupby(keys).agg(n_pairs=("bleu", "size"), bleu_mean=("bleu", "mean"),
                                     cosine_mean=("cosine", "mean")).reset_index()
@@ -44,7 +44,8 @@ def summary_table(pairs: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     for column in ["bleu_mean", "cosine_mean", *(f"share_{r}" for r in ROLES)]:
         table_[column] = [fmt(v) for v in table_[column]]
     table_["n_pairs"] = [fmt(None if pd.isna(v) else int(v)) for v in table_["n_pairs"]]
-    return table_.astype(str)
+    marked = ctx.mark(table_)
+    return marked[["run", "task", "complete", *(c for c in table_.columns if c not in keys)]].astype(str)
 
 
 def pair_links(pairs: pd.DataFrame, ascending: bool) -> None:
@@ -69,7 +70,9 @@ def render() -> None:
         pairs = pair_sample(ctx, max_blocks, embeddings)
         blocks = role_sample(ctx, max_blocks, embeddings)
     st.caption(f"Computed on {sample_note(ctx, max_blocks)}.")
-    text_table(summary_table(pairs, blocks))
+    text_table(summary_table(pairs, blocks, ctx))
+    if (sentence := ctx.incomplete_caption("the Training dynamics trends and the leaderboard ranking")) is not None:
+        st.caption(sentence)
     shares = role_shares(blocks, by=["run"])
     fig = go.Figure([go.Bar(x=shares["run"].astype(str), y=shares[f"share_{role}"], name=role) for role in ROLES])
     fig.update_layout(title="Block roles (share of blocks)", barmode="stack", yaxis_range=[0, 1.0], height=320,

@@ -1,8 +1,11 @@
 """Leaderboard: the numbers ``report`` and ``leaderboard`` give, with intervals and paired comparisons.
 
 The table comes from :func:`analysis.leaderboard.compute_leaderboard` on the selected runs and
-tasks. When the runs are not comparable (different problems or k) it says why and, unless the
-user asks to compare on the shared problems only, falls back to each run's own ``report``.
+tasks. When the runs are not comparable (different problems or k) it says so in one sentence
+naming the sidebar toggle that compares them on their shared problems (the differences behind an
+expander) and falls back to each run's own ``report``. Incomplete runs (against their run.json)
+are left out of the ranking and named, unless the sidebar's include toggle is on; every table
+marks them in its ``complete`` column.
 """
 
 from __future__ import annotations
@@ -12,28 +15,51 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from analysis.completeness import INCLUDE_LABEL, MARK
 from dashboards.components import fmt, fmt_interval, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.tables import leaderboard_rows, report_rows
 from pr1_eval.errors import Pr1EvalError
 
+INTERSECT_LABEL = "Compare on shared problems only"
 
-def leaderboard_document(ctx: Context, baseline: str | None, intersect: bool) -> dict[str, Any] | str:
-    """The leaderboard document, or why it could not be built (a one-line reason)."""
+
+class Unavailable(tuple[str, tuple[str, ...]]):
+    """Why the paired leaderboard could not be built: a reason, and for runs that are not comparable
+    the differences (shown behind an expander, not as one long line). A tuple, so that a value the
+    memo kept from an earlier rerun (when this page module was executed anew) is still recognised."""
+
+    def __new__(cls, reason: str, differences: list[str] | None = None) -> Unavailable:
+        return super().__new__(cls, (reason, tuple(differences or ())))
+
+
+def is_unavailable(value: object) -> bool:
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+
+
+def leaderboard_document(ctx: Context, baseline: str | None, intersect: bool) -> dict[str, Any] | Unavailable:
+    """The leaderboard document, or why it could not be built."""
     try:
-        from analysis.leaderboard import compute_leaderboard
+        from analysis.leaderboard import NotComparable, compute_leaderboard
     except ImportError:
-        return "the leaderboard module (analysis.leaderboard) is not installed"
+        return Unavailable("the leaderboard module (analysis.leaderboard) is not installed")
     from analysis.loader import LoadedRuns
 
-    def compute() -> dict[str, Any] | str:
-        selected = LoadedRuns(samples=ctx.samples(), blocks=ctx.loaded.blocks.iloc[0:0], run_info=ctx.loaded.run_info)
+    def compute() -> dict[str, Any] | Unavailable:
+        selected = LoadedRuns(samples=ctx.samples(), blocks=ctx.loaded.blocks.iloc[0:0], run_info=ctx.loaded.run_info,
+                              completeness=ctx.loaded.completeness)
         try:
-            return compute_leaderboard(selected, baseline=baseline, tasks=ctx.tasks, intersect=intersect).document
+            return compute_leaderboard(selected, baseline=baseline, tasks=ctx.tasks, intersect=intersect,
+                                       include_incomplete=ctx.include_incomplete).document
+        except NotComparable as exc:
+            return Unavailable(
+                f"these runs are not comparable: they differ in problems, k or data ({len(exc.differences)} "
+                f"difference(s), listed below). Turn on '{INTERSECT_LABEL}' in the sidebar to compare them on the "
+                "problems they all share; each run's own report follows.", exc.differences)
         except Pr1EvalError as exc:
-            return str(exc)
+            return Unavailable(str(exc).replace("(--include-incomplete)", f"(the sidebar toggle '{INCLUDE_LABEL}')"))
 
-    return ctx.cached("leaderboard", compute, baseline, intersect)
+    return ctx.cached("leaderboard", compute, baseline, intersect, ctx.include_incomplete)
 
 
 def shown(rows: pd.DataFrame) -> pd.DataFrame:
@@ -64,26 +90,61 @@ def render() -> None:
                "and `pr1-eval leaderboard`, with K the runs' samples per problem.")
     with st.sidebar:
         baseline_choice = st.selectbox("Baseline for comparisons", ["automatic", *ctx.runs], key="lb_baseline")
-        intersect = st.toggle("Compare on shared problems only", value=False, key="lb_intersect",
+        intersect = st.toggle(INTERSECT_LABEL, value=False, key="lb_intersect",
                               help="cut every run to the tasks and problems all selected runs share")
     baseline = None if baseline_choice == "automatic" else baseline_choice
     with st.spinner(f"Computing the leaderboard of {len(ctx.runs)} run(s) (metrics, intervals, paired tests)…"):
         document = leaderboard_document(ctx, baseline, intersect)
-    if isinstance(document, str):
-        st.warning("Paired leaderboard unavailable: " + md_escape(document))
+    if is_unavailable(document) or not isinstance(document, dict):
+        reason, differences = document
+        st.warning("Paired leaderboard unavailable: " + md_escape(reason))
+        if differences:
+            with st.expander("What differs"):
+                for line in differences:
+                    st.text(line)
         st.subheader("Per-run report")
         rows = ctx.cached("report_rows", lambda: report_rows(ctx.loaded, ctx.runs, ctx.tasks))
+        if len(rows):
+            rows = ctx.mark(rows)
+            rows = rows[["run", "task", "complete", *(c for c in rows.columns if c not in ("run", "task", "complete"))]]
         text_table(shown(rows))
+        if (sentence := ctx.incomplete_caption("the ranking")) is not None:
+            st.caption(sentence)
         return
-    text_table(shown(leaderboard_rows(document)))
+    render_excluded(document)
+    rows = leaderboard_rows(document)
+    complete = {run["name"]: run.get("complete", True) for run in document["runs"]}
+    rows.insert(list(rows.columns).index("task") + 1, "complete", ["yes" if complete.get(r, True) else MARK for r in rows["run"]])
+    text_table(shown(rows))
     st.caption(f"Sorted by the average mean@K ({md_escape(document['average_convention'])}); "
                "'tied with above' marks a row not significantly below the one above it (paired sign-flip test, "
                f"p ≥ {document['alpha']}).")
     if document["comparisons"]:
         st.subheader("Paired comparisons against the baseline")
         text_table(comparison_table(document))
-    for note in document["notes"]:
-        st.text(f"note: {note}")
+    if document["notes"]:
+        with st.expander(f"{len(document['notes'])} note(s)"):
+            for note in document["notes"]:
+                st.text(note)
+
+
+def render_excluded(document: dict[str, Any]) -> None:
+    """One sentence naming the incomplete runs left out (or ranked on request), details behind an expander."""
+    excluded = document.get("excluded") or []
+    ranked = [run for run in document["runs"] if not run.get("complete", True)]
+    if excluded:
+        names = ", ".join(md_escape(e["name"]) for e in excluded)
+        st.warning(f"{len(excluded)} run(s) left out of the ranking, {MARK} (they lack samples their run.json "
+                   f"declares): {names}. Turn on '{INCLUDE_LABEL}' in the sidebar to rank them on what they hold.")
+    elif ranked:
+        st.warning(f"{len(ranked)} run(s) ranked on request though {MARK} (they lack samples their run.json declares "
+                   f"({', '.join(md_escape(r['name']) for r in ranked)}); their numbers cover the problems that hold "
+                   "all K samples.")
+    if excluded or ranked:
+        with st.expander("What is missing"):
+            for entry in [*excluded, *ranked]:
+                for line in entry["missing"]:
+                    st.text(f"{entry['name']}: {line}")
 
 
 render()

@@ -4,6 +4,10 @@ Structure metrics come from :func:`analysis.stats.structure_stats`, accuracy fro
 :func:`pr1_eval.report.run_report.run_report` and path diversity from :mod:`analysis.diversity`, all per
 (model family, decoding, task, step); each trend is tested with :func:`analysis.drift.trend`
 (Spearman's ρ against step, with scipy's and, for few steps, the exact permutation p-value).
+
+Only complete run × tasks (checked against each run's ``run.json``, :mod:`analysis.completeness`)
+enter the points and their trends, unless the sidebar toggle includes the incomplete ones; those
+points are then marked in the values table, and their mean@K is over the problems that hold all K.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analysis.completeness import MARK, cell_flags
 from analysis.drift import trend
 from analysis.stats import structure_stats
 from dashboards.components import fmt, text_table
@@ -33,19 +38,27 @@ METRICS: dict[str, str] = {
 
 def step_points(ctx: Context, max_blocks: int) -> pd.DataFrame:
     """One row per family × decoding × task × step with every metric of :data:`METRICS`."""
-    samples = ctx.samples()
+    samples = ctx.trend_samples()
     stepped = samples[samples["step"].notna()]
     if stepped.empty:
-        return pd.DataFrame(columns=KEYS + list(METRICS))
+        return pd.DataFrame(columns=KEYS + list(METRICS) + ["complete"])
+    stepped = stepped.assign(_complete=cell_flags(stepped, ctx.completeness))
     points = structure_stats(stepped, by=KEYS)
     accuracy = []
     for key, group in stepped.groupby(KEYS, sort=True):
-        k_values = {ctx.k(str(r)) for r in group["run"].unique()}
+        runs = [str(r) for r in group["run"].unique()]
+        k_values = {ctx.k(r) for r in runs}
         k = k_values.pop() if len(k_values) == 1 else None
-        metrics = run_report(group, k)["tasks"][key[2]]
-        row = {**dict(zip(KEYS, key, strict=True)), "K": None, "mean@K": None, "pass@K": None}
+        complete = bool(group["_complete"].all())
+        # checked against the run's own run.json when the point is one complete run; an incomplete
+        # point (let in by the toggle) is scored on the problems that hold all K, and marked
+        record = ctx.loaded.run_info.get(runs[0]) if complete and len(runs) == 1 else None
+        metrics = run_report(group.drop(columns="_complete"), k, run=record)["tasks"][key[2]]
+        if not is_complete(metrics) and not complete:
+            metrics = {**metrics, **(metrics.get("partial") or {})}
+        row = {**dict(zip(KEYS, key, strict=True)), "K": None, "mean@K": None, "pass@K": None, "complete": complete}
         kk = metric_k(metrics)
-        if is_complete(metrics) and kk:  # an unfinished step has no mean@K (the report says so)
+        if (is_complete(metrics) or not complete) and kk:  # a complete point that fails the check has no mean@K
             row.update({"K": kk, "mean@K": metrics.get(f"mean@{kk}"), "pass@K": metrics.get(f"pass@{kk}")})
         accuracy.append(row)
     points = points.merge(pd.DataFrame(accuracy), on=KEYS, how="left")
@@ -91,13 +104,15 @@ def render() -> None:
         max_blocks = int(st.number_input("Blocks per run × task for BLEU (0 = all)", min_value=0, value=200,
                                          step=100, key="td_max_blocks"))
     with st.spinner("Computing metrics per checkpoint step…"):
-        points = ctx.cached("step_points", lambda: step_points(ctx, max_blocks), max_blocks)
+        points = ctx.cached("step_points", lambda: step_points(ctx, max_blocks), max_blocks, ctx.include_incomplete)
     if points.empty:
         st.info("None of the selected runs carries a checkpoint step (run.json model.step, or global_step_N in "
                 "the model path). Select runs of a training job to see its dynamics.")
         return
     st.caption(f"{points['step'].nunique()} step(s); one line per model family × decoding × task. Path diversity "
                "is the mean symmetrised BLEU (0–1) of sibling paths.")
+    if (sentence := ctx.incomplete_caption("these points and trends")) is not None:
+        st.caption(sentence)
     columns = st.columns(2)
     for i, metric in enumerate(chosen):
         with columns[i % 2]:
@@ -106,6 +121,7 @@ def render() -> None:
     text_table(trends(points, chosen))
     st.subheader("Values per step")
     view = points[KEYS + [m for m in chosen if m in points]].copy()
+    view.insert(len(KEYS), "complete", ["yes" if ok else MARK for ok in points["complete"].fillna(True)])
     for metric in chosen:
         view[metric] = [fmt(v) for v in view[metric]]
     view["step"] = view["step"].astype(str)

@@ -66,6 +66,7 @@ class SweepRow:
     reason: str | None = None
     seconds: float = 0.0
     metrics: dict[str, Any] = field(default_factory=dict)
+    incomplete: list[str] = field(default_factory=list)  # the report's lines when the run is incomplete
 
 
 # ----- discovery ------------------------------------------------------------------------------
@@ -243,7 +244,8 @@ def score_checkpoint(row: SweepRow, config: Any, tasks: dict[str, Any], family: 
                     _release(engine)
             row.status = "resumed" if resumes else "done"
         _record_family(out, family)
-        row.run_dir, row.metrics = out, _metrics(out)
+        row.run_dir = out
+        row.metrics, row.incomplete = _metrics(out)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - one broken checkpoint must not stop the sweep
@@ -251,12 +253,15 @@ def score_checkpoint(row: SweepRow, config: Any, tasks: dict[str, Any], family: 
     row.seconds = time.perf_counter() - started
 
 
-def _metrics(out: Path) -> dict[str, Any]:
-    """mean@K per task from the report (None where a task is incomplete)."""
+def _metrics(out: Path) -> tuple[dict[str, Any], list[str]]:
+    """mean@K per task from the report (None where a task is incomplete: the report's own
+    completeness check against run.json, as everywhere else), and the report's lines saying what
+    an incomplete run lacks (empty when complete)."""
     from pr1_eval.cli.commands import load_report
 
     report = load_report(out)
-    return {task: m.get(f"mean@{m.get('k')}") for task, m in report["tasks"].items()}
+    metrics = {task: m.get(f"mean@{m.get('k')}") if m.get("complete") else None for task, m in report["tasks"].items()}
+    return metrics, [] if report.get("complete") else list(report.get("incomplete") or ["incomplete"])
 
 
 # ----- the command ----------------------------------------------------------------------------
@@ -288,18 +293,32 @@ def _shared_checks(config: Any) -> dict[str, Any]:
     return tasks
 
 
+INCOMPLETE_MARK = "⚠ incomplete"  # the mark analyze and the dashboard print (analysis.completeness.MARK)
+
+
 def format_sweep_table(rows: list[SweepRow]) -> str:
-    """One line per checkpoint: step, status, mean@K per task, seconds, run folder or reason."""
+    """One line per checkpoint: step, status, mean@K per task, seconds, run folder or reason.
+
+    A run that lacks samples its run.json declares (the report's check) shows ``⚠`` in place of
+    the mean@K of each incomplete task, ``⚠ incomplete`` after its status, and one line below
+    the table per such run saying what is missing and how to finish it.
+    """
     tasks = list(dict.fromkeys(t for r in rows for t in r.metrics))
     head = ["step", "status", *[f"{t} mean@k" for t in tasks], "seconds", "run / reason"]
     table = [head]
+    notes = []
     for r in rows:
-        values = ["-" if r.metrics.get(t) is None else f"{r.metrics[t]:.3f}" for t in tasks]
+        gap = "⚠" if r.incomplete else "-"
+        values = [gap if r.metrics.get(t) is None else f"{r.metrics[t]:.3f}" for t in tasks]
         step = r.checkpoint.label if r.checkpoint.step is None else str(r.checkpoint.step)
-        table.append([step, r.status, *values, f"{r.seconds:.1f}", str(r.run_dir) if r.run_dir else str(r.reason)])
+        status = f"{r.status} {INCOMPLETE_MARK}" if r.incomplete else r.status
+        table.append([step, status, *values, f"{r.seconds:.1f}", str(r.run_dir) if r.run_dir else str(r.reason)])
+        if r.incomplete:
+            notes.append(f"{INCOMPLETE_MARK}: step {step}: {'; '.join(r.incomplete)}; rerun the same command to "
+                         "finish it (finished samples are kept)")
     widths = [max(len(line[i]) for line in table) for i in range(len(head) - 1)]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]
-                     for line in table)
+    lines = ["  ".join(c.rjust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1] for line in table]
+    return "\n".join(lines + notes)
 
 
 def run_sweep(args: argparse.Namespace) -> int:

@@ -1,0 +1,106 @@
+"""Which (run, task) cells hold every sample their ``run.json`` promises: the one table every surface reads.
+
+Why one table: ``report`` refuses to average a killed run, and ``analyze``, the dashboard, the
+notebooks and the sweep must say the same thing about the same run. So the loader calls
+:func:`pr1_eval.report.completeness.check_completeness` once per run (on every stored sample,
+before anything is dropped), keeps the result in :attr:`analysis.loader.LoadedRuns.completeness`,
+and :func:`completeness_frame` lays it out as one row per (run, task) with the columns of
+:data:`COMPLETENESS_COLUMN_DOCS`. Nobody re-implements the rule: they merge this frame on
+``run, task`` and read ``complete`` and ``missing``.
+
+The rule, and why: a cell is ``complete`` when the report's per-task rule holds (every declared
+problem holds k samples and none is undeclared). A declared task that never started gets a row
+too (``n_problems_held`` 0), so it is marked instead of vanishing. The run's status travels in
+``missing`` ("run status is 'running' …") but does not by itself exclude a finished task: the
+report prints that task's numbers and the leaderboard compares it, so every surface does the same.
+
+Incomplete cells are marked wherever their numbers appear and left out of trend tests
+(drift, Spearman) and rankings unless the user asks for them (``analyze --include-incomplete``,
+``compute_leaderboard(..., include_incomplete=True)``, the dashboard's sidebar toggle
+:data:`INCLUDE_LABEL`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from pr1_eval.report.completeness import RunCompleteness, check_completeness
+
+if TYPE_CHECKING:
+    from analysis.loader import LoadedRuns
+
+COMPLETENESS_COLUMN_DOCS: dict[str, str] = {
+    "run": "Run name (as in the samples frame).",
+    "task": "Task name: every task run.json declares, then any found only in the samples.",
+    "complete": "True when every declared problem holds k samples and no stored problem is undeclared (report's rule).",
+    "run_complete": "True when the whole run is complete (status 'complete' and every task complete).",
+    "missing": "What is missing, one sentence ('' when complete): the task's gaps, then the run status when not 'complete'.",
+    "n_problems_expected": "Problems run.json declares for the task (None when it does not say).",
+    "n_problems_held": "Problems with at least one stored sample.",
+}
+COMPLETENESS_COLUMNS: tuple[str, ...] = tuple(COMPLETENESS_COLUMN_DOCS)
+#: What a table or page prints beside an incomplete cell.
+MARK = "⚠ incomplete"
+#: The dashboard's sidebar toggle (named in every sentence that tells a reader how to include them).
+INCLUDE_LABEL = "Include incomplete runs in trends and rankings"
+#: How the command line includes them (named in analyze's notes).
+INCLUDE_FLAG = "--include-incomplete"
+
+
+def completeness_frame(checks: Mapping[str, RunCompleteness]) -> pd.DataFrame:
+    """One row per (run, task) of ``checks`` (run name → its check), columns :data:`COMPLETENESS_COLUMNS`."""
+    rows = []
+    for run, check in checks.items():
+        status = [] if check.status_ok else [check.problems()[0]]
+        for task, entry in check.tasks.items():
+            rows.append({"run": run, "task": task, "complete": entry.complete, "run_complete": check.complete,
+                         "missing": "; ".join([entry.describe()] * (not entry.complete) + status),
+                         "n_problems_expected": entry.n_problems_expected,
+                         "n_problems_held": entry.problems_with_samples})
+    frame = pd.DataFrame(rows, columns=list(COMPLETENESS_COLUMNS))
+    return frame.astype({"complete": bool, "run_complete": bool})
+
+
+def incomplete_cells(frame: pd.DataFrame) -> set[tuple[str, str]]:
+    """The (run, task) pairs of a :func:`completeness_frame` that are not complete."""
+    rows = frame[~frame["complete"].astype(bool)]
+    return {(str(r), str(t)) for r, t in zip(rows["run"], rows["task"], strict=True)}
+
+
+def keep_complete(samples: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` without the rows of incomplete (run, task) cells (for trends and rankings)."""
+    if samples.empty:
+        return samples
+    return samples[cell_flags(samples, frame)]
+
+
+def excluded_sentences(frame: pd.DataFrame, runs: Iterable[str] | None = None, how: str = INCLUDE_FLAG) -> list[str]:
+    """One sentence per incomplete cell (optionally of ``runs`` only): what is missing and how to include it."""
+    wanted = None if runs is None else set(map(str, runs))
+    out = []
+    for row in frame[~frame["complete"].astype(bool)].to_dict("records"):
+        if wanted is None or str(row["run"]) in wanted:
+            out.append(f"{row['run']} / {row['task']}: {MARK}: {row['missing']}; left out of trends and rankings "
+                       f"({how} includes it)")
+    return out
+
+
+def loaded_completeness(loaded: LoadedRuns) -> pd.DataFrame:
+    """:func:`completeness_frame` of every run in ``loaded``: the loader's checks, and for a run
+    without one (a hand-built :class:`~analysis.loader.LoadedRuns`) the same check made here."""
+    checks = dict(loaded.completeness)
+    if not loaded.samples.empty:
+        for run, group in loaded.samples.groupby("run", sort=False):
+            if str(run) not in checks:
+                checks[str(run)] = check_completeness(loaded.run_info.get(str(run)), group)
+    return completeness_frame(checks)
+
+
+def cell_flags(samples: pd.DataFrame, frame: pd.DataFrame) -> pd.Series:
+    """Per sample row: whether its (run, task) cell is complete (True for cells the frame lacks)."""
+    bad = incomplete_cells(frame)
+    keys = zip(samples["run"].astype(str), samples["task"].astype(str), strict=True)
+    return pd.Series([key not in bad for key in keys], index=samples.index, dtype=bool)
