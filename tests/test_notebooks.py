@@ -60,7 +60,7 @@ RESULT_CELLS = {
           '"accuracy": [float(v) for v in seen["accuracy"]], '
           '"first_block_rel_pos": [float(v) for v in seen["first_block_rel_pos"]], '
           '"rho": float(trend.loc[(family, "first_block_rel_pos"), "spearman_rho"]), '
-          '"p_exact": float(trend.loc[(family, "first_block_rel_pos"), "p_value_exact"]), '
+          '"p_exact": float(trend.loc[(family, "first_block_rel_pos"), "p_value"]), '
           '"complete": {f"{r}/{t}": bool(c) for r, t, c in zip(analysis.runs["run"], analysis.runs["task"], '
           'analysis.runs["complete"])}}))',
     "03": 'rows = analysis.runs.set_index("run")\n'
