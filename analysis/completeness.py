@@ -9,7 +9,8 @@ and :func:`completeness_frame` lays it out as one row per (run, task) with the c
 ``run, task`` and read ``complete`` and ``missing``.
 
 The rule, and why: a cell is ``complete`` when the report's per-task rule holds (every declared
-problem holds k samples and none is undeclared). A declared task that never started gets a row
+problem holds k samples and none is undeclared) and the check names no run-level problem other
+than the status (:func:`run_lines`). A declared task that never started gets a row
 too (``n_problems_held`` 0), so it is marked instead of vanishing. The run's status travels in
 ``missing`` ("run status is 'running' …") but does not by itself exclude a finished task: the
 report prints that task's numbers and the leaderboard compares it, so every surface does the same.
@@ -22,7 +23,7 @@ Incomplete cells are marked wherever their numbers appear and left out of trend 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
 COMPLETENESS_COLUMN_DOCS: dict[str, str] = {
     "run": "Run name (as in the samples frame).",
     "task": "Task name: every task run.json declares, then any found only in the samples.",
-    "complete": "True when every declared problem holds k samples and no stored problem is undeclared (report's rule).",
+    "complete": "True when every declared problem holds k samples, no stored problem is undeclared (report's rule) "
+                "and the check names no run-level problem other than the status.",
     "run_complete": "True when the whole run is complete (status 'complete' and every task complete).",
-    "missing": "What is missing, one sentence ('' when complete): the task's gaps, then the run status when not 'complete'.",
+    "missing": "What is missing ('' when nothing is): the task's gaps, other run-level problems, then the run status "
+               "when it is not 'complete' (which alone leaves complete True).",
     "n_problems_expected": "Problems run.json declares for the task (None when it does not say).",
     "n_problems_held": "Problems with at least one stored sample.",
 }
@@ -50,14 +53,25 @@ INCLUDE_LABEL = "Include incomplete runs in trends and rankings"
 INCLUDE_FLAG = "--include-incomplete"
 
 
+def run_lines(check: RunCompleteness) -> tuple[list[str], list[str]]:
+    """The check's run-level lines (those of :meth:`RunCompleteness.problems` that name no task),
+    split into the status line and any other (e.g. a lone shard): the status alone does not make
+    a finished task incomplete, any other run-level problem makes every task of the run incomplete."""
+    task_prefixes = tuple(f"{task}: " for task in check.tasks)
+    lines = [line for line in check.problems() if not line.startswith(task_prefixes)]
+    status = [line for line in lines if line.startswith("run status is")]
+    return status, [line for line in lines if line not in status]
+
+
 def completeness_frame(checks: Mapping[str, RunCompleteness]) -> pd.DataFrame:
     """One row per (run, task) of ``checks`` (run name → its check), columns :data:`COMPLETENESS_COLUMNS`."""
     rows = []
     for run, check in checks.items():
-        status = [] if check.status_ok else [check.problems()[0]]
+        status, other = run_lines(check)
         for task, entry in check.tasks.items():
-            rows.append({"run": run, "task": task, "complete": entry.complete, "run_complete": check.complete,
-                         "missing": "; ".join([entry.describe()] * (not entry.complete) + status),
+            complete = entry.complete and not other
+            rows.append({"run": run, "task": task, "complete": complete, "run_complete": check.complete,
+                         "missing": "; ".join([entry.describe()] * (not entry.complete) + other + status),
                          "n_problems_expected": entry.n_problems_expected,
                          "n_problems_held": entry.problems_with_samples})
     frame = pd.DataFrame(rows, columns=list(COMPLETENESS_COLUMNS))
@@ -68,24 +82,6 @@ def incomplete_cells(frame: pd.DataFrame) -> set[tuple[str, str]]:
     """The (run, task) pairs of a :func:`completeness_frame` that are not complete."""
     rows = frame[~frame["complete"].astype(bool)]
     return {(str(r), str(t)) for r, t in zip(rows["run"], rows["task"], strict=True)}
-
-
-def keep_complete(samples: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """``samples`` without the rows of incomplete (run, task) cells (for trends and rankings)."""
-    if samples.empty:
-        return samples
-    return samples[cell_flags(samples, frame)]
-
-
-def excluded_sentences(frame: pd.DataFrame, runs: Iterable[str] | None = None, how: str = INCLUDE_FLAG) -> list[str]:
-    """One sentence per incomplete cell (optionally of ``runs`` only): what is missing and how to include it."""
-    wanted = None if runs is None else set(map(str, runs))
-    out = []
-    for row in frame[~frame["complete"].astype(bool)].to_dict("records"):
-        if wanted is None or str(row["run"]) in wanted:
-            out.append(f"{row['run']} / {row['task']}: {MARK}: {row['missing']}; left out of trends and rankings "
-                       f"({how} includes it)")
-    return out
 
 
 def loaded_completeness(loaded: LoadedRuns) -> pd.DataFrame:

@@ -76,6 +76,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.completeness import run_lines
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
@@ -310,9 +311,10 @@ def _completeness(loaded: LoadedRuns, metas: list[RunMeta], infos: dict[str, Run
         check = loaded.completeness.get(meta.name) or check_completeness(
             infos[meta.name], loaded.samples[loaded.samples["run"] == meta.name], meta.k)
         checks[meta.name] = check
+        status, other = run_lines(check)
         lines = [f"{task}: {check.tasks[task].describe()}" for task in tasks
-                 if task in check.tasks and not check.tasks[task].complete]
-        missing[meta.name] = lines + ([check.problems()[0]] if lines and not check.status_ok else [])
+                 if task in check.tasks and not check.tasks[task].complete] + other
+        missing[meta.name] = lines + (status if lines else [])
         if not lines and not check.status_ok:
             notes.append(f"{meta.name}: run.json status is {check.status!r}, but every compared task holds all its samples")
     incomplete = [m for m in metas if missing[m.name]]
@@ -320,9 +322,11 @@ def _completeness(loaded: LoadedRuns, metas: list[RunMeta], infos: dict[str, Run
         return missing, notes, excluded
     if len(incomplete) == len(metas):
         meta = incomplete[0]
-        task = next(t for t in tasks if t in checks[meta.name].tasks and not checks[meta.name].tasks[t].complete)
-        raise Pr1EvalError(f"run {meta.name} is incomplete on task {task}: {checks[meta.name].tasks[task].describe()}; "
-                           f"{checks[meta.name].advice()}, or leave the run out (no complete run is left to rank)")
+        check = checks[meta.name]
+        task = next((t for t in tasks if t in check.tasks and not check.tasks[t].complete), None)
+        what = f"on task {task}: {check.tasks[task].describe()}" if task else f"({missing[meta.name][0]})"
+        raise Pr1EvalError(f"run {meta.name} is incomplete {what}; {check.advice()}, or leave the run out (no "
+                           "complete run is left to rank)")
     for meta in incomplete:
         excluded.append({"name": meta.name, "path": meta.path, "complete": False, "missing": missing[meta.name],
                          "advice": checks[meta.name].advice()})

@@ -42,6 +42,8 @@ def with_completeness(ctx: Context, stats: pd.DataFrame) -> pd.DataFrame:
     absent = cells[[(str(r), str(t)) not in held for r, t in zip(cells["run"], cells["task"], strict=True)]]
     if len(absent):
         stats = pd.concat([stats, absent[["run", "task"]].assign(n_samples=0, n_scored=0)], ignore_index=True)
+        order = {run: i for i, run in enumerate(dict.fromkeys(stats["run"]))}  # beside its run's other tasks
+        stats = stats.iloc[stats["run"].map(order).argsort(kind="stable")].reset_index(drop=True)
     return ctx.mark(stats)
 
 
