@@ -88,9 +88,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if args.format == "lm-eval":
         from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
-        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k)
+        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, replace=args.replace)
     else:
-        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k)
+        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, replace=args.replace)
     print_report(out)
     return 0
 
@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per problem: every task (--k 4) or per task (--k aime24=16,math300_pr1=1); keeps the "
                         "N lowest sample_idx of each problem (default: per task, the most any problem has)")
     p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--replace", action="store_true",
+                   help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
+                        "instead of refusing")
     p.set_defaults(func=_cmd_import)
     p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")
     p.add_argument("dir")
