@@ -131,3 +131,16 @@ def test_an_unknown_task_name_warns_with_the_closest_names(tmp_path: Path, capsy
     assert "aime2024: not a packaged benchmark" in captured.err and "did you mean aime24" in captured.err
     assert "did you mean aime24" in captured.out  # and the report says it again, under the table
     assert check_run(tmp_path / "typo").complete  # a warning, not an incompleteness
+
+
+def test_a_line_cut_short_gets_the_whole_json_reason_with_line_and_column(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    whole = json.dumps(_rows("mytask", 1, 1, "p")[0])
+    src = tmp_path / "cut.jsonl"
+    src.write_text(whole + "\n" + whole[:40] + "\n", encoding="utf-8")  # line 2 stops inside a string
+    assert main(["import", str(src), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    column = 41  # json reports the newline that ends the cut line, one past the 40 characters kept
+    assert err == (f"error: {src}:2: not valid JSON (Invalid control character at column {column}; the line ends at "
+                   "column 40 before the JSON value closes, so it looks cut short)")
+    assert not (tmp_path / "run").exists()

@@ -47,15 +47,18 @@ def describe_run(out: Path) -> str:
     return f"a run (status {record.status}, {samples} samples, tasks {tasks})"
 
 
-def check_new_run_folder(out: str | Path, *, command: str, replace: bool = False) -> None:
-    """Refuse ``out`` when it holds a run (unless ``replace``) or is a file; say how to pick another."""
+def check_new_run_folder(out: str | Path, *, command: str, replace: bool = False, offers_replace: bool = True) -> None:
+    """Refuse ``out`` when it holds a run (unless ``replace``) or is a file; say how to pick another.
+
+    ``offers_replace``: the command has ``--replace`` (``import``), so the message names it."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise Pr1EvalError(f"--out {out} is a file; pass a folder for the run")
     if holds_run(out) and not replace:
+        how = (f", or add --replace to move the old run aside (renamed to {out.name}{ASIDE_SUFFIX}<time>, not "
+               "deleted)" if offers_replace else "")
         raise Pr1EvalError(f"--out {out} already holds {describe_run(out)}; {command} never writes over a run. "
-                           f"Pass a new folder (e.g. --out {free_name(out)}), or add --replace to move the old run "
-                           f"aside (renamed to {out.name}{ASIDE_SUFFIX}<time>, not deleted)")
+                           f"Pass a new folder (e.g. --out {free_name(out)}){how}")
 
 
 def set_aside(out: str | Path) -> Path | None:
