@@ -119,16 +119,25 @@ def partial_phrase(check: dict[str, Any]) -> str | None:
             f"(missing {_named(list(check.get('missing_ids') or []))})")
 
 
-def warnings_of(task: str, check: dict[str, Any]) -> list[str]:
-    """Human lines for what differs from the packaged benchmark (empty when the task is it)."""
+def note_of(task: str, check: dict[str, Any]) -> str | None:
+    """The import's note for a task name like no benchmark's (not repeated by every report)."""
     from pr1_eval.inputs.tasks import TASKS
 
+    if check.get("verdict") != UNKNOWN or check.get("closest"):
+        return None
+    return f"{task}: not a packaged benchmark ({', '.join(TASKS)}), scored as its own problem set"
+
+
+def warnings_of(task: str, check: dict[str, Any]) -> list[str]:
+    """Human lines for what differs from the packaged benchmark (empty when the task is it, or is
+    a task of its own whose name is like no benchmark's)."""
     verdict = check.get("verdict")
-    if verdict == UNKNOWN:
+    if verdict == UNKNOWN:  # a name like no benchmark's is a task of its own: nothing to warn about
         closest = list(check.get("closest") or [])
-        hint = (f"did you mean {' or '.join(closest)}? Rename the task in the import file to compare it with that "
-                "benchmark" if closest else f"the packaged ones are {', '.join(TASKS)}")
-        return [f"{task}: not a packaged benchmark, scored as its own problem set ({hint})"]
+        if not closest:
+            return []
+        return [f"{task}: not a packaged benchmark, scored as its own problem set (did you mean "
+                f"{' or '.join(closest)}? Rename the task in the import file to compare it with that benchmark)"]
     lines = []
     if verdict == DIFFERENT:
         lines.append(f"{task}: none of its {len(check.get('foreign_ids') or [])} problems is in the packaged "

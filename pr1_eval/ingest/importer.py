@@ -25,7 +25,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure
-from pr1_eval.ingest.benchmark_check import check_import, warnings_of
+from pr1_eval.ingest.benchmark_check import check_import, note_of, warnings_of
 from pr1_eval.ingest.out_folder import check_new_run_folder, set_aside
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
@@ -128,6 +128,8 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     for task, check in benchmarks.items():
         for line in warnings_of(task, check):
             print(f"warning: {line}", file=sys.stderr)
+        if (note := note_of(task, check)) is not None:
+            print(f"note: {note}", file=sys.stderr)
     annotate_grades(records, workers=workers, progress=True)
     models = {str(r["model"]) for r in rows if r.get("model")}
     steps = {int(r["step"]) for r in rows if r.get("step") is not None}
