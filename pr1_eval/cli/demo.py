@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 DEMO_LIMIT = 2
 DEMO_K = 4
@@ -107,6 +108,26 @@ def run_demo(directory: str | Path = "pr1-demo", prompt: str | None = None) -> P
             torch.set_num_threads(threads)
 
 
+def _set_aside_another_demo(config: Any, narrator: Narrator) -> None:
+    """A demo run made with other settings (an older pr1-eval's demo, another ``--prompt``) cannot
+    be resumed: rather than refuse, the demo moves it aside (renamed, never deleted) and says so."""
+    from pr1_eval.errors import Pr1EvalError
+    from pr1_eval.generate.preflight import check_decoding, check_output, check_prompt, check_tasks, planned_run_record
+    from pr1_eval.ingest.out_folder import holds_run, set_aside
+
+    out = Path(config.out)
+    if not holds_run(out):
+        return
+    tasks = check_tasks(list(config.tasks), None, config.limit)
+    decoding = check_decoding(config.decoding, config.engine, config.paths, config.max_blocks, config.after_last_block)
+    try:
+        check_output(out, planned_run_record(config, check_prompt(config.prompt, None), decoding, tasks))
+    except Pr1EvalError:
+        aside = set_aside(out)
+        narrator.say(f"{out} holds a demo run made with other settings (an older demo, another --prompt), which "
+                     f"cannot be resumed; moved it aside to {aside} (nothing deleted)")
+
+
 def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
     from pr1_eval.generate.runner import RunConfig, run_eval
     from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
@@ -125,6 +146,7 @@ def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
                    f"up to {DEMO_MAX_NEW_TOKENS} new tokens)")
     config = RunConfig(model=str(model), tasks=tasks, k=DEMO_K, limit=DEMO_LIMIT, max_new_tokens=DEMO_MAX_NEW_TOKENS,
                        engine="hf", out=str(root / "run"), seed=0, prompt=prompt or DEFAULT_TEMPLATE)
+    _set_aside_another_demo(config, narrator)
     out = run_eval(config)
     narrator.phase = "printing the report"
     from pr1_eval.cli.commands import print_report
