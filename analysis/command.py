@@ -16,8 +16,14 @@ from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT
 
 def register(subparsers: Any) -> None:
     """Add ``analyze`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser("analyze", help="behaviour analysis: parallel ratio, block positions, drift, diversity, roles",
-                              description=__doc__.splitlines()[0] if __doc__ else None)
+    p = subparsers.add_parser(
+        "analyze", help="behaviour analysis: parallel ratio, block positions, drift, diversity, roles",
+        description="What the models do when they think in parallel, over one or many runs: how often they "
+                    "branch (parallel ratio), where in the response the blocks sit and how that drifts over "
+                    "training steps, how different the paths of a block are (BLEU, embedding cosine), and "
+                    "whether a block explores or verifies. Prints tables and writes them (parquet, CSV), "
+                    "HTML figures and analysis.json to --out.",
+        epilog="examples:\n  pr1-eval analyze runs/\n  pr1-eval analyze runs/step100 runs/step200 --json --no-embeddings")
     p.add_argument("runs", nargs="+", metavar="RUN_OR_ROOT", help="run directories, or folders searched for runs")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",

@@ -16,9 +16,12 @@ def register(subparsers: Any) -> None:
     """Add ``leaderboard`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
     p = subparsers.add_parser(
         "leaderboard", help="rank runs/checkpoints per task with paired tests of which differences are real",
-        description="One row per run: mean@K with its 95%% interval, pass@K, pass@K_paper, maj@K and parallel ratio "
-                    "per task and averaged; rows not significantly below the row above are marked tied; every run is "
-                    "compared with a baseline on the shared problems (paired bootstrap, sign-flip test, Holm).")
+        description="Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
+                    "pass@K, pass@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
+                    "below the row above are marked tied; every run is compared with a baseline on the problems "
+                    "they share (paired bootstrap, sign-flip test, Holm correction).",
+        epilog="examples:\n  pr1-eval leaderboard runs/\n  pr1-eval leaderboard runs/ --baseline runs/base --markdown\n"
+               "  pr1-eval leaderboard runs/ --html leaderboard.html")
     p.add_argument("runs", nargs="+", metavar="RUN_OR_DIR", help="run directories, or folders searched for runs")
     p.add_argument("--baseline", default=None, metavar="RUN",
                    help="run name or directory compared against (default: lowest step of a sweep, else the first run)")

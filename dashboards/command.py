@@ -16,8 +16,14 @@ DEFAULT_HOST = "127.0.0.1"
 
 def register(subparsers: Any) -> None:
     """Add ``dashboard`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser("dashboard", help="explore runs, training steps and traces in the browser (Streamlit)",
-                              description=__doc__.splitlines()[0] if __doc__ else None)
+    p = subparsers.add_parser(
+        "dashboard", help="explore runs, training steps and traces in the browser (Streamlit)",
+        description="Serve a Streamlit dashboard of the runs: the leaderboard, training dynamics over steps, "
+                    "behaviour (parallel ratio, block positions), path diversity and roles, a run-against-run "
+                    "comparison, and every trace with its blocks. Open the printed address in a browser; "
+                    "Ctrl-C stops it.",
+        epilog="examples:\n  pr1-eval dashboard            # the runs under ./runs\n"
+               "  pr1-eval dashboard runs/sweep --port 8600")
     p.add_argument("runs", nargs="*", metavar="RUNS_DIR_OR_RUN",
                    help=f"run directories, or folders searched for runs (default ./{DEFAULT_RUNS})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT})")

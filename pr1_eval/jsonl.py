@@ -11,6 +11,19 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 
 
+def json_reason(exc: json.JSONDecodeError, line: str) -> str:
+    """The whole reason of a JSON error, with its column: ``exc.msg`` alone is cut mid-phrase
+    (``"Invalid control character at"``: json appends the place after it). A line that ends
+    before its object closes says so, since that is what a file cut short looks like."""
+    reason = f"{exc.msg}{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
+    text = line.rstrip("\r\n")
+    if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated"):
+        reason += f"; the line ends at column {len(text)} before the JSON value closes, so it looks cut short"
+    elif exc.msg.startswith("Invalid control character"):
+        reason += f" ({text[exc.pos]!r} inside a string: escape it, e.g. as \\n or \\t)"
+    return reason
+
+
 def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``("FILE:LINE", object)`` for each non-blank line.
 
@@ -29,7 +42,8 @@ def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg}){'; ' + hint if hint else ''}") from None
+                raise Pr1EvalError(f"{where}: not valid JSON ({json_reason(exc, line)}){'; ' + hint if hint else ''}"
+                                   ) from None
             if not isinstance(row, dict):
                 raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}")
             yield where, row

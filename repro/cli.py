@@ -25,13 +25,14 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pr1_eval.cli.help import Parser
 from pr1_eval.errors import Pr1EvalError
 from repro import checkpoints, stages
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
-class OneLineParser(argparse.ArgumentParser):
+class OneLineParser(Parser):
     """argparse, but a usage error is one line (with where to read the usage) and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
@@ -225,48 +226,86 @@ def cmd_score(args: argparse.Namespace, extra: list[str]) -> int:
     return status
 
 
+REPRO_HELP = """\
+Train Parallel-R1 checkpoints with VERL and score them: build the data, add
+the six tags to a base model, run the curriculum stages (SFT cold start, RL on
+easy then hard problems), merge the checkpoints and evaluate every step.
+
+Start here:
+  pr1-repro data --out repro_data
+  pr1-repro stages
+  pr1-repro run sft --model MODEL --dry-run
+
+Run `pr1-repro COMMAND --help` for the options of one command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="pr1-repro", description="Train Parallel-R1 checkpoints with VERL and score them.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("add-tokens", help="make the six tags single special tokens of a base model")
-    p.add_argument("base")
-    p.add_argument("out")
-    p.add_argument("--dtype", default="auto")
-    p = sub.add_parser("data", help="build the VERL parquet files from the training sets and the benchmarks")
-    p.add_argument("--out", default="repro_data")
+    parser = OneLineParser(prog="pr1-repro", description=REPRO_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                                parser_class=OneLineParser)
+    p = sub.add_parser("add-tokens", help="make the six tags single special tokens of a base model",
+                       description="Copy a base model and make <Parallel>, </Parallel>, <Path>, </Path>, <Summary> and "
+                                   "</Summary> single special tokens of its tokenizer (reusing free embedding rows, "
+                                   "else resizing the embeddings).",
+                       epilog="example:\n  pr1-repro add-tokens Qwen/Qwen3-4B-Base models/qwen3-4b-tags")
+    p.add_argument("base", metavar="BASE", help="base model folder or hub id")
+    p.add_argument("out", metavar="OUT", help="folder for the model with the tags")
+    p.add_argument("--dtype", default="auto", help="dtype the base model is loaded in (auto: as saved)")
+    p = sub.add_parser("data", help="build the VERL parquet files from the training sets and the benchmarks",
+                       description="Build the parquet files the stages read: SFT on Parallel-GSM8K, RL on GSM8K "
+                                   "train and DAPO-Math-17k, and the paper's validation mix (AIME24/25, AMC23 x16, "
+                                   "MATH300 x1). Every input is checked before anything is written; a malformed row "
+                                   "is named by file and line.",
+                       epilog="example:\n  pr1-repro data --training-dir shared/data/training --out repro_data")
+    p.add_argument("--out", default="repro_data", metavar="DIR", help="folder the parquet files are written to")
     p.add_argument("--training-dir", default=None, help="default: $PR1_TRAINING_DIR, else shared/data/training beside the checkout")
     p.add_argument("--benchmarks-dir", default=None, help="validation benchmarks; default: $PR1_DATA_DIR, else the packaged copy")
     p.add_argument("--sft", default=None, help="Parallel-GSM8K JSONL (id, problem, answer, response)")
     p.add_argument("--gsm8k", default=None, help="GSM8K train, pr1 JSONL or RL parquet")
     p.add_argument("--dapo", default=None, help="DAPO-Math-17k: the original hub parquet/JSONL keeps problems whole")
     p.add_argument("--keep-truncated", action="store_true", help="keep DAPO problems that end mid-statement (':')")
-    p.add_argument("--prompt", default="parallel_r1_v3")
-    sub.add_parser("stages", help="list the stages")
-    p = sub.add_parser("run", help="run one stage with VERL (or print it with --dry-run)")
-    p.add_argument("stage")
+    p.add_argument("--prompt", default="parallel_r1_v3", metavar="NAME|FILE", help="prompt template of every row")
+    sub.add_parser("stages", help="list the stages", description="List the training stages `pr1-repro run` knows, "
+                   "with what each starts from and trains on.")
+    p = sub.add_parser("run", help="run one stage with VERL (or print it with --dry-run)",
+                       description="Launch one training stage with VERL (SFT cold start, RL on GSM8K, RL on DAPO, "
+                                   "the Seen and Unseen variants). The model and data paths are checked first; "
+                                   "--dry-run prints the command and resolved config and runs nothing. Arguments "
+                                   "after a lone -- are Hydra overrides.",
+                       epilog="examples:\n  pr1-repro stages\n"
+                              "  pr1-repro run sft --model models/qwen3-4b-tags --dry-run\n"
+                              "  pr1-repro run rl_gsm8k --model ckpt/sft/hf -- trainer.total_epochs=2")
+    p.add_argument("stage", metavar="STAGE", help="a stage name from `pr1-repro stages`")
     p.add_argument("--model", required=True, help="HF checkpoint to start from")
-    p.add_argument("--nodes", type=int, default=1)
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes to train on")
+    p.add_argument("--gpus-per-node", type=int, default=8, metavar="G", help="GPUs per node")
     p.add_argument(
         "--data-dir", default=None, help="folder written by `pr1-repro data` (default: $PR1_REPRO_DATA or ./repro_data)"
     )
     p.add_argument("--out", default=None, help="checkpoint folder (trainer.default_local_dir)")
-    p.add_argument("--experiment", default=None)
+    p.add_argument("--experiment", default=None, help="trainer.experiment_name (default: the stage config's)")
     p.add_argument("--ray-address", default=None, help="multi-node: Ray dashboard address (default $RAY_ADDRESS)")
     p.add_argument("--dry-run", action="store_true", help="print the command, the resolved config and missing inputs; run nothing")
     p.add_argument("--no-path-check", action="store_true", help="skip checking the model and data paths (cluster-only paths)")
-    p = sub.add_parser("merge", help="convert VERL FSDP checkpoints to HF with VERL's model merger")
-    p.add_argument("ckpt_dir")
-    p.add_argument("--force", action="store_true")
-    p.add_argument("--dry-run", action="store_true")
-    p = sub.add_parser("score", help="evaluate every merged checkpoint with pr1-eval, one run per step")
-    p.add_argument("ckpt_root")
-    p.add_argument("--tasks", default="aime24,aime25,amc23,math500")
-    p.add_argument("-k", type=int, default=16)
-    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"])
-    p.add_argument("--out-root", default="runs")
+    p = sub.add_parser("merge", help="convert VERL FSDP checkpoints to HF with VERL's model merger",
+                       description="Convert every global_step_N FSDP checkpoint under CKPT_DIR to a Hugging Face "
+                                   "folder with VERL's model merger, so pr1-eval can score it.",
+                       epilog="example:\n  pr1-repro merge checkpoints/rl_gsm8k")
+    p.add_argument("ckpt_dir", metavar="CKPT_DIR", help="folder holding global_step_N checkpoints")
+    p.add_argument("--force", action="store_true", help="merge again the steps that are already merged")
+    p.add_argument("--dry-run", action="store_true", help="print the merge commands; run nothing")
+    p = sub.add_parser("score", help="evaluate every merged checkpoint with pr1-eval, one run per step",
+                       description="Score every merged checkpoint under CKPT_ROOT with `pr1-eval run`, one run per "
+                                   "step. Arguments after a lone -- go to pr1-eval.",
+                       epilog="example:\n  pr1-repro score checkpoints/rl_gsm8k -k 16 -- --limit 10")
+    p.add_argument("ckpt_root", metavar="CKPT_ROOT", help="folder holding the merged checkpoints")
+    p.add_argument("--tasks", default="aime24,aime25,amc23,math500", help="comma-separated tasks")
+    p.add_argument("-k", type=int, default=16, help="samples per problem")
+    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"],
+                   help="decoding mode, as in pr1-eval run")
+    p.add_argument("--out-root", default="runs", metavar="DIR", help="where the runs go, one folder per step")
     p.add_argument("--name", default=None, help="run-name prefix (default: the checkpoint folder's name)")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="print the pr1-eval commands; run nothing")
     return parser
 
 

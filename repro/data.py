@@ -90,16 +90,56 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in iter_jsonl(path)]
 
 
+def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(where, row)`` of a JSONL or parquet file: ``FILE:LINE`` or ``FILE row N``, for errors."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return [(f"{path} row {i + 1}", row) for i, row in enumerate(pq.read_table(path).to_pylist())]
+    return list(iter_jsonl(path))
+
+
+#: The row layouts each builder reads, as its errors name them.
+SFT_FIELDS = "id, problem, answer, response (strings): one Parallel-GSM8K trajectory"
+PROBLEM_LAYOUTS = ("problem + answer (pr1-eval's layout, id optional)",
+                   "question + answer ending in '#### N' (openai/gsm8k)",
+                   "prompt (chat messages with a user turn) + reward_model.ground_truth (VERL / DAPO-Math-17k)")
+
+
+def shape_error(where: str, row: Any, expected: str) -> Pr1EvalError:
+    """The one-line error for a row of unexpected shape: where, what it holds, what was expected."""
+    held = f"its fields are {', '.join(sorted(map(str, row)))}" if isinstance(row, dict) and row else \
+        f"it is {type(row).__name__ if not isinstance(row, dict) else 'an empty object'}"
+    return Pr1EvalError(f"{where}: a row of unexpected shape ({held}); expected {expected}. Fix or remove that row, "
+                        "or pass the file the flag asks for")
+
+
+def _text(row: dict[str, Any], name: str, where: str, expected: str) -> str:
+    value = row.get(name)
+    if value is None or isinstance(value, (dict, list)):
+        raise shape_error(where, row, expected)
+    return str(value)
+
+
 def user_message(template: PromptTemplate, problem: str) -> list[dict[str, str]]:
     """The chat prompt: one user message, no system message (as in the paper)."""
     return [{"role": "user", "content": template.render(problem)}]
 
 
-def build_sft(rows: list[dict[str, Any]], template: PromptTemplate) -> tuple[list[dict[str, Any]], BuildReport]:
-    """SFT rows from Parallel-GSM8K trajectories; drops rows failing the strict format check."""
+def build_sft(rows: list[dict[str, Any]] | list[tuple[str, dict[str, Any]]], template: PromptTemplate
+              ) -> tuple[list[dict[str, Any]], BuildReport]:
+    """SFT rows from Parallel-GSM8K trajectories; drops rows failing the strict format check.
+
+    ``rows``: dicts, or ``(where, dict)`` pairs (:func:`read_rows`) so a malformed row is named by
+    file and line."""
     report = BuildReport("sft", rows_in=len(rows))
     out: list[dict[str, Any]] = []
-    for row in rows:
+    for i, item in enumerate(rows):
+        where, row = item if isinstance(item, tuple) else (f"row {i + 1}", item)
+        if not isinstance(row, dict):
+            raise shape_error(where, row, SFT_FIELDS)
+        for name in ("id", "problem", "answer", "response"):
+            _text(row, name, where, SFT_FIELDS)
         response = normalise_block_layout(str(row["response"]))  # fork-join's block layout
         structure = parse_structure(response)
         if not structure.format_ok:
@@ -131,32 +171,30 @@ def strip_dapo_instruction(content: str) -> str:
 def load_problems(path: Path) -> list[dict[str, Any]]:
     """``{id, problem, answer}`` rows from JSONL or parquet, in pr1's schema (``problem``/``answer``),
     openai/gsm8k's (``question``, ``answer`` ending in ``#### N``) or VERL/hub RL schema (``prompt``
-    messages, ``reward_model.ground_truth``, ``extra_info.index``)."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+    messages, ``reward_model.ground_truth``, ``extra_info.index``). A row in none of these is an
+    error naming file, line and the layouts expected."""
+    return [_problem_row(i, where, row) for i, (where, row) in enumerate(read_rows(path))]
 
-        raw = pq.read_table(path).to_pylist()
-    else:
-        raw = read_jsonl(path)
-    out = []
-    for i, row in enumerate(raw):
-        if "problem" in row:
-            out.append({"id": str(row.get("id", i)), "problem": str(row["problem"]), "answer": str(row["answer"])})
-            continue
-        if "question" in row:  # openai/gsm8k: the gold follows "####" in the worked solution
-            answer = gsm8k_final_number(str(row["answer"]))
-            out.append({"id": str(row.get("id", f"gsm8k-train-{i}")), "problem": str(row["question"]), "answer": answer})
-            continue
-        user = next(m["content"] for m in row["prompt"] if m["role"] == "user")
-        index = (row.get("extra_info") or {}).get("index", i)
-        out.append(
-            {
-                "id": str(index),
-                "problem": strip_dapo_instruction(str(user)),
-                "answer": str(row["reward_model"]["ground_truth"]),
-            }
-        )
-    return out
+
+def _problem_row(i: int, where: str, row: Any) -> dict[str, str]:
+    expected = "one of: " + "; ".join(PROBLEM_LAYOUTS)
+    if not isinstance(row, dict):
+        raise shape_error(where, row, expected)
+    if "problem" in row:
+        return {"id": str(row.get("id", i)), "problem": _text(row, "problem", where, expected),
+                "answer": _text(row, "answer", where, expected)}
+    if "question" in row:  # openai/gsm8k: the gold follows "####" in the worked solution
+        answer = gsm8k_final_number(_text(row, "answer", where, expected))
+        return {"id": str(row.get("id", f"gsm8k-train-{i}")), "problem": _text(row, "question", where, expected),
+                "answer": answer}
+    prompt, reward = row.get("prompt"), row.get("reward_model")
+    messages = prompt if isinstance(prompt, list) else []
+    user = next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    if user is None or not isinstance(reward, dict) or reward.get("ground_truth") is None:
+        raise shape_error(where, row, expected)
+    extra = row.get("extra_info")
+    index = extra.get("index", i) if isinstance(extra, dict) else i
+    return {"id": str(index), "problem": strip_dapo_instruction(str(user)), "answer": str(reward["ground_truth"])}
 
 
 def looks_truncated(problem: str) -> bool:
@@ -338,7 +376,7 @@ def build_all(
     template = load_template(template_name)
     files = sources.check()
     val_rows, val_report = build_val(template, sources.benchmarks_dir)
-    sft_rows, sft_report = build_sft(read_jsonl(files["sft"]), template)
+    sft_rows, sft_report = build_sft(read_rows(files["sft"]), template)
     gsm = load_problems(files["gsm8k"])
     dapo, dapo_report = build_dapo(sources, template)
     return [

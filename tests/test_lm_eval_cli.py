@@ -103,6 +103,10 @@ def test_pr1_eval_import_and_report_commands_print_the_same_numbers(lm_eval_run:
     report = subprocess.run([*pr1_eval, "report", str(run), "--json"], env=env, capture_output=True, text=True,
                             timeout=300, check=False)
     assert report.returncode == 0, report.stderr[-3000:]
-    metrics = json.loads(report.stdout)["tasks"]["aime24"]
+    task = json.loads(report.stdout)["tasks"]["aime24"]
+    # lm_eval ran --limit 2: 2 of the packaged 30 AIME 2024 problems, reported as that part, with its numbers
+    assert not task["complete"] and task["part_of"] == {"kind": "benchmark", "label": "the packaged aime24",
+                                                        "held": 2, "total": 30}
+    metrics = task["partial"]
     lm_eval = lm_eval_run["results"]["results"]["pr1_aime24"]
     assert {name: lm_eval[f"{name},k16"] for name in METRICS} == pytest.approx({name: metrics[name] for name in METRICS}, abs=1e-12)

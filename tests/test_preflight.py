@@ -163,3 +163,50 @@ def test_report_on_a_folder_of_runs_lists_them(tmp_path: Path) -> None:
     assert f"did you mean {tmp_path / 'runs' / 'step100'}, {tmp_path / 'runs' / 'step200'}?" in done.stderr
     done = _cli("report", str(tmp_path / "nothing-here"))
     assert done.returncode == 2 and "no such folder" in done.stderr
+
+
+def test_checks_run_in_the_declared_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every input broken at once, then fixed one at a time: each error is the next check of
+    ``CHECK_ORDER``, so what a user sees first never depends on a later check."""
+    from pr1_eval.engines import vllm_engine
+    from pr1_eval.generate.preflight import CHECK_ORDER
+
+    monkeypatch.setattr(vllm_engine, "vllm_available", lambda: False)
+    model = _model_folder(tmp_path / "m")
+    (tmp_path / "file").write_text("x")
+    # check name -> (broken value, fixed value, what its error says)
+    cases: dict[str, tuple[dict[str, object], dict[str, object], str]] = {
+        "k": ({"k": 0}, {"k": 4}, "-k must be at least 1"),
+        "limit": ({"limit": 0}, {"limit": 2}, "--limit must be at least 1"),
+        "greedy": ({"temperature": 0.0}, {"temperature": 1.0}, "--temperature 0 needs -k 1"),
+        "tasks": ({"tasks": ["aime23"]}, {"tasks": ["aime24"]}, "unknown task 'aime23'"),
+        "prompt": ({"prompt": str(tmp_path / "nope.txt")}, {"prompt": "parallel_r1_v3"}, "neither a known template"),
+        "engine": ({"engine": "vllm"}, {"engine": "hf"}, "--engine vllm: vllm is not installed"),
+        "decoding": ({"paths": 0}, {"paths": 2}, "--paths and --max-blocks must be at least 1"),
+        "output": ({"out": str(tmp_path / "file")}, {"out": str(tmp_path / "new")}, "is a file; pass a folder"),
+        "model": ({"model": "/no/such/ckpt"}, {"model": str(model)}, "no such folder"),
+    }
+    assert tuple(cases) == CHECK_ORDER
+    fields: dict[str, object] = {"max_new_tokens": 8}
+    for broken, _, _ in cases.values():
+        fields.update(broken)
+    for name, (_, fixed, says) in cases.items():
+        with pytest.raises(Pr1EvalError) as caught:
+            preflight_run(RunConfig(**fields))  # type: ignore[arg-type]
+        assert says in str(caught.value), (name, str(caught.value))
+        fields.update(fixed)
+    assert preflight_run(RunConfig(**fields)).model == "local"  # type: ignore[arg-type]
+
+
+def test_greedy_with_k_above_1_is_named_before_the_output_folder(tmp_path: Path) -> None:
+    """The friction as a user met it: ``--temperature 0 -k 4`` into a folder holding another run."""
+    model = _model_folder(tmp_path / "m")
+    out = tmp_path / "run"
+    first = preflight_run(_config(model, out))
+    from pr1_eval.generate.preflight import planned_run_record
+
+    RunStore(out).write_run(planned_run_record(_config(model, out), first.template, {"mode": "sequential"}, first.tasks))
+    done = _cli("run", "--model", str(model), "--tasks", "aime24", "--engine", "hf", "--out", str(out),
+                "--temperature", "0", "-k", "4")
+    assert done.returncode == 2 and "--temperature 0 needs -k 1" in done.stderr, done.stderr
+    assert "different settings" not in done.stderr

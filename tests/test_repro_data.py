@@ -172,3 +172,25 @@ def test_malformed_jsonl_names_file_and_line(tmp_path) -> None:
     bad.write_text('{"a": 1}\n{oops\n')
     with pytest.raises(Pr1EvalError, match=r"x.jsonl:2: not valid JSON"):
         read_jsonl(bad)
+
+
+def test_a_row_of_unexpected_shape_names_file_line_and_expected_fields(tmp_path) -> None:
+    import pyarrow as pa
+
+    from repro.data import build_sft, read_rows
+
+    rl = tmp_path / "rl.jsonl"
+    rl.write_text('{"problem": "1+1?", "answer": "2"}\n{"prompt": "not messages", "reward_model": {}}\n')
+    with pytest.raises(Pr1EvalError) as caught:
+        load_problems(rl)
+    message = str(caught.value)
+    assert message.startswith(f"{rl}:2: a row of unexpected shape (its fields are prompt, reward_model)")
+    assert "problem + answer" in message and "reward_model.ground_truth" in message and "question" in message
+    table = tmp_path / "rl.parquet"
+    pq.write_table(pa.Table.from_pylist([{"text": "x", "label": 1}]), table)
+    with pytest.raises(Pr1EvalError, match=r"rl\.parquet row 1: a row of unexpected shape \(its fields are label, text\)"):
+        load_problems(table)
+    sft = tmp_path / "sft.jsonl"
+    sft.write_text('{"id": "a", "problem": "p", "answer": "1", "response": "r"}\n{"id": "b", "problem": "p"}\n')
+    with pytest.raises(Pr1EvalError, match=r"sft\.jsonl:2: .*expected id, problem, answer, response"):
+        build_sft(read_rows(sft), load_template("parallel_r1_v3"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,7 +49,25 @@ def reference_run(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     done = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mean@4" in done.stdout  # the summary table is printed at the end
+    REFERENCE_STDERR.append(done.stderr)
     return out
+
+
+REFERENCE_STDERR: list[str] = []
+
+
+def test_progress_lines_appear_outside_a_terminal(reference_run: Path) -> None:
+    """stderr is a pipe here, as in a job-array log: plain progress lines, no bar, ending at 24/24."""
+    lines = [line for line in REFERENCE_STDERR[0].splitlines() if line.startswith("[pr1-eval] ")]
+    assert lines[0].startswith("[pr1-eval] started: 0/24 samples"), REFERENCE_STDERR[0][-2000:]
+    pattern = re.compile(r"\[pr1-eval\] (\d+)/24 samples \(\d+%\) generated, (\d+) stored, \d+ engine calls; "
+                         r"[\d.]+ samples/s, ETA (\w+), \w+ elapsed")
+    parsed = [pattern.search(line) for line in lines[1:]]
+    assert all(parsed), lines
+    assert [int(m.group(2)) for m in parsed if m] == sorted(int(m.group(2)) for m in parsed if m)  # stored only grows
+    last = parsed[-1]
+    assert last is not None and (last.group(1), last.group(2), last.group(3)) == ("24", "24", "0s")
+    assert "samples:" not in REFERENCE_STDERR[0]  # no tqdm bar ("samples:  50%|…") written into a log
 
 
 def _report(run: Path, *flags: str) -> subprocess.CompletedProcess[str]:

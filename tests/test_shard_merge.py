@@ -131,3 +131,36 @@ def test_a_shard_folder_is_not_resumed_as_another_shard(runs: dict[str, Path], m
     with pytest.raises(Pr1EvalError, match=r"different settings \(shard\)"):
         run_eval(_config(model, runs["s1"], shard="0/2"))
     pd.testing.assert_frame_equal(RunStore(runs["s1"]).read_frame(), frame_before)
+
+
+def test_a_lone_shard_reports_as_a_shard_and_is_incomplete_until_merged(
+        runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pr1_eval.report.completeness import check_run
+
+    held = {t: len(range(0, LIMIT, 2)) for t in TASKS}  # round robin: shard 0/2 holds problems 0, 2, 4
+    total = LIMIT * len(TASKS)
+    check = check_run(runs["s0"])
+    assert not check.complete and check.shard_label() == f"shard 0/2 of {total} problems"
+    for task in TASKS:
+        part = check.tasks[task].part_of
+        assert part is not None and (part.kind, part.held, part.total) == ("shard", held[task], LIMIT)
+        assert f"shard 0/2 of {LIMIT} problems" in check.tasks[task].describe()
+    assert "pr1-eval merge" in check.advice()
+    assert main(["report", str(runs["s0"]), "--strict"]) == 2
+    captured = capsys.readouterr()
+    assert f"run: {runs['s0']}  (shard 0/2 of {total} problems)" in captured.out
+    assert f"{held['aime24']}/{LIMIT}" in captured.out and "aime24*" in captured.out  # problems of the whole task
+    assert "incomplete (--strict)" in captured.err and "shard 0/2" in captured.err
+    report = json.loads(_report_json(runs["s0"], capsys))
+    assert not report["complete"] and "mean@2" not in report["tasks"]["aime24"]  # only under "partial"
+    assert report["tasks"]["aime24"]["part_of"] == {"kind": "shard", "label": "shard 0/2", "held": held["aime24"],
+                                                    "total": LIMIT}
+    out = tmp_path / "merged"
+    assert main(["merge", str(runs["s0"]), str(runs["s1"]), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert check_run(out).complete and main(["report", str(out), "--strict"]) == 0
+
+
+def _report_json(run: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["report", str(run), "--json"]) == 0
+    return capsys.readouterr().out

@@ -390,4 +390,5 @@ def test_demo_reuses_the_cached_model_and_says_so(tmp_path: Path, monkeypatch: p
     assert _sha(tmp_path / "tiny-model" / "model.safetensors") == _sha(cached / "model.safetensors")
     (config,) = seen
     assert config.model == str(tmp_path / "tiny-model") and config.prompt == "parallel_r1_v3"
-    assert config.tasks == ["aime24", "aime25", "amc23", "math500", "math300_pr1"] and config.engine == "hf"
+    assert config.tasks == ["aime24", "aime25", "amc23", "math500", "math300_pr1", "gsm8k"] and config.engine == "hf"
+    assert "expected to score about 0" in out and "not accuracy" in out

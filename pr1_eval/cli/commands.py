@@ -60,7 +60,8 @@ def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = Fals
         print(json.dumps(report, indent=2, default=str))
     else:
         status = "" if report["status"] == "complete" else f"  (status: {report['status']})"
-        print(f"run: {run_dir}{status}")
+        shard = f"  ({report['shard']})" if report.get("shard") else ""
+        print(f"run: {run_dir}{shard}{status}")
         print(format_report_table(report))
         _print_forkjoin(report)
     if strict and not report["complete"]:

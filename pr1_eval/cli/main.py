@@ -2,28 +2,36 @@
 
 Commands from packages that ``pr1_eval`` must not import (``analysis``) register themselves
 through the ``pr1_eval.commands`` entry-point group: each entry is a ``register(subparsers)``
-function. User errors print one clear line and exit with status 2, never a traceback.
+function. User errors print one clear line and exit with status 2, never a traceback. Output
+piped into a reader that stops early (``pr1-eval report RUN | head``) ends quietly: the closed
+pipe is handled once here, for every command (plugins run through :func:`main` too), with the
+exit status a command killed by SIGPIPE has (141). Help texts: :mod:`pr1_eval.cli.help`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import sys
 from collections.abc import Sequence
 
+from pr1_eval.cli.help import TOP, Parser, describe
 from pr1_eval.cli.options import add_generation_options, run_config
 from pr1_eval.errors import Pr1EvalError
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="generate, grade and store k samples per problem")
-    p.add_argument("--model", required=True, help="HF model directory or hub id")
-    p.add_argument("--tasks", required=True, help="comma-separated: aime24,aime25,amc23,math500,math300_pr1,gsm8k or 'all'")
+    p.add_argument("--model", required=True, help="model folder (Hugging Face layout) or hub id (org/name)")
+    p.add_argument("--tasks", required=True, metavar="TASKS",
+                   help="comma-separated: aime24, aime25, amc23, math500, math300_pr1, gsm8k; 'all' is every one "
+                        "but gsm8k")
     add_generation_options(p)
-    p.add_argument("--out", default=None, help="run directory (default runs/<model>-<decoding>-k<k>-seed<seed>)")
-    p.add_argument("--revision", default=None)
-    p.add_argument("--step", type=int, default=None, help="checkpoint step (default: parsed from global_step_N)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="run folder (default runs/<model>-<decoding>-k<k>-seed<seed>)")
+    p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
+    p.add_argument("--step", type=int, default=None, metavar="N", help="checkpoint step (default: parsed from global_step_N)")
     p.set_defaults(func=_cmd_run)
 
 
@@ -48,7 +56,7 @@ def _print_scaleout_note(run_dir: object) -> None:
 def _add_merge(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("merge", help="join the --shard runs of a job array into one run")
     p.add_argument("shards", nargs="+", metavar="SHARD_RUN", help="the shard run folders (every index 0..N-1 once)")
-    p.add_argument("--out", required=True, help="folder for the merged run (must not hold a run)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the merged run (must not hold a run)")
     p.set_defaults(func=_cmd_merge)
 
 
@@ -88,9 +96,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if args.format == "lm-eval":
         from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
-        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer)
+        out = import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
+                             replace=args.replace)
     else:
-        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer)
+        out = import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
+                           replace=args.replace)
     print_report(out)
     return 0
 
@@ -128,47 +138,57 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pr1-eval", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="pr1-eval", description=TOP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                                parser_class=Parser)
     _add_run(sub)
     _add_sweep(sub)
     _add_merge(sub)
     p = sub.add_parser("report", help="metrics of a run")
-    p.add_argument("run")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete (missing problems or samples)")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("regrade", help="re-grade stored responses without generating")
-    p.add_argument("run")
-    p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
     p.set_defaults(func=_cmd_regrade)
     p = sub.add_parser("import", help="turn generations made elsewhere into a graded run")
     p.add_argument("files", nargs="+", metavar="FILE", help="JSON Lines file, or lm-eval's --log_samples file/folder")
-    p.add_argument("--out", required=True)
-    p.add_argument("--format", choices=["jsonl", "lm-eval"], default="jsonl")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the imported run (must not hold a run)")
+    p.add_argument("--format", choices=["jsonl", "lm-eval"], default="jsonl",
+                   help="jsonl: one sample per line; lm-eval: lm_eval's --log_samples file or folder")
     p.add_argument("--k", default=None, metavar="N|TASK=N,...",
                    help="samples per problem: every task (--k 4) or per task (--k aime24=16,math300_pr1=1); keeps the "
                         "N lowest sample_idx of each problem (default: per task, the most any problem has)")
     p.add_argument("--tokenizer", default=None, metavar="DIR",
                    help="local model folder whose tokenizer counts block positions in tokens, as a generated run "
                         "does (default: characters)")
-    p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    p.add_argument("--replace", action="store_true",
+                   help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
+                        "instead of refusing")
     p.set_defaults(func=_cmd_import)
     p = sub.add_parser("tiny-model", help="build a tiny offline Qwen3 model with the six tags")
-    p.add_argument("dir")
+    p.add_argument("dir", metavar="DIR", help="folder the model is written to")
     p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on one core)")
     p.add_argument("--structured", action="store_true",
                    help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--prompt", default=None, help="template mixed into training: parallel_r1_v3 (default) | FILE")
+    p.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    p.add_argument("--prompt", default=None, metavar="NAME|FILE",
+                   help="template mixed into training (default parallel_r1_v3)")
     p.set_defaults(func=_cmd_tiny_model)
-    p = sub.add_parser("demo", help="the main job on embedded defaults: tiny model, every task, CPU")
-    p.add_argument("--dir", default="pr1-demo", help="where the model and run are written (default ./pr1-demo)")
-    p.add_argument("--prompt", default=None,
-                   help="template to train the model on and evaluate with: parallel_r1_v3 (default) | FILE")
+    p = sub.add_parser("demo", help="the whole pipeline on a tiny model and every task, CPU, about a minute")
+    p.add_argument("--dir", default="pr1-demo", metavar="DIR", help="where the model and run are written (default ./pr1-demo)")
+    p.add_argument("--prompt", default=None, metavar="NAME|FILE",
+                   help="template to train the model on and evaluate with (default parallel_r1_v3)")
     p.set_defaults(func=_cmd_demo)
     p = sub.add_parser("lm-eval-path", help="print the --include_path for lm-evaluation-harness")
     p.set_defaults(func=_cmd_lm_eval_path)
+    for name, command in sub.choices.items():
+        describe(command, name)
     _register_plugins(sub)
     return parser
 
@@ -182,6 +202,26 @@ def _register_plugins(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # inside the try: a reader gone before the last buffered write is the same case
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout is gone: point stdout at /dev/null so the interpreter's final flush
+    does not raise a second BrokenPipeError on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to flush
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

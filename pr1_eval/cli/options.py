@@ -16,34 +16,42 @@ if TYPE_CHECKING:
 
 def add_generation_options(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that generates (``run``, ``sweep``): sampling, engine, decoding, data."""
-    p.add_argument("-k", type=int, default=16, help="samples per problem (default 16)")
-    p.add_argument("--limit", type=int, default=None, help="first N problems of each task")
-    p.add_argument("--max-new-tokens", type=int, default=3000, help="response budget (paper: 3000)")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"])
-    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"])
-    p.add_argument("--paths", type=int, default=2, help="paths per block for --decoding forkjoin")
-    p.add_argument("--max-blocks", type=int, default=4, help="blocks per response for forkjoin/structured")
+    p.add_argument("-k", type=int, default=16, help="samples per problem")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N problems of each task")
+    p.add_argument("--max-new-tokens", type=int, default=3000, metavar="N", help="response budget in tokens (the paper's)")
+    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature; 0 is greedy (needs -k 1)")
+    p.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling; 1.0 keeps every token")
+    p.add_argument("--top-k", type=int, default=0, metavar="K", help="keep the k likeliest tokens; 0 keeps every token")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="run seed; each request's seed derives from it")
+    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"],
+                   help="auto: vllm when installed with a GPU, else hf (transformers)")
+    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"],
+                   help="sequential: one request per sample; forkjoin: the paper's rollout, each path its own "
+                        "request; structured: one pass under the Unseen mask (hf only)")
+    p.add_argument("--paths", type=int, default=2, metavar="N", help="paths per block for --decoding forkjoin")
+    p.add_argument("--max-blocks", type=int, default=4, metavar="N", help="blocks per response for forkjoin/structured")
     p.add_argument("--after-last-block", default="end", choices=["end", "continue"],
                    help="after the last allowed block's </Summary>: end the response (the paper's rollout, "
                         "default) or continue it (fork-join writes later blocks inline, without a fork point; "
                         "structured decoding lifts the limit); recorded in run.json")
-    p.add_argument("--prompt", default="parallel_r1_v3", help="parallel_r1_v3 | sequential_baseline | boxed | FILE")
-    p.add_argument("--data-dir", default=None, help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
+    p.add_argument("--prompt", default="parallel_r1_v3", metavar="NAME|FILE",
+                   help="prompt template: parallel_r1_v3, sequential_baseline, boxed, or a file with {problem}")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
     p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
-    p.add_argument("--problems-per-chunk", type=int, default=None,
+    p.add_argument("--problems-per-chunk", type=int, default=None, metavar="N",
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
                         "at most that, shrinking to 1 near the end)")
-    p.add_argument("--batch-size", type=int, default=64, help="HF engine: max sequences per generate call")
-    p.add_argument("--tensor-parallel-size", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=64, metavar="N", help="hf engine: most sequences per generate call")
+    p.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="vllm: GPUs one model is split over")
     p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
-    p.add_argument("--max-model-len", type=int, default=None)
-    p.add_argument("--grade-workers", type=int, default=None)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F",
+                   help="vllm: share of GPU memory it may take")
+    p.add_argument("--max-model-len", type=int, default=None, metavar="N",
+                   help="vllm: longest prompt + response (default: the model's)")
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
     p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|ADDRESS",
                    help="run replicas on a Ray cluster: auto joins the running one or starts a local one (default "
                         "without a value), or the head's ADDRESS (host:port)")

@@ -50,6 +50,16 @@ def check_k(k: int) -> None:
         raise Pr1EvalError(f"-k must be at least 1 (samples per problem), got {k}")
 
 
+def check_greedy(temperature: float, k: int) -> None:
+    """Greedy decoding gives one response per problem, so it needs ``-k 1``."""
+    from pr1_eval.engines.base import is_greedy
+
+    if is_greedy(temperature) and k > 1:
+        raise Pr1EvalError(f"--temperature {temperature:g} needs -k 1: it is greedy decoding, so all {k} samples of a "
+                           "problem would be the same response (and vLLM refuses n > 1 when greedy); pass -k 1, or a "
+                           "temperature above 0 for k samples")
+
+
 def check_limit(limit: int | None) -> None:
     if limit is not None and limit < 1:
         raise Pr1EvalError(f"--limit must be at least 1 problem per task, got {limit}; drop it to use every problem")
@@ -237,14 +247,23 @@ def planned_run_record(config: RunConfig, template: PromptTemplate, decoding: di
         started_at=now_iso())
 
 
+#: The order of :func:`preflight_run`'s checks, the order a user fixes a command line in: the
+#: numbers and options alone first (an option that cannot work is reported as itself, never as
+#: a side effect of a later check: ``--temperature 0 -k 4`` into an old run's folder is the greedy
+#: rule, not "holds a run with different settings"), then the inputs to read, the output folder,
+#: and last the model (which may need the network). ``tests/test_preflight.py`` checks it.
+CHECK_ORDER = ("k", "limit", "greedy", "tasks", "prompt", "engine", "decoding", "output", "model")
+
+
 def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
-    """Every check ``pr1-eval run`` needs, cheapest first; raises the first problem found.
+    """Every check ``pr1-eval run`` needs, in :data:`CHECK_ORDER`; raises the first problem found.
 
     With ``engine`` (a caller that brings its own loaded engine: tests, a sweep holding one model)
     the model path and ``--engine`` are not checked, and decoding is checked against that engine.
     """
     check_k(config.k)
     check_limit(config.limit)
+    check_greedy(config.temperature, config.k)
     source = getattr(config, "data_source", "auto")
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, source)
     template = check_prompt(config.prompt, config.data_dir)

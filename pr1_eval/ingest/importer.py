@@ -3,8 +3,10 @@
 Input: JSON Lines, one object per sample: ``task``, ``problem_id``, ``sample_idx``,
 ``response``, ``gold`` (required) and optionally ``problem``, ``model``, ``step``. Task names
 need not be registered. A malformed line is reported with file and line number; nothing is
-skipped silently. Importing into an existing run directory replaces its samples (imports are
-one-shot, not resumable appends).
+skipped silently. An import never writes over a run: ``--out`` holding one is refused, and
+``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.ingest.out_folder`).
+Each task is compared with the packaged benchmark of its name, and the verdict recorded in
+``run.json`` (:mod:`pr1_eval.ingest.benchmark_check`): a subset of a benchmark reports as partial.
 
 The file declares the run's problem set: each task's problems are the ones it holds, and each
 task's k is the most samples any of its problems has (AIME ×16 and MATH300 ×1 in one file is two
@@ -22,12 +24,15 @@ guessed with some other vocabulary; the analysis and the leaderboard keep the tw
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
+from pr1_eval.ingest.benchmark_check import check_import, note_of, warnings_of
+from pr1_eval.ingest.out_folder import check_new_run_folder, set_aside
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
@@ -128,13 +133,16 @@ def _declare(records: list[SampleRecord], k: int | Mapping[str, int] | None
 
 def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None = None,
                 extra_run_info: dict[str, Any] | None = None, k: int | Mapping[str, int] | None = None,
-                tokenizer: str | Path | None = None) -> Path:
+                tokenizer: str | Path | None = None, replace: bool = False) -> Path:
     """Grade and store imported rows as a run at ``out_dir``; returns the run directory.
 
     ``k``: samples per problem, for every task (int) or per task (mapping); default: per task,
     the most any of its problems has (see the module docstring). ``tokenizer``: a local model
-    folder whose tokenizer gives token positions (default: character positions).
+    folder whose tokenizer gives token positions (default: character positions). ``out_dir`` must
+    not hold a run; with ``replace`` one there is renamed aside (never deleted) once the new
+    samples are graded.
     """
+    check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
@@ -146,6 +154,12 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
             raise Pr1EvalError(f"{row.get('_where', source)}: duplicate sample {record.key()} (first at {seen[record.key()]})")
         seen[record.key()] = str(row.get("_where", source))
     records, declared, left_out = _declare(records, k)
+    benchmarks = check_import(records)
+    for task, check in benchmarks.items():
+        for line in warnings_of(task, check):
+            print(f"warning: {line}", file=sys.stderr)
+        if (note := note_of(task, check)) is not None:
+            print(f"note: {note}", file=sys.stderr)
     annotate_grades(records, workers=workers, progress=True)
     models = {str(r["model"]) for r in rows if r.get("model")}
     steps = {int(r["step"]) for r in rows if r.get("step") is not None}
@@ -161,9 +175,11 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
         k=ks.pop() if len(ks) == 1 else None, k_option=dict(k) if isinstance(k, Mapping) else k,
         samples_left_out_by_k=left_out, packages=package_versions(), started_at=now_iso(), finished_at=now_iso(),
         position_unit=position_unit(loaded_tokenizer),
-    ).with_sections(extra_run_info or {})
+    ).with_sections({**(extra_run_info or {}), "benchmark_check": benchmarks})
     if tokenizer is not None:  # which vocabulary the token positions count
         run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
+    if replace and (aside := set_aside(out_dir)) is not None:
+        print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted)", file=sys.stderr)
     store.write_run(run)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
     store.write_run(dataclasses.replace(run, status="complete"))
@@ -171,6 +187,9 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
 
 
 def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
-                 k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None) -> Path:
+                 k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None,
+                 replace: bool = False) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
-    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer)
+    check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
+    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer,
+                       replace=replace)

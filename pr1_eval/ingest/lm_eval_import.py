@@ -212,14 +212,19 @@ def declared_k(rows: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, in
 
 
 def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
-                   k: int | dict[str, int] | None = None, tokenizer: str | Path | None = None) -> Path:
+                   k: int | dict[str, int] | None = None, tokenizer: str | Path | None = None,
+                   replace: bool = False) -> Path:
     """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory.
     ``tokenizer``: a local model folder for token positions (see :mod:`pr1_eval.ingest.importer`).
 
     Each task's problems are the documents in its samples file; its k is ``k`` when given, else
-    lm-eval's ``repeats`` for that task, else the most responses any document has.
+    lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
+    must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.ingest.out_folder`).
     """
     from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.ingest.out_folder import check_new_run_folder
+
+    check_new_run_folder(out_dir, command="import", replace=replace)
 
     rows = read_lm_eval_samples(path)
     info = lm_eval_run_info(path)
@@ -229,4 +234,5 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
                         "not its chat template; scores are not comparable to pr1-eval runs", run["samples_file"])
     if k is None:
         k = declared_k(rows, info) or None
-    return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info, k=k, tokenizer=tokenizer)
+    return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info, k=k, tokenizer=tokenizer,
+                       replace=replace)

@@ -10,6 +10,16 @@ and no sample belongs to an undeclared problem; a run is complete when its statu
 ``complete`` and every declared task is. A declared task with no samples at all (it never
 started) is reported as missing rather than left out.
 
+A run can also hold every sample it declares and still be only *part* of what its name says
+(:class:`PartOf`): a lone shard of a ``--shard i/n`` run declares only its slice of each task
+(``run.json``'s ``shard.task_sizes`` knows the whole), and an import under a packaged benchmark's
+name may hold a subset of that benchmark (``benchmark_check``, recorded at import by
+:mod:`pr1_eval.ingest.benchmark_check`). Both are incomplete — "shard 0/2 of 6 problems",
+"25 of 30 problems of the packaged aime24" — so ``report --strict`` refuses them and no
+aggregator ranks them as the whole; a merged run (no ``shard`` section) is complete. Differences
+that do not make a task a part (ids or golds unlike the packaged benchmark's, a task name that is
+no benchmark's) are :meth:`RunCompleteness.warnings`, shown but not counted as incomplete.
+
 Older ``run.json`` files record only ``n_problems``: missing problems are then counted, not
 named. Call :func:`check_run` on a run folder, or :func:`check_completeness` on a ``run.json``
 dict and a samples frame you already hold (only ``task``, ``problem_id``, ``sample_idx`` are read).
@@ -17,8 +27,10 @@ dict and a samples frame you already hold (only ``task``, ``problem_id``, ``samp
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -37,6 +49,23 @@ class TaskDeclaration:
 
 
 @dataclass(frozen=True)
+class PartOf:
+    """The task holds only part of a larger problem set: a shard's slice, or a benchmark's subset."""
+
+    kind: str  # "shard" | "benchmark"
+    label: str  # "shard 0/2" | "the packaged aime24"
+    held: int  # problems of the whole this run declares
+    total: int  # problems of the whole
+    detail: str = ""  # e.g. which benchmark problems are missing
+
+    def describe(self) -> str:
+        if self.kind == "shard":
+            return (f"{self.label} of {self.total} problems ({self.held} in this shard; merge every shard with "
+                    "`pr1-eval merge` for the whole task)")
+        return self.detail or f"{self.held} of {self.total} problems of {self.label}"
+
+
+@dataclass(frozen=True)
 class TaskCompleteness:
     """How one task's stored samples compare with its declaration."""
 
@@ -49,15 +78,25 @@ class TaskCompleteness:
     n_missing_problems: int = 0
     short_problems: dict[str, int] = field(default_factory=dict)  # id -> samples held (< k)
     undeclared_problems: list[str] = field(default_factory=list)  # samples of problems run.json does not list
+    part_of: PartOf | None = None  # the declared problems are only part of the task (shard, benchmark subset)
+    notes: list[str] = field(default_factory=list)  # differences that do not make it incomplete (see module doc)
+
+    @property
+    def holds_what_it_declares(self) -> bool:
+        """Every declared problem has its k samples and nothing else is stored (a shard's slice can
+        hold all it declares and still be only part of the task: see :attr:`complete`)."""
+        return (self.declared and not self.n_missing_problems and not self.short_problems
+                and not self.undeclared_problems)
 
     @property
     def complete(self) -> bool:
-        return (self.declared and not self.n_missing_problems and not self.short_problems
-                and not self.undeclared_problems)
+        return self.holds_what_it_declares and self.part_of is None
 
     def describe(self) -> str:
         """One line naming what is missing (empty when complete)."""
         parts = []
+        if self.part_of is not None:
+            parts.append(self.part_of.describe())
         if not self.declared:
             parts.append("run.json does not declare this task")
         if self.n_missing_problems:
@@ -81,36 +120,67 @@ class RunCompleteness:
     status: str | None
     imported: bool
     tasks: dict[str, TaskCompleteness]
+    shard: tuple[int, int] | None = None  # (index, count) of a lone ``--shard`` run; None for whole runs
 
     @property
     def status_ok(self) -> bool:
         return self.status == "complete"
 
     @property
+    def is_shard(self) -> bool:
+        """One shard of several: never the whole run, whatever its tasks hold."""
+        return self.shard is not None and self.shard[1] > 1
+
+    @property
     def complete(self) -> bool:
-        return self.status_ok and all(t.complete for t in self.tasks.values())
+        return self.status_ok and not self.is_shard and all(t.complete for t in self.tasks.values())
+
+    def shard_label(self) -> str | None:
+        """``shard 0/2 of 6 problems`` (every task's problems summed), or None for a whole run."""
+        if not self.is_shard or self.shard is None:
+            return None
+        total = sum(t.part_of.total if t.part_of is not None and t.part_of.kind == "shard" else t.n_problems_expected or 0
+                    for t in self.tasks.values())
+        return f"shard {self.shard[0]}/{self.shard[1]} of {total} problems"
 
     def problems(self) -> list[str]:
-        """Human lines: the status when it is not ``complete``, then each incomplete task."""
+        """Human lines: the status when it is not ``complete``, a shard's label, then each incomplete task."""
         lines = []
         if not self.status_ok:
             lines.append(f"run status is {self.status!r}, not 'complete' (the run is still going, or it was "
                          "stopped before the end)")
+        if self.is_shard:
+            lines.append(f"this run is {self.shard_label()}: one slice of a --shard run, not the whole")
         lines += [f"{name}: {t.describe()}" for name, t in self.tasks.items() if not t.complete]
         return lines
 
+    def warnings(self) -> list[str]:
+        """Differences that are named but do not make the run incomplete (ids or golds unlike the
+        packaged benchmark's, a task name that is no benchmark's); see the module docstring."""
+        return [note for t in self.tasks.values() for note in t.notes]
+
     def advice(self) -> str:
-        """How to finish the run: resume a generated run; fix or re-import an imported one."""
+        """How to finish the run: merge a shard; resume a generated run; fix or re-import an imported one."""
+        if self.is_shard and self.shard is not None:
+            finished = self.status_ok and all(t.holds_what_it_declares for t in self.tasks.values())
+            return (("" if finished else "rerun this shard's command to finish it (finished samples are kept), then ")
+                    + f"run the other {self.shard[1] - 1} shard(s) of this job array and join them with "
+                    "`pr1-eval merge SHARD_RUN... --out NEW_RUN` (a shard alone is not the whole run)")
         if not self.imported:
             return "rerun the run's command to generate what is missing (finished samples are kept)"
+        parts = []
         uneven = {name: t for name, t in self.tasks.items() if t.short_problems}
-        if not uneven:
-            return "import the complete file again (every problem with all its samples)"
-        needs = ", ".join(f"{name} needs {t.k}" for name, t in uneven.items())
-        option = ",".join(f"{name}={min(t.short_problems.values())}" for name, t in uneven.items())
-        return (f"complete the import file so every problem has its task's k samples ({needs} per problem), or "
-                f"import it again with `--k {option}` (the fewest samples any of its problems has) to score "
-                "that many samples of every problem")
+        if uneven:
+            needs = ", ".join(f"{name} needs {t.k}" for name, t in uneven.items())
+            option = ",".join(f"{name}={min(t.short_problems.values())}" for name, t in uneven.items())
+            parts.append(f"complete the import file so every problem has its task's k samples ({needs} per problem), "
+                         f"or import it again with `--k {option}` (the fewest samples any of its problems has) to "
+                         "score that many samples of every problem")
+        benchmark = [t.part_of for t in self.tasks.values() if t.part_of is not None and t.part_of.kind == "benchmark"]
+        if benchmark:
+            parts.append(f"import every problem of {', '.join(p.label for p in benchmark)} (or rename the task in "
+                         "the import file if it is meant as its own problem set)")
+        return "; ".join(parts) or "import the complete file again (every problem with all its samples)"
 
 
 def name_ids(ids: list[str], total: int) -> str:
@@ -134,6 +204,30 @@ def samples_per_problem(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
     for task, pid, n in zip(counts.index.get_level_values(0), counts.index.get_level_values(1), counts, strict=True):
         out.setdefault(str(task), {})[str(pid)] = int(n)
     return out
+
+
+def part_of_task(run: RunRecord, task: str) -> tuple[PartOf | None, list[str]]:
+    """What whole ``task`` is a part of in ``run`` (a shard's slice, a benchmark's subset), and the
+    named differences from the packaged benchmark (see the module docstring)."""
+    from pr1_eval.ingest.benchmark_check import partial_phrase, warnings_of
+
+    shard: dict[str, Any] = run.shard or {}
+    size = (shard.get("task_sizes") or {}).get(task)
+    ids = (shard.get("problem_ids") or {}).get(task)
+    entry = run.tasks.get(task)
+    held = len(ids) if ids is not None else (entry.n_problems if entry is not None else None)
+    if shard and int(shard.get("count") or 1) > 1 and size is not None and held is not None and held < int(size):
+        return PartOf("shard", f"shard {shard.get('index')}/{shard.get('count')}", held, int(size)), []
+    checks = run.extra.get("benchmark_check")
+    check = checks.get(task) if isinstance(checks, dict) else None
+    if not isinstance(check, dict):
+        return None, []
+    notes = warnings_of(task, check)
+    phrase = partial_phrase(check)
+    if phrase is None:
+        return None, notes
+    return PartOf("benchmark", f"the packaged {check['benchmark']}", int(check["n_matched"]),
+                  int(check["n_problems"]), phrase), notes
 
 
 def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, int],
@@ -175,7 +269,19 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None
         tasks[name] = check_task(name, declaration, held.get(name, {}), k)
     if run is None:
         return RunCompleteness("complete", False, tasks)
-    return RunCompleteness(run.status, run.imported, tasks)
+    for name in names:
+        part, notes = part_of_task(run, name)
+        if part is not None or notes:
+            tasks[name] = dataclasses.replace(tasks[name], part_of=part, notes=notes)
+    return RunCompleteness(run.status, run.imported, tasks, _shard_of(run))
+
+
+def _shard_of(run: RunRecord) -> tuple[int, int] | None:
+    shard = run.shard or {}
+    try:
+        return (int(shard["index"]), int(shard["count"])) if shard else None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def check_run(run_dir: str | Path) -> RunCompleteness:

@@ -3,17 +3,21 @@
 Everything is computed from ``samples.parquet`` plus what ``run.json`` declares (each task's
 problems and samples per problem), so anyone holding the two files can recompute a report.
 
-:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "advice", "maj_tie_rule", "tasks"}``
-(``maj_tie_rule``: :data:`pr1_eval.report.metrics.MAJ_TIE_RULE`, the sentence the table prints too): ``k`` is the
-samples per problem when every task has the same, else None; ``status`` is run.json's;
-``complete`` is False when the status is not ``complete`` or any task is incomplete;
-``incomplete`` lists one human line per problem found. ``tasks`` maps each task (run.json order,
+:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "advice", "shard",
+"warnings", "maj_tie_rule", "tasks"}``: ``k`` is the samples per problem when every task has the same, else None;
+``status`` is run.json's; ``complete`` is False when the status is not ``complete``, the run is a
+lone shard, or any task is incomplete; ``incomplete`` lists one human line per problem found;
+``shard`` is ``"shard i/n of N problems"`` for a lone shard (else None); ``warnings`` names
+differences from a packaged benchmark that do not make the run incomplete; ``maj_tie_rule`` is
+:data:`pr1_eval.report.metrics.MAJ_TIE_RULE`, the sentence the table prints too. ``tasks`` maps each task (run.json order,
 declared tasks without any sample included) to a dict with these keys, ``K`` being that task's k:
 
 - ``complete`` (bool), ``k``, ``n_problems`` (problems scored), ``n_problems_expected`` (declared;
   None when unknown), ``n_samples`` (stored), ``missing_problems`` (declared ids without a
   sample), ``n_missing_problems``, ``short_problems`` ({id: samples held} below K),
-  ``undeclared_problems``, ``incomplete_reason`` (one line; None when complete);
+  ``undeclared_problems``, ``part_of`` (a shard's slice or a packaged benchmark's subset:
+  ``{"kind", "label", "held", "total"}``; None for a whole task), ``incomplete_reason`` (one
+  line; None when complete);
 - metrics, **only when complete** — ``mean@K``, ``pass@1``, ``pass@K`` (unbiased), ``best@K``
   (VERL's bootstrap best@K, 1 − (1 − c/n)^K, on math-verify verdicts), ``maj@K``,
   ``mean@K_paper`` and ``best@K_paper`` (the same on the paper's string checker: the fully
@@ -135,6 +139,8 @@ def task_metrics(frame: pd.DataFrame, check: TaskCompleteness) -> dict[str, Any]
         "n_missing_problems": check.n_missing_problems,
         "short_problems": check.short_problems,
         "undeclared_problems": check.undeclared_problems,
+        "part_of": None if check.part_of is None else {"kind": check.part_of.kind, "label": check.part_of.label,
+                                                       "held": check.part_of.held, "total": check.part_of.total},
         "incomplete_reason": None if check.complete else check.describe(),
     }
     if check.k < 1:
@@ -163,7 +169,8 @@ def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | No
     ks = {m["k"] for m in tasks.values()}
     return {"k": ks.pop() if len(ks) == 1 else None, "status": completeness.status, "complete": completeness.complete,
             "incomplete": completeness.problems(), "advice": None if completeness.complete else completeness.advice(),
-            "maj_tie_rule": MAJ_TIE_RULE, "tasks": tasks}
+            "shard": completeness.shard_label(), "warnings": completeness.warnings(), "maj_tie_rule": MAJ_TIE_RULE,
+            "tasks": tasks}
 
 
 # ----- the terminal table -------------------------------------------------------------------
@@ -181,6 +188,8 @@ def _row(task: str, m: dict[str, Any]) -> list[str]:
     k = m["k"]
     values = m if m["complete"] else m.get("partial")
     expected = m["n_problems_expected"]
+    if m.get("part_of"):  # a shard's slice or a benchmark's subset: out of the whole task
+        expected = m["part_of"]["total"]
     problems = f"{m['n_problems']}" if m["complete"] or expected is None else f"{m['n_problems']}/{expected}"
     cells = [task if m["complete"] else f"{task}*", str(k), problems, str(m["n_samples"])]
     if not values:
@@ -217,4 +226,8 @@ def format_report_table(report: dict[str, Any]) -> str:
         lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
         lines += [f"  {line}" for line in report["incomplete"]]
         lines.append(f"  to finish: {report['advice']}")
+    if report.get("warnings"):
+        lines.append("")
+        lines.append("WARNINGS (named, not counted as incomplete):")
+        lines += [f"  {line}" for line in report["warnings"]]
     return "\n".join(lines)

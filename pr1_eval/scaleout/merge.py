@@ -161,9 +161,10 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
 
 def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
     """Check the shards (see the module docstring) and write them as one run at ``out``."""
+    from pr1_eval.ingest.out_folder import check_new_run_folder  # the one rule of every run-creating command
+
+    check_new_run_folder(out, command="merge", offers_replace=False)
     target = RunStore(out)
-    if target.exists() or target.part_paths():
-        raise Pr1EvalError(f"--out {out} already holds a run; pass a new folder for the merged run")
     shards = [load_shard(p) for p in paths]
     check_shards(shards)
     target.write_run(dataclasses.replace(merged_run_record(shards, Path(out)), status="merging"))

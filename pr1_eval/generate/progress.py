@@ -1,0 +1,156 @@
+"""Progress of a run, on a terminal and off it.
+
+Why: ``run`` and ``sweep`` used tqdm with ``disable=None``, which switches the bar off when
+stderr is not a terminal, so a job-array log showed nothing until the final table, for hours on a
+real model; on a terminal the bar moved only when a chunk had been generated, graded *and*
+stored, i.e. tens of seconds without movement even on tiny runs.
+
+What is known when (the finest places, from :mod:`pr1_eval.generate.runner` and the decoders):
+a sample's text exists when the decoder returns its chunk (the HF and vLLM engines finish a whole
+batch in one call, so nothing finer exists below that), and it is safe on disk once the grader
+thread has appended it. So :class:`RunProgress` counts both: **generated** (advances the bar the
+moment a chunk's samples are decoded, not after grading) and **stored** (shown beside it, and
+what a resumed run would keep). Every engine call (a fork-join wave, a batch) is shown too
+(``calls`` in the bar), so long chunks visibly work.
+
+Off a terminal there is no bar: a plain line goes to stderr at each chunk's end, but at most
+every few seconds, and every :data:`LOG_EVERY_S` seconds while a chunk is in flight (a heartbeat),
+with done/total, rate and ETA. ``$PR1_EVAL_PROGRESS_SECONDS`` sets that interval.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+LOG_EVERY_S = 30.0
+"""Seconds between log lines off a terminal (and the longest silence)."""
+CHUNK_LINE_MIN_S = 2.0
+"""Chunk-end lines closer together than this are folded into the next one (tiny chunks)."""
+ENV = "PR1_EVAL_PROGRESS_SECONDS"
+
+
+def _interval() -> float:
+    try:
+        return max(0.05, float(os.environ.get(ENV, LOG_EVERY_S)))
+    except ValueError:
+        return LOG_EVERY_S
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h07m``."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class RunProgress:
+    """Samples generated and stored out of ``total`` (see the module docstring).
+
+    ``tty`` decides bar or log lines (default: whether ``stream`` is a terminal); ``clock`` and
+    ``every`` are for tests."""
+
+    def __init__(self, total: int, *, desc: str = "samples", stream: IO[str] | None = None, tty: bool | None = None,
+                 every: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.desc = total, desc
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self.every = _interval() if every is None else every
+        self.clock = clock
+        self.started = clock()
+        self.generated = self.stored = self.calls = 0
+        self._postfix = ""
+        self._last_line = self.started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.bar: Any = None
+        self._thread: threading.Thread | None = None
+        if self.tty:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="sample", file=self.stream, dynamic_ncols=True)
+        elif total:
+            self.line("started")
+            self._thread = threading.Thread(target=self._heartbeat, name="pr1-progress", daemon=True)
+            self._thread.start()
+
+    # ----- what the runner reports ----------------------------------------------------------------
+    def on_generated(self, n: int) -> None:
+        """``n`` samples were decoded (their chunk came back from the engine)."""
+        with self._lock:
+            self.generated += n
+        if self.bar is not None:
+            self.bar.update(n)
+            self._show_postfix()
+
+    def on_stored(self, n: int) -> None:
+        """``n`` samples were graded and appended to the run store (a chunk ended)."""
+        with self._lock:
+            self.stored += n
+        if self.bar is not None:
+            self._show_postfix()
+        elif self.clock() - self._last_line >= min(CHUNK_LINE_MIN_S, self.every) or self.stored >= self.total:
+            self.line()
+
+    def on_engine_call(self) -> None:
+        """An engine call returned (a batch, a fork-join wave): the work moves inside a chunk."""
+        with self._lock:
+            self.calls += 1
+        if self.bar is not None:
+            self._show_postfix()
+
+    def set_postfix_str(self, text: str) -> None:
+        """Extra status beside the numbers (a Ray pool's live replicas)."""
+        self._postfix = text
+        if self.bar is not None:
+            self._show_postfix()
+
+    # ----- output ---------------------------------------------------------------------------------
+    def _show_postfix(self) -> None:
+        extra = f", {self._postfix}" if self._postfix else ""
+        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{extra}", refresh=True)
+
+    def status(self) -> str:
+        """``120/480 samples (25%) generated, 112 stored, 9 engine calls; 2.10 samples/s, ETA 2m51s, 57s elapsed``."""
+        elapsed = max(self.clock() - self.started, 1e-9)
+        rate = self.generated / elapsed
+        left = self.total - self.generated
+        eta = duration(left / rate) if rate > 0 else "unknown"
+        share = f"{100 * self.generated / self.total:.0f}%" if self.total else "-"
+        extra = f"; {self._postfix}" if self._postfix else ""
+        return (f"{self.generated}/{self.total} {self.desc} ({share}) generated, {self.stored} stored, "
+                f"{self.calls} engine calls; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} elapsed{extra}")
+
+    def line(self, note: str = "") -> None:
+        """One log line (off a terminal)."""
+        with self._lock:
+            self._last_line = self.clock()
+            text = f"[pr1-eval] {note + ': ' if note else ''}{self.status()}"
+        print(text, file=self.stream, flush=True)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(min(1.0, self.every / 4)):
+            if self.clock() - self._last_line >= self.every:
+                self.line()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.bar is not None:
+            self.bar.close()
+        elif self.total and self.stored < self.total:
+            self.line("stopped")
+
+    def __enter__(self) -> RunProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

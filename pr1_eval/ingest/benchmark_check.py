@@ -1,0 +1,157 @@
+"""An import under a packaged benchmark's name is compared with that benchmark, once, at import.
+
+Why: an import named ``aime24`` holding 25 of the 30 AIME 2024 problems used to report (and rank
+on the leaderboard) as if it were AIME 2024, and an import named ``aime2024`` sat beside
+``aime24`` in every table as a seventh benchmark. Each imported task is therefore checked:
+
+- **a packaged name** (``aime24``, ``aime25``, ``amc23``, ``math500``, ``math300_pr1``,
+  ``gsm8k``): its problems are matched with the packaged benchmark's by problem id, and by
+  problem text for an id the benchmark does not have (another id scheme, same problems). A task
+  holding only some of the benchmark's problems is **partial**: the report marks it incomplete
+  ("25 of 30 problems of the packaged aime24"), so no surface averages it as the benchmark. Ids
+  the benchmark does not have and golds that differ from the benchmark's are named. A task that
+  shares no problem with the benchmark at all is a different problem set that happens to use the
+  name: it is named as such (a warning, not an incompleteness: there is no part of the benchmark
+  it could be a part of), with the advice to rename it.
+- **any other name**: a warning naming the closest packaged names (``difflib``), since a typo
+  (``aime2024``) otherwise becomes a new benchmark silently.
+
+Decision — where the check lives: at import time, recorded into ``run.json``
+(``benchmark_check``, one entry per task), and read from there by
+:mod:`pr1_eval.report.completeness`. The check needs each problem's gold and text, which only the
+import holds in hand (every aggregator reads run.json and the sample keys, not the golds), and the
+benchmark it compares with is the one packaged with the pr1-eval that imported: recording its
+data hash with the verdict keeps the verdict stable when a later version updates the data. Runs
+imported before this check have no record and are not checked; importing them again checks them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pr1_eval.records.sample import SampleRecord
+
+SHOWN = 5
+PARTIAL, WHOLE, DIFFERENT, UNKNOWN = "partial", "whole", "different", "unknown_task"
+
+
+@dataclass(frozen=True)
+class ImportedProblem:
+    problem_id: str
+    gold: str
+    problem: str
+
+
+def _normal_text(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def same_gold(ours: str, theirs: str) -> bool:
+    """Equal after whitespace is collapsed, or the same number (``"204"`` and ``"204.0"``)."""
+    a, b = _normal_text(ours), _normal_text(theirs)
+    if a == b:
+        return True
+    try:
+        x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+    except ValueError:
+        return False
+    return math.isclose(x, y, rel_tol=0, abs_tol=1e-12)
+
+
+def closest_names(name: str, known: Iterable[str]) -> list[str]:
+    """Registered task names that look like ``name`` (``aime2024`` → ``aime24``)."""
+    by_lower = {k.lower(): k for k in known}
+    return [by_lower[k] for k in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
+
+
+def problems_of(records: Iterable[SampleRecord]) -> dict[str, dict[str, ImportedProblem]]:
+    """task → problem id → (id, gold, problem text), first sample of each problem."""
+    out: dict[str, dict[str, ImportedProblem]] = {}
+    for r in records:
+        out.setdefault(r.task, {}).setdefault(r.problem_id, ImportedProblem(r.problem_id, r.gold or "", r.problem or ""))
+    return out
+
+
+def check_task(name: str, problems: dict[str, ImportedProblem]) -> dict[str, Any]:
+    """The ``run.json`` entry of one imported task (see the module docstring)."""
+    from pr1_eval.inputs.tasks import TASKS, load_task
+
+    if name not in TASKS:
+        return {"verdict": UNKNOWN, "closest": closest_names(name, TASKS)}
+    packaged = load_task(name, source="packaged")
+    by_id = {p.problem_id: p for p in packaged.problems}
+    by_text = {_normal_text(p.problem): p for p in packaged.problems}
+    matched: dict[str, str] = {}  # our id -> packaged id
+    for pid, ours in problems.items():
+        twin = by_id.get(pid) or (by_text.get(_normal_text(ours.problem)) if ours.problem.strip() else None)
+        if twin is not None:
+            matched[pid] = twin.problem_id
+    golds = {pid: [problems[pid].gold, by_id[theirs].gold] for pid, theirs in matched.items()
+             if not same_gold(problems[pid].gold, by_id[theirs].gold)}
+    covered = set(matched.values())
+    verdict = DIFFERENT if not matched else WHOLE if len(covered) == len(by_id) else PARTIAL
+    return {"verdict": verdict, "benchmark": name, "source": packaged.source, "data_hash": packaged.data_hash,
+            "n_problems": len(by_id), "n_matched": len(covered),
+            "missing_ids": [pid for pid in by_id if pid not in covered],
+            "foreign_ids": [pid for pid in problems if pid not in matched],
+            "matched_by_text": {pid: theirs for pid, theirs in matched.items() if pid != theirs},
+            "gold_differs": golds}
+
+
+def check_import(records: Iterable[SampleRecord]) -> dict[str, dict[str, Any]]:
+    """task → its check, for every task of an import (recorded as ``run.json``'s ``benchmark_check``)."""
+    return {name: check_task(name, problems) for name, problems in problems_of(records).items()}
+
+
+def _named(ids: list[str]) -> str:
+    return ", ".join(ids[:SHOWN]) + (f" … {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def partial_phrase(check: dict[str, Any]) -> str | None:
+    """``25 of 30 problems of the packaged aime24`` for a partial task, else None."""
+    if check.get("verdict") != PARTIAL:
+        return None
+    return (f"{check['n_matched']} of {check['n_problems']} problems of the packaged {check['benchmark']} "
+            f"(missing {_named(list(check.get('missing_ids') or []))})")
+
+
+def note_of(task: str, check: dict[str, Any]) -> str | None:
+    """The import's note for a task name like no benchmark's (not repeated by every report)."""
+    from pr1_eval.inputs.tasks import TASKS
+
+    if check.get("verdict") != UNKNOWN or check.get("closest"):
+        return None
+    return f"{task}: not a packaged benchmark ({', '.join(TASKS)}), scored as its own problem set"
+
+
+def warnings_of(task: str, check: dict[str, Any]) -> list[str]:
+    """Human lines for what differs from the packaged benchmark (empty when the task is it, or is
+    a task of its own whose name is like no benchmark's)."""
+    verdict = check.get("verdict")
+    if verdict == UNKNOWN:  # a name like no benchmark's is a task of its own: nothing to warn about
+        closest = list(check.get("closest") or [])
+        if not closest:
+            return []
+        return [f"{task}: not a packaged benchmark, scored as its own problem set (did you mean "
+                f"{' or '.join(closest)}? Rename the task in the import file to compare it with that benchmark)"]
+    lines = []
+    if verdict == DIFFERENT:
+        lines.append(f"{task}: none of its {len(check.get('foreign_ids') or [])} problems is in the packaged "
+                     f"{check['benchmark']} (ids {_named(list(check.get('foreign_ids') or []))}): a different problem "
+                     "set under a packaged benchmark's name; rename the task in the import file so it is not read "
+                     f"as {check['benchmark']}")
+    elif check.get("foreign_ids"):
+        foreign = list(check["foreign_ids"])
+        lines.append(f"{task}: {len(foreign)} problem id(s) are not in the packaged {check['benchmark']} "
+                     f"({_named(foreign)})")
+    golds = dict(check.get("gold_differs") or {})
+    if golds:
+        shown = [f"{pid}: {ours!r} here, {theirs!r} packaged" for pid, (ours, theirs) in list(golds.items())[:SHOWN]]
+        more = f" … {len(golds) - SHOWN} more" if len(golds) > SHOWN else ""
+        lines.append(f"{task}: {len(golds)} gold answer(s) differ from the packaged {check['benchmark']} "
+                     f"({'; '.join(shown)}{more})")
+    return lines

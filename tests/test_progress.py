@@ -1,0 +1,70 @@
+"""Progress of a run: a bar that moves per decoded chunk on a terminal, log lines off it.
+
+A fake clock drives the timing, so the expected lines are written down by hand."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from pr1_eval.generate.progress import RunProgress, duration
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_off_a_terminal_lines_give_done_total_rate_and_eta() -> None:
+    clock, out = Clock(), io.StringIO()
+    progress = RunProgress(40, stream=out, tty=False, every=3600, clock=clock)  # no heartbeat in this test
+    clock.now += 10
+    progress.on_engine_call()
+    progress.on_generated(8)
+    progress.on_stored(8)  # a chunk ended: a line
+    clock.now += 1
+    progress.on_generated(8)
+    progress.on_stored(8)  # 1 s after the last line: folded into the next one
+    clock.now += 9
+    progress.on_generated(24)
+    progress.on_stored(24)  # the last chunk: always a line
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "[pr1-eval] started: 0/40 samples (0%) generated, 0 stored, 0 engine calls; 0.00 samples/s, ETA unknown, "
+        "0s elapsed",
+        # 8 samples in 10 s: 0.8/s, 32 left: 40 s
+        "[pr1-eval] 8/40 samples (20%) generated, 8 stored, 1 engine calls; 0.80 samples/s, ETA 40s, 10s elapsed",
+        "[pr1-eval] 40/40 samples (100%) generated, 40 stored, 1 engine calls; 2.00 samples/s, ETA 0s, 20s elapsed",
+    ]
+
+
+def test_the_heartbeat_speaks_while_a_chunk_is_in_flight() -> None:
+    out = io.StringIO()
+    progress = RunProgress(10, stream=out, tty=False, every=0.05)
+    import time
+
+    time.sleep(0.6)  # no sample finishes, yet lines keep coming
+    progress.close()
+    beats = [line for line in out.getvalue().splitlines() if line.startswith("[pr1-eval] 0/10 samples")]
+    assert len(beats) >= 2, out.getvalue()
+    assert out.getvalue().splitlines()[-1].startswith("[pr1-eval] stopped: 0/10")  # closed before the end: said so
+
+
+def test_on_a_terminal_the_bar_moves_when_samples_are_decoded_not_when_stored() -> None:
+    out = io.StringIO()
+    progress = RunProgress(10, stream=out, tty=True)
+    progress.on_generated(3)
+    assert re.search(r"3/10 .*stored 0, calls 0", out.getvalue().split("\r")[-1]), out.getvalue()
+    progress.on_engine_call()
+    progress.on_stored(3)
+    assert "stored 3, calls 1" in out.getvalue().split("\r")[-1]
+    progress.close()
+    assert "[pr1-eval]" not in out.getvalue()  # no log lines beside a bar
+
+
+def test_durations_read_as_a_person_writes_them() -> None:
+    assert [duration(s) for s in (0, 42.4, 185, 7620)] == ["0s", "42s", "3m05s", "2h07m"]
