@@ -182,17 +182,26 @@ def drift_trends(points: pd.DataFrame) -> pd.DataFrame:
         for metric in TREND_METRICS:
             if metric not in group:
                 continue
-            row = {"model_family": family, "decoding": decoding, "task": task, "metric": metric,
-                   **trend(group["step"], group[metric]), "position_unit": None}
-            if metric in POSITION_METRICS:
-                has_value = group[group[metric].notna()]
-                mixed = _mixed_units(has_value)
-                units = {u for u in has_value.get("position_unit", pd.Series(dtype=object)) if isinstance(u, str)}
-                row["position_unit"] = units.pop() if len(units) == 1 else None
-                if mixed:
-                    row.update({"spearman_rho": None, "p_value": None, "p_method": None, "note": mixed})
-            rows.append(row)
+            rows.append({"model_family": family, "decoding": decoding, "task": task, "metric": metric,
+                         **metric_trend(group, metric)})
     return pd.DataFrame(rows, columns=columns)
+
+
+def metric_trend(group: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """:func:`trend` of ``group[metric]`` against ``group["step"]`` (one series: one family × decoding ×
+    task), plus ``position_unit`` for the :data:`POSITION_METRICS`. Positions whose steps are in
+    different units get no trend and a note saying which steps are in which (never mixed silently).
+    The drift table and the dashboard's Training page both call this."""
+    values = pd.to_numeric(group[metric], errors="coerce")
+    out = {**trend(group["step"], values), "position_unit": None}
+    if metric in POSITION_METRICS:
+        has_value = group[values.notna()]
+        mixed = _mixed_units(has_value)
+        units = {u for u in has_value.get("position_unit", pd.Series(dtype=object)) if isinstance(u, str)}
+        out["position_unit"] = units.pop() if len(units) == 1 else None
+        if mixed:
+            out.update({"spearman_rho": None, "p_value": None, "p_method": None, "note": mixed})
+    return out
 
 
 def drift_json(trends: pd.DataFrame) -> dict[str, dict[str, Any]]:

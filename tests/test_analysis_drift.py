@@ -12,7 +12,7 @@ import pytest
 from analysis_fixtures import block, make_record, response, write_run
 from scipy.stats import spearmanr
 
-from analysis.drift import drift_json, drift_trends, exact_spearman_p, trend
+from analysis.drift import drift_json, drift_trends, exact_spearman_p, metric_trend, trend
 from analysis.loader import load_runs
 from analysis.summary import analyze, to_json
 
@@ -144,3 +144,14 @@ def test_steps_in_different_position_units_give_no_trend_and_say_why(tmp_path: P
     document = to_json(analysis)
     assert document["drift"]["aime24"]["p_value"] is None
     assert any("different units" in n for n in document["notes"])
+
+
+def test_metric_trend_what_the_training_page_calls_keeps_units_apart() -> None:
+    points = pd.DataFrame({"step": [100, 200, 300, 400], "first_block_rel_pos": [0.1, 0.2, 0.3, 0.4],
+                           "parallel_ratio": [0.5, 0.6, 0.7, 0.9], "position_unit": ["token", "token", "char", "token"]})
+    mixed = metric_trend(points, "first_block_rel_pos")
+    assert mixed["spearman_rho"] is None and mixed["p_value"] is None and "characters at step(s) 300" in mixed["note"]
+    ratio = metric_trend(points, "parallel_ratio")  # not a position: units do not matter
+    assert ratio["p_value"] == pytest.approx(2 / 24) and ratio["position_unit"] is None
+    one = metric_trend(points.assign(position_unit="token"), "first_block_rel_pos")
+    assert one["p_value"] == pytest.approx(2 / 24) and one["position_unit"] == "token"

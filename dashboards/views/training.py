@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.completeness import MARK, cell_flags
-from analysis.drift import trend
+from analysis.drift import metric_trend
 from analysis.stats import structure_stats
 from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
@@ -76,7 +76,7 @@ def trends(points: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     rows = []
     for (family, decoding, task), group in points.groupby(KEYS[:3], sort=True):
         for metric in metrics:
-            result = trend(group["step"].astype(float), pd.to_numeric(group[metric], errors="coerce"))
+            result = metric_trend(group, metric)  # positions in different units get no trend, and say why
             rows.append({"model_family": family, "decoding": decoding, "task": task, "metric": metric,
                          "n_steps": str(result["n_steps"]), "spearman ρ": fmt(result["spearman_rho"]),
                          "p": fmt(result["p_value"]), "p method": result["p_method"] or "",
