@@ -24,6 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.loader import LoadedRuns, load_runs, runs_signature
+from dashboards.components import widget_default
 
 DEFAULT_RUNS = "runs"
 _CONTEXT_KEY = "pr1_context"
@@ -137,12 +138,12 @@ def build_context(argv: Sequence[str]) -> Context:
     names = run_order(loaded.samples) if not loaded.samples.empty else []
     with st.sidebar:
         _keep_valid("filter_runs", names)
-        runs = st.multiselect("Runs", names, default=names, key="filter_runs",
+        runs = st.multiselect("Runs", names, default=widget_default("filter_runs", names), key="filter_runs",
                               help="runs given on the command line; every page shows only these")
         present = loaded.samples[loaded.samples["run"].isin(runs)]["task"].unique().tolist()
         tasks = sorted(str(t) for t in present)
         _keep_valid("filter_tasks", tasks)
-        chosen_tasks = st.multiselect("Tasks", tasks, default=tasks, key="filter_tasks")
+        chosen_tasks = st.multiselect("Tasks", tasks, default=widget_default("filter_tasks", tasks), key="filter_tasks")
         if loaded.failures:
             with st.expander(f"{len(loaded.failures)} run(s) not loaded"):
                 for path, reason in loaded.failures:
