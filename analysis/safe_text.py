@@ -67,6 +67,13 @@ def plot_texts(values: Any) -> list[str]:
     return [plot_text(v) for v in values]
 
 
+def plot_frame(frame: Any, columns: Any) -> Any:
+    """A copy of a pandas ``frame`` with ``columns`` through :func:`plot_text`, for plotly express:
+    ``px.line(plot_frame(points, ["task", "model_family"]), color="task", …)`` puts those
+    values into legends and hover text, where plotly would otherwise draw their tags."""
+    return frame.assign(**{c: [plot_text(v) for v in frame[c]] for c in columns if c in frame})
+
+
 def break_autolinks(text: str) -> str:
     """``text`` with a word joiner wherever GFM would start an autolink literal (``://``,
     ``www.``, ``@``) or Streamlit a shortcode/directive (``:`` before a letter or ``/``)."""

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import lxml.html
+import pandas as pd
 import pytest
 from hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, RUN_ATTACK, TASK, build_hostile_runs, payload
 from markdown_it import MarkdownIt
@@ -19,7 +20,7 @@ from analysis.figures import write_figures
 from analysis.leaderboard import compute_leaderboard
 from analysis.leaderboard_html import leaderboard_html
 from analysis.loader import load_runs
-from analysis.safe_text import WORD_JOINER, html_text, markdown_plain, markdown_text, plot_text
+from analysis.safe_text import WORD_JOINER, html_text, markdown_plain, markdown_text, plot_frame, plot_text
 from analysis.summary import analyze
 
 ATTACKS = [payload("field"), RUN_ATTACK, PROBLEM_IDS[0], "</script><script>window.__pwned='id'</script>",
@@ -120,3 +121,10 @@ def test_analyze_pages_keep_hostile_names_as_text(hostile_runs: dict[str, Path],
         _assert_inert_page(page, path.name)
         figures = page.replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u002f", "/")
         assert f'<a href="https://{MARKER}' not in figures and "<img src=x" not in figures, path.name
+
+
+def test_plot_frame_escapes_the_label_columns_only() -> None:
+    frame = pd.DataFrame({"task": ["<a href='https://x.io'>t</a>", "plain"], "value": [0.5, 1.0]})
+    out = plot_frame(frame, ["task", "absent"])
+    assert list(out["task"]) == ["&lt;a href='https://x.io'&gt;t&lt;/a&gt;", "plain"]
+    assert list(out["value"]) == [0.5, 1.0] and frame["task"].iat[0].startswith("<a")  # the input is untouched
