@@ -34,8 +34,8 @@ def formatted(stats: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
     fig = go.Figure([go.Bar(x=labels, y=values, name=plot_text(run)) for run, values in shares.items()])
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="share", barmode="group", height=340,
-                      margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
+    fig.update_layout(title=plot_text(title), xaxis_title=plot_text(x_title), yaxis_title="share", barmode="group",
+                      height=340, margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
