@@ -129,8 +129,10 @@ def _metric_figure(analysis: Analysis, labels: dict[str, str], columns: list[str
                 label = f"{task} · {model_name(family)} · {decoding}" + (f" · {column}" if len(columns) > 1 else "")
                 figure.add_trace(go.Scatter(x=group["step"].astype(float), y=group[column], mode="lines+markers",
                                             name=plot_text(label)))
+        # a lone line still says which task and model it is; the legend sits below the plot, so a long
+        # model or task name cannot squeeze it
         figure.update_layout(title=title_html, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02],
-                             showlegend=True)  # a lone line still says which task and model it is
+                             showlegend=True, legend={"orientation": "h", "y": -0.2})
         return figure
     runs = analysis.runs
     if runs.empty or not any(c in runs and runs[c].notna().any() for c in columns):
