@@ -9,6 +9,10 @@ step, not the run folder's name (``run`` for every demo).
 With checkpoint steps the behaviour figures are lines against step (one line per family ×
 decoding × task), which is how the paper's drift claim is read; without steps they are bars
 per run × task, so a single run still gets its picture.
+
+Model names, run names and task names are untrusted (an import can carry anything): every
+plotly string built from them goes through :func:`analysis.safe_text.plot_text`, so no tag, link
+or formula in them is drawn as such.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import plotly.graph_objects as go
 from analysis.completeness import MARK
 from analysis.drift import UNIT_WORDS
 from analysis.roles import ROLES
+from analysis.safe_text import plot_text, plot_texts
 from analysis.summary import Analysis
 
 FIGURE_FILES: tuple[str, ...] = ("parallel_ratio.html", "block_position.html", "role_shares.html",
@@ -137,17 +142,20 @@ def _metric_figure(analysis: Analysis, labels: dict[str, str], columns: list[str
             for column in columns:
                 label = f"{task} · {model_name(family)} · {decoding}" + (f" · {column}" if len(columns) > 1 else "")
                 figure.add_trace(go.Scatter(x=group["step"].astype(float), y=group[column], mode="lines+markers",
-                                            name=label))
+                                            name=plot_text(label)))
         if analysis.include_incomplete and "complete" in points and not points["complete"].all():
             title_html += f" ({MARK} steps included on request)"
-        figure.update_layout(title=title_html, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02])
+        # a lone line still says which task and model it is; the legend sits below the plot, so a long
+        # model or task name cannot squeeze it
+        figure.update_layout(title=title_html, xaxis_title="checkpoint step", yaxis_title="value", yaxis_range=[0, 1.02],
+                             showlegend=True, legend={"orientation": "h", "y": -0.2})
         return figure
     runs = analysis.runs
     if runs.empty or not any(c in runs and runs[c].notna().any() for c in columns):
         return None
     marks = runs["complete"] if "complete" in runs else pd.Series(True, index=runs.index)
-    x = [f"{labels.get(str(r), r)} · {t}" + ("" if ok else f" {MARK}")
-         for r, t, ok in zip(runs["run"], runs["task"], marks, strict=True)]
+    x = plot_texts(f"{labels.get(str(r), r)} · {t}" + ("" if ok else f" {MARK}")
+                   for r, t, ok in zip(runs["run"], runs["task"], marks, strict=True))
     figure = go.Figure([go.Bar(x=x, y=runs[c], name=c) for c in columns if c in runs])
     title_html += " (no checkpoint steps: per run)" + ("" if marks.all() else f"; {MARK}: lacks samples run.json declares")
     figure.update_layout(title=title_html, barmode="group", yaxis_range=[0, 1.02],
@@ -164,7 +172,7 @@ def _histogram(pairs: pd.DataFrame, labels: dict[str, str], column: str, title: 
         values = group[column].dropna()
         if len(values):
             name = f"{labels.get(str(run), run)} (mean {values.mean():.4f}, n={len(values)})"
-            figure.add_trace(go.Histogram(x=values, name=name, opacity=0.6,
+            figure.add_trace(go.Histogram(x=values, name=plot_text(name), opacity=0.6,
                                           xbins={"start": 0.0, "end": 1.0, "size": 0.02}))
     figure.update_layout(title=html.escape(title, quote=False), barmode="overlay", xaxis_title=column,
                          yaxis_title="pairs", showlegend=True)  # the legend names the run even when it is alone

@@ -7,11 +7,14 @@ researcher reads "which checkpoint is best"; parallel ratio and first-block posi
 fraction correct) per task, rows sorted by how much a problem changes across checkpoints, so
 the problems that flip are on top. With many problems only the ones that change are drawn
 (at most :data:`MAX_HEATMAP_ROWS`); the page says how many were left out.
+
+Run names, task names, problem ids, families and notes are untrusted: table cells and notes go
+through :func:`analysis.safe_text.html_text`, every plotly string made from data through
+:func:`analysis.safe_text.plot_text` (the figures are also what notebook 01 shows).
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from plotly.subplots import make_subplots
 
 from analysis.leaderboard import UNIT_LABELS, Leaderboard
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
+from analysis.safe_text import html_text, plot_text, plot_texts
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
@@ -43,11 +47,11 @@ def _table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
     if not rows:
         return "<p class='note'>(none)</p>"
     heads = list(rows[0])
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    head = "".join(f"<th>{html_text(h)}</th>" for h in heads)
     body = []
     for i, row in enumerate(rows):
         cls = " class='tied'" if tied and tied[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(row.get(h, ''))}</td>" for h in heads) + "</tr>")
+        body.append(f"<tr{cls}>" + "".join(f"<td>{html_text(row.get(h, ''))}</td>" for h in heads) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -55,7 +59,7 @@ def _x_values(runs: list[dict[str, Any]]) -> tuple[list[Any], str]:
     """Steps when every run has one, else run names (in rank order)."""
     if all(r["step"] is not None for r in runs):
         return [r["step"] for r in runs], "checkpoint step"
-    return [r["name"] for r in runs], "run"
+    return plot_texts(r["name"] for r in runs), "run"
 
 
 def _families(doc: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -79,7 +83,7 @@ def _error(values: list[float | None], intervals: list[list[float] | None]) -> d
 def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, str, str | None]]) -> go.Figure:
     """One subplot per task; one line per family × series (metric key, label, interval key)."""
     tasks = doc["tasks"]
-    figure = make_subplots(rows=1, cols=len(tasks), subplot_titles=tasks, shared_yaxes=True)
+    figure = make_subplots(rows=1, cols=len(tasks), subplot_titles=plot_texts(tasks), shared_yaxes=True)
     for index, ((family, decoding), runs) in enumerate(_families(doc).items()):
         color = PALETTE[index % len(PALETTE)]
         x, x_title = _x_values(runs)
@@ -92,8 +96,8 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
                     errors = _error(values, [cell.get(ci_key.replace("K", str(cell["k"]))) for cell in cells])
                     errors["color"] = color
                 figure.add_trace(go.Scatter(
-                    x=x, y=values, error_y=errors, mode="lines+markers", name=f"{label} · {family} · {decoding}",
-                    legendgroup=f"{label}{family}{decoding}", showlegend=col == 1,
+                    x=x, y=values, error_y=errors, mode="lines+markers", name=plot_text(f"{label} · {family} · {decoding}"),
+                    legendgroup=plot_text(f"{label}{family}{decoding}"), showlegend=col == 1,
                     line={"color": color, "dash": _dash(label)},
                     marker={"color": color}), row=1, col=col)
             figure.update_xaxes(title_text=x_title, row=1, col=col)
@@ -141,7 +145,7 @@ def heatmap_figure(board: Leaderboard, task: str) -> go.Figure:
 def _heatmap(board: Leaderboard, task: str) -> tuple[go.Figure, str]:
     """Problems × checkpoints (fraction correct) for one task, flipping problems first; and a note."""
     runs = [r for group in _families(board.document).values() for r in group]
-    labels = [r["name"] + ("" if r["step"] is None else f" (step {r['step']})") for r in runs]
+    labels = [plot_text(r["name"] + ("" if r["step"] is None else f" (step {r['step']})")) for r in runs]
     table = board.per_problem[board.per_problem["task"] == task]
     grid = table.pivot(index="problem_id", columns="run", values="fraction").reindex(columns=[r["name"] for r in runs])
     spread = grid.max(axis=1) - grid.min(axis=1)
@@ -154,10 +158,10 @@ def _heatmap(board: Leaderboard, task: str) -> tuple[go.Figure, str]:
         note = (f"{len(shown)} of {len(grid)} problems shown: those whose fraction correct changes across checkpoints, "
                 f"most changing first ({len(grid) - len(changing)} never change)")
         grid = shown
-    figure = go.Figure(go.Heatmap(z=grid.to_numpy(float), x=labels, y=[str(i) for i in grid.index], zmin=0, zmax=1,
+    figure = go.Figure(go.Heatmap(z=grid.to_numpy(float), x=labels, y=plot_texts(grid.index), zmin=0, zmax=1,
                                   colorscale="RdYlGn", colorbar={"title": "fraction correct"},
                                   hovertemplate="problem %{y}<br>%{x}<br>fraction correct %{z:.2f}<extra></extra>"))
-    figure.update_layout(title=f"{task}: fraction correct per problem ({note})",
+    figure.update_layout(title=f"{plot_text(task)}: fraction correct per problem ({note})",
                          height=max(300, min(2400, 140 + 16 * len(grid))), yaxis={"autorange": "reversed", "type": "category"},
                          xaxis={"type": "category"})
     return figure, note
@@ -170,17 +174,17 @@ def leaderboard_html(board: Leaderboard) -> str:
     figures = [accuracy_figure(doc), behaviour_figure(doc)]
     heatmaps = [heatmap_figure(board, task) for task in doc["tasks"]]
     divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in [*figures, *heatmaps]]
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc["notes"])
+    notes = "".join(f"<li>{html_text(n)}</li>" for n in doc["notes"])
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>pr1-eval leaderboard</title><style>{_STYLE}</style>
 <script type="text/javascript">{get_plotlyjs()}</script></head><body>
 <h1>pr1-eval leaderboard</h1>
-<p class="note">Average: {html.escape(doc['average_convention'])}. Rows in grey are marked tied: not significantly
+<p class="note">Average: {html_text(doc['average_convention'])}. Rows in grey are marked tied: not significantly
 below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']}). Baseline of the comparisons:
-{html.escape(str(doc['baseline']))}.</p>
+{html_text(doc['baseline'])}.</p>
 <h2>Leaderboard</h2>{_table(ranking_rows(doc), tied)}
 <h2>Per task</h2>{_table(task_rows(doc))}
-<p class="note">{html.escape(intervals_and_ties_note(doc))}</p>
+<p class="note">{html_text(intervals_and_ties_note(doc))}</p>
 <h2>Paired comparisons with the baseline</h2>
 <p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
 ({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip

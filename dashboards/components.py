@@ -1,37 +1,49 @@
-"""Display helpers that keep model output inert.
+"""Display helpers that keep run data inert on every page.
 
-Responses, paths, answers and problem texts are untrusted text written by a model (or by
-whoever produced an imported file). They are only ever shown through elements that do not
-interpret markup (``st.text``, ``st.code``, tables), never through Markdown or HTML. The few
-labels that must be Markdown (link labels, captions) pass data through :func:`md_escape`.
+Responses, paths, answers, problem texts, run and task names, problem ids, model paths and
+families, finish reasons and the notes built from them are untrusted text, written by a model
+or by whoever produced an imported file. How each Streamlit element treats text (Streamlit
+1.67): ``st.text``, ``st.code`` and ``st.dataframe`` cells (drawn on a canvas) show it exactly;
+``st.markdown``, ``st.caption``, ``st.table`` cells, alerts, ``st.metric`` values and widget
+labels parse it as GitHub-flavoured Markdown *with autolinking*. So long texts and anything a
+reader copies go through the literal elements; the short labels that only exist as Markdown
+pass data through :func:`md_escape` (:func:`analysis.safe_text.markdown_text`: escaped, and
+autolinks broken with an invisible word joiner; its docstring gives the reasons). plotly
+labels go through :func:`analysis.safe_text.plot_text`. Nothing here ever enables
+``unsafe_allow_html``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analysis.safe_text import markdown_plain, markdown_text
+
 TRACE_PAGE = "views/trace_viewer.py"
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~$:&=])")
-_MD_LINE_START = re.compile(r"^(\s*)(\d*)([-.])(?=\s|$)")
-_MD_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()<>#+!|~$:&=.\-])")
 
 
 def md_escape(text: Any) -> str:
-    """``text`` with every Markdown/HTML-significant character backslash-escaped (and a leading
-    list marker), newlines flattened: Markdown then shows it literally."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", str(text).replace("\n", " "))
-    return _MD_LINE_START.sub(lambda m: f"{m.group(1)}{m.group(2)}\\{m.group(3)}", escaped)
+    """``text`` for a Markdown element, shown literally (:func:`analysis.safe_text.markdown_text`)."""
+    return markdown_text(text)
 
 
 def md_unescape(text: str) -> str:
-    """The text :func:`md_escape` was given (newlines aside): what a reader sees."""
-    return _MD_ESCAPED.sub(r"\1", text)
+    """What a reader sees of :func:`md_escape`'s output (newlines aside)."""
+    return markdown_plain(text)
+
+
+def widget_default(key: str, value: Any) -> Any:
+    """``value`` as a widget's default, or ``None`` once Session State holds the widget's key.
+
+    Streamlit logs a warning with a 40-line stack (once per process) when a widget gets a
+    default *and* a value set through ``st.session_state`` (a deep link, a remembered filter);
+    the Session State value wins anyway, so the default is left out then."""
+    return None if key in st.session_state else value
 
 
 def fmt(value: Any, digits: int = 4) -> str:

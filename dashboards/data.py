@@ -31,6 +31,7 @@ import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
 from analysis.loader import LoadedRuns, load_runs, runs_signature
+from dashboards.components import widget_default
 
 DEFAULT_RUNS = "runs"
 _CONTEXT_KEY = "pr1_context"
@@ -176,12 +177,12 @@ def build_context(argv: Sequence[str]) -> Context:
     names = run_order(loaded.samples) if not loaded.samples.empty else []
     with st.sidebar:
         _keep_valid("filter_runs", names)
-        runs = st.multiselect("Runs", names, default=names, key="filter_runs",
+        runs = st.multiselect("Runs", names, default=widget_default("filter_runs", names), key="filter_runs",
                               help="runs given on the command line; every page shows only these")
         present = loaded.samples[loaded.samples["run"].isin(runs)]["task"].unique().tolist()
         tasks = sorted(str(t) for t in present)
         _keep_valid("filter_tasks", tasks)
-        chosen_tasks = st.multiselect("Tasks", tasks, default=tasks, key="filter_tasks")
+        chosen_tasks = st.multiselect("Tasks", tasks, default=widget_default("filter_tasks", tasks), key="filter_tasks")
         include = st.toggle(INCLUDE_LABEL, value=False, key="include_incomplete",
                             help="runs or tasks holding fewer samples than their run.json declares (a killed run, a "
                                  "task never started) are always shown, marked; this lets them into the trend tests "

@@ -5,6 +5,16 @@ the command line is Streamlit's public, stable interface, and a child process ca
 cleanly on Ctrl-C without Streamlit's signal handlers taking over ``pr1-eval``'s. The app file
 is found beside this module, so an installed package works exactly like the checkout.
 
+The child never outlives ``pr1-eval dashboard``: it runs in its own process group, so a
+terminal's Ctrl-C reaches only the parent, and the parent forwards SIGINT, SIGTERM and SIGHUP
+(as SIGTERM, which Streamlit handles as a clean shutdown) to that group, waits for it, and
+insists (SIGTERM, then SIGKILL) when it does not stop. A second signal while stopping kills the
+group at once. On Linux the child also asks the kernel to SIGKILL it when its parent dies
+(``PR_SET_PDEATHSIG``), which covers a parent killed with SIGKILL; elsewhere that case needs
+``kill -- -PID`` of the group. SIGKILL rather than SIGTERM there: nobody is left to wait for a
+clean shutdown, Streamlit keeps no state worth flushing, and a Streamlit whose output pipe went
+with its parent was seen to survive SIGTERM (its handler fails writing "Stopping...").
+
 Server options, and why: bound to 127.0.0.1 unless ``--host`` says otherwise (responses are
 model output, and a run may be private); headless (print the URL, open no browser: this is
 often a remote machine reached through a tunnel); no usage statistics (nothing leaves the
@@ -13,12 +23,16 @@ machine); no file watcher (runs change, the code does not); XSRF protection stay
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 from pr1_eval.errors import Pr1EvalError
 
@@ -33,6 +47,18 @@ SERVER_OPTIONS: dict[str, str] = {
     "global.developmentMode": "false",
 }
 STOP_GRACE_S = 10.0
+#: Signals that stop the dashboard, and the signal the Streamlit child gets for each.
+FORWARDED: dict[signal.Signals, signal.Signals] = {signal.SIGINT: signal.SIGINT, signal.SIGTERM: signal.SIGTERM,
+                                                   signal.SIGHUP: signal.SIGTERM}
+_PR_SET_PDEATHSIG = 1
+
+
+class _StopRequested(Exception):
+    """Raised in the main thread by a forwarded signal's handler."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def app_path() -> Path:
@@ -83,30 +109,68 @@ def url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def child_setup() -> Callable[[], None]:
+    """The ``preexec_fn`` of the Streamlit child: its own process group, and (Linux) SIGKILL when
+    the parent dies. libc is looked up here, before the fork; the child only calls it."""
+    parent = os.getpid()
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os._exit(1)
+
+    return setup
+
+
 def run_dashboard(runs: Sequence[str], host: str, port: int) -> int:
-    """Serve the dashboard until Ctrl-C (exit 0) or until Streamlit stops (its exit status)."""
+    """Serve the dashboard until Ctrl-C, SIGTERM or SIGHUP (exit 0) or until Streamlit stops (its
+    exit status)."""
     paths = resolve_runs(runs)
     check_port(host, port)
-    process = subprocess.Popen(streamlit_command(paths, host, port))
-    print(f"pr1-eval dashboard: {url(host, port)}  (runs from {', '.join(paths)}; Ctrl-C stops it)", flush=True)
+    process = subprocess.Popen(streamlit_command(paths, host, port), preexec_fn=child_setup())  # noqa: PLW1509
+    previous = {signum: signal.signal(signum, _request_stop) for signum in FORWARDED}
     try:
+        print(f"pr1-eval dashboard: {url(host, port)}  (runs from {', '.join(paths)}; Ctrl-C stops it)", flush=True)
         return process.wait()
-    except KeyboardInterrupt:
-        stop(process)
-        print("dashboard stopped", file=sys.stderr)
+    except (_StopRequested, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, _StopRequested) else signal.SIGINT
+        for forwarded in FORWARDED:
+            signal.signal(forwarded, lambda *_: _signal_group(process, signal.SIGKILL))
+        stop(process, FORWARDED[signal.Signals(signum)])
+        print(f"dashboard stopped ({signal.Signals(signum).name})", file=sys.stderr)
         return 0
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Ask Streamlit to shut down (SIGINT, as a terminal's Ctrl-C would), then insist."""
+def _request_stop(signum: int, _frame: FrameType | None) -> None:
+    raise _StopRequested(signum)
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """``signum`` to the child's process group (Streamlit and anything it started)."""
     if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        process.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signum)
+
+
+def stop(process: subprocess.Popen[bytes], signum: int = signal.SIGINT) -> None:
+    """Ask Streamlit to shut down (``signum``: SIGINT as a terminal's Ctrl-C, or SIGTERM), wait,
+    then insist with SIGTERM and SIGKILL."""
+    for attempt in (signum, signal.SIGTERM, signal.SIGKILL):
+        _signal_group(process, attempt)
         try:
             process.wait(timeout=STOP_GRACE_S)
+            return
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            continue
+    process.wait()

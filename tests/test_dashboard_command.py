@@ -85,3 +85,49 @@ def test_dashboard_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> Non
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
     assert f"http://127.0.0.1:{port}/" in output and "dashboard stopped" in output
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start_dashboard(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """``pr1-eval dashboard`` on a free loopback port, once it answers its health check."""
+    write_run(tmp_path / "runs", "one", [make_record("t", "p0", 0, response("x", block(["a", "b"])), correct=True)])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PR1_LOADER_CACHE": str(tmp_path / "cache")}
+    process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", str(tmp_path / "runs"), "--port",
+                                str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
+                assert answer.read() == b"ok"
+                return process, port
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "dashboard did not start"
+            time.sleep(0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+def test_killing_the_dashboard_frees_its_port(tmp_path: Path, signum: signal.Signals) -> None:
+    """`kill` of the pr1-eval process (or a hang-up, or SIGKILL) stops the Streamlit child too:
+    nothing keeps serving on the port."""
+    process, port = _start_dashboard(tmp_path)
+    try:
+        process.send_signal(signum)
+        output, _ = process.communicate(timeout=30)
+        deadline = time.monotonic() + 8
+        while _port_open(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _port_open(port), f"still serving on {port} after {signum.name} of the parent:\n{output}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+    if signum != signal.SIGKILL:
+        assert process.returncode == 0 and f"dashboard stopped ({signum.name})" in output, output

@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analysis.safe_text import plot_text
 from analysis.stats import structure_stats
 from dashboards.components import fmt, md_escape, text_table
 from dashboards.data import Context, context
@@ -48,9 +49,9 @@ def with_completeness(ctx: Context, stats: pd.DataFrame) -> pd.DataFrame:
 
 
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
-    fig = go.Figure([go.Bar(x=labels, y=values, name=run) for run, values in shares.items()])
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="share", barmode="group", height=340,
-                      margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
+    fig = go.Figure([go.Bar(x=labels, y=values, name=plot_text(run)) for run, values in shares.items()])
+    fig.update_layout(title=plot_text(title), xaxis_title=plot_text(x_title), yaxis_title="share", barmode="group",
+                      height=340, margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
@@ -103,7 +104,7 @@ def render() -> None:
     render_distributions(ctx)
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])
-    fig = go.Figure([go.Bar(x=[f"{r} · {t}" + ("" if c == "yes" else f" {c}")
+    fig = go.Figure([go.Bar(x=[plot_text(f"{r} · {t}" + ("" if c == "yes" else f" {c}"))
                                for r, t, c in zip(group["run"], group["task"], group["complete"], strict=True)],
                             y=pd.to_numeric(group["value"]), name=str(variable).replace("accuracy_", ""))
                      for variable, group in accuracy.groupby("variable")])

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.roles import ROLES, role_shares
+from analysis.safe_text import plot_text, plot_texts
 from dashboards.components import fmt, text_table, trace_link
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample, role_sample, sample_note
@@ -29,7 +30,7 @@ def histogram(pairs: pd.DataFrame, column: str, title: str) -> go.Figure:
         values = group[column].dropna()
         if len(values):
             fig.add_trace(go.Bar(x=[f"{e:.2f}" for e in edges[:-1]], y=binned(values, edges),
-                                 name=f"{run} (mean {values.mean():.4f}, n={len(values)})"))
+                                 name=plot_text(f"{run} (mean {values.mean():.4f}, n={len(values)})")))
     fig.update_layout(title=title, barmode="group", xaxis_title=column, yaxis_title="share of pairs", height=340,
                       margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
     return fig
@@ -74,7 +75,7 @@ def render() -> None:
     if (sentence := ctx.incomplete_caption("the Training dynamics trends and the leaderboard ranking")) is not None:
         st.caption(sentence)
     shares = role_shares(blocks, by=["run"])
-    fig = go.Figure([go.Bar(x=shares["run"].astype(str), y=shares[f"share_{role}"], name=role) for role in ROLES])
+    fig = go.Figure([go.Bar(x=plot_texts(shares["run"]), y=shares[f"share_{role}"], name=role) for role in ROLES])
     fig.update_layout(title="Block roles (share of blocks)", barmode="stack", yaxis_range=[0, 1.0], height=320,
                       margin={"t": 50, "b": 40})
     left, right = st.columns(2)

@@ -3,7 +3,9 @@ the summary under them, the final answer and where it came from, each path's own
 
 The response is split by :func:`analysis.loader.response_segments` (the parse behind the
 blocks frame); block positions, tokens and path answers are the blocks frame's. Every piece of
-model text goes through ``st.text``/``st.code``: nothing in a response is ever interpreted.
+model text goes through ``st.text``/``st.code``: nothing in a response is ever interpreted; the
+names in the header and the finish reason are Markdown-escaped with autolinks broken
+(:func:`dashboards.components.md_escape`).
 The URL's query parameters (run, task, problem, sample) reopen the same trace; they only
 select among the loaded runs' names.
 """
@@ -16,11 +18,13 @@ import pandas as pd
 import streamlit as st
 
 from analysis.loader import TraceSegment, response_segments
-from dashboards.components import fmt, md_escape
+from dashboards.components import fmt, md_escape, widget_default
 from dashboards.data import Context, context
 from dashboards.tables import OUTCOMES, outcome, trace_index
 
 PARAMS = ("run", "task", "problem", "sample")
+#: Finish reasons longer than this are also shown whole under the metrics.
+FINISH_SHOWN = 16
 _WRITTEN = "tv_written"
 
 
@@ -71,7 +75,8 @@ def choose_sample(ctx: Context) -> pd.Series | None:
         tasks = [t for t in dict.fromkeys(in_run["task"].astype(str)) if t in ctx.tasks or t == st.session_state.get("tv_task")]
         _valid("tv_task", tasks)
         task = st.selectbox("Task", tasks, key="tv_task")
-        chosen = st.multiselect("Outcome", list(OUTCOMES), default=list(OUTCOMES), key="tv_outcomes")
+        chosen = st.multiselect("Outcome", list(OUTCOMES), default=widget_default("tv_outcomes", list(OUTCOMES)),
+                                key="tv_outcomes")
         has_block = st.radio("Has a block", ["any", "yes", "no"], horizontal=True, key="tv_has_block")
         format_ok = st.radio("Format ok", ["any", "yes", "no"], horizontal=True, key="tv_format_ok")
         index = trace_index(in_run[in_run["task"] == task], chosen, has_block, format_ok)
@@ -126,7 +131,7 @@ def render_block(segment: TraceSegment, info: dict[str, Any] | None) -> None:
                 st.caption(f"Path {j + 1} · {len(text)} characters")
                 st.text(text or "(empty)")
                 if answers[j] is not None:
-                    st.caption(f"conclusion ({sources[j]})")
+                    st.caption(f"conclusion ({md_escape(sources[j])})")
                     st.code(answers[j], language=None, wrap_lines=True)
                 else:
                     st.caption("no conclusion of its own")
@@ -145,6 +150,8 @@ def render_trace(ctx: Context, sample: pd.Series) -> None:
     tokens = sample["n_response_tokens"]
     cells[3].metric("Response tokens", "—" if pd.isna(tokens) else int(tokens))
     cells[4].metric("Finish", md_escape(sample["finish_reason"]))
+    if len(str(sample["finish_reason"])) > FINISH_SHOWN:  # a metric cuts long values: the whole reason, literally
+        st.text(f"finish reason: {sample['finish_reason']}")
     with st.expander("Problem", expanded=True):
         st.text(sample["problem"] or "(no problem text stored)")
         st.caption("Gold answer")

@@ -18,6 +18,7 @@ import streamlit as st
 
 from analysis.completeness import MARK, cell_flags
 from analysis.drift import metric_trend
+from analysis.safe_text import plot_text
 from analysis.stats import structure_stats
 from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
@@ -89,7 +90,7 @@ def figure(points: pd.DataFrame, metric: str) -> go.Figure:
     for (family, decoding, task), group in points.groupby(KEYS[:3], sort=True):
         group = group.sort_values("step")
         fig.add_trace(go.Scatter(x=group["step"].astype(float), y=pd.to_numeric(group[metric], errors="coerce"),
-                                 mode="lines+markers", name=f"{family} · {decoding} · {task}"))
+                                 mode="lines+markers", name=plot_text(f"{family} · {decoding} · {task}")))
     fig.update_layout(title=METRICS[metric], xaxis_title="checkpoint step", height=360,
                       margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.25})
     return fig
