@@ -87,9 +87,12 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
     for index, ((family, decoding), runs) in enumerate(_families(doc).items()):
         color = PALETTE[index % len(PALETTE)]
         x, x_title = _x_values(runs)
+        drawn = [(key, label, ci_key) for key, label, ci_key in series  # a unit no run of the family has: no line
+                 if not key.startswith("first_block_rel_pos_")
+                 or any(r["tasks"][t].get(key) is not None for r in runs for t in tasks)]
         for col, task in enumerate(tasks, start=1):
             cells = [r["tasks"][task] for r in runs]
-            for key, label, ci_key in series:
+            for key, label, ci_key in drawn:
                 values = [cell.get(key.replace("K", str(cell["k"]))) for cell in cells]
                 errors = None
                 if ci_key:
