@@ -167,6 +167,47 @@ def test_verl_rl_dataset_reads_the_parquet(built) -> None:
     assert item["data_source"] == "aime24" and item["index"] == 0
 
 
+def test_overlong_prompts_are_dropped_by_the_stage_config_never_truncated(built, capsys, tmp_path) -> None:
+    """The RL stages load data with the overlong-prompt filter on: VERL's dataset drops a prompt
+    longer than max_prompt_length (printing the length before and after), and the fork-join agent
+    loop refuses one instead of VERL's silent left-truncation."""
+    from types import SimpleNamespace
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf, open_dict
+    from transformers import AutoTokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from repro.agent_loop import ForkJoinAgentLoop
+    from repro.stages import CONFIG_DIR
+    from repro.testing import tiny_model_dir
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="unseen_s2", overrides=["actor_rollout_ref.model.path=m"])
+    assert cfg.data.filter_overlong_prompts is True and cfg.data.truncation == "error"
+    out, _ = built
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / OUTPUTS["val"]).to_pylist()[::16][:40]
+    small = tmp_path / "rl_small.parquet"
+    write_parquet(rows, small)
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir()))
+    data = OmegaConf.create(OmegaConf.to_container(cfg.data, resolve=False))
+    texts = [tok.apply_chat_template(list(r["prompt"]), add_generation_prompt=True, tokenize=False) for r in rows]
+    lengths = [len(tok.encode(t, add_special_tokens=False)) for t in texts]
+    limit = sorted(lengths)[len(lengths) // 2]
+    with open_dict(data):
+        data.max_prompt_length = limit
+        data.filter_overlong_prompts_workers = 1
+    dataset = RLHFDataset(data_files=[str(small)], tokenizer=tok, config=data)
+    assert len(dataset) == sum(n <= limit for n in lengths) < len(lengths)
+    assert f"filter dataset len: {len(dataset)}" in capsys.readouterr().out
+    loop = SimpleNamespace(rollout_config=SimpleNamespace(prompt_length=3))
+    assert ForkJoinAgentLoop._cap_text_prompt_length(loop, [1, 2, 3]) == [1, 2, 3]  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exceeds rollout.prompt_length=3.*filter_overlong_prompts"):
+        ForkJoinAgentLoop._cap_text_prompt_length(loop, [1, 2, 3, 4])  # type: ignore[arg-type]
+
+
 def test_malformed_jsonl_names_file_and_line(tmp_path) -> None:
     bad = tmp_path / "x.jsonl"
     bad.write_text('{"a": 1}\n{oops\n')
