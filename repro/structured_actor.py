@@ -8,7 +8,7 @@ Loaded into every VERL process through ``model.external_lib=repro.structured_act
   vendor key up before the plain ``cuda`` one, so the override applies exactly where the module
   is loaded and VERL's own registration stays untouched;
 * provides :class:`StructuredSFTDataset` (``data.custom_cls``) whose ``position_ids`` follow the
-  structured layout;
+  structured layout (rows closed with the tokenizer's EOS, :mod:`repro.sft_dataset`);
 * registers the fork-join agent loop (``repro.agent_loop``), which Unseen RL stages roll out with.
 
 The engine subclass changes one method: after VERL builds the padded (non-remove-padding)
@@ -27,12 +27,12 @@ from typing import Any
 
 import torch
 from verl.utils import tensordict_utils as tu
-from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 from verl.workers.engine.base import EngineRegistry
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
 from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
 from pr1_eval.protocol.tags import resolve_tag_ids
+from repro.sft_dataset import OfficialEndSFTDataset
 
 logger = logging.getLogger(__name__)
 SUPPORTED_ATTENTION = ("sdpa", "eager")
@@ -152,8 +152,9 @@ def register() -> type:
     return StructuredFSDPEngineWithLMHead
 
 
-class StructuredSFTDataset(MultiTurnSFTDataset):
-    """VERL's multi-turn SFT dataset with structured ``position_ids`` (``pad_mode=no_padding``).
+class StructuredSFTDataset(OfficialEndSFTDataset):
+    """VERL's multi-turn SFT dataset with structured ``position_ids`` (``pad_mode=no_padding``), its
+    rows ending with the tokenizer's EOS as the official SFT's (:mod:`repro.sft_dataset`).
 
     Defined at module level so DataLoader workers can pickle it under any start method.
     """

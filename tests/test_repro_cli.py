@@ -117,7 +117,7 @@ def check_sft(cfg: dict, structured: bool, data: Path, model: Path) -> None:
         and cfg["optim"]["lr_warmup_steps_ratio"] == 0.1
     )
     assert cfg["data"]["train_files"] == str(data.resolve() / "sft_parallel_gsm8k.parquet")
-    assert cfg["data"]["custom_cls"]["name"] == ("StructuredSFTDataset" if structured else None)
+    assert cfg["data"]["custom_cls"]["name"] == ("StructuredSFTDataset" if structured else "OfficialEndSFTDataset")
     assert cfg["model"]["use_remove_padding"] is (not structured)
 
 
