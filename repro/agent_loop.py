@@ -35,6 +35,7 @@ from pr1_eval.protocol.eos import eos_token_ids, load_generation_config
 from pr1_eval.protocol.forkjoin import OFFICIAL_MAX_PATH_TOKENS, OFFICIAL_PATH_TEMPERATURE
 from pr1_eval.protocol.tags import resolve_tag_ids
 from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput, Trajectory
+from repro.spans import SPANS_KEY
 
 AGENT_NAME = "pr1_forkjoin"
 
@@ -150,5 +151,8 @@ class ForkJoinAgentLoop(AgentLoopBase):
             response_logprobs=traj.log_probs if want_logprobs else None,
             num_turns=2,
             metrics=AgentLoopMetrics(generate_sequences=seconds),
-            extra_fields={**stats, **versions.fields(), "turn_scores": [], "tool_rewards": []},
+            extra_fields={
+                **stats, **versions.fields(), "turn_scores": [], "tool_rewards": [],
+                SPANS_KEY: [list(span) for span in traj.path_spans],
+            },
         )

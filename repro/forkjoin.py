@@ -12,7 +12,7 @@ must learn to stop), and the loss mask is the machine's generated-token mask unl
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pr1_eval.protocol.forkjoin import (
     OFFICIAL_MAX_PATH_TOKENS,
@@ -76,6 +76,8 @@ class Trajectory:
     engine_closed_tags: int = 0
     critical_path_tokens: int = 0
     finish: str = ""
+    path_spans: list[tuple[int, int, int]] = field(default_factory=list)
+    """``(block, start, end)`` of every path request's tokens in the response (:mod:`repro.spans`)."""
 
 
 class ForkJoinRollout:
@@ -123,4 +125,10 @@ class ForkJoinRollout:
             engine_closed_tags=machine.repairs,
             critical_path_tokens=machine.critical_path_tokens(),
             finish=machine.finish,
+            path_spans=[
+                (b, start, min(end, len(machine.tokens)))
+                for b, block in enumerate(machine.blocks)
+                for start, end in block.paths
+                if start < len(machine.tokens)
+            ],
         )
