@@ -34,8 +34,9 @@ The protocol is the paper's rollout (the official ``parallel_thinking_loop_v3``)
 * **tags the model writes inside a path** (a stray ``<Parallel>`` or ``<Path>``) are kept as text
   of that path, as in the official loop; the path's span is the request that produced it
   (:attr:`ForkJoinMachine.blocks`). The official trainer builds its structured positions and mask
-  from those spans, while pr1-eval's structured mask (:mod:`pr1_eval.protocol.mask`) re-parses the
-  tokens and reads everything from the stray tag on as causal — a known difference.
+  from those spans; repro's rollout hands them on and its structured actor uses them when its batch
+  carries them (``repro.spans``), while :mod:`pr1_eval.protocol.mask` re-parses the tokens and reads
+  everything from the stray tag on as causal — the same result on well-formed blocks only.
 
 Tokens the machine writes itself (``<Path>``, ``</Parallel>``, the newline, ``<Summary>``, and
 closing tags that replace EOS or end a cut-off path/summary) are *inserted*: ``generated_mask`` is
