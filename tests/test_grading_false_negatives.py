@@ -86,6 +86,10 @@ def test_continued_answer_stops_at_its_closing_and_at_tags() -> None:
     assert extract_answer(never_closed).text is not None and "prose" not in str(extract_answer(never_closed).text)
     at_tag = "Final Answer: $\\frac{1}{</Summary>\n2}$"
     assert "2}" not in str(extract_answer(at_tag).text)
+    unclosed_dollar = "Final Answer: $5\nThe cost is $3 in total."  # a missing $, not a display
+    assert "cost" not in str(extract_answer(unclosed_dollar).text)
+    blank_line = "Final Answer: $\\begin{pmatrix}\n1\n\n2 \\end{pmatrix}$"  # math mode holds no blank line
+    assert "2" not in str(extract_answer(blank_line).text)
 
 
 def test_join_comma_thousands_only_where_unambiguous() -> None:

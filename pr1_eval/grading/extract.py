@@ -28,6 +28,7 @@ _MAX_DISPLAY_SCAN = 20_000
 #: Most lines an answer that leaves math open on its first line may continue over.
 _MAX_CONTINUED_LINES = 40
 _DOLLAR_RE = re.compile(r"(?<!\\)\$")
+_FORMULA_GOES_ON = ("$", "=", "+", "-", ",", "\\\\", "(", "[", "{", "\\cdot", "\\times")
 #: Longest answer line we keep; anything longer is degenerate output, cut so cleaning stays cheap.
 _MAX_ANSWER_CHARS = 10_000
 #: How many ``Final Answer:`` markers (from the end) may be empty before we give up on them.
@@ -143,21 +144,24 @@ def _answer_after(text: str, start: int) -> str:
 
 
 def _left_open(line: str) -> bool:
-    """Whether ``line`` leaves math open: an odd number of ``$``, more ``\\(`` than ``\\)``, a
-    ``\\begin{…}`` without its ``\\end``, or more ``{`` than ``}``."""
+    """Whether ``line`` leaves math open: more ``\\(`` than ``\\)``, a ``\\begin{…}`` without its
+    ``\\end``, more ``{`` than ``}``, or an odd number of ``$`` when the line ends in the middle of
+    a formula (on ``$`` itself, an operator, a comma, ``\\\\`` or an opening bracket) — a ``$5``
+    that simply lacks its closing ``$`` is an answer, not the start of a display."""
+    stripped = line.rstrip()
     return (
-        len(_DOLLAR_RE.findall(line)) % 2 == 1
-        or line.count("\\(") > line.count("\\)")
+        line.count("\\(") > line.count("\\)")
         or line.count("\\begin{") > line.count("\\end{")
         or line.count("{") - line.count("\\{") > line.count("}") - line.count("\\}")
+        or (len(_DOLLAR_RE.findall(line)) % 2 == 1 and stripped.endswith(_FORMULA_GOES_ON))
     )
 
 
 def _continued(text: str, start: int, line_end: int) -> str | None:
     """The answer from ``start`` through the later lines until the math the first line opened is
     closed (``$\\begin{pmatrix}`` … ``\\end{pmatrix}$`` over several lines); ``None`` when it does
-    not close within ``_MAX_CONTINUED_LINES`` lines, ``_MAX_DISPLAY_SCAN`` characters or before a tag.
-    The lines are joined with spaces."""
+    not close within ``_MAX_CONTINUED_LINES`` lines, ``_MAX_DISPLAY_SCAN`` characters, before a tag
+    or before a blank line. The lines are joined with spaces."""
     stop = min(len(text), start + _MAX_DISPLAY_SCAN)
     tag = _TAG_RE.search(text, line_end, stop)
     stop = tag.start() if tag else stop
@@ -167,6 +171,8 @@ def _continued(text: str, start: int, line_end: int) -> str | None:
             return None
         nxt = text.find("\n", end + 1, stop)
         end = stop if nxt < 0 else nxt
+        if not text[text.rfind("\n", 0, end) + 1 : end].strip():
+            return None  # a blank line: math mode never holds one, the answer did not continue
         candidate = text[start:end]
         if not _left_open(candidate):  # one line again: math-verify reads no newline inside $…$
             return " ".join(candidate.split("\n"))
