@@ -4,7 +4,8 @@ Registered with VERL's ``@register`` decorator when this module is imported; eve
 imports it in each VERL process through ``actor_rollout_ref.model.external_lib`` (VERL's model
 config imports that module in the agent-loop workers before any loop is instantiated). Knobs live
 under the stage config's ``repro.forkjoin`` section (``n_paths``, ``max_blocks``,
-``after_last_block``, ``train_on_inserted_tokens``); the response budget is
+``after_last_block``, ``train_on_inserted_tokens``, ``path_temperature``,
+``max_path_response_length``, ``secondary_eos``); the response budget is
 ``actor_rollout_ref.rollout.response_length``.
 
 The protocol is pr1-eval's step machine (:mod:`pr1_eval.protocol.forkjoin`, driven by
@@ -31,10 +32,17 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from pr1_eval.protocol.eos import eos_token_ids, load_generation_config
+from pr1_eval.protocol.forkjoin import OFFICIAL_MAX_PATH_TOKENS, OFFICIAL_PATH_TEMPERATURE
 from pr1_eval.protocol.tags import resolve_tag_ids
 from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput, Trajectory
+from repro.spans import SPANS_KEY
 
 AGENT_NAME = "pr1_forkjoin"
+
+
+def _optional_float(value: Any) -> float | None:
+    """A config float where ``null`` or ``"run"`` means *the rollout's own* (``None``)."""
+    return None if value is None or value == "run" else float(value)
 
 
 class WeightVersions:
@@ -68,6 +76,9 @@ class ForkJoinAgentLoop(AgentLoopBase):
             response_length=int(self.rollout_config.response_length),
             train_on_inserted_tokens=bool(options.get("train_on_inserted_tokens", False)),
             after_last_block=str(options.get("after_last_block", "end")),
+            path_temperature=_optional_float(options.get("path_temperature", OFFICIAL_PATH_TEMPERATURE)),
+            max_path_response_length=int(options.get("max_path_response_length", OFFICIAL_MAX_PATH_TOKENS)),
+            secondary_eos=str(options.get("secondary_eos", "keep")),
         )
         self.tag_ids = resolve_tag_ids(self.tokenizer)
         tokenizer: Any = self.tokenizer
@@ -75,15 +86,29 @@ class ForkJoinAgentLoop(AgentLoopBase):
         model_path = self.config.actor_rollout_ref.model.get("path")
         self.eos_ids = set(eos_token_ids(self.tokenizer, load_generation_config(model_path)))
 
+    def _cap_text_prompt_length(self, prompt_ids: list[int]) -> list[int]:
+        """Refuse a prompt longer than ``rollout.prompt_length`` instead of VERL's silent
+        left-truncation (the rollout would start mid-problem; the official loop keeps whole prompts)."""
+        limit = int(self.rollout_config.prompt_length)
+        if len(prompt_ids) > limit:
+            raise ValueError(
+                f"prompt of {len(prompt_ids)} tokens exceeds rollout.prompt_length={limit}; keep "
+                "data.filter_overlong_prompts=true (repro's configs do) so VERL drops such prompts when it loads the data"
+            )
+        return prompt_ids
+
     def _generator(self, sampling_params: dict[str, Any], versions: WeightVersions) -> Any:
         """A ``generate(prompt, stops, max_tokens)`` bound to one trajectory's request id."""
         request_id = uuid4().hex
         counter = itertools.count()
         deterministic = bool(getattr(self.rollout_config, "full_determinism", False))
 
-        async def generate(prompt_ids: list[int], stops: list[int], max_tokens: int) -> RawOutput:
+        async def generate(prompt_ids: list[int], stops: list[int], max_tokens: int,
+                           temperature: float | None) -> RawOutput:
             params = dict(sampling_params)
             params["max_tokens"] = max_tokens
+            if temperature is not None:  # path requests: the official rollout samples them at 1.0
+                params["temperature"] = temperature
             if stops:
                 params["stop_token_ids"] = list(stops)
             # With full_determinism VERL hands the id to vLLM unchanged, and concurrent paths need distinct ids.
@@ -102,7 +127,8 @@ class ForkJoinAgentLoop(AgentLoopBase):
         start = time.perf_counter()
         versions = WeightVersions()
         rollout = ForkJoinRollout(
-            self.tag_ids, self.eos_ids, self.newline_ids, self.fj_config, self._generator(sampling_params, versions)
+            self.tag_ids, self.eos_ids, self.newline_ids, self.fj_config, self._generator(sampling_params, versions),
+            primary_eos_id=getattr(self.tokenizer, "eos_token_id", None),
         )
         traj = await rollout.run(list(prompt_ids))
         want_logprobs = bool(sampling_params.get("logprobs"))
@@ -125,5 +151,8 @@ class ForkJoinAgentLoop(AgentLoopBase):
             response_logprobs=traj.log_probs if want_logprobs else None,
             num_turns=2,
             metrics=AgentLoopMetrics(generate_sequences=seconds),
-            extra_fields={**stats, **versions.fields(), "turn_scores": [], "tool_rewards": []},
+            extra_fields={
+                **stats, **versions.fields(), "turn_scores": [], "tool_rewards": [],
+                SPANS_KEY: [list(span) for span in traj.path_spans],
+            },
         )

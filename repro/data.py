@@ -7,9 +7,10 @@
 * **RL** (GSM8K train, DAPO-Math-17k, and a validation set from the benchmarks): VERL's RL
   schema — ``data_source``, ``prompt`` (chat messages), ``ability``, ``reward_model.ground_truth``
   and ``extra_info`` (split, index, id, problem).
-* **Validation** follows the paper's validation file: AIME24, AIME25 and AMC23 with every problem
-  repeated 16 times (so VERL's per-``data_source`` mean over rows at ``val_kwargs.n=1`` is Mean@16)
-  and MATH300 once — 1,916 rows, as in the official ``test.parquet``. The problems come through
+* **Validation** samples as the paper's validation file did: AIME24, AIME25 and AMC23 16 times per
+  problem, MATH300 once — 1,916 rollouts, as the official ``test.parquet``'s 1,916 rows; here one
+  row per problem (416) with ``__rollout_n__`` = 16 or 1, so VERL pools each problem's rollouts
+  and reports Mean@16 and best@16 (:func:`build_val`). The problems come through
   :func:`pr1_eval.inputs.tasks.load_task` (the packaged, checksum-checked benchmarks, or ``--benchmarks-dir``),
   the same loader and golds ``pr1-eval run`` scores checkpoints with.
 
@@ -266,14 +267,25 @@ def build_rl(
     ]
 
 
+ROLLOUT_N_KEY = "__rollout_n__"
+"""Per-row rollout count VERL 0.9.1's V1 trainer honours (``trainer_base._validate`` and
+``agent_loop_tq._run_prompt`` read it in place of ``val_kwargs.n``)."""
+
+
 def build_val(
     template: PromptTemplate, benchmarks_dir: Path | None = None, repeats: dict[str, int] | None = None
 ) -> tuple[list[dict[str, Any]], BuildReport]:
-    """The paper's validation mix, one ``data_source`` per benchmark, each problem ``repeats[task]`` times.
+    """The paper's validation mix, one ``data_source`` per benchmark, ``repeats[task]`` samples per problem.
 
-    Problems and golds come from :func:`pr1_eval.inputs.tasks.load_task`, so validation scores the data
-    ``pr1-eval run`` scores (MATH300 with the MATH answer where the paper's lost a base subscript).
-    Copies of a problem are adjacent and differ only in ``extra_info.repeat`` and ``index``.
+    Each problem is **one** row whose ``__rollout_n__`` asks VERL for ``repeats[task]`` rollouts
+    (16 on AIME/AMC, 1 on MATH300). Why not 16 copies of the row, as the official file has: the 0.4.1
+    fork grouped validation rows by prompt text, but VERL 0.9.1's V1 trainer gives every row its
+    own ``uid`` (``trainer_base._validate``), so copies would never be pooled and best@16 would not
+    exist. With one row, the 16 rollouts share its uid, and ``process_validation_metrics`` reports
+    ``mean@16`` (the paper's Mean@16) and ``best@16/mean`` (its Pass@16: VERL's bootstrap best@k) per
+    benchmark. Problems and golds come from :func:`pr1_eval.inputs.tasks.load_task`, so validation
+    scores the data ``pr1-eval run`` scores (MATH300 with the MATH answer where the paper's lost a
+    base subscript).
     """
     repeats = repeats or VAL_REPEATS
     out: list[dict[str, Any]] = []
@@ -281,12 +293,11 @@ def build_val(
     for task, times in repeats.items():
         problems = load_task(task, benchmarks_dir).problems
         report.rows_in += len(problems)
-        report.info[f"{task} problems ×{times}"] = len(problems)
+        report.info[f"{task} problems ×{times} rollouts"] = len(problems)
         for problem in problems:
-            for repeat in range(times):
-                row = rl_row(task, template, problem.problem, problem.gold, len(out), problem.problem_id, "test")
-                row["extra_info"]["repeat"] = repeat
-                out.append(row)
+            row = rl_row(task, template, problem.problem, problem.gold, len(out), problem.problem_id, "test")
+            row[ROLLOUT_N_KEY] = int(times)
+            out.append(row)
     report.rows_out = len(out)
     return out, report
 

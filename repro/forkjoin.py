@@ -12,9 +12,16 @@ must learn to stop), and the loss mask is the machine's generated-token mask unl
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pr1_eval.protocol.forkjoin import ForkJoinMachine, ForkJoinParams, Generation, run_async
+from pr1_eval.protocol.forkjoin import (
+    OFFICIAL_MAX_PATH_TOKENS,
+    OFFICIAL_PATH_TEMPERATURE,
+    ForkJoinMachine,
+    ForkJoinParams,
+    Generation,
+    run_async,
+)
 
 
 @dataclass
@@ -26,24 +33,33 @@ class RawOutput:
     log_probs: list[float] | None = None
 
 
-RawGenerate = Callable[[list[int], list[int], int], Awaitable[RawOutput]]
-"""``generate(prompt_ids, stop_token_ids, max_tokens)`` — one engine request."""
+RawGenerate = Callable[[list[int], list[int], int, float | None], Awaitable[RawOutput]]
+"""``generate(prompt_ids, stop_token_ids, max_tokens, temperature)`` — one engine request
+(``temperature`` ``None``: the rollout's own)."""
 
 
 @dataclass(frozen=True)
 class ForkJoinConfig:
     """repro's fork-join knobs (``repro.forkjoin`` in a stage config): the protocol's, plus whether
     inserted tokens are trained on. Paper: 2 paths, 4 blocks, 3000 response tokens, the response
-    ends after the last block."""
+    ends after the last block, paths at temperature 1.0 (``path_temperature``; ``None``: the
+    rollout's) and cut at ``max_path_response_length`` = 4096 (0: no cap), a second EOS inside a
+    path or summary kept and closed (``secondary_eos``)."""
 
     n_paths: int = 2
     max_blocks: int = 4
     response_length: int = 3000
     train_on_inserted_tokens: bool = False
     after_last_block: str = "end"
+    path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE
+    max_path_response_length: int = OFFICIAL_MAX_PATH_TOKENS
+    secondary_eos: str = "keep"
 
     def params(self) -> ForkJoinParams:
-        return ForkJoinParams(self.n_paths, self.max_blocks, self.response_length, self.after_last_block)
+        return ForkJoinParams(
+            self.n_paths, self.max_blocks, self.response_length, self.after_last_block, self.path_temperature,
+            self.max_path_response_length, self.secondary_eos,
+        )
 
 
 @dataclass
@@ -60,6 +76,8 @@ class Trajectory:
     engine_closed_tags: int = 0
     critical_path_tokens: int = 0
     finish: str = ""
+    path_spans: list[tuple[int, int, int]] = field(default_factory=list)
+    """``(block, start, end)`` of every path request's tokens in the response (:mod:`repro.spans`)."""
 
 
 class ForkJoinRollout:
@@ -72,20 +90,28 @@ class ForkJoinRollout:
         newline_ids: list[int],
         config: ForkJoinConfig,
         generate: RawGenerate,
+        primary_eos_id: int | None = None,
     ) -> None:
+        """``eos_ids``: every EOS id (tokenizer and generation config); ``primary_eos_id``: the
+        tokenizer's own, the only one the official loop recognises inside a path or summary (the
+        others are kept there and closed, see ``secondary_eos``); ``None`` treats all alike."""
         self.tag_ids = dict(tag_ids)
         self.eos = frozenset(int(i) for i in eos_ids)
+        self.secondary_eos = self.eos - {int(primary_eos_id)} if primary_eos_id is not None else frozenset()
         self.newline = list(newline_ids)
         self.config = config
         self._generate = generate
 
-    async def _normalised(self, prompt: list[int], stops: list[int], max_tokens: int) -> Generation:
-        raw = await self._generate(prompt, stops, max_tokens)
+    async def _normalised(self, prompt: list[int], stops: list[int], max_tokens: int,
+                          temperature: float | None) -> Generation:
+        raw = await self._generate(prompt, stops, max_tokens, temperature)
         return Generation.from_raw(raw.token_ids, raw.log_probs, stops, self.eos)
 
     async def run(self, prompt_ids: list[int]) -> Trajectory:
         """Build one response; never longer than ``response_length`` tokens."""
-        machine = ForkJoinMachine(self.tag_ids, self.newline, self.config.params(), keep_final_eos=True)
+        machine = ForkJoinMachine(
+            self.tag_ids, self.newline, self.config.params(), keep_final_eos=True, secondary_eos_ids=self.secondary_eos
+        )
         await run_async(machine, prompt_ids, self._normalised)
         trained_inserted = self.config.train_on_inserted_tokens
         return Trajectory(
@@ -99,4 +125,10 @@ class ForkJoinRollout:
             engine_closed_tags=machine.repairs,
             critical_path_tokens=machine.critical_path_tokens(),
             finish=machine.finish,
+            path_spans=[
+                (b, start, min(end, len(machine.tokens)))
+                for b, block in enumerate(machine.blocks)
+                for start, end in block.paths
+                if start < len(machine.tokens)
+            ],
         )

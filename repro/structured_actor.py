@@ -8,7 +8,7 @@ Loaded into every VERL process through ``model.external_lib=repro.structured_act
   vendor key up before the plain ``cuda`` one, so the override applies exactly where the module
   is loaded and VERL's own registration stays untouched;
 * provides :class:`StructuredSFTDataset` (``data.custom_cls``) whose ``position_ids`` follow the
-  structured layout;
+  structured layout (rows closed with the tokenizer's EOS, :mod:`repro.sft_dataset`);
 * registers the fork-join agent loop (``repro.agent_loop``), which Unseen RL stages roll out with.
 
 The engine subclass changes one method: after VERL builds the padded (non-remove-padding)
@@ -27,12 +27,13 @@ from typing import Any
 
 import torch
 from verl.utils import tensordict_utils as tu
-from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 from verl.workers.engine.base import EngineRegistry
 from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
 
 from pr1_eval.protocol.mask import additive_mask, build_mask_and_positions
 from pr1_eval.protocol.tags import resolve_tag_ids
+from repro.sft_dataset import OfficialEndSFTDataset
+from repro.spans import SPANS_KEY, PathSpan, mask_and_positions_from_spans
 
 logger = logging.getLogger(__name__)
 SUPPORTED_ATTENTION = ("sdpa", "eager")
@@ -72,12 +73,15 @@ def structured_batch(
     starts: Sequence[int] | None = None,
     max_len: int | None = None,
     device: torch.device | str | None = None,
+    spans: Sequence[Sequence[PathSpan] | None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ``(mask [B,1,L,L] bool, position_ids [B,L] long)`` for a batch of sequences.
 
     Real rows follow :func:`pr1_eval.protocol.mask.build_mask_and_positions`; pad columns are hidden
     from every real row; pad rows attend only to themselves (never an all-masked row → no NaN).
     ``device`` builds the masks there (the GPU a forward runs on builds them in microseconds).
+    ``spans`` (per row, the rollout's path spans, :mod:`repro.spans`) replace the parse for the rows
+    that have them, so the forward sees the blocks generation made even with tags inside a path.
     """
     starts = list(starts) if starts is not None else [0] * len(sequences)
     length = max_len if max_len is not None else max((len(s) for s in sequences), default=0)
@@ -85,7 +89,11 @@ def structured_batch(
     positions = torch.zeros(len(sequences), length, dtype=torch.long, device=device)
     for i, (seq, start) in enumerate(zip(sequences, starts, strict=True)):
         n = len(seq)
-        seq_mask, seq_pos = build_mask_and_positions(seq, tag_ids, response_start=start, device=device)
+        row_spans = spans[i] if spans is not None else None
+        if row_spans is not None:
+            seq_mask, seq_pos = mask_and_positions_from_spans(n, row_spans, start, device=device)
+        else:
+            seq_mask, seq_pos = build_mask_and_positions(seq, tag_ids, response_start=start, device=device)
         mask[i, 0, :n, :n] = seq_mask
         positions[i, :n] = seq_pos
         pad = torch.arange(n, length, device=device)
@@ -105,6 +113,29 @@ def attention_mask_for(mask: torch.Tensor, attn_implementation: str, dtype: torc
     )
 
 
+def batch_spans(micro_batch: Any, rows: int) -> list[list[PathSpan] | None] | None:
+    """The rollout's path spans per row when the micro-batch carries them (``pr1_path_spans``,
+    the fork-join agent loop's extra field), else ``None`` (SFT and imported data: the parse).
+
+    Which one a forward used is logged once per process, since VERL 0.9.1's trainer chooses which
+    fields reach the actor and an agent loop's extra field is not known to be among them."""
+    found = SPANS_KEY in set(micro_batch.keys())
+    global _SPANS_LOGGED
+    if not _SPANS_LOGGED:
+        logger.warning("repro: structured forward builds positions and mask from %s",
+                       "the rollout's path spans" if found else "a parse of the tokens (no path spans in the batch)")
+        _SPANS_LOGGED = True
+    if not found:
+        return None
+    values = list(micro_batch[SPANS_KEY])
+    if len(values) != rows:
+        raise ValueError(f"{SPANS_KEY} has {len(values)} rows for a micro-batch of {rows}")
+    return [None if v is None else [tuple(int(x) for x in span) for span in v] for v in values]  # type: ignore[misc]
+
+
+_SPANS_LOGGED = False
+
+
 def _tag_ids(tokenizer: Any) -> dict[str, int]:
     return resolve_tag_ids(tokenizer)
 
@@ -118,7 +149,10 @@ def structured_model_inputs(engine: Any, micro_batch: Any, model_inputs: dict[st
     if not hasattr(engine, "_repro_tag_ids"):
         engine._repro_tag_ids = _tag_ids(engine.model_config.tokenizer)
     starts = response_starts(micro_batch, lengths)
-    mask, positions = structured_batch(sequences, engine._repro_tag_ids, starts, padded.shape[1], device=padded.device)
+    spans = batch_spans(micro_batch, len(sequences))
+    mask, positions = structured_batch(
+        sequences, engine._repro_tag_ids, starts, padded.shape[1], device=padded.device, spans=spans
+    )
     attn = getattr(engine.model_config.hf_config, "_attn_implementation", None) or "sdpa"
     dtype = getattr(engine, "_autocast_dtype", torch.bfloat16)
     out = dict(model_inputs)
@@ -152,8 +186,9 @@ def register() -> type:
     return StructuredFSDPEngineWithLMHead
 
 
-class StructuredSFTDataset(MultiTurnSFTDataset):
-    """VERL's multi-turn SFT dataset with structured ``position_ids`` (``pad_mode=no_padding``).
+class StructuredSFTDataset(OfficialEndSFTDataset):
+    """VERL's multi-turn SFT dataset with structured ``position_ids`` (``pad_mode=no_padding``), its
+    rows ending with the tokenizer's EOS as the official SFT's (:mod:`repro.sft_dataset`).
 
     Defined at module level so DataLoader workers can pickle it under any start method.
     """

@@ -44,3 +44,21 @@ def test_after_last_block_is_recorded_and_part_of_the_run_identity(tmp_path: Pat
     capsys.readouterr()
     assert _run(tmp_path / "run", "--max-blocks", "1") == 2  # the default rule is another protocol
     assert "different settings (decoding)" in capsys.readouterr().err
+
+
+def test_path_options_are_recorded_with_the_official_defaults(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Paths at temperature 1.0, capped at 4096, a second EOS kept: the official rollout, in run.json;
+    the options change it, are recorded, and a rerun with the defaults is another protocol."""
+    assert _run(tmp_path / "run", "--max-blocks", "1", "--temperature", "0.7", "--path-temperature", "run",
+                "--max-path-tokens", "6", "--secondary-eos", "replace") == 0
+    record = RunStore(tmp_path / "run").read_run()
+    decoding = record.decoding
+    assert (decoding["path_temperature"], decoding["max_path_tokens"], decoding["secondary_eos"]) == ("run", 6, "replace")
+    assert record.config is not None and record.config["path_temperature"] is None
+    capsys.readouterr()
+    assert _run(tmp_path / "run", "--max-blocks", "1", "--temperature", "0.7") == 2
+    assert "different settings (decoding)" in capsys.readouterr().err
+    assert _run(tmp_path / "default", "--max-blocks", "1") == 0
+    default = RunStore(tmp_path / "default").read_run().decoding
+    assert (default["path_temperature"], default["max_path_tokens"], default["secondary_eos"]) == (1.0, 4096, "keep")

@@ -104,3 +104,22 @@ def test_the_scenarios_exercise_every_protocol_branch(tokenizer: Any) -> None:
             repairs += s.engine_inserted_tokens
             hidden += len(s.token_ids) - (s.critical_path_tokens or 0)
     assert finishes == {"eos", "length", "block_limit"} and repairs > 0 and hidden > 0
+
+
+@pytest.mark.parametrize("path_temperature", ["1.0", "null"])
+def test_the_verl_agent_loop_samples_paths_at_the_official_temperature(tokenizer: Any, path_temperature: str) -> None:
+    """Through repro's VERL agent loop with the stage config: path requests at 1.0 (the official
+    rollout), main line and summary at the rollout's temperature; ``path_temperature: null`` keeps
+    the rollout's for paths too. The path spans ride along in ``extra_fields``."""
+    from repro.testing import compose_stage, forkjoin_agent_loop, tiny_model_dir
+
+    cfg = compose_stage("unseen_s2", [f"actor_rollout_ref.model.path={tiny_model_dir()}",
+                                      f"repro.forkjoin.path_temperature={path_temperature}"])
+    server = ScriptedServer(_model(tokenizer))
+    loop = forkjoin_agent_loop(cfg, server, tokenizer)
+    out = loop.loop.run_until_complete(loop.run({"temperature": 0.6, "logprobs": True}, raw_prompt=MESSAGES[0]))
+    path_open = resolve_tag_ids(tokenizer)["<Path>"]
+    kinds = {("path" if c["prompt_ids"][-1] == path_open else "other", c["temperature"]) for c in server.calls}
+    want_path = 1.0 if path_temperature == "1.0" else 0.6
+    assert kinds == {("path", want_path), ("other", 0.6)}
+    assert out.extra_fields["pr1_path_spans"] and all(len(span) == 3 for span in out.extra_fields["pr1_path_spans"])

@@ -144,7 +144,7 @@ def test_keep_final_eos_for_training() -> None:
 def test_run_async_draws_the_paths_concurrently_on_the_same_prompt() -> None:
     seen: list[tuple[list[int], list[int], int]] = []
 
-    async def generate(prompt: list[int], stops: list[int], max_tokens: int) -> Generation:
+    async def generate(prompt: list[int], stops: list[int], max_tokens: int, temperature: float | None) -> Generation:
         seen.append((prompt, stops, max_tokens))
         await asyncio.sleep(0)
         if stops == [HC]:

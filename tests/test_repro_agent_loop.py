@@ -34,7 +34,8 @@ class Script:
         self.queues = {101: list(main), 104: list(path), 106: list(summary), None: list(main)}
         self.calls: list[tuple[list[int], list[int], int]] = []
 
-    async def __call__(self, prompt: list[int], stops: list[int], max_tokens: int) -> RawOutput:
+    async def __call__(self, prompt: list[int], stops: list[int], max_tokens: int,
+                       temperature: float | None = None) -> RawOutput:
         self.calls.append((list(prompt), list(stops), max_tokens))
         key = stops[0] if stops else None
         queue = self.queues[key] if key in self.queues else self.queues[None]

@@ -117,7 +117,7 @@ def check_sft(cfg: dict, structured: bool, data: Path, model: Path) -> None:
         and cfg["optim"]["lr_warmup_steps_ratio"] == 0.1
     )
     assert cfg["data"]["train_files"] == str(data.resolve() / "sft_parallel_gsm8k.parquet")
-    assert cfg["data"]["custom_cls"]["name"] == ("StructuredSFTDataset" if structured else None)
+    assert cfg["data"]["custom_cls"]["name"] == ("StructuredSFTDataset" if structured else "OfficialEndSFTDataset")
     assert cfg["model"]["use_remove_padding"] is (not structured)
 
 
@@ -187,7 +187,7 @@ def test_data_command_builds_from_fixtures_and_reports_missing_inputs(capsys, tm
     out = tmp_path / "built"
     assert main(["data", "--out", str(out), "--training-dir", str(FIXTURES)]) == 0
     printed = capsys.readouterr().out
-    assert "sft: 34 in → 33 out" in printed and "rl_val: 416 in → 1916 out" in printed
+    assert "sft: 34 in → 33 out" in printed and "rl_val: 416 in → 416 out" in printed
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS.values())
     empty = tmp_path / "empty"
     empty.mkdir()

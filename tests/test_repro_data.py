@@ -17,7 +17,8 @@ from pr1_eval.inputs.prompts import load_template
 from repro.data import OUTPUTS, Sources, build_all, dedup, load_problems, read_jsonl, write_parquet
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VAL_ROWS = {"aime24": 30 * 16, "aime25": 30 * 16, "amc23": 40 * 16, "math300_pr1": 316}
+VAL_ROWS = {"aime24": 30, "aime25": 30, "amc23": 40, "math300_pr1": 316}
+VAL_ROLLOUTS = {"aime24": 16, "aime25": 16, "amc23": 16, "math300_pr1": 1}
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def test_counts_on_the_fixture_slices(built) -> None:
     assert dapo.dropped == {"problems with conflicting answers": 2, "problem ends with ':' (truncated upstream)": 4}
     assert dapo.info == {"rows of conflicting problems": 5, "unique problems": 29, "repeated rows collapsed": 4}
     val = reports["rl_val"]
-    assert (val.rows_in, val.rows_out) == (30 + 30 + 40 + 316, sum(VAL_ROWS.values())) == (416, 1916)
+    assert (val.rows_in, val.rows_out) == (30 + 30 + 40 + 316, sum(VAL_ROWS.values())) == (416, 416)
 
 
 def test_rows_follow_verl_schema_and_keep_full_problems(built) -> None:
@@ -58,18 +59,18 @@ def test_rows_follow_verl_schema_and_keep_full_problems(built) -> None:
     assert sft[0]["messages"][0]["content"].startswith("Solve the following problem step by step.")
 
 
-def test_validation_repeats_aime_and_amc_16_times_like_the_paper(built) -> None:
-    """The paper's validation file holds each AIME/AMC problem 16 times and MATH300 once (1,916 rows)."""
+def test_validation_samples_aime_and_amc_16_times_like_the_paper(built) -> None:
+    """The paper's validation samples each AIME/AMC problem 16 times and MATH300 once (1,916
+    rollouts); here one row per problem asks for them through ``__rollout_n__``."""
     out, _ = built
     val = pq.read_table(out / OUTPUTS["val"]).to_pylist()
     assert Counter(r["data_source"] for r in val) == VAL_ROWS
-    assert [r["extra_info"]["index"] for r in val] == list(range(1916))
-    copies = Counter((r["data_source"], r["extra_info"]["id"]) for r in val)
-    assert {n for (task, _), n in copies.items() if task != "math300_pr1"} == {16}
-    assert {n for (task, _), n in copies.items() if task == "math300_pr1"} == {1}
-    first = [r for r in val if r["extra_info"]["id"] == "aime24-0"]
-    assert [r["extra_info"]["repeat"] for r in first] == list(range(16))
-    assert len({json.dumps(r["prompt"]) for r in first}) == 1 and first[0]["reward_model"]["ground_truth"] == "204"
+    assert [r["extra_info"]["index"] for r in val] == list(range(416))
+    assert {(r["data_source"], r["__rollout_n__"]) for r in val} == set(VAL_ROLLOUTS.items())
+    assert sum(r["__rollout_n__"] for r in val) == 1916
+    assert len({(r["data_source"], r["extra_info"]["id"]) for r in val}) == len(val), "one row per problem"
+    first = next(r for r in val if r["extra_info"]["id"] == "aime24-0")
+    assert first["reward_model"]["ground_truth"] == "204"
     # golds equal the benchmark file's, read here with plain json (math300: the MATH answer)
     with (packaged_benchmarks_dir() / "amc23.jsonl").open(encoding="utf-8") as handle:
         amc = {row["id"]: row["answer"] for row in map(json.loads, handle)}
@@ -165,6 +166,71 @@ def test_verl_rl_dataset_reads_the_parquet(built) -> None:
     item = dataset[0]
     assert item["raw_prompt"][0]["role"] == "user" and item["reward_model"]["ground_truth"] == "204"
     assert item["data_source"] == "aime24" and item["index"] == 0
+
+
+def test_overlong_prompts_are_dropped_by_the_stage_config_never_truncated(built, capsys, tmp_path) -> None:
+    """The RL stages load data with the overlong-prompt filter on: VERL's dataset drops a prompt
+    longer than max_prompt_length (printing the length before and after), and the fork-join agent
+    loop refuses one instead of VERL's silent left-truncation."""
+    from types import SimpleNamespace
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf, open_dict
+    from transformers import AutoTokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from repro.agent_loop import ForkJoinAgentLoop
+    from repro.stages import CONFIG_DIR
+    from repro.testing import tiny_model_dir
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="unseen_s2", overrides=["actor_rollout_ref.model.path=m"])
+    assert cfg.data.filter_overlong_prompts is True and cfg.data.truncation == "error"
+    out, _ = built
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / OUTPUTS["val"]).to_pylist()[::16][:40]
+    small = tmp_path / "rl_small.parquet"
+    write_parquet(rows, small)
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir()))
+    data = OmegaConf.create(OmegaConf.to_container(cfg.data, resolve=False))
+    texts = [tok.apply_chat_template(list(r["prompt"]), add_generation_prompt=True, tokenize=False) for r in rows]
+    lengths = [len(tok.encode(t, add_special_tokens=False)) for t in texts]
+    limit = sorted(lengths)[len(lengths) // 2]
+    with open_dict(data):
+        data.max_prompt_length = limit
+        data.filter_overlong_prompts_workers = 1
+    dataset = RLHFDataset(data_files=[str(small)], tokenizer=tok, config=data)
+    assert len(dataset) == sum(n <= limit for n in lengths) < len(lengths)
+    assert f"filter dataset len: {len(dataset)}" in capsys.readouterr().out
+    loop = SimpleNamespace(rollout_config=SimpleNamespace(prompt_length=3))
+    assert ForkJoinAgentLoop._cap_text_prompt_length(loop, [1, 2, 3]) == [1, 2, 3]  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exceeds rollout.prompt_length=3.*filter_overlong_prompts"):
+        ForkJoinAgentLoop._cap_text_prompt_length(loop, [1, 2, 3, 4])  # type: ignore[arg-type]
+
+
+def test_validation_rollouts_pool_into_mean_and_best_at_16(built) -> None:
+    """VERL 0.9.1's V1 trainer reads ``__rollout_n__`` per row (``agent_loop_tq._run_prompt``) and
+    gives every rollout of a row the row's uid; its own ``process_validation_metrics`` then reports
+    Mean@16 and best@16 per benchmark. Fed here with the uids that layout produces and known scores."""
+    import numpy as np
+    from verl.trainer.ppo.metric_utils import process_validation_metrics
+
+    out, _ = built
+    val = pq.read_table(out / OUTPUTS["val"]).to_pylist()
+    rows = [r for r in val if r["data_source"] in ("aime24", "math300_pr1")][:32]
+    sources, uids, acc = [], [], []
+    for i, row in enumerate(rows):
+        for j in range(row["__rollout_n__"]):
+            sources.append(row["data_source"])
+            uids.append(f"uid-{i}")
+            acc.append(float(j < i % 3))  # problem i: (i mod 3) of its 16 rollouts right
+    metrics = process_validation_metrics(sources, uids, {"acc": acc})
+    aime = metrics["aime24"]["acc"]
+    right = [i % 3 for i, r in enumerate(rows) if r["data_source"] == "aime24"]
+    assert aime["mean@16"] == pytest.approx(np.mean([c / 16 for c in right]))
+    assert 0 < aime["best@16/mean"] <= np.mean([c > 0 for c in right]) + 1e-9
+    assert "mean@1" in metrics["math300_pr1"]["acc"] and "best@16/mean" not in metrics["math300_pr1"]["acc"]
 
 
 def test_malformed_jsonl_names_file_and_line(tmp_path) -> None:

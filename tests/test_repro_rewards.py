@@ -23,7 +23,9 @@ ANSWER_IN_PATH = (
     "<Parallel><Path>Final Answer: 72</Path><Path>b</Path></Parallel>\n<Summary>s</Summary>\nno answer here"
 )
 
-EXPECTED = {
+#: pr1-eval's strict readings (format_check=strict, gsm8k_answer=grader, miss_score=-1).
+STRICT = {"format_check": "strict", "gsm8k_answer": "grader", "miss_score": -1.0}
+STRICT_EXPECTED = {
     # response: (accuracy, parallel_accuracy, tiered)
     PARALLEL_OK: (1.0, 1.0, 1.2),
     PARALLEL_WRONG: (-1.0, -1.0, -1.0),
@@ -33,14 +35,31 @@ EXPECTED = {
     ANSWER_IN_PATH: (-1.0, -1.0, -1.0),
     "": (-1.0, -1.0, -1.0),
 }
+#: The official readings (the defaults): the lenient format check passes the unclosed summary; the
+#: GSM8K stage reads the first "Final Answer:" number anywhere (inside a path too) and a miss is 0.
+OFFICIAL_EXPECTED = {
+    PARALLEL_OK: (1.0, 1.0, 1.2),
+    PARALLEL_WRONG: (-1.0, 0.0, -1.0),
+    SEQUENTIAL_OK: (1.0, 0.0, 1.0),
+    MALFORMED_OK: (1.0, 0.0, -1.0),  # one path: the official check fails it too
+    UNCLOSED_OK: (1.0, 1.0, 1.2),
+    ANSWER_IN_PATH: (-1.0, 1.0, -1.0),
+    "": (-1.0, 0.0, -1.0),
+}
 
 
-@pytest.mark.parametrize("response", list(EXPECTED))
+@pytest.mark.parametrize("response", list(OFFICIAL_EXPECTED))
 def test_plain_modes_on_known_responses(response: str) -> None:
-    got = tuple(
-        compute_score("gsm8k", response, GOLD, mode=m)["score"] for m in ("accuracy", "parallel_accuracy", "tiered")
-    )
-    assert got == EXPECTED[response]
+    modes = ("accuracy", "parallel_accuracy", "tiered")
+    official = tuple(compute_score("gsm8k", response, GOLD, mode=m)["score"] for m in modes)
+    strict = tuple(compute_score("gsm8k", response, GOLD, mode=m, **STRICT)["score"] for m in modes)
+    assert official == OFFICIAL_EXPECTED[response]
+    assert strict == STRICT_EXPECTED[response]
+
+
+def test_bad_reading_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="format_check='loose'"):
+        compute_score("d", SEQUENTIAL_OK, GOLD, format_check="loose")
 
 
 def test_equivalent_answer_graded_by_math_verify_off_the_main_thread() -> None:
@@ -146,7 +165,7 @@ def run_manager(manager, batch) -> list[float]:
     ("mode", "step", "expected"),
     [
         ("accuracy", None, [1.0, -1.0, 1.0, 1.0]),
-        ("parallel_accuracy", None, [1.0, -1.0, -1.0, -1.0]),
+        ("parallel_accuracy", None, [1.0, 0.0, 0.0, 0.0]),
         ("tiered", None, [1.2, -1.0, 1.0, -1.0]),
         ("alternating", 3, [1.0, -1.0, 1.0, 1.0]),
         ("alternating", 10, [1.2, -1.0, 1.0, -1.0]),

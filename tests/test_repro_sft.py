@@ -98,7 +98,7 @@ def test_verl_sft_dataset_reads_rows_in_the_rollout_layout(stage: str, qwen3_lik
 
     cfg = _stage(stage)
     assert cfg.data.ignore_input_ids_mismatch is True
-    cls = StructuredSFTDataset if stage == "sft_unseen" else MultiTurnSFTDataset
+    cls = StructuredSFTDataset if stage == "sft_unseen" else MultiTurnSFTDataset  # the layout of VERL's own
     dataset = cls(str(sft_parquet), qwen3_like_tokenizer, cfg.data)
     tok = qwen3_like_tokenizer
     for i in range(len(dataset)):
@@ -130,3 +130,47 @@ def test_sft_batch_optimiser_and_truncation_settings(stage: str) -> None:
     assert type(optim).__name__ == "FSDPOptimizerConfig"
     assert tuple(optim.betas) == (0.9, 0.95) and optim.weight_decay == 0.01 and optim.lr == 1e-5
     assert optim.lr_scheduler_type == "cosine" and optim.lr_warmup_steps_ratio == 0.1
+
+
+@pytest.fixture(scope="module")
+def qwen3_base_like_tokenizer(qwen3_like_tokenizer: Any) -> Any:
+    """Qwen3-Base's arrangement: ``eos_token`` ``<|endoftext|>``, chat turns closed by ``<|im_end|>``."""
+    import copy
+
+    tokenizer = copy.deepcopy(qwen3_like_tokenizer)
+    tokenizer.eos_token = "<|endoftext|>"
+    return tokenizer
+
+
+@pytest.mark.parametrize("stage", ["sft", "sft_unseen"])
+def test_sft_rows_end_with_the_tokenizer_eos_like_the_official_sft(stage: str, qwen3_base_like_tokenizer: Any,
+                                                                   sft_parquet: Path) -> None:
+    """The stage's dataset class (as composed) ends every row with ``eos_token`` right after the
+    response, trained, nothing after it: the official SFT's ``response + tokenizer.eos_token``. VERL's
+    own dataset ends it with ``<|im_end|>\n`` instead. The EOS is in the checkpoint's stop set."""
+    import importlib
+
+    from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
+
+    from pr1_eval.protocol.eos import eos_token_ids
+
+    tok = qwen3_base_like_tokenizer
+    cfg = _stage(stage)
+    module = importlib.import_module(cfg.data.custom_cls.path.removeprefix("pkg://"))
+    cls = getattr(module, cfg.data.custom_cls.name)
+    ours, verls = cls(str(sft_parquet), tok, cfg.data), MultiTurnSFTDataset(str(sft_parquet), tok, cfg.data)
+    eos, im_end = tok.convert_tokens_to_ids("<|endoftext|>"), tok.convert_tokens_to_ids("<|im_end|>")
+    assert tok.eos_token_id == eos != im_end
+    for i in range(len(ours)):
+        item, base = ours[i], verls[i]
+        ids, base_ids = item["input_ids"].tolist(), base["input_ids"].tolist()
+        suffix = tok.encode("<|im_end|>\n", add_special_tokens=False)
+        assert base_ids[-len(suffix):] == suffix and ids == [*base_ids[: -len(suffix)], eos]
+        assert im_end not in ids[ids.index(eos, len(ids) - 1):] and ids.count(eos) == 1
+        assert item["loss_mask"].tolist() == [*base["loss_mask"].tolist()[: -len(suffix)], 1]
+        assert len(item["position_ids"]) == len(ids)
+        if stage == "sft":
+            assert item["position_ids"].tolist() == list(range(len(ids)))
+        response = tok.decode(ids[int(torch.nonzero(item["loss_mask"])[0, 0]):])
+        assert response.endswith(ours.messages[i][1]["content"][-20:] + "<|endoftext|>")
+    assert eos in eos_token_ids(tok, None), "every engine's and the rollout's EOS set holds the SFT end token"

@@ -34,6 +34,17 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="after the last allowed block's </Summary>: end the response (the paper's rollout, "
                         "default) or continue it (fork-join writes later blocks inline, without a fork point; "
                         "structured decoding lifts the limit); recorded in run.json")
+    # --- fork-join paths, as the official rollout samples them (pr1_eval.protocol.forkjoin) ---
+    p.add_argument("--path-temperature", type=_path_temperature, default=1.0, metavar="T|run",
+                   help="forkjoin: temperature of every path request (default 1.0, as the official rollout, "
+                        "whatever --temperature is; 'run' uses --temperature); recorded in run.json")
+    p.add_argument("--max-path-tokens", type=int, default=4096, metavar="N",
+                   help="forkjoin: cap on each path, then </Path> (the official max_path_response_length, "
+                        "default 4096; 0 = no cap)")
+    p.add_argument("--secondary-eos", default="keep", choices=["keep", "replace"],
+                   help="forkjoin: an EOS id of the generation config other than the tokenizer's, met inside a "
+                        "path or summary: keep it and append the closing tag (the official loop, default) or "
+                        "replace it by the closing tag")
     p.add_argument("--prompt", default="parallel_r1_v3", metavar="NAME|FILE",
                    help="prompt template: parallel_r1_v3, sequential_baseline, boxed, or a file with {problem}")
     p.add_argument("--data-dir", default=None, metavar="DIR",
@@ -61,6 +72,15 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
+
+
+def _path_temperature(text: str) -> float | None:
+    if text == "run":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a temperature or 'run', got {text!r}") from None
 
 
 def _replicas(text: str) -> int | None:

@@ -17,6 +17,7 @@ Per sample it records engine calls (requests), the closing tags written for the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pr1_eval.decoding.base import DecodedSample, request_seed
@@ -24,6 +25,8 @@ from pr1_eval.engines.base import Completion, Engine, GenerationRequest, Samplin
 from pr1_eval.protocol.forkjoin import (
     ENGINE_GAVE_UP,
     MAIN,
+    OFFICIAL_MAX_PATH_TOKENS,
+    OFFICIAL_PATH_TEMPERATURE,
     PATHS,
     SUMMARY,
     ForkJoinMachine,
@@ -40,13 +43,32 @@ def generation_from_completion(c: Completion) -> Generation:
     return Generation(tuple(c.token_ids), logprobs, finish)
 
 
+def secondary_eos_ids(engine: Engine) -> frozenset[int]:
+    """The engine's EOS ids other than its tokenizer's own (the generation config's extra ones),
+    which the official loop does not recognise inside a path or summary."""
+    every = {int(i) for i in getattr(engine, "eos_token_ids", ()) or ()}
+    primary = getattr(engine.tokenizer, "eos_token_id", None)
+    return frozenset(every - ({int(primary)} if primary is not None else set()))
+
+
 class ForkJoinDecoder:
     """The paper's fork-join rollout (see the module docstring), batched in waves."""
 
     name = "forkjoin"
 
-    def __init__(self, paths: int = 2, max_blocks: int = 4, after_last_block: str = "end") -> None:
-        self.params = ForkJoinParams(paths=paths, max_blocks=max_blocks, after_last_block=after_last_block)
+    def __init__(
+        self,
+        paths: int = 2,
+        max_blocks: int = 4,
+        after_last_block: str = "end",
+        path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE,
+        max_path_tokens: int = OFFICIAL_MAX_PATH_TOKENS,
+        secondary_eos: str = "keep",
+    ) -> None:
+        self.params = ForkJoinParams(
+            paths=paths, max_blocks=max_blocks, after_last_block=after_last_block, path_temperature=path_temperature,
+            max_path_tokens=max_path_tokens, secondary_eos=secondary_eos,
+        )
         self.waves: list[tuple[str, int]] = []
         """(kind, number of requests) of every engine call of the last :meth:`decode`."""
 
@@ -71,11 +93,11 @@ class ForkJoinDecoder:
         """``k`` samples per context, each decoded with the fork-join protocol."""
         tags = resolve_tag_ids(engine.tokenizer)
         newline = engine.tokenizer.encode("\n", add_special_tokens=False)
-        params = ForkJoinParams(self.params.paths, self.params.max_blocks, sampling.max_new_tokens,
-                                self.params.after_last_block)
+        params = replace(self.params, budget=sampling.max_new_tokens)
+        secondary = secondary_eos_ids(engine)
         self.waves = []
         samples = [
-            (p, j, list(ctx), rid, ForkJoinMachine(tags, newline, params))
+            (p, j, list(ctx), rid, ForkJoinMachine(tags, newline, params, secondary_eos_ids=secondary))
             for p, (ctx, rid) in enumerate(zip(contexts, request_ids, strict=True))
             for j in range(k)
         ]
@@ -108,6 +130,7 @@ class ForkJoinDecoder:
             calls.append(GenerationRequest(
                 request_id=request_id, prompt_token_ids=[*context, *step.prefix], n=len(members) if fresh else step.n,
                 max_new_tokens=step.max_tokens, stop_token_ids=step.stop_ids, seed=request_seed(sampling.seed, request_id),
+                temperature=step.temperature,
             ))
         self.waves.append((kind, len(calls)))
         outputs = engine.generate(calls, sampling)

@@ -9,7 +9,7 @@ copies) and their own stop tokens and budget (fork-join stops paths at ``</Path>
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 GREEDY_BELOW = 1e-5
@@ -49,6 +49,8 @@ class GenerationRequest:
     response budget); generation stops at EOS or at any of ``stop_token_ids``, which are kept
     in the output (so a ``</Path>`` stop is visible to the caller).
     ``seed`` makes this request's samples reproducible independently of batching.
+    ``temperature`` overrides the run's for this request (fork-join samples paths at 1.0, as the
+    official rollout does); ``None`` keeps the run's.
     """
 
     request_id: str
@@ -57,6 +59,14 @@ class GenerationRequest:
     max_new_tokens: int | None = None
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None
+    temperature: float | None = None
+
+
+def request_sampling(request: GenerationRequest, sampling: SamplingConfig) -> SamplingConfig:
+    """The run's sampling with the request's own temperature, when it has one."""
+    if request.temperature is None or request.temperature == sampling.temperature:
+        return sampling
+    return replace(sampling, temperature=float(request.temperature))
 
 
 @dataclass

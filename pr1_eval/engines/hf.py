@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy
+from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy, request_sampling
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.protocol.eos import eos_token_ids
 
@@ -99,14 +99,17 @@ class HFEngine:
         # Group by stop tokens only: rows with different budgets share a batch (each is cut to its
         # own budget afterwards), so fork-join waves, whose samples all have different budgets
         # left, still run as a few batched calls rather than one call per sample.
-        groups: dict[tuple[int, ...], list[tuple[int, GenerationRequest]]] = {}
+        # (and by the request's own temperature, when it has one: fork-join paths)
+        groups: dict[tuple[tuple[int, ...], float | None], list[tuple[int, GenerationRequest]]] = {}
         for i, request in rows:
-            groups.setdefault(tuple(sorted(request.stop_token_ids)), []).append((i, request))
-        for stops, group in groups.items():
+            groups.setdefault((tuple(sorted(request.stop_token_ids)), request.temperature), []).append((i, request))
+        for (stops, _), group in groups.items():
+            group_sampling = request_sampling(group[0][1], sampling)
             for start in range(0, len(group), self.max_batch_size):
                 batch = group[start : start + self.max_batch_size]
                 budgets = [self._budget(r, sampling) for _, r in batch]
-                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budgets, sampling, batch)
+                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budgets,
+                                                   group_sampling, batch)
                 for (i, _), completion in zip(batch, completions, strict=True):
                     results[i].append(completion)
         return results

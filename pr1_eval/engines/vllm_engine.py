@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy
+from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy, request_sampling
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol.eos import model_eos_token_ids
 
@@ -121,6 +121,7 @@ def run_llm(llm: Any, vllm: ModuleType, prompts: Sequence[Sequence[int]], params
 
 def sampling_kwargs(request: GenerationRequest, sampling: SamplingConfig, budget: int, record_logprobs: bool) -> dict[str, Any]:
     """``SamplingParams`` keyword arguments for one request (greedy: ``n=1``, see the module docstring)."""
+    sampling = request_sampling(request, sampling)  # a request's own temperature (fork-join paths)
     kwargs: dict[str, Any] = {
         "n": 1 if is_greedy(sampling.temperature) else request.n,
         "temperature": sampling.temperature,

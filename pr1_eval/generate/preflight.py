@@ -101,7 +101,7 @@ def check_engine(engine: str) -> str:
 
 
 def check_decoding(decoding: str, engine_name: str, paths: int, max_blocks: int,
-                   after_last_block: str = "end") -> dict[str, Any]:
+                   after_last_block: str = "end", path: dict[str, Any] | None = None) -> dict[str, Any]:
     """The decoding mode and its parameters fit together and the engine; returns its description."""
     from pr1_eval.decoding.factory import make_decoder
 
@@ -109,7 +109,8 @@ def check_decoding(decoding: str, engine_name: str, paths: int, max_blocks: int,
         raise Pr1EvalError(f"--paths and --max-blocks must be at least 1, got {paths} and {max_blocks}")
     if decoding == "structured" and engine_name == "vllm":
         raise Pr1EvalError("--decoding structured drives a transformers model itself; pass --engine hf")
-    return make_decoder(decoding, paths=paths, max_blocks=max_blocks, after_last_block=after_last_block).describe()
+    return make_decoder(decoding, paths=paths, max_blocks=max_blocks, after_last_block=after_last_block,
+                        path=path).describe()
 
 
 # ----- model ----------------------------------------------------------------------------------
@@ -273,7 +274,10 @@ def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
         engine_name = config.engine
     else:
         engine_name = check_engine(config.engine)
-    decoding = check_decoding(config.decoding, engine_name, config.paths, config.max_blocks, config.after_last_block)
+    from pr1_eval.decoding.factory import path_options
+
+    decoding = check_decoding(config.decoding, engine_name, config.paths, config.max_blocks, config.after_last_block,
+                              path_options(config))
     out = Path(config.out) if config.out else config.default_out()
     resumes = check_output(out, planned_run_record(config, template, decoding, tasks))
     model = check_model(config.model, config.revision) if engine is None else "not checked"

@@ -60,6 +60,9 @@ class RunConfig:
     paths: int = 2
     max_blocks: int = 4
     after_last_block: str = "end"  # end: the paper's rollout stops after the last block; continue
+    path_temperature: float | None = 1.0  # fork-join paths (official: 1.0); None: the run's temperature
+    max_path_tokens: int = 4096  # fork-join per-path cap (official max_path_response_length); 0: none
+    secondary_eos: str = "keep"  # a second EOS id inside a path/summary: keep (official) | replace
     prompt: str = "parallel_r1_v3"
     data_dir: str | None = None
     data_source: str = "auto"  # auto | packaged | hub (pr1_eval.inputs.tasks.load_task)
@@ -286,14 +289,16 @@ def _open_source(config: RunConfig, engine: Engine | None, decoder: Any) -> Chun
             raise
         raise Pr1EvalError("--ray needs Ray, which is not installed here; install it with pip install 'pr1-eval[ray]' "
                            "(the same version as the cluster's)") from None
+    from pr1_eval.decoding.factory import path_options
+
     spec = ReplicaSpec(config.model, config.engine, dict(config.engine_options), config.decoding, config.paths,
-                       config.max_blocks, config.after_last_block)
+                       config.max_blocks, config.after_last_block, path=path_options(config))
     return RayPool.start(spec, config.ray, config.replicas, config.gpus_per_replica)
 
 
 def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     """Run (or resume) an evaluation; returns the run directory."""
-    from pr1_eval.decoding.factory import make_decoder
+    from pr1_eval.decoding.factory import make_decoder, path_options
 
     preflight_run(config, engine)  # every input checked before a model loads
     if config.k < 1:
@@ -303,7 +308,7 @@ def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
     config.data_dir = str(data_dir) if data_dir else None
     template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
     decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks,
-                           after_last_block=config.after_last_block)
+                           after_last_block=config.after_last_block, path=path_options(config))
     source = _open_source(config, engine, decoder)
     try:
         return _run(config, source, decoder.describe(), template)

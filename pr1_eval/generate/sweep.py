@@ -289,7 +289,10 @@ def _shared_checks(config: Any) -> dict[str, Any]:
     check_prompt(config.prompt, config.data_dir)
     # With --ray the engines load in the replicas, so vllm need not be installed on this driver.
     engine_name = config.engine if getattr(config, "ray", None) else check_engine(config.engine)
-    check_decoding(config.decoding, engine_name, config.paths, config.max_blocks, config.after_last_block)
+    from pr1_eval.decoding.factory import path_options
+
+    check_decoding(config.decoding, engine_name, config.paths, config.max_blocks, config.after_last_block,
+                   path_options(config))
     return tasks
 
 

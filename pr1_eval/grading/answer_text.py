@@ -18,8 +18,12 @@ Rules, tried in this order on one answer line:
   ``$x=3$ or $x=4$``, ``3 or 4``) are one answer, ``3, 5``;
 - ``sentence``: a line of prose yields the value it states: in its first sentence that has a
   value, what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
-  the last value of the sentence; a negation there (``It is not 5.``) states no value, and the
-  line is read whole;
+  the last value of the sentence; a negation there (``It is not 5.``, ``no es 5``) states no
+  value, and the line is read whole. Sentences in other languages read the same way: accented
+  Latin words and words of other scripts (Cyrillic, CJK, …; not Greek, which is math) are prose,
+  a few short function words and copulas of Spanish, French, Italian, Portuguese and German are
+  known (``La respuesta es 5`` → ``5``, ``答案是5。`` → ``5``), and single letters before a number
+  in a prose value are words (``Il y a 12 pommes`` → ``12``);
 - ``line``: otherwise the whole line, as before (delimiters, ``\\text{}`` and trailing
   punctuation stripped).
 
@@ -41,8 +45,8 @@ RULES: tuple[str, ...] = ("line", "boxed", "boxed_set", "trailing_prose", "math_
 _MAX_SPAN = 4000
 _MAX_BOX_SCAN = 20_000
 _MAX_BOXES = 64
-_TRAILING_JUNK = " \t\r\n.,;"
-_RUN_JUNK = " \t\r\n.,;:!?\"'`“”‘’"
+_TRAILING_JUNK = " \t\r\n.,;。，；．"
+_RUN_JUNK = " \t\r\n.,;:!?\"'`“”‘’。，；：．！？"
 _BOX_OPEN_RE = re.compile(r"\\(?:boxed|fbox) ?\{")
 _MATH_SPAN_RE = re.compile(
     rf"(?<!\\)\$\$(?P<dd>[^$]{{1,{_MAX_SPAN}}}?)(?<!\\)\$\$"
@@ -55,7 +59,13 @@ _MATH_DELIMS: tuple[tuple[str, str], ...] = (("$$", "$$"), ("\\[", "\\]"), ("\\(
 _TEXT_WRAP_RE = re.compile(r"^\\(?:text|textbf|textrm|mathrm|mbox)\{([^{}]*)\}$")
 #: Words: not LaTeX commands (no backslash before them) and not glued to a digit (``10cm``,
 #: ``x2`` and identifiers such as ``PR1EVAL`` are tokens of a formula, not prose).
-_WORD_RE = re.compile(r"(?<![\\A-Za-z0-9])[A-Za-z][A-Za-z'’]*+(?![0-9])")
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+#: Letters of scripts that never name a variable (Cyrillic, Hebrew, Arabic, Indic, Thai, kana, CJK,
+#: Hangul): a run of them is a word even when glued to a digit (``答案是5``). Greek is math.
+_OTHER_SCRIPTS = "\u0400-\u04ff\u0590-\u06ff\u0900-\u0e7f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af"
+_WORD_RE = re.compile(
+    rf"(?<![\\0-9{_LATIN}])[{_LATIN}][{_LATIN}'’]*+(?![0-9])|[{_OTHER_SCRIPTS}]+"
+)
 #: Math names written without a backslash; never prose.
 _MATH_WORDS = frozenset({
     "sqrt", "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "log",
@@ -63,10 +73,20 @@ _MATH_WORDS = frozenset({
     "dfrac", "tfrac", "cdot", "times", "div", "pm", "mp", "leq", "geq", "neq", "approx", "circ", "deg",
 })
 #: Short English words that make a line prose although shorter than three letters.
-_SHORT_PROSE = frozenset({"is", "of", "to", "in", "on", "at", "by", "as", "be", "we", "it", "so", "if", "an", "am"})
+_SHORT_PROSE = frozenset({
+    "is", "of", "to", "in", "on", "at", "by", "as", "be", "we", "it", "so", "if", "an", "am",
+    # the same in answer lines written in Spanish, French, Italian, Portuguese, German
+    "es", "la", "el", "le", "il", "un", "de", "du", "et", "en", "se", "da", "di", "em",
+})
 _CONNECTIVES = frozenset({"and", "or"})
-_NEGATIONS = frozenset({"not", "no", "never", "cannot", "isn't", "aren't", "isn’t", "aren’t", "none", "neither", "nor"})
-_COPULAS = frozenset({"is", "are", "was", "were", "be", "equals", "equal", "gives", "becomes"})
+_NEGATIONS = frozenset({
+    "not", "no", "never", "cannot", "isn't", "aren't", "isn’t", "aren’t", "none", "neither", "nor",
+    "non", "nicht", "pas", "não", "не", "不",
+})
+_COPULAS = frozenset({
+    "is", "are", "was", "were", "be", "equals", "equal", "gives", "becomes",
+    "es", "est", "ist", "é", "è", "sind", "son", "sont", "são", "sono", "равен", "равна", "равно", "это", "是", "为", "為",
+})
 #: An explanation after the answer: separators, then a word that starts a reason or condition.
 _CUT_RE = re.compile(
     r"(?:\s|,|;|\(|\\q?quad\b|\\[,;:! ]|~|—|–)+(?:\\text(?:rm|bf)?\{\s*)?\(?\s*"
@@ -79,6 +99,9 @@ _TEXT_GROUP_RE = re.compile(r"\\(?:text|textrm|textbf|mbox|mathrm)\s*\{([^{}]{0,
 _COMMAND_ARG_RE = re.compile(r"\\[A-Za-z]+\*?\s*\{([^{}]{0,60})\}")
 _VAR_EQUALS_RE = re.compile(r"(?:[A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?\s*=\s*)$")
 _COMMAND_RE = re.compile(r"\\[A-Za-z]")
+#: Single letters before a number in a prose value: words of the sentence (``Il y a 12``), since
+#: space-separated letters before a number are not how a formula is written.
+_LEADING_LETTERS_RE = re.compile(r"^(?:[A-Za-z]\s+)+(?=[-+]?[0-9])")
 _SENTENCE_END_RE = re.compile(r"[.!?]\s+(?=[A-Z\\$(])")
 
 
@@ -277,6 +300,8 @@ def _segments(text: str) -> Iterator[tuple[str, str, int, int]]:
 def _word_role(word: str) -> str:
     """``'connective'``, ``'prose'`` or ``'math'`` (part of a formula: ``x``, ``mx``, ``sqrt``)."""
     lower = word.lower()
+    if not word.isascii():
+        return "prose"  # accented Latin or another script: a word of some language, never a variable
     if lower in _CONNECTIVES:
         return "connective"
     if lower in _MATH_WORDS:
@@ -366,12 +391,12 @@ def _read_prose(line: str) -> list[str]:
     for sentence in _sentences(line):
         tail = _after_last_copula(sentence)
         found = list(values(tail)) or list(values(sentence))
-        if found and _negated(tail if list(values(tail)) else sentence):
+        if found and (_negated(tail if list(values(tail)) else sentence) or _negated_copula(sentence)):
             return []  # "it is not 5": no value is stated
         if found:
             group: list[str] = []
             for value, connected in reversed(found):
-                group.insert(0, value)
+                group.insert(0, _LEADING_LETTERS_RE.sub("", value))
                 if not connected:
                     break
             return group
@@ -386,6 +411,18 @@ def _negated(text: str) -> bool:
         if kind == "plain"
         for word in _WORD_RE.findall(_plain_without_text_groups(piece))
     )
+
+
+def _negated_copula(sentence: str) -> bool:
+    """Whether the last copula of ``sentence`` follows a negation (``no es 5``, ``non è 5``)."""
+    words = [
+        word.lower()
+        for kind, piece, _, _ in _segments(sentence)
+        if kind == "plain"
+        for word in _WORD_RE.findall(_plain_without_text_groups(piece))
+    ]
+    copulas = [i for i, word in enumerate(words) if word in _COPULAS]
+    return bool(copulas) and copulas[-1] > 0 and words[copulas[-1] - 1] in _NEGATIONS
 
 
 def _sentences(line: str) -> list[str]:
@@ -411,7 +448,7 @@ def _after_last_copula(sentence: str) -> str:
         for word in _WORD_RE.finditer(plain):
             if word.group().lower() in _COPULAS:
                 cut = offset + word.end()
-        colon = plain.rfind(":")
+        colon = max(plain.rfind(":"), plain.rfind("："))
         if colon >= 0 and offset + colon + 1 > cut:
             cut = offset + colon + 1
     return sentence[cut:]

@@ -25,6 +25,10 @@ _FINAL_RE = re.compile(r"final answer[ \t*_]*:", re.IGNORECASE)
 _TAG_RE = re.compile("|".join(re.escape(tag) for tag in T.ALL_TAGS))
 #: Longest display-math answer we follow past the end of the ``Final Answer:`` line.
 _MAX_DISPLAY_SCAN = 20_000
+#: Most lines an answer that leaves math open on its first line may continue over.
+_MAX_CONTINUED_LINES = 40
+_DOLLAR_RE = re.compile(r"(?<!\\)\$")
+_FORMULA_GOES_ON = ("$", "=", "+", "-", ",", "\\\\", "(", "[", "{", "\\cdot", "\\times")
 #: Longest answer line we keep; anything longer is degenerate output, cut so cleaning stays cheap.
 _MAX_ANSWER_CHARS = 10_000
 #: How many ``Final Answer:`` markers (from the end) may be empty before we give up on them.
@@ -107,7 +111,8 @@ def _final_answer(text: str) -> Reading:
 
     As in the paper's regex (``Final Answer\\s*:\\s*([^\\n]+)``) the answer may start on a later
     line; it ends at the line's end or at a tag; display math opened on that line (``$$``,
-    ``\\[``) is followed to its closing delimiter.
+    ``\\[``) is followed to its closing delimiter, and math the line leaves open (a ``$``, ``\\(``,
+    ``\\begin{pmatrix}`` or ``{`` not closed on it) is followed over the next lines until it closes.
     """
     ends = [m.end() for m in _FINAL_RE.finditer(text)]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
@@ -133,7 +138,45 @@ def _answer_after(text: str, start: int) -> str:
             close = text.find(closer, i + len(opener), i + len(opener) + _MAX_DISPLAY_SCAN)
             if close >= 0:
                 return text[i : close + len(closer)]
+    if not tag and line_end < n and _left_open(line):
+        return _continued(text, i, line_end) or line
     return line
+
+
+def _left_open(line: str) -> bool:
+    """Whether ``line`` leaves math open: more ``\\(`` than ``\\)``, a ``\\begin{…}`` without its
+    ``\\end``, more ``{`` than ``}``, or an odd number of ``$`` when the line ends in the middle of
+    a formula (on ``$`` itself, an operator, a comma, ``\\\\`` or an opening bracket) — a ``$5``
+    that simply lacks its closing ``$`` is an answer, not the start of a display."""
+    stripped = line.rstrip()
+    return (
+        line.count("\\(") > line.count("\\)")
+        or line.count("\\begin{") > line.count("\\end{")
+        or line.count("{") - line.count("\\{") > line.count("}") - line.count("\\}")
+        or (len(_DOLLAR_RE.findall(line)) % 2 == 1 and stripped.endswith(_FORMULA_GOES_ON))
+    )
+
+
+def _continued(text: str, start: int, line_end: int) -> str | None:
+    """The answer from ``start`` through the later lines until the math the first line opened is
+    closed (``$\\begin{pmatrix}`` … ``\\end{pmatrix}$`` over several lines); ``None`` when it does
+    not close within ``_MAX_CONTINUED_LINES`` lines, ``_MAX_DISPLAY_SCAN`` characters, before a tag
+    or before a blank line. The lines are joined with spaces."""
+    stop = min(len(text), start + _MAX_DISPLAY_SCAN)
+    tag = _TAG_RE.search(text, line_end, stop)
+    stop = tag.start() if tag else stop
+    end = line_end
+    for _ in range(_MAX_CONTINUED_LINES):
+        if end >= stop:
+            return None
+        nxt = text.find("\n", end + 1, stop)
+        end = stop if nxt < 0 else nxt
+        if not text[text.rfind("\n", 0, end) + 1 : end].strip():
+            return None  # a blank line: math mode never holds one, the answer did not continue
+        candidate = text[start:end]
+        if not _left_open(candidate):  # one line again: math-verify reads no newline inside $…$
+            return " ".join(candidate.split("\n"))
+    return None
 
 
 def last_boxed(text: str) -> str | None:

@@ -29,6 +29,10 @@ RAISE_ANSWER = "PR1EVALTESTRAISE"
 _UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
 #: A whole number written with spaces between groups of three digits (``1 000``, ``7 425 000``).
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d.,])")
+#: A whole number with commas (or TeX's ``{,}``) between groups of three digits (``1,000``, ``12{,}345``).
+_COMMA_THOUSANDS = re.compile(r"(?<![\d.])[1-9]\d{0,2}(?:(?:,|\{,\})\d{3})+(?!\d)(?!(?:,|\{,\})\d)")
+_DIGIT_COMMA_DIGIT = re.compile(r"\d(?:,|\{,\})(?=\d)")
+_BRACKETS = ("(", "[", "\\{")
 
 
 class Verdict(NamedTuple):
@@ -49,7 +53,28 @@ def as_math(text: str) -> str:
     ``10\\%`` keeps its meaning; stray unescaped ``$`` inside are dropped first, and spaces that
     separate thousands are closed up (in math, ``1 000`` would read as the product ``1·000``)."""
     text = _UNESCAPED_DOLLAR.sub("", text.strip())
+    text = join_comma_thousands(text)
     return "$" + _SPACED_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), text) + "$"
+
+
+def join_comma_thousands(text: str) -> str:
+    """``text`` with comma thousands separators removed where they can only be separators.
+
+    math-verify reads a bare ``1,000`` as 1000 but ``x = 1,000``, ``1{,}000`` inside an equation, or
+    ``\\{1,000, 2,000\\}`` as tuples of 1 and 0 — false negatives against 1000. A group is joined
+    only when every digit-comma-digit in ``text`` belongs to a ``d,ddd(,ddd)*`` number (so
+    ``1,000,2`` and ``1,2`` stay lists), and, inside brackets, only when the elements are separated by
+    a comma *and a space* elsewhere (``(3,125)`` stays the pair, ``(1,000, 2)`` becomes ``(1000, 2)``).
+    """
+    numbers = [m.span() for m in _COMMA_THOUSANDS.finditer(text)]
+    if not numbers:
+        return text
+    for match in _DIGIT_COMMA_DIGIT.finditer(text):
+        if not any(a <= match.start() < b for a, b in numbers):
+            return text
+    if any(b in text for b in _BRACKETS) and ", " not in text:
+        return text
+    return _COMMA_THOUSANDS.sub(lambda m: m.group(0).replace("{,}", "").replace(",", ""), text)
 
 
 def _config() -> list[Any]:

@@ -10,17 +10,33 @@ The protocol is the paper's rollout (the official ``parallel_thinking_loop_v3``)
 
 * **main line** until ``<Parallel>`` (a stop token while blocks remain), EOS or the budget;
 * **paths**: ``paths`` requests on ``context + <Path>`` stopping at ``</Path>``; a path never sees
-  a sibling. A path that ends at EOS has the EOS replaced by ``</Path>``; one cut by its budget
-  gets ``</Path>`` appended;
+  a sibling. As in the official loop, every path request is sampled at **temperature 1.0**
+  whatever the run's temperature (``path_temperature``; ``None`` uses the run's, a deviation), and
+  each path is capped at ``max_path_tokens`` (the official ``max_path_response_length``, 4096 in the
+  RL scripts; 0 = no cap) and then closed with ``</Path>``. A path that ends at the tokenizer's EOS
+  has it replaced by ``</Path>``; one cut by its cap or the budget gets ``</Path>`` appended;
+* **a second EOS** (an id the generation config lists beside the tokenizer's, e.g. Qwen3's
+  ``<|im_end|>`` next to ``<|endoftext|>``) inside a path or summary: the official loop stops
+  there (vLLM stops on every EOS) but only recognises the tokenizer's own id, so the second one is
+  **kept and the closing tag appended** (``secondary_eos="keep"``, the default, done by making
+  those ids stop tokens of path and summary requests); ``"replace"`` treats it like the first;
 * **join**: the paths, then ``</Parallel>\\n<Summary>``; the **summary** runs to ``</Summary>``
-  (EOS replaced, a cut one closed the same way), then the main line resumes;
+  (EOS replaced, a cut one closed the same way), at the run's temperature; then the main line resumes;
 * **at most ``max_blocks`` blocks**: after the last block's ``</Summary>`` the response ends
   (``after_last_block="end"``, finish reason ``block_limit``), as the official rollout stops its
-  loop there (with ``max_blocks=0`` the response ends before the first ``<Parallel>``). ``after_last_block="continue"`` resumes the main line without a fork point instead
-  (later blocks are then written inline, their paths seeing each other): an explicit deviation;
-* **one response budget** (``budget``, the paper's 3000): every request may use all that is
-  left of it — paths too (the official code caps paths only by the model length) — and the whole
-  response is then cut at the budget. Nothing is ever appended past the cap.
+  loop there (with ``max_blocks=0`` the response ends before the first ``<Parallel>``; the official
+  code reads 0 as *no cap*, a defect not copied). ``after_last_block="continue"`` resumes the main
+  line without a fork point instead (later blocks are then written inline, their paths seeing each
+  other): an explicit deviation;
+* **one response budget** (``budget``, the paper's 3000): every request may use what is left of
+  it (a path at most ``max_path_tokens`` of that), and the whole response is then cut at the
+  budget. Nothing is ever appended past the cap;
+* **tags the model writes inside a path** (a stray ``<Parallel>`` or ``<Path>``) are kept as text
+  of that path, as in the official loop; the path's span is the request that produced it
+  (:attr:`ForkJoinMachine.blocks`). The official trainer builds its structured positions and mask
+  from those spans; repro's rollout hands them on and its structured actor uses them when its batch
+  carries them (``repro.spans``), while :mod:`pr1_eval.protocol.mask` re-parses the tokens and reads
+  everything from the stray tag on as causal — the same result on well-formed blocks only.
 
 Tokens the machine writes itself (``<Path>``, ``</Parallel>``, the newline, ``<Summary>``, and
 closing tags that replace EOS or end a cut-off path/summary) are *inserted*: ``generated_mask`` is
@@ -45,6 +61,12 @@ from pr1_eval.protocol import tags as T
 
 MAIN, PATHS, SUMMARY = "main", "paths", "summary"
 AFTER_LAST_BLOCK = ("end", "continue")
+SECONDARY_EOS = ("keep", "replace")
+"""What a path or summary does with a second EOS id: the official loop keeps it (then the closing tag)."""
+OFFICIAL_PATH_TEMPERATURE = 1.0
+"""The official loop samples every path at this temperature, whatever the run's."""
+OFFICIAL_MAX_PATH_TOKENS = 4096
+"""``max_path_response_length`` of the official RL scripts."""
 ENGINE_GAVE_UP = ("abort", "error")
 """Finish reasons of a request the engine abandoned (vLLM's abort/error): the response ends there."""
 INSERTED_LOGPROB = 0.0
@@ -56,12 +78,16 @@ UNKNOWN_LOGPROB = math.nan
 @dataclass(frozen=True)
 class ForkJoinParams:
     """The protocol's knobs. Defaults are the paper's: 2 paths, 4 blocks, 3000 response tokens,
-    the response ends after the last block's summary."""
+    the response ends after the last block's summary, paths at temperature 1.0 and capped at 4096
+    tokens, a second EOS kept inside a path or summary (see the module docstring)."""
 
     paths: int = 2
     max_blocks: int = 4
     budget: int = 3000
     after_last_block: str = "end"
+    path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE
+    max_path_tokens: int = OFFICIAL_MAX_PATH_TOKENS
+    secondary_eos: str = "keep"
 
     def __post_init__(self) -> None:
         if self.paths < 1:
@@ -74,6 +100,14 @@ class ForkJoinParams:
             raise Pr1EvalError(
                 f"--after-last-block must be one of {', '.join(AFTER_LAST_BLOCK)}, got {self.after_last_block!r}"
             )
+        if self.path_temperature is not None and self.path_temperature < 0:
+            raise Pr1EvalError(f"--path-temperature must be 0 or more (or 'run'), got {self.path_temperature}")
+        if self.max_path_tokens < 0:
+            raise Pr1EvalError(f"--max-path-tokens must be 0 (no cap) or more, got {self.max_path_tokens}")
+        if self.secondary_eos not in SECONDARY_EOS:
+            raise Pr1EvalError(
+                f"--secondary-eos must be one of {', '.join(SECONDARY_EOS)}, got {self.secondary_eos!r}"
+            )
 
     def describe(self) -> dict[str, Any]:
         """Every protocol parameter, for ``run.json`` and training logs."""
@@ -83,8 +117,12 @@ class ForkJoinParams:
             "max_blocks": self.max_blocks,
             "response_budget": self.budget,
             "after_last_block": self.after_last_block,
-            "path_budget": "remaining response budget; the response is cut at the budget",
-            "eos_in_path_or_summary": "replaced by the closing tag",
+            "path_temperature": "run" if self.path_temperature is None else self.path_temperature,
+            "max_path_tokens": self.max_path_tokens,
+            "path_budget": "min(remaining response budget - 1, max_path_tokens; 0 = no cap), then </Path>; "
+            "the response is cut at the budget",
+            "eos_in_path_or_summary": "the tokenizer's EOS replaced by the closing tag",
+            "secondary_eos": self.secondary_eos,
             "join": "</Parallel>\\n<Summary>",
             "inserted_logprob": INSERTED_LOGPROB,
         }
@@ -96,7 +134,8 @@ class StepRequest:
 
     The prompt is ``prompt_ids + prefix`` (``prefix`` = the response so far plus any protocol
     token the generation continues, e.g. ``<Path>``); ``n`` independent samples, each at most
-    ``max_tokens`` long, stopping at EOS or at one of ``stop_ids`` (kept in the output).
+    ``max_tokens`` long, stopping at EOS or at one of ``stop_ids`` (kept in the output), sampled at
+    ``temperature`` (``None``: the run's).
     """
 
     kind: str
@@ -105,6 +144,7 @@ class StepRequest:
     n: int
     max_tokens: int
     stop_ids: tuple[int, ...]
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +190,7 @@ class ForkJoinMachine:
     ``request`` is the next :class:`StepRequest` (``None`` once :attr:`done`); :meth:`feed` takes
     its ``n`` generations. ``keep_final_eos`` appends the EOS that ends the main line as a
     generated token (a trainer must learn to stop; an evaluation record holds no EOS).
+    ``secondary_eos_ids``: the EOS ids other than the tokenizer's own (see ``secondary_eos``).
     """
 
     def __init__(
@@ -159,8 +200,11 @@ class ForkJoinMachine:
         params: ForkJoinParams,
         *,
         keep_final_eos: bool = False,
+        secondary_eos_ids: Iterable[int] = (),
     ) -> None:
         self.tags = {tag: int(tag_ids[tag]) for tag in T.ALL_TAGS}
+        kept = params.secondary_eos == "keep"
+        self._inner_stops = tuple(sorted(int(i) for i in secondary_eos_ids)) if kept else ()
         self.join = (self.tags[T.PARALLEL_CLOSE], *(int(i) for i in newline_ids), self.tags[T.SUMMARY_OPEN])
         self.params = params
         self.keep_final_eos = keep_final_eos
@@ -229,9 +273,9 @@ class ForkJoinMachine:
 
     def _close(self, g: Generation, closing_tag: int) -> None:
         """A path or summary body; the protocol writes the closing tag when the model did not
-        (EOS replaced, budget cut closed)."""
+        (EOS replaced, budget cut closed, a second EOS kept and closed)."""
         self._add(g.token_ids, g.logprobs, True)
-        if g.finish != "stop":
+        if g.finish != "stop" or not g.token_ids or g.token_ids[-1] != closing_tag:
             self._add([closing_tag], None, False)
             self.repairs += 1
 
@@ -290,9 +334,14 @@ class ForkJoinMachine:
         blocks = len(self.blocks)
         if self._state == PATHS:
             prefix = (*self.tokens, self.tags[T.PATH_OPEN])
-            return StepRequest(PATHS, blocks, prefix, self.params.paths, self.remaining - 1, (self.tags[T.PATH_CLOSE],))
+            budget = self.remaining - 1
+            if self.params.max_path_tokens:
+                budget = min(budget, self.params.max_path_tokens)
+            stops = (self.tags[T.PATH_CLOSE], *self._inner_stops)
+            return StepRequest(PATHS, blocks, prefix, self.params.paths, budget, stops, self.params.path_temperature)
         if self._state == SUMMARY:
-            return StepRequest(SUMMARY, blocks - 1, tuple(self.tokens), 1, self.remaining, (self.tags[T.SUMMARY_CLOSE],))
+            stops = (self.tags[T.SUMMARY_CLOSE], *self._inner_stops)
+            return StepRequest(SUMMARY, blocks - 1, tuple(self.tokens), 1, self.remaining, stops)
         # under "end" the main line always stops at <Parallel> (a block past the cap ends the
         # response); under "continue" it stops only while blocks remain
         may_fork = blocks < self.params.max_blocks or self.params.after_last_block == "end"
@@ -300,8 +349,9 @@ class ForkJoinMachine:
         return StepRequest(MAIN, blocks, tuple(self.tokens), 1, self.remaining, stops)
 
 
-AsyncGenerate = Callable[[list[int], list[int], int], Awaitable[Generation]]
-"""``generate(prompt_ids, stop_ids, max_tokens)`` — one engine sample, awaited."""
+AsyncGenerate = Callable[[list[int], list[int], int, float | None], Awaitable[Generation]]
+"""``generate(prompt_ids, stop_ids, max_tokens, temperature)`` — one engine sample, awaited
+(``temperature`` ``None``: the run's)."""
 
 
 async def run_async(machine: ForkJoinMachine, prompt_ids: Sequence[int], generate: AsyncGenerate) -> ForkJoinMachine:
@@ -311,6 +361,8 @@ async def run_async(machine: ForkJoinMachine, prompt_ids: Sequence[int], generat
         request = machine.request
         prompt = [*prompt_ids, *request.prefix]
         stops = list(request.stop_ids)
-        outputs = await asyncio.gather(*(generate(list(prompt), stops, request.max_tokens) for _ in range(request.n)))
+        outputs = await asyncio.gather(
+            *(generate(list(prompt), stops, request.max_tokens, request.temperature) for _ in range(request.n))
+        )
         machine.feed(list(outputs))
     return machine

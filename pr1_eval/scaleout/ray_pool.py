@@ -61,6 +61,7 @@ class ReplicaSpec:
     max_blocks: int = 4
     after_last_block: str = "end"
     threads: int = 1
+    path: dict[str, Any] = field(default_factory=dict)  # fork-join path options (decoding.factory.PATH_OPTIONS)
 
 
 class Replica:
@@ -76,7 +77,7 @@ class Replica:
             torch.set_num_threads(spec.threads)
         self.engine = make_engine(spec.engine, spec.model, **spec.engine_options)
         self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks,
-                                    after_last_block=spec.after_last_block)
+                                    after_last_block=spec.after_last_block, path=spec.path)
 
     def info(self) -> dict[str, Any]:
         return {"engine": self.engine.describe(), "engine_name": self.engine.name, "pid": os.getpid(),
