@@ -179,7 +179,7 @@ def part_size_for(tree: int, limit: int = CALL_LIMIT, margin: int = MARGIN, over
 
 
 def wanted_pins(with_ray: bool) -> dict[str, str]:
-    return {**deps.CARRIED, **(deps.RAY if with_ray else {})}
+    return {**deps.CARRIED, **deps.PR1_EVAL, **(deps.RAY if with_ray else {})}
 
 
 def _norm(name: str) -> str:
@@ -195,7 +195,10 @@ def download(directory: Path, with_ray: bool) -> list[Path]:
     wheels = directory / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     platform_args = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    pins = list(wanted_pins(with_ray))
+    pins = [p for p in wanted_pins(with_ray) if p not in deps.BUILT]
+    built = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(wheels), *deps.BUILT]
+    print("+", " ".join(built), flush=True)
+    subprocess.run(built, check=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
            "--implementation", "cp", *platform_args, "-d", str(wheels), *pins]
     print("+", " ".join(cmd[:12]), "...", f"({len(pins)} pins)", flush=True)
@@ -221,17 +224,73 @@ def chosen_wheels(directory: Path, with_ray: bool) -> list[Path]:
     return sorted(chosen, key=lambda p: -p.stat().st_size)
 
 
-def make_plan(directory: Path, with_ray: bool, part_size: int | None = None, tree: int | None = None) -> dict[str, Any]:
-    """Split the chosen wheels into one part per call under ``directory/calls/call-N`` with the manifest."""
+def slim_wheel(source: Path, out_dir: Path, drop: Sequence[tuple[str, str]]) -> tuple[Path, list[str]]:
+    """A copy of ``source`` without the members matching ``drop`` (and their RECORD lines)."""
+    import fnmatch
+    import zipfile
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / source.name
+    dropped: list[str] = []
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as dst:
+        for info in src.infolist():
+            if any(fnmatch.fnmatch(info.filename, pattern) for pattern, _ in drop):
+                dropped.append(info.filename)
+                continue
+            data = src.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                lines = data.decode().splitlines(keepends=True)
+                data = "".join(line for line in lines if line.split(",", 1)[0] not in dropped).encode()
+            dst.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=6)
+    missing = [pattern for pattern, _ in drop if not any(fnmatch.fnmatch(name, pattern) for name in dropped)]
+    if missing:
+        raise CarryError(f"{source.name} has no member matching {missing}: update SLIM in bench/vllm_carry_deps.py")
+    return target, dropped
+
+
+def carried_wheels(directory: Path, with_ray: bool, full: bool) -> tuple[list[Path], dict[str, dict[str, Any]]]:
+    """The wheels to split: the downloads, or (default) their slim copies; with what each dropped."""
+    wheels = chosen_wheels(directory, with_ray)
+    if full:
+        return wheels, {}
+    slim_dir, out, notes = directory / "slim", [], {}
+    for wheel in wheels:
+        drop = deps.SLIM.get(wheel_name(wheel))
+        if not drop:
+            out.append(wheel)
+            continue
+        copy = slim_dir / wheel.name
+        stamp = slim_dir / f"{wheel.name}.from"
+        upstream = sha256_file(wheel)
+        if not (copy.is_file() and stamp.is_file() and stamp.read_text() == upstream):
+            print(f"slimming {wheel.name} ...", flush=True)
+            copy, _ = slim_wheel(wheel, slim_dir, drop)
+            stamp.write_text(upstream)
+        import zipfile
+
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+        import fnmatch
+
+        notes[wheel.name] = {"upstream_sha256": upstream, "upstream_size": wheel.stat().st_size,
+                             "dropped": [n for n in names if any(fnmatch.fnmatch(n, p) for p, _ in drop)]}
+        out.append(copy)
+    return out, notes
+
+
+def make_plan(directory: Path, with_ray: bool, part_size: int | None = None, tree: int | None = None,
+              full: bool = False) -> dict[str, Any]:
+    """Split the wheels into one part per call under ``directory/calls/call-N``, each with the manifest."""
     tree = tree_bytes() if tree is None else tree
     part_size = part_size or part_size_for(tree)
-    wheels = chosen_wheels(directory, with_ray)
+    wheels, slim_notes = carried_wheels(directory, with_ray, full)
     calls = directory / "calls"
     shutil.rmtree(calls, ignore_errors=True)
     staging = directory / "parts"
     shutil.rmtree(staging, ignore_errors=True)
     manifest = split_files(wheels, staging, part_size)
-    manifest.update({"tree_bytes": tree, "part_size": part_size, "limit": CALL_LIMIT, "with_ray": with_ray})
+    manifest.update({"tree_bytes": tree, "part_size": part_size, "limit": CALL_LIMIT, "with_ray": with_ray,
+                     "slim": slim_notes})
     for index, part in enumerate(manifest["parts"], 1):
         call = calls / f"call-{index}"
         call.mkdir(parents=True)
@@ -454,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("resolve", help="here: pip --dry-run --no-index over the wheels for Python 3.12")
     plan = sub.add_parser("plan", help="here: cut into parts and print the calls")
     plan.add_argument("--part-mib", type=int, default=None, help="part size (default: what fits beside the tree)")
+    plan.add_argument("--full", action="store_true", help="carry the wheels as published (six calls, not three)")
     park_p = sub.add_parser("park", help="there: check this call's part and park it")
     park_p.add_argument("call_dir", type=Path)
     inst = sub.add_parser("install", help="there: join, check sha256, pip install --no-index --no-deps")
@@ -473,7 +533,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "download":
         wheels = download(directory, args.with_ray)
         print(f"{len(wheels)} wheels, {sum(w.stat().st_size for w in wheels) / 1e6:.1f} MB in {directory / 'wheels'}")
-        args.command, args.part_mib = "plan", None
+        args.command, args.part_mib, args.full = "plan", None, False
     if args.command == "classify":
         rows = classify(directory, args.with_ray)
         for req, by, kind, why in sorted(rows, key=lambda r: (r[2], r[0])):
@@ -487,7 +547,11 @@ def _run(args: argparse.Namespace) -> int:
               f"{len(resolved) - len(real)} stubs (present there or left out)")
         print("  " + " ".join(real))
     elif args.command == "plan":
-        manifest = make_plan(directory, args.with_ray, part_size=args.part_mib * MIB if args.part_mib else None)
+        manifest = make_plan(directory, args.with_ray, part_size=args.part_mib * MIB if args.part_mib else None,
+                             full=args.full)
+        for name, note in manifest["slim"].items():
+            print(f"slim {name}: dropped {len(note['dropped'])} members ({', '.join(note['dropped'][:3])}...), "
+                  f"{note['upstream_size'] / 1e6:.0f} MB upstream (sha256 {note['upstream_sha256'][:12]}...)")
         print(f"{len(manifest['files'])} wheels, {manifest['total'] / MIB:.1f} MiB in {len(manifest['parts'])} parts "
               f"of at most {manifest['part_size'] / MIB:.0f} MiB (tree {manifest['tree_bytes'] / MIB:.1f} MiB, "
               f"limit {CALL_LIMIT / MIB:.0f} MiB per call, margin {MARGIN / MIB:.0f} MiB)")

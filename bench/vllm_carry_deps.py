@@ -56,6 +56,15 @@ CARRIED: dict[str, str] = {
     "llguidance==1.7.6": "structured-output backend: class annotations evaluated on import",
 }
 
+PR1_EVAL: dict[str, str] = {
+    # pr1-eval's own requirements that the image lacks and `pr1-eval run` imports (grading)
+    "math-verify==0.9.0": "pr1-eval's grader (imported when a response is graded)",
+    "latex2sympy2_extended==1.11.0": "math-verify's requirement",
+    "antlr4-python3-runtime==4.9.3": "latex2sympy2's parser runtime (sdist only: built here into a py3 wheel)",
+}
+BUILT = ("antlr4-python3-runtime==4.9.3",)
+"""Pins published as source only: ``pip wheel`` builds them here (pure Python)."""
+
 RAY: dict[str, str] = {
     # only with --with-ray: pr1-eval --ray; 79 MB, more than one call alone
     "ray==2.60.0": "pr1-eval run --ray (not a vllm requirement)",
@@ -77,7 +86,7 @@ PRESENT: dict[str, str | None] = {
     "idna": None, "annotated-doc": None, "uvloop": None, "xxhash": None, "jinja2": None,
     "msgpack": None, "click": None, "packaging": None, "attrs": None, "aiohappyeyeballs": None,
     "aiosignal": None, "frozenlist": None, "multidict": None, "propcache": None, "yarl": None,
-    "httpx": None, "hf-xet": None,
+    "httpx": None, "hf-xet": None, "sympy": None,
 }
 
 _SERVER = "OpenAI-compatible server only (vllm serve), never imported by offline LLM.generate"
@@ -122,10 +131,28 @@ do not travel. ``vllm_carry.py classify`` fails on a requirement in none of the 
 IMPORTS_CARRIED = ("vllm", "zmq", "msgspec", "cbor2", "cachetools", "pybase64", "setproctitle",
                    "partial_json_parser", "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
                    "openai", "httpx2", "httpcore2", "truststore", "jiter", "sniffio", "openai_harmony", "fastapi",
-                   "starlette", "xgrammar", "tvm_ffi", "llguidance")
+                   "starlette", "xgrammar", "tvm_ffi", "llguidance", "math_verify", "latex2sympy2_extended", "antlr4")
 IMPORTS_PRESENT = ("torch", "torchvision", "torchaudio", "transformers", "triton", "numba", "numpy", "tokenizers",
                    "safetensors", "huggingface_hub", "sentencepiece", "tiktoken", "PIL", "cv2", "psutil", "cpuinfo",
                    "cloudpickle", "uvloop", "xxhash", "aiohttp", "requests", "prometheus_client", "google.protobuf",
                    "einops", "yaml", "regex", "tqdm", "filelock", "jinja2", "anyio", "h11", "idna",
                    "typing_extensions", "setuptools", "six", "annotated_doc")
 """What ``vllm_carry.py check`` imports on the GPU machine (module names, not distributions)."""
+
+SLIM: dict[str, tuple[tuple[str, str], ...]] = {
+    # wheel name -> (member glob, why a dense Qwen3 on an H200 never loads it); `plan --full` keeps all
+    "vllm": (
+        ("vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so",
+         "FlashAttention 2 (81 MB): on sm90 vLLM picks FA3 (fa_utils.get_flash_attn_version); FA2 only for "
+         "ALiBi or an explicit flash_attn_version=2; its import is guarded (FA2_AVAILABLE=False)"),
+        ("vllm/_moe_C_stable_libtorch.abi3.so",
+         "fused-MoE kernels (40 MB): dense models never call them; the import is guarded (a warning)"),
+        ("vllm/vllm-rs", "the Rust frontend binary (12 MB), used only with VLLM_RUST_FRONTEND_PATH by vllm serve"),
+        ("vllm/third_party/deep_gemm/_C.cpython-31[0134]-*", "DeepGEMM builds for other Pythons than 3.12"),
+    ),
+    "xgrammar": (
+        ("xgrammar/lib/libxgrammar.a", "a static library for C++ linking (31 MB), never loaded by Python"),
+    ),
+}
+"""Members dropped from the carried wheels by default: 165 MB, half the carry, three calls
+instead of six. The manifest keeps the upstream wheel's sha256 beside the slim one's."""
