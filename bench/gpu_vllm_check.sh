@@ -75,7 +75,7 @@ MODEL_ARG="\$($PY -c \"from pr1_eval.testing.tiny_model import cached_tiny_model
 for decoding in sequential forkjoin; do
     part "run-$decoding" 200 bash -c "set -o pipefail; $PY -m pr1_eval run --model $MODEL_ARG ${RUN_ARGS[*]} --decoding $decoding \
         --out $RUNS/$decoding && $PY -m pr1_eval report $RUNS/$decoding --json > $RUNS/$decoding.json && \
-        $PY -c \"import json,sys; r=json.load(open('$RUNS/$decoding.json')); print('RESULT run-$decoding:', json.dumps(r)[:600])\""
+        $PY bench/gpu_vllm_parts.py summary --json $RUNS/$decoding.json --name run-$decoding"
 done
 part agree 240 "$PY" bench/gpu_vllm_parts.py agree --problems "$PROBLEMS" --max-new-tokens 128 --json "$OUT/agree.json"
 part bench 240 bash -c "$PY bench/bench_vllm.py --tiny -k $K --problems 8 --max-new-tokens $MAX_NEW --repeats 2 \
@@ -91,5 +91,5 @@ else
     part ray 240 bash -c "$PY -m pr1_eval run --model $MODEL_ARG ${RUN_ARGS[*]} --ray --replicas 2 --out $RUNS/ray && \
         echo 'RESULT ray: two replicas, run complete'"
 fi
-[ "$DRY_RUN" = 1 ] || (cd "$RUNS" && cat ./*.json 2>/dev/null | head -c 15000000 >"$OLDPWD/$OUT/runs.json")
+[ "$DRY_RUN" = 1 ] || cat "$RUNS"/*.json 2>/dev/null | head -c 15000000 >"$OUT/runs.json"
 say "== done in $(($(date +%s) - START))s: $OUT"

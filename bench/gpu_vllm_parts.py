@@ -16,6 +16,7 @@ with its HF engine on the same model. Both are measured on the trained tiny mode
 
     python bench/gpu_vllm_parts.py smoke
     python bench/gpu_vllm_parts.py agree --problems 4 --max-new-tokens 128 --json out.json
+    python bench/gpu_vllm_parts.py summary --json report.json --name run-forkjoin   # pr1-eval report --json
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def agree(model: str, problems: int, max_new: int, gpu_memory_utilization: float) -> dict[str, Any]:
+def agree(model: str, problems: int, max_new: int, gpu_memory_utilization: float, device: str = "cuda") -> dict[str, Any]:
     """pr1-eval's vLLM engine against its HF engine, float32, greedy and sampled (see the docstring)."""
     import torch
     from gpu_hf_check import forward_logprobs
@@ -94,7 +95,7 @@ def agree(model: str, problems: int, max_new: int, gpu_memory_utilization: float
     v_sampled = [c for cs in vllm_engine.generate([GenerationRequest(r.request_id, r.prompt_token_ids, n=4, seed=r.seed)
                                                    for r in requests], sampled) for c in cs]
     vllm_engine.close()
-    hf = HFEngine(model, device="cuda", dtype="float32", record_logprobs=True)
+    hf = HFEngine(model, device=device, dtype="float32", record_logprobs=True)
     h_greedy = [cs[0] for cs in hf.generate(requests, greedy)]
     identical = sum(a.token_ids == b.token_ids for a, b in zip(v_greedy, h_greedy, strict=True))
     prefix = [common_prefix(a.token_ids, b.token_ids) / max(1, len(a.token_ids), len(b.token_ids))
@@ -114,26 +115,45 @@ def agree(model: str, problems: int, max_new: int, gpu_memory_utilization: float
             "logprob_mean_abs_gap": float(flat.mean()), "max_new_tokens": max_new}
 
 
+def run_summary(name: str, report: dict[str, Any]) -> str:
+    """One line from ``pr1-eval report --json``: per task, samples, accuracy, format, blocks, tokens."""
+    cells = []
+    for task, t in report.get("tasks", {}).items():
+        k = t.get("k")
+        cells.append(f"{task} {t.get('n_samples')} samples ({'complete' if t.get('complete') else 'INCOMPLETE'}), "
+                     f"mean@{k} {t.get(f'mean@{k}', float('nan')):.3f}, pass@{k} {t.get(f'pass@{k}', float('nan')):.3f}, "
+                     f"format_ok {t.get('format_ok_ratio', float('nan')):.2f}, parallel {t.get('parallel_ratio', float('nan')):.2f}, "
+                     f"tokens/sample {t.get('tokens_per_sample', float('nan')):.0f}, critical path "
+                     f"{t.get('critical_path_tokens_per_sample', float('nan')):.0f}, engine calls "
+                     f"{t.get('engine_calls_per_sample', float('nan')):.1f}")
+    return f"RESULT {name}: status {report.get('status')}; " + "; ".join(cells)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("smoke", "agree"))
+    parser.add_argument("part", choices=("smoke", "agree", "summary"))
     parser.add_argument("--model", default=None, help="default: the trained tiny model, built locally")
     parser.add_argument("--problems", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.3)
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--device", default="cuda", help="agree: the HF engine's device (cpu: a test with a fake vllm)")
+    parser.add_argument("--json", default=None, help="write the figures here (summary: the report to read)")
+    parser.add_argument("--name", default="run", help="summary: the part's name in its RESULT line")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.part == "summary":
+        print(run_summary(args.name, json.loads(Path(args.json).read_text())))
+        return 0
     model = tiny_model(args.model)
     if args.part == "smoke":
         r = smoke(model, args.gpu_memory_utilization)
         line = (f"RESULT smoke: vllm {r['vllm']} import {r['import_s']:.1f} s, LLM() {r['load_s']:.1f} s, generate "
                 f"{r['samples']} samples / {r['tokens']} tokens in {r['generate_s']:.2f} s")
     else:
-        r = agree(model, args.problems, args.max_new_tokens, args.gpu_memory_utilization)
+        r = agree(model, args.problems, args.max_new_tokens, args.gpu_memory_utilization, args.device)
         line = (f"RESULT agree: greedy identical {r['greedy_identical']}/{r['greedy_n']} (mean common prefix "
                 f"{100 * r['greedy_mean_prefix_share']:.0f}%), sampled log-probs vs HF forward max |gap| "
                 f"{r['logprob_max_abs_gap']:.2e} mean {r['logprob_mean_abs_gap']:.2e} over {r['sampled_tokens']} tokens (float32)")

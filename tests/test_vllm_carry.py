@@ -174,3 +174,43 @@ def test_gpu_parts_parse_their_arguments():
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "vllm_carry.py"), "park", "/nonexistent"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "manifest.json not found" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_gpu_check_skips_parts_past_its_budget(tmp_path):
+    env = {**os.environ, "BUDGET_S": "0", "OUT": str(tmp_path / "out"), "RUNS": str(tmp_path / "runs")}
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu_vllm_check.sh")], capture_output=True, text=True, env=env,
+                          cwd=ROOT, check=True)
+    skipped = [line.split()[1].rstrip(":") for line in done.stdout.splitlines() if line.startswith("SKIP ")]
+    assert skipped[:7] == ["imports", "tiny-model", "smoke", "run-sequential", "run-forkjoin", "agree", "bench"]
+    assert skipped[7] == "ray" and "FAIL" not in done.stdout  # ray: not importable, or fewer than two GPUs
+    assert (tmp_path / "out" / "summary.txt").read_text() == done.stdout
+
+
+def test_run_summary_reads_a_report():
+    parts = _load("gpu_vllm_parts")
+    report = {"status": "complete", "tasks": {"aime24": {
+        "k": 4, "n_samples": 16, "complete": True, "mean@4": 0.125, "pass@4": 0.25, "format_ok_ratio": 0.875,
+        "parallel_ratio": 0.9375, "tokens_per_sample": 201.4, "critical_path_tokens_per_sample": 150.0,
+        "engine_calls_per_sample": 3.25}}}
+    line = parts.run_summary("run-forkjoin", report)
+    assert line == ("RESULT run-forkjoin: status complete; aime24 16 samples (complete), mean@4 0.125, pass@4 0.250, "
+                    "format_ok 0.88, parallel 0.94, tokens/sample 201, critical path 150, engine calls 3.2")
+
+
+@pytest.mark.slow
+def test_agreement_part_reports_a_disagreeing_engine(tmp_path):
+    """The agreement part end to end on the CPU, against the fake vllm (scripted words, fixed log-probs):
+    it must run and report the fake as disagreeing with the model, or it could not catch a real one."""
+    from pr1_eval.testing.tiny_model import cached_tiny_model
+
+    model = str(cached_tiny_model("random"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "fake_vllm"), str(ROOT)])}
+    out = tmp_path / "agree.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_vllm_parts.py"), "agree", "--model", model,
+                           "--device", "cpu", "--problems", "2", "--max-new-tokens", "12", "--json", str(out)],
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["greedy_n"] == 2 and figures["sampled_tokens"] > 0
+    assert figures["logprob_max_abs_gap"] > 0.01  # the fake's -0.25 - 0.01 k is not the model's distribution
+    assert done.stdout.strip().splitlines()[-1].startswith("RESULT agree: greedy identical ")
