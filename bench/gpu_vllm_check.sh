@@ -11,8 +11,8 @@
 # fork-join on AIME problems with k = K; vLLM-vs-HF agreement (greedy tokens, sampled log-probs,
 # float32); bench/bench_vllm.py (engine vs bare LLM.generate, fork-join vs sequential latency);
 # a two-replica --ray run when ray imports and two GPUs are visible. BUDGET_S caps the whole
-# (default 480 s, so install + check fit one 10-minute call); a part that would start past it is
-# skipped, each part has its own timeout. bench/gpu_check.sh (HF on CUDA, then vLLM correctness)
+# (default 480 s, so park + install (about a minute) + check fit one call of timeout_s 600): a part
+# that would start past it is skipped, and each part's timeout is cut to what the budget leaves. bench/gpu_check.sh (HF on CUDA, then vLLM correctness)
 # is the longer check for a machine that has vLLM installed.
 set -uo pipefail
 PY=${PYTHON:-python3}
@@ -49,6 +49,8 @@ part() {
         say "SKIP $name: budget spent (${elapsed}s of ${BUDGET_S}s)"
         return 0
     fi
+    local left=$((BUDGET_S - elapsed))
+    [ "$limit" -gt "$left" ] && limit=$left  # no part runs past the budget
     local log="$RUNS/$name.log" t0 rc
     t0=$(date +%s)
     timeout "$limit" "$@" >"$log" 2>&1

@@ -311,7 +311,8 @@ def plan_lines(manifest: dict[str, Any], directory: Path, check: str = "bash ben
         if index == n:
             command += f" && python3 bench/vllm_carry.py install --target /tmp/site && {check}"
         travels = manifest["tree_bytes"] + part["size"]
-        lines.append(f"call {index}/{n}: carry [\"{carry}\"]  ({part['size'] / MIB:.1f} MiB + tree "
+        lines.append(f"call {index}/{n}: carry [\"{carry}\"], timeout_s {600 if index == n else 120}  "
+                     f"({part['size'] / MIB:.1f} MiB + tree "
                      f"{manifest['tree_bytes'] / MIB:.1f} MiB = {travels / MIB:.1f} of {CALL_LIMIT / MIB:.0f} MiB)")
         lines.append(f"    command: {command}")
     return lines
