@@ -85,6 +85,9 @@ def test_fork_validation_is_graded_against_the_benchmark_gold(fork_job: dict[str
     val = _frame(Path(str(fork_job["out"])) / "val" / "step-000001")
     golds = {p.problem: p.gold for p in __import__("pr1_eval.inputs.tasks", fromlist=["x"]).load_task("aime24").problems}
     assert (val.gold == val.problem.map(golds)).all()
+    check = RunStore(Path(str(fork_job["out"])) / "val" / "step-000001").read_run().extra["benchmark_check"]
+    assert (check["aime24"]["verdict"], check["aime24"]["n_matched"], check["aime24"]["n_problems"]) == (
+        "partial", 2, 30)  # 2 of AIME24's 30 problems: never averaged as the benchmark
     uncut = val[val.finish_reason != "length"]
     assert (uncut.correct == uncut.reward_acc).all() and uncut.correct.any() and not uncut.correct.all()
 

@@ -17,7 +17,9 @@ parallel ratio and block positions cannot be read from them, accuracy, reward an
 ``earlier_turns_dropped``, ``groups``, ``problems_matched``, ``problems_unmatched``,
 ``rows_with_other_step``, ``lengths``. Samples: the job's ``score`` and ``acc`` are kept as
 ``reward`` / ``reward_acc`` (its other reward keys in ``reward_info``), and every sample with a
-known gold is graded again by pr1-eval's grader (``correct``, ``correct_paper``).
+known gold is graded again by pr1-eval's grader (``correct``, ``correct_paper``). A task named
+like a packaged benchmark is checked against it (``benchmark_check``, as ``pr1-eval import``
+does), so a validation set holding part of a benchmark reports as partial.
 
 Groups. V1 rows are grouped by their uid's uuid (a multi-turn session keeps its last output, as
 VERL's metrics do); legacy and fork rows by prompt text. Groups of the same problem are pooled
@@ -54,9 +56,11 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure
+from pr1_eval.ingest.benchmark_check import check_import
 from pr1_eval.ingest.out_folder import ASIDE_SUFFIX, holds_run
 from pr1_eval.ingest.verl_formats import FORK, DumpRow, Lengths, iter_dump, problem_text
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex, normalise, prompt_id
+from pr1_eval.inputs.tasks import TASKS
 from pr1_eval.records.provenance import now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
@@ -262,7 +266,7 @@ def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, Kn
                 training: dict[str, Any]) -> RunRecord:
     declared = _declared(records)
     ks = {k for _, k in declared.values()}
-    return RunRecord(
+    return RunRecord(  # a benchmark's task holding part of it (a thinned validation set) reports as partial
         name=f"{training['job']}-{KIND_DIRS[file.kind]}-step-{file.step:06d}", status="importing",
         imported_from=str(file.path.resolve()), model=ModelInfo(step=file.step, family=training["job"]),
         engine={"backend": "import", "source": "verl-dump", "format": training["format"]},
@@ -270,7 +274,8 @@ def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, Kn
         tasks={task: task_entry(ids, k, version=tasks[task].version or None, source=tasks[task].source or None,
                                 data_hash=None) for task, (ids, k) in declared.items()},
         k=ks.pop() if len(ks) == 1 else None, packages=package_versions(), started_at=now_iso(),
-        position_unit="char", training=training)
+        position_unit="char", training=training,
+    ).with_sections({"benchmark_check": check_import(r for r in records if r.task in TASKS)})
 
 
 def _previous(out: Path, file: StepFile) -> RunRecord | None:
