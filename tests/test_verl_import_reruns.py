@@ -122,3 +122,38 @@ def test_the_command_prints_a_summary_and_errors_in_one_line(tmp_path: Path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and err[-1].startswith("error: ") and "2.jsonl:1: not a VERL generations dump" in err[-1]
     assert "Traceback" not in "\n".join(err)
+
+
+def test_a_file_that_changes_while_read_is_left_for_the_next_run(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import pr1_eval.ingest.verl_import as vi
+
+    dumps, out = tmp_path / "rollout-log", tmp_path / "runs"
+    _write(dumps, 1)
+    read = vi._read
+
+    def read_then_rewrite(file: vi.StepFile, lengths: Lengths) -> object:
+        parsed = read(file, lengths)
+        with file.path.open("a") as handle:  # the writer appends while we read
+            handle.write("\n")
+        return parsed
+
+    monkeypatch.setattr(vi, "_read", read_then_rewrite)
+    final = ImportOptions(lengths=OPTS.lengths, grade=False, final=True)
+    assert _status(import_verl(dumps, out, final)) == {1: "changed-while-read"}
+    assert not (out / "train" / "step-000001").exists()
+    monkeypatch.setattr(vi, "_read", read)
+    assert _status(import_verl(dumps, out, final)) == {1: "imported"}
+
+
+def test_dump_folders_are_told_apart_by_name_or_kind(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _write(job / "outputs", 1)
+    with pytest.raises(Pr1EvalError, match="outputs: cannot tell whether it holds training rollouts or validation"):
+        import_verl(job, tmp_path / "runs", ImportOptions(grade=False, final=True, benchmarks=False))
+    results = import_verl(job / "outputs", tmp_path / "runs",
+                          ImportOptions(lengths=OPTS.lengths, grade=False, final=True, kind="validation"))
+    assert [(r.file.kind, r.status) for r in results] == [("validation", "imported")]
+    assert (tmp_path / "runs" / "val" / "step-000001" / "run.json").is_file()
+    run = RunStore(tmp_path / "runs" / "val" / "step-000001").read_run()
+    assert run.training is not None and run.training["job"] == "job"  # the folder holding the dump folder
