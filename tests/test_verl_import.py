@@ -153,3 +153,18 @@ def test_data_file_gives_ids_and_golds(tmp_path: Path) -> None:
     frame = _frame(tmp_path / "runs" / "train" / "step-000007")
     assert set(frame.task) == {"dapo"} and set(frame.problem_id) == {"d-0", "d-1"}
     assert (frame.gold == frame.problem_id.map({"d-0": "1", "d-1": "3"})).all() and frame.correct.notna().all()
+
+
+def test_a_problem_twice_in_a_batch_is_pooled_without_making_the_step_incomplete(tmp_path: Path) -> None:
+    from pr1_eval.report.completeness import check_run
+
+    problems = F.training_problems(3)
+    F.write_v1_step(tmp_path / "rollout", 9, [*problems, problems[0]], N_TRAIN, validation=False)  # 4 uids
+    import_verl(tmp_path / "rollout", tmp_path / "runs", _opts(final=True))
+    run_dir = tmp_path / "runs" / "train" / "step-000009"
+    frame = _frame(run_dir)
+    sizes = frame.groupby("problem").size()
+    assert sizes[problems[0][0]] == 2 * N_TRAIN and sizes[problems[1][0]] == N_TRAIN
+    assert RunStore(run_dir).read_run().tasks["unmatched"].k == N_TRAIN
+    completeness = check_run(run_dir)
+    assert not completeness.tasks["unmatched"].short_problems and completeness.status == "complete"

@@ -24,7 +24,9 @@ does), so a validation set holding part of a benchmark reports as partial.
 Groups. V1 rows are grouped by their uid's uuid (a multi-turn session keeps its last output, as
 VERL's metrics do); legacy and fork rows by prompt text. Groups of the same problem are pooled
 (the fork's validation file repeats each AIME/AMC problem 16 times at n = 1: pooled, k = 16), so a
-sample's ``sample_idx`` is its place among the problem's samples, in file order.
+sample's ``sample_idx`` is its place among the problem's samples, in file order. Each task's k is
+the most common number of samples per problem (a problem twice in a batch holds more, not the
+others fewer).
 
 When a step is read (the completeness rule). VERL rewrites a step's file whole, and VERL 0.9.1
 writes from a background thread, so a file can be read half-written. A step's file is read only
@@ -49,6 +51,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -226,12 +229,20 @@ def _records(parsed: _Parsed, index: ProblemIndex) -> tuple[list[SampleRecord], 
 
 
 def _declared(records: list[SampleRecord]) -> dict[str, tuple[list[str], int]]:
-    """task → (problem ids in file order, k = the most samples a problem has)."""
+    """task → (problem ids in file order, k = the most common number of samples a problem has).
+
+    Why the most common and not the most: a training batch can hold one problem twice (DAPO repeats
+    problems), and its two groups are pooled; with k = the most, every other problem of the step
+    would read as incomplete. Ties go to the larger count."""
     held: dict[str, dict[str, int]] = {}
     for r in records:
         problems = held.setdefault(r.task, {})
         problems[r.problem_id] = problems.get(r.problem_id, 0) + 1
-    return {task: (list(problems), max(problems.values())) for task, problems in held.items()}
+    declared = {}
+    for task, problems in held.items():
+        counts = Counter(problems.values())
+        declared[task] = (list(problems), max(counts, key=lambda n: (counts[n], n)))
+    return declared
 
 
 # ----- one step: the run -------------------------------------------------------------------------
