@@ -130,19 +130,19 @@ def test_a_file_that_changes_while_read_is_left_for_the_next_run(tmp_path: Path,
 
     dumps, out = tmp_path / "rollout-log", tmp_path / "runs"
     _write(dumps, 1)
-    read = vi._read
+    read = vi.read_step
 
-    def read_then_rewrite(file: vi.StepFile, lengths: Lengths) -> object:
-        parsed = read(file, lengths)
-        with file.path.open("a") as handle:  # the writer appends while we read
+    def read_then_rewrite(path: Path, step: int, lengths: Lengths) -> object:
+        parsed = read(path, step, lengths)
+        with path.open("a") as handle:  # the writer appends while we read
             handle.write("\n")
         return parsed
 
-    monkeypatch.setattr(vi, "_read", read_then_rewrite)
+    monkeypatch.setattr(vi, "read_step", read_then_rewrite)
     final = ImportOptions(lengths=OPTS.lengths, grade=False, final=True)
     assert _status(import_verl(dumps, out, final)) == {1: "changed-while-read"}
     assert not (out / "train" / "step-000001").exists()
-    monkeypatch.setattr(vi, "_read", read)
+    monkeypatch.setattr(vi, "read_step", read)
     assert _status(import_verl(dumps, out, final)) == {1: "imported"}
 
 

@@ -47,22 +47,21 @@ is refused.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.annotate import annotate_grades, annotate_structure
+from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.ingest.benchmark_check import check_import
 from pr1_eval.ingest.out_folder import ASIDE_SUFFIX, holds_run
-from pr1_eval.ingest.verl_formats import FORK, DumpRow, Lengths, iter_dump, problem_text
-from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex, normalise, prompt_id
+from pr1_eval.ingest.verl_formats import FORK, Lengths
+from pr1_eval.ingest.verl_groups import ParsedStep, declared_tasks, read_step, step_records
+from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
 from pr1_eval.inputs.tasks import TASKS
 from pr1_eval.records.provenance import now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
@@ -161,90 +160,6 @@ def default_job(dump_dir: str | Path) -> str:
     return (root.parent if any(root.glob("*.jsonl")) else root).name
 
 
-# ----- one step: rows → records ------------------------------------------------------------------
-@dataclass
-class _Parsed:
-    format: str = ""
-    rows: list[DumpRow] = field(default_factory=list)
-    padding: int = 0
-    earlier_turns: int = 0
-    other_step: int = 0
-    sha256: str = ""
-
-
-def _read(file: StepFile, lengths: Lengths) -> _Parsed:
-    parsed = _Parsed()
-    digest = hashlib.sha256()
-    for fmt, row in iter_dump(file.path, lengths, digest):
-        parsed.format = fmt
-        if row.padding:
-            parsed.padding += 1
-            continue
-        parsed.other_step += row.step != file.step
-        parsed.rows.append(row)
-    parsed.sha256 = digest.hexdigest()
-    parsed.rows, parsed.earlier_turns = _last_turns(parsed.rows)
-    return parsed
-
-
-def _last_turns(rows: list[DumpRow]) -> tuple[list[DumpRow], int]:
-    """Keep each V1 session's last output (the highest index), as VERL's own metrics do."""
-    last: dict[tuple[str, int], int] = {}
-    for row in rows:
-        if row.group is not None:
-            key = (row.group, row.order[0])
-            last[key] = max(last.get(key, 0), row.order[1])
-    kept = [r for r in rows if r.group is None or r.order[1] == last[(r.group, r.order[0])]]
-    return kept, len(rows) - len(kept)
-
-
-def _reward_info(row: DumpRow) -> str | None:
-    return json.dumps(row.reward_info, ensure_ascii=False, default=str, sort_keys=True) if row.reward_info else None
-
-
-def _records(parsed: _Parsed, index: ProblemIndex) -> tuple[list[SampleRecord], dict[str, KnownProblem], int, int]:
-    """(records, task → a problem of it (for its source), groups, unmatched problems)."""
-    groups: dict[str, list[DumpRow]] = {}
-    for row in parsed.rows:
-        groups.setdefault(row.group or normalise(row.prompt), []).append(row)
-    counters: dict[tuple[str, str], int] = {}
-    tasks: dict[str, KnownProblem] = {}
-    records: list[SampleRecord] = []
-    for members in groups.values():
-        text = problem_text(members[0].prompt)
-        known = index.match(text) or KnownProblem(UNMATCHED, prompt_id(text), None)
-        tasks.setdefault(known.task, known)
-        for row in sorted(members, key=lambda r: r.order):
-            key = (known.task, known.problem_id)
-            counters[key] = counters.get(key, -1) + 1
-            record = SampleRecord(
-                task=known.task, problem_id=known.problem_id, sample_idx=counters[key], task_version=known.version,
-                prompt_hash=hashlib.sha256(row.prompt.encode()).hexdigest()[:16], problem=text,
-                response=row.response, finish_reason=row.finish_reason, n_prompt_tokens=row.n_prompt_tokens,
-                n_response_tokens=row.n_response_tokens, gold=known.gold or row.gold or "", reward=row.score,
-                reward_acc=row.acc, reward_info=_reward_info(row))
-            records.append(annotate_structure(record))
-    unmatched = len({pid for task, pid in counters if task == UNMATCHED})
-    return records, tasks, len(groups), unmatched
-
-
-def _declared(records: list[SampleRecord]) -> dict[str, tuple[list[str], int]]:
-    """task → (problem ids in file order, k = the most common number of samples a problem has).
-
-    Why the most common and not the most: a training batch can hold one problem twice (DAPO repeats
-    problems), and its two groups are pooled; with k = the most, every other problem of the step
-    would read as incomplete. Ties go to the larger count."""
-    held: dict[str, dict[str, int]] = {}
-    for r in records:
-        problems = held.setdefault(r.task, {})
-        problems[r.problem_id] = problems.get(r.problem_id, 0) + 1
-    declared = {}
-    for task, problems in held.items():
-        counts = Counter(problems.values())
-        declared[task] = (list(problems), max(counts, key=lambda n: (counts[n], n)))
-    return declared
-
-
 # ----- one step: the run -------------------------------------------------------------------------
 def _signature(path: Path) -> tuple[int, int]:
     stat = path.stat()
@@ -255,7 +170,7 @@ def run_dir_of(root: Path, file: StepFile) -> Path:
     return root / KIND_DIRS[file.kind] / f"step-{file.step:06d}"
 
 
-def _training(file: StepFile, parsed: _Parsed, opts: ImportOptions, job: str, size_mtime: tuple[int, int],
+def _training(file: StepFile, parsed: ParsedStep, opts: ImportOptions, job: str, size_mtime: tuple[int, int],
               groups: int, matched: int, unmatched: int) -> dict[str, Any]:
     tags = parsed.format == FORK
     return {
@@ -275,7 +190,7 @@ def _training(file: StepFile, parsed: _Parsed, opts: ImportOptions, job: str, si
 
 def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, KnownProblem],
                 training: dict[str, Any]) -> RunRecord:
-    declared = _declared(records)
+    declared = declared_tasks(records)
     ks = {k for _, k in declared.values()}
     return RunRecord(  # a benchmark's task holding part of it (a thinned validation set) reports as partial
         name=f"{training['job']}-{KIND_DIRS[file.kind]}-step-{file.step:06d}", status="importing",
@@ -335,12 +250,12 @@ def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOpt
     before = _signature(file.path)
     if previous is not None and _unchanged(previous, before, file.path):
         return StepResult(file, "unchanged", out, rows=int((previous.training or {}).get("rows") or 0))
-    parsed = _read(file, opts.lengths)
+    parsed = read_step(file.path, file.step, opts.lengths)
     if _signature(file.path) != before:
         return StepResult(file, "changed-while-read", None)
     if not parsed.rows:
         raise Pr1EvalError(f"{file.path}: no rows to import (only padding rows, or an empty file)")
-    records, tasks, groups, unmatched = _records(parsed, index)
+    records, tasks, groups, unmatched = step_records(parsed, index)
     matched = len({(r.task, r.problem_id) for r in records if r.task != UNMATCHED})
     if opts.grade and (graded := [r for r in records if r.gold]):
         annotate_grades(graded, workers=opts.workers)
