@@ -168,3 +168,19 @@ def test_a_problem_twice_in_a_batch_is_pooled_without_making_the_step_incomplete
     assert RunStore(run_dir).read_run().tasks["unmatched"].k == N_TRAIN
     completeness = check_run(run_dir)
     assert not completeness.tasks["unmatched"].short_problems and completeness.status == "complete"
+
+
+def test_the_analysis_loader_reads_the_step_runs(fork_job: dict[str, object]) -> None:
+    from analysis.loader import load_runs
+
+    out = Path(str(fork_job["out"]))
+    loaded = load_runs(out, tokenizer=None, cache=False)
+    assert not loaded.failures
+    per_run = loaded.samples.groupby("run").agg(step=("step", "first"), family=("model_family", "first"),
+                                                n=("sample_idx", "size"), reward=("reward", "mean"))
+    assert sorted(per_run.n) == [12, 32] and set(per_run.step) == {1} and set(per_run.family) == {"Parallel-R1-S1"}
+    val = loaded.samples[loaded.samples.task == "aime24"]
+    truths = fork_job["truths"]
+    assert isinstance(truths, dict)
+    assert val.reward.mean() == pytest.approx(sum(t.score for t in truths[("validation", 1)]) / 32)
+    assert len(loaded.blocks) == int(loaded.samples.n_blocks.sum()) > 0  # blocks re-parsed from the kept tags
