@@ -184,3 +184,23 @@ def test_the_analysis_loader_reads_the_step_runs(fork_job: dict[str, object]) ->
     assert isinstance(truths, dict)
     assert val.reward.mean() == pytest.approx(sum(t.score for t in truths[("validation", 1)]) / 32)
     assert len(loaded.blocks) == int(loaded.samples.n_blocks.sum()) > 0  # blocks re-parsed from the kept tags
+
+
+def test_tokenizer_gives_token_positions_and_counts_where_the_dump_has_none(tmp_path: Path) -> None:
+    tok = F.tokenizer()
+    tok.save_pretrained(tmp_path / "model")
+    problems = F.training_problems(2)
+    F.write_v1_step(tmp_path / "v1" / "rollout", 2, problems, 2, validation=False)
+    truths = F.write_fork_step(tmp_path / "fork" / "rollout-log", 2, problems, 2, validation=False)
+    for job in ("v1", "fork"):
+        import_verl(tmp_path / job, tmp_path / job / "runs", _opts(final=True, tokenizer=str(tmp_path / "model")))
+    v1 = _frame(tmp_path / "v1" / "runs" / "train" / "step-000002")
+    counted = [len(tok(r, add_special_tokens=False)["input_ids"]) for r in v1.response]
+    assert v1.n_response_tokens.tolist() == counted and (v1.position_unit == "token").all()
+    fork_run = tmp_path / "fork" / "runs" / "train" / "step-000002"
+    fork = _frame(fork_run)
+    assert sorted(fork.n_response_tokens) == sorted(t.n_response_tokens for t in truths)  # the padding's count
+    assert RunStore(fork_run).read_run().position_unit == "token"
+    with_block = fork[fork.n_blocks > 0].iloc[0]
+    before = with_block.response[: with_block.block_char_starts[0]]
+    assert with_block.block_token_starts[0] == len(tok(before, add_special_tokens=False)["input_ids"])

@@ -44,6 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the job's data.max_prompt_length, to count prompt tokens from the fork's padding")
     p.add_argument("--max-response-length", type=int, default=Lengths().response, metavar="N",
                    help="the job's data.max_response_length, to count response tokens from the padding")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="local model folder whose tokenizer counts block positions in tokens, and response "
+                        "tokens where the dump has no padding to count them from (default: characters)")
     p.add_argument("--no-grade", action="store_true",
                    help="keep only the job's own reward and accuracy; do not grade with pr1-eval's grader")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
@@ -57,6 +60,6 @@ def run(args: argparse.Namespace) -> int:
     opts = ImportOptions(job=args.job, kind=args.kind, final=args.final, data=list(args.data),
                          benchmarks=not args.no_benchmarks,
                          lengths=Lengths(args.max_prompt_length, args.max_response_length),
-                         grade=not args.no_grade, workers=args.grade_workers)
+                         grade=not args.no_grade, workers=args.grade_workers, tokenizer=args.tokenizer)
     run_command(args.dump_dir, args.out, opts)
     return 0

@@ -12,8 +12,9 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pr1_eval.grading.annotate import annotate_structure
+from pr1_eval.grading.annotate import annotate_structure, token_offsets
 from pr1_eval.ingest.verl_formats import DumpRow, Lengths, iter_dump, problem_text
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex, normalise, prompt_id
 from pr1_eval.records.sample import SampleRecord
@@ -62,8 +63,13 @@ def _reward_info(row: DumpRow) -> str | None:
     return json.dumps(row.reward_info, ensure_ascii=False, default=str, sort_keys=True) if row.reward_info else None
 
 
-def step_records(parsed: ParsedStep, index: ProblemIndex) -> tuple[list[SampleRecord], dict[str, KnownProblem], int, int]:
-    """(records, task → a problem of it (for its source), groups, unmatched problems)."""
+def step_records(parsed: ParsedStep, index: ProblemIndex, tokenizer: Any = None
+                 ) -> tuple[list[SampleRecord], dict[str, KnownProblem], int, int]:
+    """(records, task → a problem of it (for its source), groups, unmatched problems).
+
+    ``tokenizer`` (``--tokenizer``): block positions in tokens, and a response's token count where
+    the dump gave none (VERL 0.9.1: the re-tokenised text, which lacks the deleted tags and the
+    eos, so it undercounts by those)."""
     groups: dict[str, list[DumpRow]] = {}
     for row in parsed.rows:
         groups.setdefault(row.group or normalise(row.prompt), []).append(row)
@@ -83,7 +89,10 @@ def step_records(parsed: ParsedStep, index: ProblemIndex) -> tuple[list[SampleRe
                 response=row.response, finish_reason=row.finish_reason, n_prompt_tokens=row.n_prompt_tokens,
                 n_response_tokens=row.n_response_tokens, gold=known.gold or row.gold or "", reward=row.score,
                 reward_acc=row.acc, reward_info=_reward_info(row))
-            records.append(annotate_structure(record))
+            offsets = token_offsets(tokenizer, record.response)
+            if offsets is not None and record.n_response_tokens is None:
+                record.n_response_tokens = len(offsets)
+            records.append(annotate_structure(record, offsets))
     unmatched = len({pid for task, pid in counters if task == UNMATCHED})
     return records, tasks, len(groups), unmatched
 

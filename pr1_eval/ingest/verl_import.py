@@ -58,6 +58,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.ingest.benchmark_check import check_import
+from pr1_eval.ingest.importer import load_tokenizer
 from pr1_eval.ingest.out_folder import ASIDE_SUFFIX, holds_run
 from pr1_eval.ingest.verl_formats import FORK, Lengths
 from pr1_eval.ingest.verl_groups import ParsedStep, declared_tasks, read_step, step_records
@@ -104,6 +105,7 @@ class ImportOptions:
     lengths: Lengths = Lengths()
     grade: bool = True
     workers: int | None = None
+    tokenizer: str | None = None  # a local model folder: token positions and counts (see verl_groups)
 
 
 # ----- finding the step files ---------------------------------------------------------------------
@@ -185,6 +187,7 @@ def _training(file: StepFile, parsed: ParsedStep, opts: ImportOptions, job: str,
         "groups": groups, "problems_matched": matched, "problems_unmatched": unmatched,
         "rows_with_other_step": parsed.other_step,
         "lengths": {"max_prompt_length": opts.lengths.prompt, "max_response_length": opts.lengths.response},
+        "tokenizer": None if opts.tokenizer is None else str(Path(opts.tokenizer).expanduser().resolve()),
     }
 
 
@@ -195,12 +198,13 @@ def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, Kn
     return RunRecord(  # a benchmark's task holding part of it (a thinned validation set) reports as partial
         name=f"{training['job']}-{KIND_DIRS[file.kind]}-step-{file.step:06d}", status="importing",
         imported_from=str(file.path.resolve()), model=ModelInfo(step=file.step, family=training["job"]),
-        engine={"backend": "import", "source": "verl-dump", "format": training["format"]},
+        engine={"backend": "import", "source": "verl-dump", "format": training["format"],
+                **({"tokenizer": training["tokenizer"]} if training.get("tokenizer") else {})},
         decoding={"mode": "unknown", "tags_kept": training["tags_kept"]},
         tasks={task: task_entry(ids, k, version=tasks[task].version or None, source=tasks[task].source or None,
                                 data_hash=None) for task, (ids, k) in declared.items()},
         k=ks.pop() if len(ks) == 1 else None, packages=package_versions(), started_at=now_iso(),
-        position_unit="char", training=training,
+        position_unit=records[0].position_unit, training=training,
     ).with_sections({"benchmark_check": check_import(r for r in records if r.task in TASKS)})
 
 
@@ -243,7 +247,8 @@ def supersede(out: Path, root: Path, kind: str) -> Path:
     return target
 
 
-def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str) -> StepResult:
+def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str,
+                tokenizer: Any = None) -> StepResult:
     """Import one complete step file as a run (or skip it when its run is up to date)."""
     out = run_dir_of(root, file)
     previous = _previous(out, file)
@@ -255,7 +260,7 @@ def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOpt
         return StepResult(file, "changed-while-read", None)
     if not parsed.rows:
         raise Pr1EvalError(f"{file.path}: no rows to import (only padding rows, or an empty file)")
-    records, tasks, groups, unmatched = step_records(parsed, index)
+    records, tasks, groups, unmatched = step_records(parsed, index, tokenizer)
     matched = len({(r.task, r.problem_id) for r in records if r.task != UNMATCHED})
     if opts.grade and (graded := [r for r in records if r.gold]):
         annotate_grades(graded, workers=opts.workers)
@@ -292,12 +297,13 @@ def import_verl(dump_dir: str | Path, runs_root: str | Path, opts: ImportOptions
     job = opts.job or default_job(dump_dir)
     newest = max(f.step for f in files)
     index = build_index(opts)
+    tokenizer = None if opts.tokenizer is None else load_tokenizer(opts.tokenizer)
     results = []
     for file in files:
         if file.step == newest and not opts.final:
             result = StepResult(file, "waiting")
         else:
-            result = import_step(file, root, index, opts, job)
+            result = import_step(file, root, index, opts, job, tokenizer)
         results.append(result)
         if progress is not None:
             progress(result)
