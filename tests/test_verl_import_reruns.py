@@ -157,3 +157,20 @@ def test_dump_folders_are_told_apart_by_name_or_kind(tmp_path: Path) -> None:
     assert (tmp_path / "runs" / "val" / "step-000001" / "run.json").is_file()
     run = RunStore(tmp_path / "runs" / "val" / "step-000001").read_run()
     assert run.training is not None and run.training["job"] == "job"  # the folder holding the dump folder
+
+
+def test_problem_text_and_matching_rules() -> None:
+    from pr1_eval.ingest.verl_formats import problem_text
+    from pr1_eval.ingest.verl_match import KnownProblem, ProblemIndex, prompt_id
+
+    with_specials = f"<|endoftext|><|im_start|>user\n{F.render('Find  x.')}<|im_end|>\n<|im_start|>assistant\n"
+    without = f"user\n{F.render('Find  x.')}\nassistant\n"
+    assert problem_text(with_specials) == problem_text(without) == "Find  x."
+    index = ProblemIndex()
+    whole = "Let ABC be a triangle with sides 3, 4 and 5 and let P be a point inside it.\n\nFind the area."
+    index.add(whole, KnownProblem("t", "p1", "6"))
+    index.add("Let ABC be a triangle with sides 3, 4 and 5 and let Q be elsewhere.", KnownProblem("t", "p2", "1"))
+    cut = whole.split("\n\n")[0]  # the official preprocessing kept the text up to the first blank line
+    assert index.match(cut) == KnownProblem("t", "p1", "6") and index.match(" ".join(whole.split())) is not None
+    assert index.match("Let ABC be a triangle with sides 3, 4 and 5 and let") is None  # the start of both: no guess
+    assert index.match("Find x.") is None and prompt_id("Find  x.") == prompt_id("Find x.") != prompt_id("Find y.")
