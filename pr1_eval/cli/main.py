@@ -137,6 +137,12 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     add_parser(sub)
 
 
+def _add_import_verl(sub: argparse._SubParsersAction) -> None:
+    from pr1_eval.ingest.verl_cli import add_parser  # light: the import's work loads when it runs
+
+    add_parser(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pr1-eval", description=TOP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
@@ -189,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_lm_eval_path)
     for name, command in sub.choices.items():
         describe(command, name)
+    _add_import_verl(sub)  # describes itself (pr1_eval.ingest.verl_cli)
     _register_plugins(sub)
     return parser
 

@@ -16,6 +16,8 @@ Versions (``record_version``):
   advice to upgrade, never misread. ``position_unit`` was added to version 2 as an optional key
   (absent: not recorded, each sample's own ``position_unit`` says): a pr1-eval that predates it
   keeps it in :attr:`RunRecord.extra`, so no version bump was needed to stay readable both ways.
+  ``training`` (a training job's own rollouts or validation, from ``import-verl``) was added the
+  same way.
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -103,6 +105,10 @@ class RunRecord:
     #: Unit of every sample's block positions (``block_rel_starts``): 'token' when the run knew a
     #: tokenizer (generation, or ``import --tokenizer``), 'char' otherwise; None when not recorded.
     position_unit: str | None = None
+    #: A run of a training job's own samples (``pr1-eval import-verl``): job, kind ('train' or
+    #: 'validation'), step, dump format, whether the tags survived, the source file's signature;
+    #: layout in :mod:`pr1_eval.ingest.verl_import`. None for evaluation runs.
+    training: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
     record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
 
@@ -141,7 +147,7 @@ class RunRecord:
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
-                    "merged_from", "imported_from", "position_unit"):
+                    "merged_from", "imported_from", "position_unit", "training"):
             if out[key] is None:  # optional sections stay out of runs that have none
                 del out[key]
         return {**out, **self.extra}
@@ -275,7 +281,7 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "imported_from": _str, "regraded_at": _str, "merged_at": _str,
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
-    "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit,
+    "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit, "training": _object,
 }
 
 

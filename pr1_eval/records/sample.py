@@ -81,6 +81,17 @@ class SampleRecord:
         "(characters when token positions are unknown; see position_unit).",
         factory=list,
     )
+    # training rollouts (runs imported from a training job's dumps; None elsewhere)
+    reward: float | None = _doc(
+        "The reward the training job gave this sample (a VERL dump's `score`); None outside training runs.", None
+    )
+    reward_acc: bool | None = _doc(
+        "The training job's own accuracy verdict (a VERL dump's `acc`); None when the job recorded none.", None
+    )
+    reward_info: str | None = _doc(
+        "JSON object of the reward's other keys as the job recorded them (e.g. pred, has_parallel); None: none.",
+        None,
+    )
     position_unit: str = _doc(
         "'token' or 'char': the unit of block_rel_starts. 'token' when the run knew a tokenizer (generated runs; "
         "imports given --tokenizer), else 'char'; run.json's position_unit records the same for the whole run.",
@@ -116,6 +127,8 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "critical_path_tokens": pa.int64(),
     "engine_inserted_tokens": pa.int64(),
     "answer_class": pa.int64(),
+    "reward": pa.float64(),
+    "reward_acc": pa.bool_(),
     "correct": pa.bool_(),
     "correct_paper": pa.bool_(),
     "has_parallel": pa.bool_(),

@@ -1,0 +1,65 @@
+"""The ``import-verl`` command's options and help (its work: :mod:`pr1_eval.ingest.verl_import`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from pr1_eval.cli.help import HelpFormatter
+from pr1_eval.ingest.verl_formats import Lengths
+
+DESCRIPTION = (
+    "Turn a VERL training job's rollout and validation dumps (the {step}.jsonl files of "
+    "trainer.rollout_data_dir and validation_data_dir) into one run per step: RUNS_ROOT/train/step-N and "
+    "RUNS_ROOT/val/step-N. Reads the official Parallel-R1 fork's dumps (tags kept, pads stripped, token counts "
+    "from the padding) and VERL 0.9.1's (tags lost: structure cannot be measured there). Problems are matched "
+    "by prompt text to --data and the packaged benchmarks. Rerun it at any time: only new or changed steps "
+    "are imported, and the newest step waits until a later one exists (or --final)."
+)
+EXAMPLES = (
+    "  pr1-eval import-verl ckpt/Parallel-R1-S1 --out runs/s1 --data val.parquet\n"
+    "  pr1-eval import-verl ckpt/job/rollout-log --out runs/job --final"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import-verl", help="turn a VERL job's rollout/validation dumps into runs")
+    p.description = DESCRIPTION
+    p.epilog = f"examples:\n{EXAMPLES}"
+    p.formatter_class = HelpFormatter
+    p.add_argument("dump_dir", metavar="DUMP_DIR",
+                   help="a folder of {step}.jsonl dumps, or the folder holding the job's dump folders")
+    p.add_argument("--out", required=True, metavar="RUNS_ROOT", help="folder for the per-step runs")
+    p.add_argument("--data", action="append", default=[], metavar="FILE",
+                   help="the job's training or validation data (parquet or jsonl) to match problems and golds "
+                        "against; repeat for several (default: the packaged benchmarks only)")
+    p.add_argument("--no-benchmarks", action="store_true",
+                   help="do not match prompts against the packaged benchmarks")
+    p.add_argument("--job", default=None, metavar="NAME",
+                   help="the job's name in the runs (default: the folder holding the dump folders)")
+    p.add_argument("--kind", choices=["train", "validation"], default=None,
+                   help="what a DUMP_DIR of step files holds (default: from its name; 'val' means validation)")
+    p.add_argument("--final", action="store_true",
+                   help="the job has ended: import the newest step too (otherwise it waits for a later one)")
+    p.add_argument("--max-prompt-length", type=int, default=Lengths().prompt, metavar="N",
+                   help="the job's data.max_prompt_length, to count prompt tokens from the fork's padding")
+    p.add_argument("--max-response-length", type=int, default=Lengths().response, metavar="N",
+                   help="the job's data.max_response_length, to count response tokens from the padding")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="local model folder whose tokenizer counts block positions in tokens, and response "
+                        "tokens where the dump has no padding to count them from (default: characters)")
+    p.add_argument("--no-grade", action="store_true",
+                   help="keep only the job's own reward and accuracy; do not grade with pr1-eval's grader")
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pr1_eval.ingest.verl_import import ImportOptions, run_command
+
+    opts = ImportOptions(job=args.job, kind=args.kind, final=args.final, data=list(args.data),
+                         benchmarks=not args.no_benchmarks,
+                         lengths=Lengths(args.max_prompt_length, args.max_response_length),
+                         grade=not args.no_grade, workers=args.grade_workers, tokenizer=args.tokenizer)
+    run_command(args.dump_dir, args.out, opts)
+    return 0
