@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.generate.sampling_limits import check_sampling_limits
 from pr1_eval.records.run import RunRecord
 
 if TYPE_CHECKING:
@@ -245,6 +246,7 @@ def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
     """
     check_k(config.k)
     check_limit(config.limit)
+    check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
     source = getattr(config, "data_source", "auto")
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, source)
     template = check_prompt(config.prompt, config.data_dir)
