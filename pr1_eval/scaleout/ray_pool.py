@@ -251,6 +251,10 @@ class RayPool:
         """Probe in flight → (replica, when its wait began): the start timeout runs from then."""
         self._resend: dict[int, tuple[float, float]] = {}
         """Replica → (when to probe again, when its wait began), after an ``ActorUnavailableError``."""
+        self.probes_sent = [0] * count
+        self._killed_pid: dict[int, Any] = {}
+        """Replica → the pid the pool killed to restart it: an answer from that pid is the old incarnation's."""
+        """Probes per replica: one per (re)start when Ray holds them through the restart, as it should."""
         now = time.monotonic()
         for index in range(count):
             self._probe(index, now)
@@ -333,6 +337,7 @@ class RayPool:
     # ------------------------------------------------------------------ probes
     def _probe(self, index: int, since: float) -> None:
         """Ask replica ``index`` for its ``info``; Ray holds the call while the actor restarts."""
+        self.probes_sent[index] += 1
         self._probes[self.actors[index].info.options(max_task_retries=-1).remote()] = (index, since)
 
     def _wait(self, refs: list[Any]) -> list[Any]:
@@ -382,6 +387,11 @@ class RayPool:
             self.states[index] = "dead"
             self.stats.errors.append(f"replica {index}: {_last_line(exc)}")
         else:
+            if index in self._killed_pid and info.get("pid") == self._killed_pid[index]:
+                # answered by the incarnation being killed (the kill is asynchronous): ask the new one
+                self._resend[index] = (time.monotonic() + min(self.probe_resend_s, 0.5), since)
+                return
+            self._killed_pid.pop(index, None)
             if self.states[index] == "restarting":
                 self.stats.replicas_restarted += 1
             self.states[index] = "live"
@@ -443,6 +453,7 @@ class RayPool:
     def _replace(self, index: int, reason: str, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]]) -> None:
         """A replica whose engine died: kill its process so that Ray restarts it, and treat it as lost."""
         self.stats.engine_deaths += 1
+        self._killed_pid[index] = self.infos.get(index, {}).get("pid")
         with contextlib.suppress(Exception):  # already gone
             ray.kill(self.actors[index], no_restart=False)
         self._lost(index, f"engine dead, restarting the replica ({reason})", queue, inflight)
