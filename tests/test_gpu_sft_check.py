@@ -69,6 +69,7 @@ def test_the_carried_wheels_resolve_for_python_312_on_linux(tmp_path: Path) -> N
 
 
 def test_verl_sft_and_the_merger_import_with_the_ray_stub(tmp_path: Path) -> None:
+    pytest.importorskip("verl")
     (tmp_path / "ray").mkdir()
     (tmp_path / "ray" / "__init__.py").write_text(g.RAY_STUB)
     code = ("import ray; assert ray.__version__ == '0.0.0-stub', ray.__file__\n"
@@ -90,6 +91,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("variant", ["seen", "unseen"])
 def test_the_sft_commands_compose_and_pass_verls_validation(variant: str, data_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("verl")
     from verl.utils.config import omega_conf_to_dataclass
 
     from pr1_eval.testing.tiny_model import cached_tiny_model
@@ -116,6 +118,7 @@ def test_the_sft_commands_compose_and_pass_verls_validation(variant: str, data_d
 
 
 def test_merge_and_score_commands_and_the_loss_parser(tmp_path: Path) -> None:
+    pytest.importorskip("verl")
     from verl.utils.logger.aggregate_logger import concat_dict_to_str
 
     from pr1_eval.cli.main import build_parser
