@@ -179,6 +179,7 @@ def test_checks_run_in_the_declared_order(tmp_path: Path, monkeypatch: pytest.Mo
         "k": ({"k": 0}, {"k": 4}, "-k must be at least 1"),
         "limit": ({"limit": 0}, {"limit": 2}, "--limit must be at least 1"),
         "greedy": ({"temperature": 0.0}, {"temperature": 1.0}, "--temperature 0 needs -k 1"),
+        "sampling": ({"top_p": 1.5}, {"top_p": 1.0}, "vLLM accepts top_p in (0, 1]"),
         "tasks": ({"tasks": ["aime23"]}, {"tasks": ["aime24"]}, "unknown task 'aime23'"),
         "prompt": ({"prompt": str(tmp_path / "nope.txt")}, {"prompt": "parallel_r1_v3"}, "neither a known template"),
         "engine": ({"engine": "vllm"}, {"engine": "hf"}, "--engine vllm: vllm is not installed"),

@@ -192,7 +192,7 @@ def test_budget_is_clamped_to_the_model_length_and_empty_budgets_are_not_sent(mo
 def test_a_prompt_at_the_model_length_is_a_length_completion_not_a_failed_call(model_dir: Path, fake_vllm: Any) -> None:
     engine = _engine(model_dir)  # no --max-model-len: 4096 from the model config, as vLLM derives it
     at_limit, fine = GenerationRequest("long", [12] * 4096, n=2), GenerationRequest("ok", [10, 11], n=2)
-    with pytest.raises(ValueError, match="at least 1"):  # what sending it would do: the whole call fails
+    with pytest.raises(fake_vllm.VLLMValidationError, match="at least 1"):  # what sending it would do: the whole call fails
         fake_vllm.LLM.instances[-1].generate([{"prompt_token_ids": [10, 11]}, {"prompt_token_ids": [12] * 4096}])
     long_out, ok_out = engine.generate([at_limit, fine], SamplingConfig(max_new_tokens=30, seed=0))
     assert [(c.finish_reason, c.token_ids) for c in long_out] == [("length", []), ("length", [])]
@@ -200,7 +200,7 @@ def test_a_prompt_at_the_model_length_is_a_length_completion_not_a_failed_call(m
 
 
 def test_greedy_sends_one_request_and_returns_k_copies(model_dir: Path, fake_vllm: Any) -> None:
-    with pytest.raises(ValueError, match="n must be 1 when using greedy sampling"):
+    with pytest.raises(fake_vllm.VLLMValidationError, match="n must be 1 when using greedy sampling"):
         fake_vllm.SamplingParams(n=4, temperature=0.0)
     engine = _engine(model_dir)
     out = SequentialDecoder().decode(engine, [[10, 11]], 4, SamplingConfig(temperature=0.0, max_new_tokens=30), ["t/a"])

@@ -103,3 +103,32 @@ class Engine(Protocol):
     def describe(self) -> dict[str, Any]:
         """Engine settings for ``run.json`` (backend, dtype, device, parallelism…)."""
         ...
+
+
+class EngineDead(RuntimeError):  # noqa: N818 - a state, like vLLM's EngineDeadError, not a failed call
+    """The engine can serve no more requests: every later call would fail the same way.
+
+    Why a type of its own: vLLM raises ``EngineDeadError`` on every call after its engine core
+    died (a CUDA error, an out-of-memory inside a step, a tensor-parallel fault) while the ``LLM``
+    object and the process holding it stay alive, and a CUDA error poisons a torch process's CUDA
+    context the same way. Retrying the chunk there fails at once, so a caller that sees this must
+    replace the process (the Ray pool kills the replica and Ray restarts it), not retry the call.
+    """
+
+
+def dead_engine_reason(exc: BaseException) -> str | None:
+    """``"ExcType: message"`` when ``exc`` (or what it was raised from) says the engine is dead:
+    vLLM's ``EngineDeadError`` (``vllm/v1/engine/exceptions.py``, matched by name so vllm need not
+    be imported) or a CUDA error (``torch.AcceleratorError``, "CUDA error: ..." — not a CUDA
+    out-of-memory, which a smaller batch survives); None otherwise."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names = {cls.__name__ for cls in type(current).__mro__}
+        if "EngineDeadError" in names or isinstance(current, EngineDead):
+            return f"{type(current).__name__}: {current}"
+        if "AcceleratorError" in names or (isinstance(current, RuntimeError) and str(current).startswith("CUDA error")):
+            return f"{type(current).__name__}: {str(current).splitlines()[0][:300]}"
+        current = current.__cause__ or current.__context__
+    return None

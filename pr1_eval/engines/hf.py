@@ -14,9 +14,17 @@ from typing import Any
 
 import torch
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy, request_sampling
+from pr1_eval.engines.base import (
+    Completion,
+    EngineDead,
+    GenerationRequest,
+    SamplingConfig,
+    dead_engine_reason,
+    is_greedy,
+    request_sampling,
+)
 from pr1_eval.errors import Pr1EvalError, describe_exception
-from pr1_eval.protocol.eos import eos_token_ids
+from pr1_eval.protocol.eos import model_eos_token_ids
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
@@ -83,7 +91,8 @@ class HFEngine:
         self.dtype = str(torch_dtype).replace("torch.", "")
         self.max_batch_size = max_batch_size
         self.record_logprobs = record_logprobs
-        self.eos_token_ids: set[int] = set(eos_token_ids(self._tokenizer, self.model.generation_config))
+        # The protocol's one EOS set, read from the checkpoint as vLLM reads it (config.json fallback included).
+        self.eos_token_ids: set[int] = set(model_eos_token_ids(model_path, self._tokenizer))
         self.pad_token_id: int = self._tokenizer.pad_token_id
 
     @property
@@ -108,8 +117,15 @@ class HFEngine:
             for start in range(0, len(group), self.max_batch_size):
                 batch = group[start : start + self.max_batch_size]
                 budgets = [self._budget(r, sampling) for _, r in batch]
-                completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budgets,
-                                                   group_sampling, batch)
+                try:
+                    completions = self._generate_batch([r.prompt_token_ids for _, r in batch], stops, budgets,
+                                                       group_sampling, batch)
+                except Exception as exc:  # a CUDA error leaves the CUDA context unusable: every later call fails
+                    reason = dead_engine_reason(exc)
+                    if reason is None:
+                        raise
+                    raise EngineDead(f"the HF engine of {self.model_path} hit {reason}; this process cannot "
+                                     "generate again") from exc
                 for (i, _), completion in zip(batch, completions, strict=True):
                     results[i].append(completion)
         return results

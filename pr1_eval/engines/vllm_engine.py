@@ -27,6 +27,9 @@ Held against vLLM 0.32/0.33 (``vllm/entrypoints/llm.py``, ``vllm/sampling_params
   any other reason (``repetition``, which pr1-eval never enables) → ``error``;
 * ``skip_special_tokens=False``: the six tags are special tokens and must survive. The returned text
   is decoded by the run's HF tokenizer from the kept ids, byte-identical to the HF engine's;
+* a dead engine core (vLLM raises ``EngineDeadError`` on every call after it, ``v1/engine/
+  exceptions.py``, ``core_client.py``) becomes :class:`~pr1_eval.engines.base.EngineDead`: the
+  process must be replaced, not the call retried (the Ray pool restarts the replica);
 * vllm is imported lazily, and needs Python ≥ 3.11 (vLLM 0.32 does); asking for it without it
   fails with the extra to install.
 
@@ -48,7 +51,15 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy, request_sampling
+from pr1_eval.engines.base import (
+    Completion,
+    EngineDead,
+    GenerationRequest,
+    SamplingConfig,
+    dead_engine_reason,
+    is_greedy,
+    request_sampling,
+)
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol.eos import model_eos_token_ids
 
@@ -165,7 +176,8 @@ class VLLMEngine:
             raise Pr1EvalError(f"--tensor-parallel-size must be at least 1, got {tensor_parallel_size}")
         self.model_path = model_path
         self._tokenizer = load_tokenizer(model_path)
-        # The tokenizer's EOS plus the generation config's (vLLM stops on both): the protocol's one EOS set.
+        # The tokenizer's EOS plus the generation config's, config.json fallback included (vLLM stops on
+        # all of them): the protocol's one EOS set.
         self.eos_token_ids = set(model_eos_token_ids(model_path, self._tokenizer))
         self.tensor_parallel_size = tensor_parallel_size
         self.gpu_memory_utilization = gpu_memory_utilization
@@ -206,7 +218,14 @@ class VLLMEngine:
             return results
         prompts = [list(r.prompt_token_ids) for _, r, _ in todo]
         params = [sampling_kwargs(r, sampling, b, self.record_logprobs) for _, r, b in todo]
-        raw = run_llm(self._llm, self._vllm, prompts, params)
+        try:
+            raw = run_llm(self._llm, self._vllm, prompts, params)
+        except Exception as exc:
+            reason = dead_engine_reason(exc)
+            if reason is None:
+                raise
+            raise EngineDead(f"the vLLM engine of {self.model_path} is dead ({reason}); this process cannot "
+                             "generate again") from exc
         completions = [[self._to_completion(o, r) for o in outs] for (_, r, _), outs in zip(todo, raw, strict=True)]
         texts = iter(self._tokenizer.batch_decode([c.token_ids for cs in completions for c in cs], skip_special_tokens=False))
         for (i, request, _), cs in zip(todo, completions, strict=True):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.generate.sampling_limits import check_sampling_limits
 from pr1_eval.records.run import RunRecord
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def planned_run_record(config: RunConfig, template: PromptTemplate, decoding: di
 #: a side effect of a later check: ``--temperature 0 -k 4`` into an old run's folder is the greedy
 #: rule, not "holds a run with different settings"), then the inputs to read, the output folder,
 #: and last the model (which may need the network). ``tests/test_preflight.py`` checks it.
-CHECK_ORDER = ("k", "limit", "greedy", "tasks", "prompt", "engine", "decoding", "output", "model")
+CHECK_ORDER = ("k", "limit", "greedy", "sampling", "tasks", "prompt", "engine", "decoding", "output", "model")
 
 
 def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
@@ -265,6 +266,7 @@ def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
     check_k(config.k)
     check_limit(config.limit)
     check_greedy(config.temperature, config.k)
+    check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
     source = getattr(config, "data_source", "auto")
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, source)
     template = check_prompt(config.prompt, config.data_dir)

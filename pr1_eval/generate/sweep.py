@@ -282,9 +282,11 @@ def _shared_checks(config: Any) -> dict[str, Any]:
         check_prompt,
         check_tasks,
     )
+    from pr1_eval.generate.sampling_limits import check_sampling_limits
 
     check_k(config.k)
     check_limit(config.limit)
+    check_sampling_limits(config)
     tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, getattr(config, "data_source", "auto"))
     check_prompt(config.prompt, config.data_dir)
     # With --ray the engines load in the replicas, so vllm need not be installed on this driver.

@@ -219,8 +219,9 @@ def keep_tags_in_hf_decode() -> bool:
     would lose its ``<Parallel>``/``<Path>``/``<Summary>`` tags, and ``parallel_ratio`` would read
     0 however often the model branches. The patch keeps only those six ids (eos, pad and every
     other special token are still dropped), changes nothing for a tokenizer without the tags,
-    and touches the class only when the hf backend is already loaded in this process (vLLM
-    decodes with ``skip_special_tokens=False`` by default and needs nothing).
+    and touches the class only when the hf backend is already loaded in this process. The vllm
+    backend needs nothing: lm-eval's ``VLLM.modify_gen_kwargs`` sets ``skip_special_tokens=False``
+    unless ``--gen_kwargs`` overrides it (vLLM's own ``SamplingParams`` default is True).
     ``PR1_LM_EVAL_KEEP_TAGS=0`` turns it off.
     """
     if os.environ.get(KEEP_TAGS_ENV, "1") == "0":

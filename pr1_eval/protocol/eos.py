@@ -1,10 +1,16 @@
-"""The end-of-sequence set: which token ids end a response.
+"""The end-of-sequence set: which token ids end a response, exactly as vLLM computes it.
 
-A checkpoint can name its EOS in two places: the tokenizer (``eos_token``) and the generation
-config (``eos_token_id``, an int or a list — Qwen3 lists ``<|im_end|>`` and ``<|endoftext|>``).
-vLLM stops on both, so every engine and the RL rollout use the union; taking only one of them
-(as the HF engine once did) lets a model run past an end-of-turn token that the other engines
-stop at, and the same checkpoint would then write different responses per engine.
+A checkpoint can name its EOS in three places: the tokenizer (``eos_token``), the generation
+config (``generation_config.json``: ``eos_token_id``, an int or a list — Qwen3 lists
+``<|im_end|>`` and ``<|endoftext|>``) and, when there is no generation config, ``config.json``.
+vLLM 0.32/0.33 stops on the tokenizer's EOS (``Renderer.get_eos_token_id``) plus every
+``eos_token_id`` of the generation config (``SamplingParams.update_from_generation_config``), and
+reads that config with ``try_get_generation_config`` (``vllm/transformers_utils/config.py``):
+``GenerationConfig.from_pretrained(model)``, and on ``OSError`` (no ``generation_config.json``)
+``GenerationConfig.from_model_config(config)`` built from ``config.json``. transformers builds the
+same fallback when it loads a model without a generation config. :func:`load_generation_config`
+does what vLLM does, so every engine and the RL rollout use one set; taking fewer ids lets a model
+run past a token vLLM stops at, and the same checkpoint would write different responses per engine.
 """
 
 from __future__ import annotations
@@ -29,17 +35,26 @@ def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> frozenset[in
 
 
 def load_generation_config(model_path: str | None) -> Any:
-    """The checkpoint's ``GenerationConfig``, or ``None`` when it has none (or no path is given)."""
+    """The checkpoint's ``GenerationConfig`` as vLLM's ``try_get_generation_config`` gets it: the
+    ``generation_config.json``, else one built from ``config.json``; ``None`` when neither exists
+    (or no path is given)."""
     if not model_path:
         return None
-    try:
-        from transformers import GenerationConfig
+    from transformers import AutoConfig, GenerationConfig
 
+    try:
         return GenerationConfig.from_pretrained(model_path)
-    except Exception:  # no generation_config.json (or unreadable): the tokenizer's EOS is all there is
+    except OSError:  # no generation_config.json: vLLM (and transformers) derive one from config.json
+        pass
+    except ValueError:  # an unreadable generation_config.json: vLLM would fail to load the model at all
+        return None
+    try:
+        return GenerationConfig.from_model_config(AutoConfig.from_pretrained(model_path))
+    except (OSError, ValueError):  # no config.json either: the tokenizer's EOS is all there is
         return None
 
 
 def model_eos_token_ids(model_path: str | None, tokenizer: Any) -> frozenset[int]:
-    """:func:`eos_token_ids` for a checkpoint directory or hub id (reads its generation config)."""
+    """:func:`eos_token_ids` for a checkpoint directory or hub id (reads its generation config,
+    with the ``config.json`` fallback)."""
     return eos_token_ids(tokenizer, load_generation_config(model_path))

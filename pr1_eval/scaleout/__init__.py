@@ -20,5 +20,10 @@ def summary_note(run_dir: str | Path) -> str | None:
     if not info:
         return None
     lost, restarted = info.get("replicas_lost", 0), info.get("replicas_restarted", 0)
-    return (f"ray: {info['replicas']} replica(s), {info['chunks']} chunk(s), {info['retried_chunks']} retried after "
-            f"{lost} replica loss(es) and {info.get('chunk_errors', 0)} failed call(s); {restarted} replica(s) restarted")
+    dead_engines, given_up = info.get("engine_deaths", 0), info.get("replicas_given_up", 0)
+    note = (f"ray: {info['replicas']} replica(s), {info['chunks']} chunk(s), {info['retried_chunks']} retried after "
+            f"{lost} replica loss(es) ({dead_engines} dead engine(s)) and {info.get('chunk_errors', 0)} failed call(s); "
+            f"{restarted} replica(s) restarted")
+    if given_up:
+        note += f", {given_up} given up (not back within the start timeout)"
+    return note

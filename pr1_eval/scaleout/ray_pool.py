@@ -14,6 +14,23 @@ unless it was killed for good, in which case the others finish the run. An excep
 inside a replica (not a death) is retried on another replica too, except a
 :class:`~pr1_eval.errors.Pr1EvalError`, which is bad input and stops the run with its message.
 
+A replica whose *engine* died is a lost replica too. vLLM raises ``EngineDeadError`` on every call
+after its engine core crashed (a CUDA error, an out-of-memory inside a step, a tensor-parallel
+fault) while the ``LLM`` object and the actor stay alive, so retrying chunks there would fail them
+all at once. The engine reports :class:`~pr1_eval.engines.base.EngineDead`; the pool then kills the
+actor with ``ray.kill(no_restart=False)``, which makes Ray restart it (a fresh process and engine),
+and hands its chunks to the others meanwhile.
+
+Restarts are waited for as long as a load can take: a probe (``info``) is sent with
+``max_task_retries=-1``, so Ray holds it while the actor restarts and answers once the new
+engine is loaded, or fails it with ``ActorDiedError`` when the actor is dead for good. The driver
+never sleeps on a probe; a replica is declared dead when Ray says so or when its probe has waited
+``start_timeout_s`` (then it is killed for good, so it does not come back later holding GPUs
+nobody uses). An engine load that fails vLLM's start-up memory check (free GPU memory below
+``gpu_memory_utilization`` × total, ``v1/worker/utils.py``; a restart on the same GPU can start
+before the killed incarnation's memory is released) is retried inside the replica for up to
+``load_retry_s``: Ray runs a raising constructor only once, even on a restart.
+
 A cluster this module starts itself (``--ray auto`` with none running) is one node on the
 loopback interface: nothing listens beyond 127.0.0.1 and no usage statistics are sent.
 """
@@ -32,14 +49,18 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
-from pr1_eval.engines.base import SamplingConfig
+from pr1_eval.engines.base import EngineDead, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.scaleout.loading import LOAD_RETRY_S, load_with_retry
 from pr1_eval.scaleout.queue import Chunk, WorkQueue, engine_chunk_size, plan_chunks
 
 MAX_RESTARTS = 2
 """Times Ray restarts a crashed replica (a killed-for-good one is not restarted)."""
 START_TIMEOUT_S = 1800.0
-"""How long the driver waits with no live replica (a cold vLLM load can take many minutes)."""
+"""How long the driver waits for a replica to (re)start, and with no live replica (a cold vLLM load
+can take many minutes)."""
+PROBE_RESEND_S = 2.0
+"""When Ray answers a probe with ``ActorUnavailableError`` anyway, the next probe goes this much later."""
 REPLICA_PREFIX = "pr1-eval-"
 LOCAL_CLUSTER_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",  # a local cluster reports nothing to the outside
@@ -62,6 +83,8 @@ class ReplicaSpec:
     after_last_block: str = "end"
     threads: int = 1
     path: dict[str, Any] = field(default_factory=dict)  # fork-join path options (decoding.factory.PATH_OPTIONS)
+    load_retry_s: float = LOAD_RETRY_S
+    """How long a replica retries an engine load that failed vLLM's free-memory check."""
 
 
 class Replica:
@@ -75,16 +98,26 @@ class Replica:
 
         if spec.threads > 0:
             torch.set_num_threads(spec.threads)
-        self.engine = make_engine(spec.engine, spec.model, **spec.engine_options)
+        utilization = float(spec.engine_options.get("gpu_memory_utilization", 0.9))
+        self.engine = load_with_retry(lambda: make_engine(spec.engine, spec.model, **spec.engine_options),
+                                      spec.load_retry_s, utilization if spec.engine == "vllm" else None)
         self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks,
                                     after_last_block=spec.after_last_block, path=spec.path)
+        self.dead: str | None = None
 
     def info(self) -> dict[str, Any]:
         return {"engine": self.engine.describe(), "engine_name": self.engine.name, "pid": os.getpid(),
                 "node": ray.get_runtime_context().get_node_id()}
 
     def decode(self, contexts: list[list[int]], k: int, sampling: SamplingConfig, request_ids: list[str]) -> Any:
-        return self.decoder.decode(self.engine, contexts, k, sampling, request_ids)
+        """One chunk's samples; after the engine died every call raises :class:`EngineDead` at once."""
+        if self.dead is not None:
+            raise EngineDead(self.dead)
+        try:
+            return self.decoder.decode(self.engine, contexts, k, sampling, request_ids)
+        except EngineDead as exc:
+            self.dead = str(exc)
+            raise
 
 
 def start_local_cluster(num_cpus: int | None = None, num_gpus: int | None = None) -> None:
@@ -169,12 +202,17 @@ class PoolStats:
     replicas_lost: int = 0
     replicas_restarted: int = 0
     chunk_errors: int = 0
+    engine_deaths: int = 0
+    """Losses that were a dead engine in a live process (the pool killed the replica to restart it)."""
+    replicas_given_up: int = 0
+    """Replicas that did not come back within the start timeout (killed for good)."""
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"backend": "ray", "replicas": self.replicas, "gpus_per_replica": self.gpus_per_replica,
                 "chunks": self.chunks, "retried_chunks": self.retried_chunks, "replicas_lost": self.replicas_lost,
                 "replicas_restarted": self.replicas_restarted, "chunk_errors": self.chunk_errors,
+                "engine_deaths": self.engine_deaths, "replicas_given_up": self.replicas_given_up,
                 "errors": self.errors[:10]}
 
 
@@ -182,7 +220,10 @@ class RayPool:
     """Replica actors and the driver loop that feeds them (see the module docstring)."""
 
     def __init__(self, spec: ReplicaSpec, address: str, replicas: int | None = None, gpus_per_replica: int | None = None,
-                 *, start_timeout_s: float = START_TIMEOUT_S, runtime_env: dict[str, Any] | None = None) -> None:
+                 *, start_timeout_s: float = START_TIMEOUT_S, runtime_env: dict[str, Any] | None = None,
+                 replica_class: type = Replica, probe_resend_s: float = PROBE_RESEND_S) -> None:
+        """``replica_class`` (an actor body with :class:`Replica`'s methods) and the timeouts are
+        injectable so that tests can stand in a replica and compress time."""
         self._owns_connection = connect(address)
         try:
             tensor_parallel = int(spec.engine_options.get("tensor_parallel_size", 1))
@@ -194,6 +235,7 @@ class RayPool:
         self.spec = spec
         self.stats = PoolStats(count, per)
         self.start_timeout_s = start_timeout_s
+        self.probe_resend_s = probe_resend_s
         self.on_change: Callable[[int, int], None] | None = None
         self._tokenizer: Any = None
         self.infos: dict[int, dict[str, Any]] = {}
@@ -202,11 +244,21 @@ class RayPool:
         if runtime_env:
             options["runtime_env"] = runtime_env
         token = uuid.uuid4().hex[:6]
-        actor_class: Any = ray.remote(Replica)
+        actor_class: Any = ray.remote(replica_class)
         self.actors: list[Any] = [actor_class.options(name=f"{REPLICA_PREFIX}{token}-replica-{i}", **options).remote(spec)
                                   for i in range(count)]
         self.states = ["starting"] * count
-        self._probes: dict[Any, tuple[int, int]] = {a.info.remote(): (i, 0) for i, a in enumerate(self.actors)}
+        self._probes: dict[Any, tuple[int, float]] = {}
+        """Probe in flight → (replica, when its wait began): the start timeout runs from then."""
+        self._resend: dict[int, tuple[float, float]] = {}
+        """Replica → (when to probe again, when its wait began), after an ``ActorUnavailableError``."""
+        self.probes_sent = [0] * count
+        self._killed_pid: dict[int, Any] = {}
+        """Replica → the pid the pool killed to restart it: an answer from that pid is the old incarnation's."""
+        """Probes per replica: one per (re)start when Ray holds them through the restart, as it should."""
+        now = time.monotonic()
+        for index in range(count):
+            self._probe(index, now)
 
     @classmethod
     def start(cls, spec: ReplicaSpec, address: str, replicas: int | None = None,
@@ -263,13 +315,13 @@ class RayPool:
         """Block until ``count`` replicas have loaded their engine; returns the first one's ``info()``."""
         deadline = time.monotonic() + self.start_timeout_s
         while self.live < count:
-            if not self._probes:
+            self._tend_probes()
+            if not self._probes and not self._resend:
                 raise Pr1EvalError("no Ray replica could start: " + "; ".join(dict.fromkeys(self.stats.errors)))
             if time.monotonic() > deadline:
                 raise Pr1EvalError(f"no Ray replica started within {self.start_timeout_s:.0f} s; check the cluster's "
                                    "free GPUs (`ray status`) and the model path on the worker nodes")
-            ready, _ = ray.wait(list(self._probes), num_returns=1, timeout=5.0)
-            for ref in ready:
+            for ref in self._wait(list(self._probes)):
                 self._on_probe(ref)
         return next(iter(self.infos.values()))
 
@@ -283,20 +335,64 @@ class RayPool:
     def engine_name(self) -> str:
         return str(next(iter(self.infos.values()))["engine_name"])
 
+    # ------------------------------------------------------------------ probes
+    def _probe(self, index: int, since: float) -> None:
+        """Ask replica ``index`` for its ``info``; Ray holds the call while the actor restarts."""
+        self.probes_sent[index] += 1
+        self._probes[self.actors[index].info.options(max_task_retries=-1).remote()] = (index, since)
+
+    def _wait(self, refs: list[Any]) -> list[Any]:
+        """The refs among ``refs`` that are ready, waiting at most until the next probe is due."""
+        timeout = 5.0
+        if self._resend:
+            timeout = max(0.0, min(timeout, min(at for at, _ in self._resend.values()) - time.monotonic()))
+        if not refs:
+            time.sleep(timeout)  # nothing in flight at all: there is nothing else to do
+            return []
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        return list(ready)
+
+    def _tend_probes(self) -> None:
+        """Send the probes that are due, and give up on replicas that waited longer than the start timeout."""
+        now = time.monotonic()
+        for index, (at, since) in list(self._resend.items()):
+            if at <= now:
+                del self._resend[index]
+                self._probe(index, since)
+        for ref, (index, since) in list(self._probes.items()):
+            if now - since > self.start_timeout_s:
+                del self._probes[ref]
+                self._give_up(index, f"not back within {self.start_timeout_s:.0f} s")
+        for index, (_, since) in list(self._resend.items()):
+            if now - since > self.start_timeout_s:
+                del self._resend[index]
+                self._give_up(index, f"not back within {self.start_timeout_s:.0f} s")
+
+    def _give_up(self, index: int, reason: str) -> None:
+        """Declare a replica dead and kill it for good: a restart that finishes later must not hold GPUs idle."""
+        self.states[index] = "dead"
+        self.stats.replicas_given_up += 1
+        self.stats.errors.append(f"replica {index}: {reason}")
+        with contextlib.suppress(Exception):
+            ray.kill(self.actors[index], no_restart=True)
+        self._notify()
+
     def _on_probe(self, ref: Any) -> None:
-        index, tries = self._probes.pop(ref)
+        index, since = self._probes.pop(ref)
         try:
             info = ray.get(ref)
-        except rex.ActorUnavailableError:  # Ray has not yet noticed the restart: ask again shortly
-            if tries < 120:
-                time.sleep(0.5)
-                self._probes[self.actors[index].info.remote()] = (index, tries + 1)
-                return
-            self.states[index] = "dead"
-        except (rex.RayError, Pr1EvalError) as exc:
+        except rex.ActorUnavailableError:  # not restarted yet, retries notwithstanding: ask again later
+            self._resend[index] = (time.monotonic() + self.probe_resend_s, since)
+            return
+        except (rex.RayError, Pr1EvalError) as exc:  # Ray says it is dead (or its engine could not load)
             self.states[index] = "dead"
             self.stats.errors.append(f"replica {index}: {_last_line(exc)}")
         else:
+            if index in self._killed_pid and info.get("pid") == self._killed_pid[index]:
+                # answered by the incarnation being killed (the kill is asynchronous): ask the new one
+                self._resend[index] = (time.monotonic() + min(self.probe_resend_s, 0.5), since)
+                return
+            self._killed_pid.pop(index, None)
             if self.states[index] == "restarting":
                 self.stats.replicas_restarted += 1
             self.states[index] = "live"
@@ -312,8 +408,9 @@ class RayPool:
         inflight: dict[Any, tuple[int, Chunk]] = {}
         no_live_since: float | None = None
         while not queue.finished:
+            self._tend_probes()
             self._fill(queue, inflight, payload, k, sampling)
-            if not inflight and not self._probes:
+            if not inflight and not self._probes and not self._resend:
                 raise Pr1EvalError("every Ray replica was lost (" + "; ".join(self.stats.errors[-3:]) + "); finished "
                                    "chunks are saved — rerun the same command to resume")
             if self.live == 0:
@@ -323,8 +420,7 @@ class RayPool:
                                        "chunks are saved — rerun the same command to resume")
             else:
                 no_live_since = None
-            ready, _ = ray.wait([*inflight, *self._probes], num_returns=1, timeout=5.0)
-            for ref in ready:
+            for ref in self._wait([*inflight, *self._probes]):
                 if ref in self._probes:
                     self._on_probe(ref)
                     continue
@@ -346,11 +442,22 @@ class RayPool:
         except rex.RayTaskError as exc:
             if isinstance(exc.cause, Pr1EvalError):
                 raise Pr1EvalError(str(exc.cause)) from None
+            if isinstance(exc.cause, EngineDead):
+                self._replace(index, _last_line(exc), queue, inflight)
+                return None
             self.stats.chunk_errors += 1
             self.stats.errors.append(f"replica {index}: {_last_line(exc)}")
             queue.requeue(chunk.id, _last_line(exc))
         self.stats.retried_chunks = len(queue.retried)
         return None
+
+    def _replace(self, index: int, reason: str, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]]) -> None:
+        """A replica whose engine died: kill its process so that Ray restarts it, and treat it as lost."""
+        self.stats.engine_deaths += 1
+        self._killed_pid[index] = self.infos.get(index, {}).get("pid")
+        with contextlib.suppress(Exception):  # already gone
+            ray.kill(self.actors[index], no_restart=False)
+        self._lost(index, f"engine dead, restarting the replica ({reason})", queue, inflight)
 
     def _lost(self, index: int, reason: str, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]]) -> None:
         """Requeue a dead replica's chunks, forget its other calls, and probe it (Ray may restart it)."""
@@ -360,7 +467,7 @@ class RayPool:
         for ref in [r for r, (i, _) in inflight.items() if i == index]:
             del inflight[ref]
         queue.release(index, reason)
-        self._probes[self.actors[index].info.remote()] = (index, 0)
+        self._probe(index, time.monotonic())
         self._notify()
 
     def _fill(self, queue: WorkQueue, inflight: dict[Any, tuple[int, Chunk]],

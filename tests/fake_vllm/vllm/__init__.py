@@ -8,14 +8,23 @@ Mirrors vLLM 0.32/0.33 where pr1-eval depends on it (sources read: ``vllm/entryp
   daemonic process fails as it does for real ("daemonic processes are not allowed to have
   children"); ``data_parallel_size > 1`` is refused with vLLM's message;
 * ``LLM.model_config.max_model_len``: ``max_model_len`` or the config's ``max_position_embeddings``;
-* ``SamplingParams`` validates like the real one: greedy (temperature < 1e-5) with ``n > 1`` raises
-  "n must be 1 when using greedy sampling", ``max_tokens < 1`` and ``top_k < -1`` raise; unknown
-  keywords are a TypeError (the real one is a msgspec struct);
+* ``SamplingParams`` validates like the real one (``_verify_args``, ``__post_init__``): the same
+  checks in the same order with the same messages, raised as ``vllm.exceptions.VLLMValidationError``
+  (a ``VLLMClientError``, not a ``ValueError``) — n in [1, VLLM_MAX_N_SEQUENCES], the penalties,
+  temperature finite and in [0, 2], top_p in (0, 1], top_k ≥ -1 and an int, min_p in [0, 1],
+  max_tokens ≥ 1, min_tokens; temperatures in (0, 0.01) are raised to 0.01, seed -1 means none;
+  greedy (temperature < 1e-5) with ``n > 1`` raises "n must be 1 when using greedy sampling";
+  unknown keywords are a TypeError (the real one is a msgspec struct);
 * ``LLM.generate`` validates every prompt before running any: empty, longer than the model length,
   or exactly the model length (no room for one token) raise ``VLLMValidationError`` — one bad prompt
   fails the whole call;
-* the generation config's EOS ids other than the tokenizer's are merged into ``stop_token_ids``
-  (``SamplingParams.update_from_generation_config``), so stopping on one reports it as ``stop_reason``;
+* the EOS is the tokenizer's (``Renderer.get_eos_token_id``); the generation config's EOS ids other
+  than it are merged into ``stop_token_ids`` (``SamplingParams.update_from_generation_config``), so
+  stopping on one reports it as ``stop_reason``. The generation config is read as
+  ``try_get_generation_config`` does: ``generation_config.json``, else one built from ``config.json``;
+* the engine core can die (``LLM.kill_engine_core()``, or a SIGKILL of the ``EngineCore_DP0``
+  child, as a CUDA error or a tensor-parallel fault kills it): every later ``generate`` raises
+  ``vllm.v1.engine.exceptions.EngineDeadError`` while the ``LLM`` object stays (``core_client.py``);
 * stop checks in ``check_stop``'s order: EOS (``stop``, ``stop_reason=None``), a stop token
   (``stop``, ``stop_reason=id``), then the model length or ``max_tokens`` (``length``); the final
   stop/EOS token is in ``token_ids`` and not in ``text``;
@@ -26,28 +35,35 @@ What it "generates" comes from ``LLM.script(prompt_ids, params, index, rng)``, w
 ids, or ``(token ids, "abort" | "error")`` to end that sample with vLLM's abort/error finish after
 those tokens. The default writes ``5 + index`` words and then the first stop token, or EOS.
 ``FAKE_VLLM_LOG`` (a file) gets one JSON line per ``LLM`` created and per ``generate`` call;
-``FAKE_VLLM_FAIL=1`` makes ``LLM(...)`` raise.
+``FAKE_VLLM_FAIL=1`` makes ``LLM(...)`` raise. ``FAKE_VLLM_DELAY_S`` sleeps that long in every
+``generate`` call (a run that lasts long enough to be interrupted). ``FAKE_VLLM_LOW_MEMORY`` (a
+file holding a count N) makes the next N ``LLM(...)`` fail vLLM's start-up memory check
+(``v1/worker/utils.py::request_memory``, raised in-process as with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import multiprocessing
 import os
 import random
+import signal
+import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from vllm.exceptions import VLLMValidationError
+from vllm.v1.engine.exceptions import EngineDeadError
+
 __version__ = "0.33.0.fake"
 _SAMPLING_EPS = 1e-5
-
-
-class VLLMValidationError(ValueError):
-    """vllm.exceptions.VLLMValidationError (a ValueError)."""
+_MAX_TEMP = 1e-2
+__all__ = ["LLM", "SamplingParams", "TokensPrompt", "VLLMValidationError", "EngineDeadError"]
 
 
 def TokensPrompt(**kwargs: Any) -> dict[str, Any]:  # noqa: N802 - a TypedDict in the real package
@@ -55,24 +71,79 @@ def TokensPrompt(**kwargs: Any) -> dict[str, Any]:  # noqa: N802 - a TypedDict i
 
 
 class SamplingParams:
-    def __init__(self, n: int = 1, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, max_tokens: int | None = 16,
-                 seed: int | None = None, stop_token_ids: list[int] | None = None, skip_special_tokens: bool = True,
-                 spaces_between_special_tokens: bool = True, logprobs: int | None = None, detokenize: bool = True) -> None:
-        if n < 1:
-            raise VLLMValidationError(f"n must be at least 1, got {n}.")
-        if max_tokens is not None and max_tokens < 1:
-            raise VLLMValidationError(f"max_tokens must be at least 1, got {max_tokens}.")
-        if top_k < -1:
-            raise VLLMValidationError(f"top_k must be 0 (disable), or at least 1, got {top_k}.")
-        self.n, self.temperature, self.top_p, self.top_k = n, temperature, top_p, top_k
-        self.max_tokens, self.seed = max_tokens, (None if seed == -1 else seed)
-        self.stop_token_ids = list(dict.fromkeys(stop_token_ids or []))
+    def __init__(self, n: int = 1, presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+                 repetition_penalty: float = 1.0, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+                 min_p: float = 0.0, seed: int | None = None, stop_token_ids: list[int] | None = None,
+                 ignore_eos: bool = False, max_tokens: int | None = 16, min_tokens: int = 0,
+                 logprobs: int | None = None, detokenize: bool = True, skip_special_tokens: bool = True,
+                 spaces_between_special_tokens: bool = True) -> None:
+        self.n, self.presence_penalty, self.frequency_penalty = n, presence_penalty, frequency_penalty
+        self.repetition_penalty, self.temperature, self.top_p, self.top_k = repetition_penalty, temperature, top_p, top_k
+        self.min_p, self.seed, self.ignore_eos, self.max_tokens, self.min_tokens = min_p, seed, ignore_eos, max_tokens, min_tokens
+        self.stop_token_ids = stop_token_ids
         self.skip_special_tokens, self.spaces_between_special_tokens = skip_special_tokens, spaces_between_special_tokens
         self.logprobs, self.detokenize = logprobs, detokenize
-        if temperature < _SAMPLING_EPS:  # greedy
-            self.top_p, self.top_k = 1.0, 0
-            if n > 1:
-                raise VLLMValidationError(f"n must be 1 when using greedy sampling, got {n}.")
+        self._post_init()
+
+    def _post_init(self) -> None:  # SamplingParams.__post_init__
+        if 0 < self.temperature < _MAX_TEMP:
+            self.temperature = max(self.temperature, _MAX_TEMP)
+        if self.seed == -1:
+            self.seed = None
+        self.stop_token_ids = [] if self.stop_token_ids is None else list(dict.fromkeys(self.stop_token_ids))
+        if self.logprobs is True:
+            self.logprobs = 1
+        self._verify_args()
+        if self.temperature < _SAMPLING_EPS:  # greedy
+            self.top_p, self.top_k, self.min_p = 1.0, 0, 0.0
+            if self.n > 1:
+                raise VLLMValidationError(f"n must be 1 when using greedy sampling, got {self.n}.")
+
+    def _verify_args(self) -> None:  # SamplingParams._verify_args, the fields above, in its order
+        if not isinstance(self.n, int):
+            raise VLLMValidationError(f"n must be an int, but is of type {type(self.n)}")
+        if self.n < 1:
+            raise VLLMValidationError(f"n must be at least 1, got {self.n}.")
+        max_n = int(os.environ.get("VLLM_MAX_N_SEQUENCES", "16384"))
+        if self.n > max_n:
+            raise VLLMValidationError(f"n must be at most {max_n}, got {self.n}. To increase this limit, set the "
+                                      "VLLM_MAX_N_SEQUENCES environment variable.")
+        if not -2.0 <= self.presence_penalty <= 2.0:
+            raise VLLMValidationError(f"presence_penalty must be in [-2, 2], got {self.presence_penalty}.")
+        if not -2.0 <= self.frequency_penalty <= 2.0:
+            raise VLLMValidationError(f"frequency_penalty must be in [-2, 2], got {self.frequency_penalty}.")
+        if not math.isfinite(self.repetition_penalty):
+            raise VLLMValidationError(f"repetition_penalty must be a finite number, got {self.repetition_penalty}.")
+        if self.repetition_penalty <= 0.0:
+            raise VLLMValidationError(f"repetition_penalty must be greater than zero, got {self.repetition_penalty}.")
+        t = self.temperature
+        if not math.isfinite(t):
+            raise VLLMValidationError(f"temperature must be a finite number, got {t}.", parameter="temperature", value=t)
+        if t < 0.0:
+            raise VLLMValidationError(f"temperature must be non-negative, got {t}.", parameter="temperature", value=t)
+        if t > 2.0:
+            raise VLLMValidationError(f"temperature must be in [0, 2], got {t}.", parameter="temperature", value=t)
+        if not 0.0 < self.top_p <= 1.0:
+            raise VLLMValidationError(f"top_p must be in (0, 1], got {self.top_p}.", parameter="top_p", value=self.top_p)
+        if self.top_k < -1:
+            raise VLLMValidationError(f"top_k must be 0 (disable), or at least 1, got {self.top_k}.")
+        if not isinstance(self.top_k, int):
+            raise VLLMValidationError(f"top_k must be an integer, got {type(self.top_k).__name__}")
+        if not 0.0 <= self.min_p <= 1.0:
+            raise VLLMValidationError(f"min_p must be in [0, 1], got {self.min_p}.")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise VLLMValidationError(f"max_tokens must be at least 1, got {self.max_tokens}.", parameter="max_tokens",
+                                      value=self.max_tokens)
+        if self.min_tokens < 0:
+            raise VLLMValidationError(f"min_tokens must be greater than or equal to 0, got {self.min_tokens}.")
+        if self.max_tokens is not None and self.min_tokens > self.max_tokens:
+            raise VLLMValidationError(f"min_tokens must be less than or equal to max_tokens={self.max_tokens}, "
+                                      f"got {self.min_tokens}.")
+        if self.logprobs is not None and self.logprobs != -1 and self.logprobs < 0:
+            raise VLLMValidationError(f"logprobs must be non-negative or -1, got {self.logprobs}.", parameter="logprobs",
+                                      value=self.logprobs)
+        if not all(isinstance(st_id, int) for st_id in self.stop_token_ids or []):
+            raise VLLMValidationError(f"stop_token_ids must contain only integers, got {self.stop_token_ids}.")
 
 
 @dataclass
@@ -135,6 +206,41 @@ def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def _tokenizer_eos(model: str) -> int | None:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model).eos_token_id
+
+
+def _generation_config_fields(model: str) -> dict[str, Any]:
+    """ModelConfig.try_get_generation_config: the non-default fields of try_get_generation_config's config."""
+    from transformers import AutoConfig, GenerationConfig
+
+    try:
+        config = GenerationConfig.from_pretrained(model)
+    except OSError:  # Not found
+        try:
+            config = GenerationConfig.from_model_config(AutoConfig.from_pretrained(model))
+        except OSError:
+            return {}
+    return config.to_diff_dict()
+
+
+def _memory_check(utilization: float) -> None:
+    """request_memory's refusal while ``FAKE_VLLM_LOW_MEMORY``'s count is above 0 (decremented)."""
+    path = os.environ.get("FAKE_VLLM_LOW_MEMORY")
+    if not path or not Path(path).is_file():
+        return
+    left = int(Path(path).read_text() or 0)
+    if left <= 0:
+        return
+    Path(path).write_text(str(left - 1))
+    total, free = 80.0, 20.0
+    raise ValueError(f"Free memory on device cuda:0 ({free:.2f}/{total:.2f} GiB) on startup is less than desired GPU "
+                     f"memory utilization ({utilization}, {utilization * total:.2f} GiB). Decrease GPU memory "
+                     "utilization or reduce GPU memory used by other processes.")
+
+
 class LLM:
     instances: list[LLM] = []
     script = staticmethod(_default_script)
@@ -150,9 +256,11 @@ class LLM:
                              "'examples/offline_inference/data_parallel.py'.")
         if os.environ.get("FAKE_VLLM_FAIL") == "1":
             raise RuntimeError("CUDA out of memory (fake)")
+        _memory_check(gpu_memory_utilization)
         config = _read_json(Path(model) / "config.json")
-        LLM.eos_token_id = int(config.get("eos_token_id") or LLM.eos_token_id)
-        extra = _read_json(Path(model) / "generation_config.json").get("eos_token_id")
+        eos = _tokenizer_eos(model)  # Renderer.get_eos_token_id: the tokenizer's
+        LLM.eos_token_id = int(eos if eos is not None else LLM.eos_token_id)
+        extra = _generation_config_fields(model).get("eos_token_id")
         extra_ids = set(extra if isinstance(extra, list) else [extra] if extra is not None else [])
         self.extra_eos_ids = sorted(extra_ids - {LLM.eos_token_id})
         self.model_config = SimpleNamespace(max_model_len=int(max_model_len or config.get("max_position_embeddings", 2048)))
@@ -170,7 +278,21 @@ class LLM:
         LLM.instances.append(self)
         _log({"event": "init", "kwargs": {k: v for k, v in self.kwargs.items() if k != "model"}})
 
+    def kill_engine_core(self) -> None:
+        """Kill the engine-core process, as a CUDA error or an out-of-memory inside a step does."""
+        if self.engine_core.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.engine_core.pid, signal.SIGKILL)
+        self.engine_core.join(timeout=5)
+
     def generate(self, prompts: Any, sampling_params: Any = None, *, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
+        if not self.engine_core.is_alive():  # the client's monitor marked the engine dead: every call raises
+            raise EngineDeadError()
+        delay = float(os.environ.get("FAKE_VLLM_DELAY_S") or 0)
+        if delay:
+            time.sleep(delay)
+            if not self.engine_core.is_alive():  # died during the step
+                raise EngineDeadError()
         prompts = prompts if isinstance(prompts, list) else [prompts]
         params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
         if len(params) != len(prompts):
