@@ -64,7 +64,8 @@ def test_imported_runs_through_leaderboard_json(imported: Path, capsys: pytest.C
 def test_imported_runs_with_different_problem_sets(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     assert main(["leaderboard", str(imported / "base"), str(imported / "fewer"), "--json"]) == 2
-    assert "fewer has 7 problems, base 8 (0 only in fewer, 1 only in base: p7)" in capsys.readouterr().err
+    assert ("run 'fewer' has 7 problems, run 'base' has 8 (0 held only by run 'fewer', 1 only by run 'base': p7)"
+            in capsys.readouterr().err)
     assert main(["leaderboard", str(imported / "base"), str(imported / "fewer"), "--json", "--intersect"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["comparisons"][0]["n_problems"] == 7 and doc["comparisons"][0]["delta"] == 0
