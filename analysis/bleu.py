@@ -1,10 +1,11 @@
 """Symmetrised sentence BLEU of sibling paths, with each path's n-grams counted once.
 
 Why not ``BLEU.sentence_score`` per pair: it re-tokenises and re-counts both texts' n-grams
-for every pair and both directions (a sweep's 150,000 pairs spent most of BLEU's time there).
-Here each distinct text is tokenised and counted once (sacrebleu's own tokenizer and
-``extract_all_word_ngrams``), the clipped matches of a pair are counted once (they are the same
-in both directions: ``min(count_a, count_b)``), and the score comes from sacrebleu's own
+for every pair and both directions (a sweep's 150,000 pairs spent most of BLEU's time there),
+and its n-gram extraction builds every n-gram tuple in a Python loop. Here each text is
+tokenised once with sacrebleu's own tokenizer and its n-grams counted once per order in C
+(the same counts as ``extract_all_word_ngrams``), the clipped matches of a pair are counted
+once (they are the same in both directions: ``min(count_a, count_b)``), and the score comes from sacrebleu's own
 ``_compute_score_from_stats`` on exactly the statistics ``sentence_score`` would build, so every
 number equals ``sacrebleu.sentence_bleu`` to the last bit (``tests/test_analysis_bleu.py``).
 Scores are also cached on disk by the pair's text hashes (:mod:`analysis.result_cache`).
@@ -17,13 +18,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from sacrebleu.metrics import BLEU
-from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from analysis.result_cache import ResultCache, hash_key
 
 #: What a cached score depends on (this module's code and sacrebleu's version).
 SOURCES = ("analysis/bleu.py",)
 PACKAGES = ("sacrebleu",)
+#: Texts whose n-gram counts are held at once: counts take ~100 bytes per n-gram, so holding every
+#: path of a sweep would take gigabytes, while a pair's texts are always sibling paths, seen together.
+_MAX_COUNTED = 256
 
 
 @lru_cache(maxsize=1)
@@ -42,17 +45,19 @@ def symmetric_bleu(a: str, b: str) -> float | None:
 
 
 class _Counted:
-    """A text's n-gram counts, per-order totals and length, as sacrebleu computes them."""
+    """A text's n-gram counts per order, per-order totals and length, as sacrebleu computes them
+    (``extract_all_word_ngrams``: whitespace tokens of the tokenised text, orders 1..4), built
+    with ``Counter(zip(...))`` so the counting runs in C."""
 
-    __slots__ = ("key", "length", "ngrams", "totals")
+    __slots__ = ("by_order", "length", "totals")
 
-    def __init__(self, text: str, key: str) -> None:
+    def __init__(self, text: str) -> None:
         bleu = scorer()
-        ngrams, length = extract_all_word_ngrams(bleu._preprocess_segment(text), 1, bleu.max_ngram_order)
-        totals = [0] * bleu.max_ngram_order
-        for ngram, count in ngrams.items():
-            totals[len(ngram) - 1] += count
-        self.key, self.ngrams, self.length, self.totals = key, ngrams, length, totals
+        tokens = bleu._preprocess_segment(text).split()
+        self.length = len(tokens)
+        orders = range(1, bleu.max_ngram_order + 1)
+        self.by_order = [Counter(zip(*(tokens[i:] for i in range(n)), strict=False)) for n in orders]
+        self.totals = [max(0, self.length - n + 1) for n in range(1, bleu.max_ngram_order + 1)]
 
 
 def _score(hyp: _Counted, ref: _Counted, correct: list[int]) -> float:
@@ -60,12 +65,10 @@ def _score(hyp: _Counted, ref: _Counted, correct: list[int]) -> float:
 
 
 def _pair_bleu(a: _Counted, b: _Counted) -> float:
-    small, large = (a.ngrams, b.ngrams) if len(a.ngrams) <= len(b.ngrams) else (b.ngrams, a.ngrams)
-    correct = [0] * scorer().max_ngram_order
-    for ngram, count in small.items():
-        other = large.get(ngram)
-        if other:
-            correct[len(ngram) - 1] += min(count, other)
+    """Both directions from one count of the clipped matches (``min`` is symmetric)."""
+    correct = []
+    for ca, cb in zip(a.by_order, b.by_order, strict=True):
+        correct.append(sum(min(ca[g], cb[g]) for g in ca.keys() & cb.keys()))
     return (_score(a, b, correct) + _score(b, a, correct)) / 200.0
 
 
@@ -85,7 +88,9 @@ class PairBleu:
 
     def _counted(self, text: str) -> _Counted | None:
         if text not in self._texts:
-            self._texts[text] = _Counted(text, self._key(text)) if text.strip() else None
+            if len(self._texts) >= _MAX_COUNTED:  # pairs come block by block: recent texts are the ones reused
+                self._texts.clear()
+            self._texts[text] = _Counted(text) if text.strip() else None
         return self._texts[text]
 
     def score(self, a: str, b: str) -> float | None:
@@ -106,10 +111,15 @@ class PairBleu:
         """:meth:`score` of each pair, then the new scores written to the cache."""
         out = [self.score(a, b) for a, b in pairs]
         self.cache.flush()
-        self._texts.clear()  # the counts are big; the scores are kept
+        self._texts.clear()
+        self._keys.clear()
         return out
 
 
 def ngram_counts(text: str) -> Counter[tuple[str, ...]]:
-    """The n-gram counts sacrebleu extracts from ``text`` (for tests and inspection)."""
-    return Counter(_Counted(text, "").ngrams)
+    """All n-gram counts of ``text`` as one counter (what sacrebleu's ``extract_all_word_ngrams``
+    returns; for tests)."""
+    total: Counter[tuple[str, ...]] = Counter()
+    for counts in _Counted(text).by_order:
+        total.update(counts)
+    return total

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import sacrebleu
+from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from analysis import bleu as fast_bleu
 from analysis.conclusions import path_conclusion
@@ -51,15 +52,23 @@ def test_fast_bleu_equals_sacrebleu_exactly(tmp_path: Path) -> None:
     assert again.scores(pairs) == expected and len(again.cache) == len(ResultCache(tmp_path / "bleu"))
 
 
+def test_ngram_counts_equal_sacrebleu_s() -> None:
+    bleu = fast_bleu.scorer()
+    for text in _texts(2, 60):
+        if text.strip():
+            expected, _ = extract_all_word_ngrams(bleu._preprocess_segment(text), 1, 4)
+            assert fast_bleu.ngram_counts(text) == expected
+
+
 def test_ngrams_are_counted_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = fast_bleu.extract_all_word_ngrams
+    real = fast_bleu._Counted.__init__
 
-    def counting(line: str, *args: int) -> object:
-        calls.append(line)
-        return real(line, *args)
+    def counting(self: object, text: str) -> None:
+        calls.append(text)
+        real(self, text)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(fast_bleu, "extract_all_word_ngrams", counting)
+    monkeypatch.setattr(fast_bleu._Counted, "__init__", counting)
     texts = ["a b c d", "a b c e", "b c d e f", "z y"]
     pairs = [(a, b) for i, a in enumerate(texts) for b in texts[i + 1 :]]
     fast_bleu.PairBleu(ResultCache(None)).scores(pairs)
@@ -160,3 +169,19 @@ def test_assign_roles_cold_and_warm_give_the_same_table(tmp_path: Path, monkeypa
     warm = assign_roles(blocks)
     pd.testing.assert_frame_equal(cold, warm)
     assert {p.name.split("-")[0] for p in tmp_path.iterdir()} == {"conclusions", "verdicts"}
+
+
+def test_plain_integer_shortcut_agrees_with_math_verify() -> None:
+    from pr1_eval.grading.grade import _PLAIN_INTEGER
+
+    rng = random.Random(3)
+    numbers = ["0", "1", "-1", "10", "100", "12", "-12", "999999999999", "999999999998", "7", "70", "1000"]
+    numbers += [str(rng.randint(-10**6, 10**6)) for _ in range(20)]
+    pairs = [(a, b) for a in numbers[:12] for b in numbers[:12]] + [(rng.choice(numbers), rng.choice(numbers))
+                                                                     for _ in range(60)]
+    assert all(_PLAIN_INTEGER.fullmatch(n) for n in numbers)
+    for a, b in pairs:
+        verdict = verify_pair(a, b)
+        assert verdict.status == "ok" and verdict.correct == (a == b), (a, b)
+    for not_plain in ("012", "-0", "1,000", "1000000000000", "+5", "5.0", " 5"):
+        assert not _PLAIN_INTEGER.fullmatch(not_plain)

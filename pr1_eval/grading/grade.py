@@ -12,6 +12,7 @@ drop the sample from the scores.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, as_completed
@@ -249,6 +250,13 @@ def answer_classes_many(
     return [[None if k is None else class_of[g][k] for k in group] for g, group in enumerate(keys)]
 
 
+#: An integer written plainly (no sign on zero, no leading zero, no separators, at most 12 digits):
+#: two such strings are math-equal exactly when they are the same string, as math-verify parses
+#: each to a sympy ``Integer`` and compares Integers exactly (checked against math-verify in
+#: ``tests/test_analysis_fast_paths.py``), so these pairs skip the pool.
+_PLAIN_INTEGER = re.compile(r"-?[1-9][0-9]{0,11}|0")
+
+
 def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
                     known: VerdictStore | None) -> dict[tuple[str, str], bool]:
     """Whether each ``(gold, answer)`` is math-equal (a failed check: not equal); all the
@@ -256,6 +264,9 @@ def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
     out: dict[tuple[str, str], bool] = {}
     todo: list[tuple[str, str]] = []
     for pair in pairs:
+        if _PLAIN_INTEGER.fullmatch(pair[0]) and _PLAIN_INTEGER.fullmatch(pair[1]):
+            out[pair] = pair[0] == pair[1]  # math-verify compares two Integers exactly
+            continue
         cached = known.get(pair) if known is not None else None
         if cached is None:
             todo.append(pair)
