@@ -22,7 +22,7 @@ from sacrebleu.metrics import BLEU
 from analysis.result_cache import ResultCache, hash_key
 
 #: What a cached score depends on (this module's code and sacrebleu's version).
-SOURCES = ("analysis/bleu.py",)
+SOURCES = ("analysis.bleu",)
 PACKAGES = ("sacrebleu",)
 #: Texts whose n-gram counts are held at once: counts take ~100 bytes per n-gram, so holding every
 #: path of a sweep would take gigabytes, while a pair's texts are always sibling paths, seen together.

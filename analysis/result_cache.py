@@ -7,7 +7,7 @@ analyses never corrupt it; readers load every shard; many shards are merged into
 unreadable shard is skipped (its values are computed again).
 
 Why a *fingerprint* in the folder name: a cached value is only right for the code that computed
-it. Each cache names the source files (and library versions) its values depend on; their hash
+it. Each cache names the modules (and library versions) its values depend on; their hash
 picks the folder, so editing e.g. the answer-line reader starts a fresh cache instead of serving
 stale conclusions. Where: ``$PR1_ANALYSIS_CACHE``, else ``~/.cache/pr1-eval/analysis``;
 ``PR1_ANALYSIS_CACHE=off`` keeps values in memory only (one analysis).
@@ -16,6 +16,7 @@ stale conclusions. Where: ``$PR1_ANALYSIS_CACHE``, else ``~/.cache/pr1-eval/anal
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -28,7 +29,6 @@ from typing import Any
 CACHE_ENV = "PR1_ANALYSIS_CACHE"
 #: Merge the shards into one when a write leaves more than this many.
 MAX_SHARDS = 16
-_ROOT = Path(__file__).resolve().parents[1]
 
 
 def hash_key(*texts: str) -> str:
@@ -41,12 +41,16 @@ def hash_key(*texts: str) -> str:
     return digest.hexdigest()[:32]
 
 
-def fingerprint(sources: Iterable[str], packages: Iterable[str] = ()) -> str:
-    """A short hash of the named repository files' bytes and the named packages' versions."""
+def fingerprint(modules: Iterable[str], packages: Iterable[str] = ()) -> str:
+    """A short hash of the named modules' source bytes and the named packages' versions (found
+    by import, so it works the same in a checkout and in an installed wheel)."""
     digest = hashlib.sha256()
-    for rel in sources:
-        digest.update(rel.encode())
-        digest.update((_ROOT / rel).read_bytes())
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"result cache: module {name!r} not found (a cache names the modules its values depend on)")
+        digest.update(name.encode())
+        digest.update(Path(spec.origin).read_bytes())
     for name in packages:
         try:
             version = metadata.version(name)

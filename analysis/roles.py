@@ -70,7 +70,7 @@ class VerdictCache:
     """math-verify verdicts of gold-free ``(a, b)`` pairs on disk (:mod:`analysis.result_cache`),
     for the code and library versions that computed them."""
 
-    SOURCES = ("pr1_eval/grading/verify.py",)
+    SOURCES = ("pr1_eval.grading.verify",)
     PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
 
     def __init__(self, cache: ResultCache | None = None) -> None:
@@ -179,7 +179,7 @@ class ConclusionCache:
     """Path conclusions by the hash of the path text, on disk (:mod:`analysis.result_cache`),
     for the reader's current code (its module and the grader's answer-line reader)."""
 
-    SOURCES = ("analysis/conclusions.py", "pr1_eval/grading/answer_text.py")
+    SOURCES = ("analysis.conclusions", "pr1_eval.grading.answer_text")
 
     def __init__(self, cache: ResultCache | None = None) -> None:
         self.cache = cache if cache is not None else ResultCache.named("conclusions", self.SOURCES)

@@ -140,9 +140,9 @@ def test_conclusion_cache_returns_the_reader_s_conclusions(tmp_path: Path) -> No
 
 def test_cache_folder_follows_the_code_and_survives_bad_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    cache = ResultCache.named("x", ["analysis/roles.py"], ["sacrebleu"])
-    assert cache.directory == tmp_path / f"x-{fingerprint(['analysis/roles.py'], ['sacrebleu'])}"
-    assert fingerprint(["analysis/roles.py"]) != fingerprint(["analysis/bleu.py"])
+    cache = ResultCache.named("x", ["analysis.roles"], ["sacrebleu"])
+    assert cache.directory == tmp_path / f"x-{fingerprint(['analysis.roles'], ['sacrebleu'])}"
+    assert fingerprint(["analysis.roles"]) != fingerprint(["analysis.bleu"])
     cache.put("k", [1, "a"])
     cache.flush()
     assert cache.directory is not None
@@ -156,7 +156,7 @@ def test_cache_folder_follows_the_code_and_survives_bad_shards(tmp_path: Path, m
     assert len(shards) <= 17 and ResultCache(cache.directory).get("k19") == 19
     assert json.loads(max(shards, key=lambda p: p.stat().st_size).read_text())["keys"]
     monkeypatch.setenv(CACHE_ENV, "off")
-    assert ResultCache.named("x", ["analysis/roles.py"]).directory is None
+    assert ResultCache.named("x", ["analysis.roles"]).directory is None
     assert hash_key("a", "b") != hash_key("ab") and hash_key("a", "b") != hash_key("b", "a")
 
 
