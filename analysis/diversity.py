@@ -13,14 +13,14 @@ analysis, in length-sorted batches, and the vectors are cached on disk by the te
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sacrebleu.metrics import BLEU
 
+from analysis.bleu import PairBleu
+from analysis.bleu import symmetric_bleu as symmetric_bleu  # re-exported: the reference computation
 from analysis.embed_cache import DEFAULT_ALIASES, DEFAULT_EMBEDDING_MODEL, EmbeddingCache, default_cache_dir, text_key
 from pr1_eval.errors import Pr1EvalError
 
@@ -34,20 +34,6 @@ PAIR_COLUMN_DOCS: dict[str, str] = {
     "cosine": "Cosine similarity of the two paths' embeddings; null when either is empty or embeddings are off.",
 }
 PAIR_COLUMNS: tuple[str, ...] = tuple(PAIR_COLUMN_DOCS)
-
-
-@lru_cache(maxsize=1)
-def _bleu() -> BLEU:
-    """One scorer, reused: sacrebleu.sentence_bleu builds a new one per call (slow in a loop)."""
-    return BLEU(effective_order=True)
-
-
-def symmetric_bleu(a: str, b: str) -> float | None:
-    """Mean of BLEU(a | ref b) and BLEU(b | ref a), on a 0–1 scale; ``None`` if either is empty."""
-    if not a.strip() or not b.strip():
-        return None
-    bleu = _bleu()
-    return (bleu.sentence_score(a, [b]).score + bleu.sentence_score(b, [a]).score) / 200.0
 
 
 def load_embedding_model(name: str = DEFAULT_EMBEDDING_MODEL, device: str | None = None) -> Any:
@@ -118,17 +104,19 @@ class Embedder:
 def diversity(blocks: pd.DataFrame, embedder: Embedder | None) -> pd.DataFrame:
     """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when
     ``embedder`` is ``None``."""
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
     texts: list[tuple[str, str]] = []
     block: Any
     for block in blocks.itertuples(index=False):
         paths: list[str] = list(block.path_texts)
+        head = tuple(getattr(block, k) for k in _KEYS)
         for i in range(len(paths)):
             for j in range(i + 1, len(paths)):
-                rows.append({**{k: getattr(block, k) for k in _KEYS}, "path_i": i, "path_j": j,
-                             "bleu": symmetric_bleu(paths[i], paths[j]), "cosine": None})
+                rows.append((*head, i, j))
                 texts.append((paths[i], paths[j]))
-    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
+    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS[:-2]))
+    pairs["bleu"] = pd.Series(PairBleu().scores(texts), index=pairs.index, dtype=object)
+    pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
     if embedder is not None and rows:
         pairs["cosine"] = pair_cosines(texts, embedder)
     return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})

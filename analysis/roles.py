@@ -25,8 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.conclusions import path_conclusion
-from pr1_eval.grading import answer_classes
+from analysis.conclusions import Conclusion, path_conclusion
+from analysis.result_cache import ResultCache, hash_key
+from pr1_eval.grading.grade import answer_classes_many
 
 ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
 ROLE_COLUMN_DOCS: dict[str, str] = {
@@ -51,11 +52,39 @@ _KEYS = ["run", "task", "problem_id", "sample_idx", "model_family", "step", "dec
 def equivalence_classes(answers: Sequence[str | None]) -> list[int | None]:
     """Classes as :func:`pr1_eval.grading.answer_classes` numbers them, without starting its
     worker pool when there is nothing to compare (the common case: no or identical answers)."""
-    keys = [a.strip() if isinstance(a, str) and a.strip() else None for a in answers]
-    distinct = list(dict.fromkeys(k for k in keys if k is not None))
-    if len(distinct) <= 1:
-        return [None if k is None else 0 for k in keys]
-    return answer_classes(keys)
+    return equivalence_classes_many([answers])[0]
+
+
+def equivalence_classes_many(groups: Sequence[Sequence[str | None]],
+                             verdicts: VerdictCache | None = None) -> list[list[int | None]]:
+    """:func:`equivalence_classes` of every group, all groups' checks submitted together and
+    each distinct pair checked once (:func:`pr1_eval.grading.grade.answer_classes_many`), its
+    verdicts remembered in ``verdicts`` (default: the on-disk :class:`VerdictCache`)."""
+    store = VerdictCache() if verdicts is None else verdicts
+    classes = answer_classes_many(groups, known=store)
+    store.flush()
+    return classes
+
+
+class VerdictCache:
+    """math-verify verdicts of gold-free ``(a, b)`` pairs on disk (:mod:`analysis.result_cache`),
+    for the code and library versions that computed them."""
+
+    SOURCES = ("pr1_eval.grading.verify",)
+    PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
+
+    def __init__(self, cache: ResultCache | None = None) -> None:
+        self.cache = cache if cache is not None else ResultCache.named("verdicts", self.SOURCES, self.PACKAGES)
+
+    def get(self, key: tuple[str, str], /) -> bool | None:
+        value = self.cache.get(hash_key(*key))
+        return None if value is None else bool(value)
+
+    def __setitem__(self, key: tuple[str, str], value: bool, /) -> None:
+        self.cache.put(hash_key(*key), bool(value))
+
+    def flush(self) -> None:
+        self.cache.flush()
 
 
 def block_role(classes: Sequence[int | None]) -> str:
@@ -69,11 +98,11 @@ def block_role(classes: Sequence[int | None]) -> str:
 def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
     """``blocks`` (with ``path_texts``) with the :data:`ROLE_COLUMN_DOCS` columns added."""
     out = blocks.copy()
-    conclusions = [[path_conclusion(t) for t in texts] for texts in out["path_texts"]]
+    conclusions = path_conclusions([list(texts) for texts in out["path_texts"]])
     out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index, dtype=object)
     out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
                                                dtype=object)
-    classes = [equivalence_classes(list(answers)) for answers in out["path_conclusions"]]
+    classes = equivalence_classes_many([list(answers) for answers in out["path_conclusions"]])
     out["path_answer_classes"] = pd.Series(classes, index=out.index, dtype=object)
     out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
     out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
@@ -108,19 +137,27 @@ def summary_consistency(samples: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataF
     for block in blocks.itertuples(index=False):
         key = (block.run, block.task, block.problem_id, block.sample_idx)
         answers_by_response.setdefault(key, []).extend(block.path_conclusions)
-    rows = []
+    heads, groups = [], []
     sample: Any
     for sample in samples.itertuples(index=False):
         key = (sample.run, sample.task, sample.problem_id, sample.sample_idx)
         if key in answers_by_response:
             final = sample.extracted_answer if isinstance(sample.extracted_answer, str) else None
-            rows.append({**{k: getattr(sample, k) for k in _KEYS}, **response_consistency(answers_by_response[key], final)})
+            heads.append(({k: getattr(sample, k) for k in _KEYS}, final))
+            groups.append([*answers_by_response[key], final])
+    classes = equivalence_classes_many(groups)
+    rows = [{**head, **_consistency(group[:-1], final, cls)}
+            for (head, final), group, cls in zip(heads, groups, classes, strict=True)]
     return pd.DataFrame(rows, columns=columns)
 
 
 def response_consistency(path_answers: Sequence[str | None], final: str | None) -> dict[str, Any]:
     """Majority of the path answers and whether ``final`` equals it (math-equivalence)."""
-    classes = equivalence_classes([*path_answers, final])
+    return _consistency(path_answers, final, equivalence_classes([*path_answers, final]))
+
+
+def _consistency(path_answers: Sequence[str | None], final: str | None, classes: Sequence[int | None]) -> dict[str, Any]:
+    """:func:`response_consistency` given the classes of ``[*path_answers, final]``."""
     path_classes, final_class = classes[:-1], classes[-1]
     counts = Counter(c for c in path_classes if c is not None).most_common()
     n_answering = sum(c for _, c in counts)
@@ -136,3 +173,38 @@ def response_consistency(path_answers: Sequence[str | None], final: str | None) 
     consistent = None if reason else bool(final_class == majority)
     return {"final_answer": final, "majority_answer": None if majority is None else majority_answer,
             "n_answering_paths": n_answering, "consistent": consistent, "reason": reason}
+
+
+class ConclusionCache:
+    """Path conclusions by the hash of the path text, on disk (:mod:`analysis.result_cache`),
+    for the reader's current code (its module and the grader's answer-line reader)."""
+
+    SOURCES = ("analysis.conclusions", "pr1_eval.grading.answer_text")
+
+    def __init__(self, cache: ResultCache | None = None) -> None:
+        self.cache = cache if cache is not None else ResultCache.named("conclusions", self.SOURCES)
+
+    def conclude(self, texts: Sequence[str]) -> list[Conclusion]:
+        """:func:`path_conclusion` of each text; each distinct text read once, ever."""
+        found: dict[str, Conclusion] = {}
+        for text in texts:
+            if text in found:
+                continue
+            plain = text if isinstance(text, str) else ("" if text is None else str(text))
+            key = hash_key(plain)
+            cached = self.cache.get(key)
+            if cached is None:
+                conclusion = path_conclusion(plain)
+                self.cache.put(key, [conclusion.text, conclusion.source])
+            else:
+                conclusion = Conclusion(cached[0], cached[1])
+            found[text] = conclusion
+        self.cache.flush()
+        return [found[t] for t in texts]
+
+
+def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None) -> list[list[Conclusion]]:
+    """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk)."""
+    flat = [t for texts in blocks for t in texts]
+    done = iter((cache or ConclusionCache()).conclude(flat))
+    return [[next(done) for _ in texts] for texts in blocks]

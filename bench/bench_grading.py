@@ -108,6 +108,10 @@ def main() -> None:
 
     pairs = build(args.n, args.seed)
     keys = {p.key for p, v in (_prepare(r, g) for r, g in pairs) if v is None}
+    started = time.process_time()
+    for response, gold in pairs:  # the parent-side share: extraction + paper checker, no math-verify
+        _prepare(response, gold)
+    parent_cpu = time.process_time() - started
     print(
         f"{len(pairs)} responses, {len(keys)} distinct (gold, answer) checks for math-verify; "
         f"{os.cpu_count()} CPUs; load average before {_load()}",
@@ -136,6 +140,15 @@ def main() -> None:
     print(
         f"CPU seconds: sequential {seq_cpu:.1f}; warm pool workers {' + '.join(f'{c:.1f}' for c in worker_cpu)}; "
         f"idle-machine speedup bound from CPU time {seq_cpu / max(worker_cpu):.2f}x"
+    )
+    checks_cpu = max(seq_cpu - parent_cpu, 1e-9)
+    cores = min(os.cpu_count() or 1, args.workers)
+    bound = seq_cpu / max(seq_cpu / cores, parent_cpu, checks_cpu / args.workers)
+    print(
+        f"what bounds the pool: of the sequential {seq_cpu:.1f} s of CPU, {parent_cpu:.1f} s is parent-side "
+        f"(extraction, paper checker: it stays in this process) and {checks_cpu:.1f} s math-verify; on {cores} cores "
+        f"the best a pool can do is {bound:.2f}x (parent and workers share the cores; IPC and the dispatcher add "
+        f"{max(0.0, sum(worker_cpu) - checks_cpu):.1f} s of worker CPU on top)"
     )
     print(f"verdict mismatches between modes: {mismatches}; statuses: {statuses}")
     print(

@@ -12,6 +12,7 @@ drop the sample from the scores.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, as_completed
@@ -203,19 +204,79 @@ def answer_classes(answers: Sequence[str | None], timeout_s: float = DEFAULT_TIM
     parallel. A check that times out or fails counts as "not equal", so the worst a hard
     input can do is split a class, never merge two.
     """
-    keys = [a.strip() if isinstance(a, str) and a.strip() else None for a in answers]
-    unplaced = list(dict.fromkeys(k for k in keys if k is not None))
-    class_of: dict[str, int] = {}
-    n_classes = 0
-    while unplaced:
-        head, rest = unplaced[0], unplaced[1:]
-        class_of[head] = n_classes
-        verdicts = _wait(shared_pool().submit_many([(head, other) for other in rest], timeout_s), False)
-        unplaced = []
-        for other, verdict in zip(rest, verdicts, strict=True):
-            if verdict.status == "ok" and verdict.correct:
-                class_of[other] = n_classes
-            else:
-                unplaced.append(other)
-        n_classes += 1
-    return [None if k is None else class_of[k] for k in keys]
+    return answer_classes_many([answers], timeout_s)[0]
+
+
+class VerdictStore(Protocol):
+    """Known ``(gold, answer) -> equal`` verdicts (e.g. an on-disk cache) for :func:`answer_classes_many`."""
+
+    def get(self, key: tuple[str, str], /) -> bool | None: ...
+
+    def __setitem__(self, key: tuple[str, str], value: bool, /) -> None: ...
+
+
+def answer_classes_many(
+    groups: Sequence[Sequence[str | None]], timeout_s: float = DEFAULT_TIMEOUT_S, known: VerdictStore | None = None
+) -> list[list[int | None]]:
+    """:func:`answer_classes` of each group, with the same classes, in far fewer round trips.
+
+    Why: grouping blocks one by one waits on the pool once per round of every group (the
+    analysis of a sweep spent most of its time waiting). Here every group's round ``r`` is
+    submitted at once and collected together, and a ``(head, other)`` pair that recurs in many
+    groups (conclusions are gold-free, so ``"12"`` vs ``"13"`` recurs everywhere) is checked
+    once. Each group still makes exactly the comparisons :func:`answer_classes` would, in the
+    same order, so its classes are identical. ``known`` supplies verdicts already computed and
+    receives the new ones (only successful checks: a timeout is not remembered).
+    """
+    keys = [[a.strip() if isinstance(a, str) and a.strip() else None for a in group] for group in groups]
+    unplaced = [list(dict.fromkeys(k for k in group if k is not None)) for group in keys]
+    class_of: list[dict[str, int]] = [{} for _ in groups]
+    n_classes = [0] * len(groups)
+    active = [g for g, rest in enumerate(unplaced) if rest]
+    while active:
+        wanted = list(dict.fromkeys((unplaced[g][0], other) for g in active for other in unplaced[g][1:]))
+        equal = _equal_verdicts(wanted, timeout_s, known)
+        for g in active:
+            head, rest = unplaced[g][0], unplaced[g][1:]
+            class_of[g][head] = n_classes[g]
+            unplaced[g] = []
+            for other in rest:
+                if equal[(head, other)]:
+                    class_of[g][other] = n_classes[g]
+                else:
+                    unplaced[g].append(other)
+            n_classes[g] += 1
+        active = [g for g in active if unplaced[g]]
+    return [[None if k is None else class_of[g][k] for k in group] for g, group in enumerate(keys)]
+
+
+#: An integer written plainly (no sign on zero, no leading zero, no separators, at most 12 digits):
+#: two such strings are math-equal exactly when they are the same string, as math-verify parses
+#: each to a sympy ``Integer`` and compares Integers exactly (checked against math-verify in
+#: ``tests/test_analysis_fast_paths.py``), so these pairs skip the pool.
+_PLAIN_INTEGER = re.compile(r"-?[1-9][0-9]{0,11}|0")
+
+
+def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
+                    known: VerdictStore | None) -> dict[tuple[str, str], bool]:
+    """Whether each ``(gold, answer)`` is math-equal (a failed check: not equal); all the
+    unknown ones submitted to the shared pool at once."""
+    out: dict[tuple[str, str], bool] = {}
+    todo: list[tuple[str, str]] = []
+    for pair in pairs:
+        if _PLAIN_INTEGER.fullmatch(pair[0]) and _PLAIN_INTEGER.fullmatch(pair[1]):
+            out[pair] = pair[0] == pair[1]  # math-verify compares two Integers exactly
+            continue
+        cached = known.get(pair) if known is not None else None
+        if cached is None:
+            todo.append(pair)
+        else:
+            out[pair] = bool(cached)
+    if todo:
+        verdicts = _wait(shared_pool().submit_many(todo, timeout_s), False)
+        for pair, verdict in zip(todo, verdicts, strict=True):
+            ok = verdict.status == "ok"
+            out[pair] = bool(ok and verdict.correct)
+            if ok and known is not None:
+                known[pair] = out[pair]
+    return out

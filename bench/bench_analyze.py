@@ -1,0 +1,118 @@
+"""Benchmark: ``pr1-eval analyze --no-embeddings`` on a training sweep, against the floor.
+
+Builds a synthetic sweep (``--runs`` checkpoints × ``--problems`` problems × ``--k`` samples;
+default 12 × 500 × 16 = 96,000 responses, the traces of :mod:`bench_dashboard`), then, in one
+invocation so the ratios share the machine's load:
+
+1. ``floor`` — read every stored response with pyarrow and count its ``<Parallel>`` blocks in
+   Python (in this process): the least any analysis of the responses must do;
+2. ``cold`` — ``pr1-eval analyze RUNS --no-embeddings --json`` in a child process with empty
+   loader and analysis caches (a first run);
+3. ``warm`` — the same command again (every cache filled by the cold run).
+
+Each child's wall time and peak RSS (``os.wait4``, as ``/usr/bin/time`` reports it) are printed
+with the ratio to the floor; the cold and warm ``--json`` documents must be identical (the caches
+change no number), else the bench fails. ``--small`` is the size ``.ci/run`` executes.
+
+    .venv/bin/python bench/bench_analyze.py [--runs 12] [--problems 500] [--k 16] [--dir DIR] [--small]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_dashboard import build, floor_seconds  # noqa: E402
+
+
+def run_analyze(root: Path, env: dict[str, str]) -> dict[str, Any]:
+    """One ``analyze --no-embeddings --json`` child: wall seconds, peak RSS (MB), its document."""
+    code = "import sys; from pr1_eval.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-c", code, "analyze", str(root), "--no-embeddings", "--json", "--out", out]
+        with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+            started = time.perf_counter()
+            child = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr)
+            _, status, usage = os.wait4(child.pid, 0)
+            seconds = time.perf_counter() - started
+            child.returncode = os.waitstatus_to_exitcode(status)
+            stdout.seek(0)
+            stderr.seek(0)
+            text, errors = stdout.read().decode(), stderr.read().decode()
+    if child.returncode != 0:
+        raise SystemExit(f"bench_analyze: analyze exited {child.returncode}:\n{errors[-3000:]}")
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
+            "document": json.loads(text)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=12)
+    parser.add_argument("--problems", type=int, default=500)
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--dir", default="/tmp/pr1-bench-analyze", help="where the sweep lives (reused)")
+    parser.add_argument("--small", action="store_true", help="2 × 10 × 4, in a temporary folder (CI)")
+    args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix="pr1-bench-analyze-") if args.small else None
+    root = Path(scratch or args.dir)
+    if args.small:
+        args.runs, args.problems, args.k = 2, 10, 4
+    try:
+        started = time.perf_counter()
+        runs = build(root / "sweep", args.runs, args.problems, args.k)
+        print(f"sweep: {args.runs} × {args.problems} × {args.k} ready ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr)
+        caches = root / "caches"
+        shutil.rmtree(caches, ignore_errors=True)
+        env = {**os.environ, "PR1_LOADER_CACHE": str(caches / "loader"), "PR1_ANALYSIS_CACHE": str(caches / "analysis"),
+               "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(HERE.parent)}
+        cpu = time.process_time()
+        floor, n_responses, n_blocks = floor_seconds(runs)
+        floor_cpu = time.process_time() - cpu
+        cold = run_analyze(root / "sweep", env)
+        warm = run_analyze(root / "sweep", env)
+        floor_again, _, _ = floor_seconds(runs)
+        report(floor, floor_again, floor_cpu, n_responses, n_blocks, cold, warm)
+        if cold["document"] != warm["document"]:
+            raise SystemExit("bench_analyze: the warm run's numbers differ from the cold run's")
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def report(floor: float, floor_again: float, floor_cpu: float, n_responses: int, n_blocks: int,
+           cold: dict[str, Any], warm: dict[str, Any]) -> None:
+    """The table: seconds, × floor, peak memory; CPU seconds too (the child's and its grading
+    workers'), the steadier figure on a shared machine."""
+    base = min(floor, floor_again)
+    print(f"\n{n_responses} responses, {n_blocks} blocks; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs; floor measured before and after the analyses: {floor:.2f} s, {floor_again:.2f} s")
+    print(f"{'what':<44}{'wall s':>9}{'× floor':>9}{'CPU s':>9}{'× floor CPU':>12}{'peak MB':>9}")
+    print(f"{'floor: pyarrow read + count blocks':<44}{base:>9.2f}{1:>9.1f}{floor_cpu:>9.2f}{1:>12.1f}{'':>9}")
+    for name, r in (("analyze --no-embeddings, cold caches", cold), ("analyze --no-embeddings, warm caches", warm)):
+        print(f"{name:<44}{r['seconds']:>9.2f}{r['seconds'] / base:>9.1f}{r['cpu_seconds']:>9.2f}"
+              f"{r['cpu_seconds'] / floor_cpu:>12.1f}{r['peak_mb']:>9.0f}")
+    print("cold and warm documents identical:", cold["document"] == warm["document"])
+    print(json.dumps({"responses": n_responses, "floor_s": round(base, 3), "cold_s": round(cold["seconds"], 2),
+                      "warm_s": round(warm["seconds"], 2), "cold_x_floor": round(cold["seconds"] / base, 1),
+                      "warm_x_floor": round(warm["seconds"] / base, 1),
+                      "cold_cpu_s": round(cold["cpu_seconds"], 2), "warm_cpu_s": round(warm["cpu_seconds"], 2),
+                      "floor_cpu_s": round(floor_cpu, 3), "cold_peak_mb": round(cold["peak_mb"]),
+                      "warm_peak_mb": round(warm["peak_mb"])}))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

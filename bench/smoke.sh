@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Bench smoke: run every CPU bench of bench/ at a small size, so a bench that no longer runs fails CI
+# (.ci/run calls this before the tests). Sizes are the smallest that still exercise each bench's
+# whole path (baseline, candidate, ratio); the figures printed at these sizes mean nothing.
+#
+# The benches are LISTED here on purpose, not globbed: new GPU-only scripts land in bench/ (they
+# need CUDA and cannot run on a CPU CI machine), so a new CPU bench must be added to CPU_BENCHES
+# and a new GPU one to GPU_ONLY with its reason. A script in bench/ named in neither list fails
+# this step, so nothing is left out silently.
+#
+# Usage: bench/smoke.sh   (from the repository root, in the project's environment)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# name|arguments (small size). Run in two lanes at once (the CI machine has two cores and most
+# benches wait on child processes or model loads part of the time); the lanes are balanced by
+# their measured times: the first five entries form lane 1, the rest lane 2.
+LANE1=5
+CPU_BENCHES=(
+    "bench_kill_resume.py|--kills 1 --cut-parts 1 --limit 1 -k 1 --max-new-tokens 4"
+    "bench_dashboard.py|--small"
+    "bench_grading.py|--n 24 --workers 2"
+    "bench_mask.py|--length 300 --prompt 20 --blocks 2 --paths 2 --repeat 1"
+    "bench_hf_batching.py|--problems 2 -k 1 --max-new-tokens 4"
+    "bench_ray.py|--problems 2 -k 1 --max-new-tokens 4 --sim-problems 64 --replicas 8 --repeats 1"
+    "bench_diversity.py|--blocks 16 --naive-sample 4 --batch-size 16"
+    "bench_analyze.py|--small"
+    "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
+)
+# name|why it is skipped
+GPU_ONLY=(
+    "bench_vllm.py|needs CUDA and vllm (run it on a GPU machine)"
+    "gpu_check.sh|GPU check: needs CUDA"
+    "gpu_hf_check.py|GPU check: needs CUDA"
+    "gpu_*|GPU scripts (gpu_*): need CUDA"
+    "vllm_carry.py|vLLM on a GPU machine"
+    "smoke.sh|this script"
+)
+
+listed() {  # whether bench/$1 is named in either list (patterns allowed in GPU_ONLY)
+    local entry
+    for entry in "${CPU_BENCHES[@]}" "${GPU_ONLY[@]}"; do
+        # shellcheck disable=SC2053
+        [[ "$1" == ${entry%%|*} ]] && return 0
+    done
+    return 1
+}
+
+status=0
+for path in bench/*; do
+    name="$(basename "$path")"
+    [ -f "$path" ] || continue
+    if ! listed "$name"; then
+        echo "bench smoke: bench/$name is in neither CPU_BENCHES nor GPU_ONLY of bench/smoke.sh; add it" >&2
+        status=1
+    fi
+done
+for entry in "${GPU_ONLY[@]}"; do
+    echo "bench smoke: skip ${entry%%|*}: ${entry#*|}"
+done
+
+run_bench() {  # run one "name|args" entry; print its line; non-zero exit when it failed
+    local name="${1%%|*}" args="${1#*|}" start log code
+    start=$(date +%s.%N)
+    log="$(mktemp)"
+    # shellcheck disable=SC2086
+    if timeout 300 python "bench/$name" $args >"$log" 2>&1; then
+        printf 'bench smoke: ok   %-22s %6.1f s\n' "$name" "$(awk "BEGIN{print $(date +%s.%N) - $start}")"
+        rm -f "$log"
+        return 0
+    fi
+    code=$?
+    printf 'bench smoke: FAIL %-22s exit %s; its last lines:\n%s\n' "$name" "$code" "$(tail -n 20 "$log")" >&2
+    rm -f "$log"
+    return 1
+}
+
+run_lane() {  # run entries $@ one after another; exit status 1 if any failed
+    local failed=0 entry
+    for entry in "$@"; do run_bench "$entry" || failed=1; done
+    return "$failed"
+}
+
+total_start=$(date +%s.%N)
+run_lane "${CPU_BENCHES[@]:0:LANE1}" & lane1=$!
+run_lane "${CPU_BENCHES[@]:LANE1}" & lane2=$!
+wait "$lane1" || status=1
+wait "$lane2" || status=1
+printf 'bench smoke: %d CPU benches in %.1f s, two lanes (load average %s)\n' "${#CPU_BENCHES[@]}" \
+    "$(awk "BEGIN{print $(date +%s.%N) - $total_start}")" "$(cut -d' ' -f1 /proc/loadavg)"
+exit "$status"

@@ -1,0 +1,187 @@
+"""The analysis's fast paths give today's exact numbers: BLEU with n-grams counted once equals
+``sacrebleu.sentence_bleu`` bit for bit; batched equivalence classes equal the one-group-at-a-time
+greedy classes computed with math-verify directly; the on-disk caches return what was computed."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sacrebleu
+from sacrebleu.metrics.helpers import extract_all_word_ngrams
+
+from analysis import bleu as fast_bleu
+from analysis.conclusions import path_conclusion
+from analysis.result_cache import CACHE_ENV, ResultCache, fingerprint, hash_key
+from analysis.roles import ConclusionCache, VerdictCache, assign_roles, equivalence_classes_many, path_conclusions
+from pr1_eval.grading.grade import answer_classes_many
+from pr1_eval.grading.verify import verify_pair
+
+_WORDS = ["the", "sum", "is", "12", "so", "x", "=", "3", ".", "we", "get", "$\\frac{1}{2}$", "∑", "数学", "é", "🙂",
+          "check:", "again", "(a+b)", "2^{10}", "-", "1,000", "0.5"]
+
+
+def _texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = ["", "   ", "a", "a .", "12", "数学 数学 数学", "🙂", "x\n\ny = 3.\n", "the the the the the"]
+    for _ in range(n):
+        length = rng.choice([1, 2, 3, 5, 10, 40, 120])
+        texts.append(" ".join(rng.choice(_WORDS) for _ in range(length)) + rng.choice(["", ".", " .", "\n"]))
+    return texts
+
+
+def _reference_bleu(a: str, b: str) -> float | None:
+    """The previous computation: two independent sacrebleu.sentence_bleu calls."""
+    if not a.strip() or not b.strip():
+        return None
+    return (sacrebleu.sentence_bleu(a, [b]).score + sacrebleu.sentence_bleu(b, [a]).score) / 200.0
+
+
+def test_fast_bleu_equals_sacrebleu_exactly(tmp_path: Path) -> None:
+    texts = _texts(0, 120)
+    rng = random.Random(1)
+    pairs = [(a, b) for a in texts[:12] for b in texts[:12]] + [(rng.choice(texts), rng.choice(texts)) for _ in range(400)]
+    expected = [_reference_bleu(a, b) for a, b in pairs]
+    assert any(e is None for e in expected) and any(e and 0 < e < 1 for e in expected)
+    cache = ResultCache(tmp_path / "bleu")
+    assert fast_bleu.PairBleu(cache).scores(pairs) == expected  # ==: identical floats, not approx
+    again = fast_bleu.PairBleu(ResultCache(tmp_path / "bleu"))  # from disk only
+    assert again.scores(pairs) == expected and len(again.cache) == len(ResultCache(tmp_path / "bleu"))
+
+
+def test_ngram_counts_equal_sacrebleu_s() -> None:
+    bleu = fast_bleu.scorer()
+    for text in _texts(2, 60):
+        if text.strip():
+            expected, _ = extract_all_word_ngrams(bleu._preprocess_segment(text), 1, 4)
+            assert fast_bleu.ngram_counts(text) == expected
+
+
+def test_ngrams_are_counted_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = fast_bleu._Counted.__init__
+
+    def counting(self: object, text: str) -> None:
+        calls.append(text)
+        real(self, text)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fast_bleu._Counted, "__init__", counting)
+    texts = ["a b c d", "a b c e", "b c d e f", "z y"]
+    pairs = [(a, b) for i, a in enumerate(texts) for b in texts[i + 1 :]]
+    fast_bleu.PairBleu(ResultCache(None)).scores(pairs)
+    assert len(calls) == len(texts)  # sentence_score would count 2 per pair direction: 24
+
+
+def _reference_classes(answers: list[str | None]) -> list[int | None]:
+    """The greedy rounds of the old answer_classes, one check at a time, math-verify in process."""
+    keys = [a.strip() if isinstance(a, str) and a.strip() else None for a in answers]
+    unplaced = list(dict.fromkeys(k for k in keys if k is not None))
+    class_of: dict[str, int] = {}
+    n = 0
+    while unplaced:
+        head, rest = unplaced[0], unplaced[1:]
+        class_of[head] = n
+        unplaced = []
+        for other in rest:
+            verdict = verify_pair(head, other)
+            if verdict.status == "ok" and verdict.correct:
+                class_of[other] = n
+            else:
+                unplaced.append(other)
+        n += 1
+    return [None if k is None else class_of[k] for k in keys]
+
+
+GROUPS = [["1/2", "0.5", "\\frac{1}{2}", "3"], ["3", "0.5", "1/2"], [None, " 7 ", "7", None], [], [None],
+          ["x", "2x", "x", "4/2", "2", "2.0"], ["12", "13", "12", "\\boxed{13}", "14"], ["(1, 2)", "(2, 1)", "1,2"],
+          ["10%", "0.1", "10"], ["3", "3", "3"], ["π", "\\pi", "3.14159"]]
+
+
+def test_batched_classes_equal_the_one_by_one_greedy_classes(tmp_path: Path) -> None:
+    expected = [_reference_classes(g) for g in GROUPS]
+    known: dict[tuple[str, str], bool] = {}
+    assert answer_classes_many(GROUPS, known=known) == expected
+    assert known  # the checks made were remembered
+    assert answer_classes_many(GROUPS, known=known) == expected  # all from the store now
+    store = VerdictCache(ResultCache(tmp_path / "verdicts"))
+    assert equivalence_classes_many(GROUPS, store) == expected
+    assert equivalence_classes_many(GROUPS, VerdictCache(ResultCache(tmp_path / "verdicts"))) == expected
+
+
+def test_each_distinct_pair_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pr1_eval.grading import grade
+
+    asked: list[tuple[str, str]] = []
+    real = grade._equal_verdicts
+
+    def spy(pairs: list[tuple[str, str]], timeout_s: float, known: object) -> dict[tuple[str, str], bool]:
+        asked.extend(pairs)
+        return real(pairs, timeout_s, None)
+
+    monkeypatch.setattr(grade, "_equal_verdicts", spy)
+    groups = [["12", "13"]] * 50 + [["13", "12"]] * 50 + [["12", "12"]] * 10
+    assert answer_classes_many(groups) == [[0, 1]] * 100 + [[0, 0]] * 10
+    assert sorted(asked) == [("12", "13"), ("13", "12")]  # one round, two distinct pairs, for 100 groups
+
+
+def test_conclusion_cache_returns_the_reader_s_conclusions(tmp_path: Path) -> None:
+    texts = ["so 5 * 15 = 75 berries.", "Final Answer: 12", "", "no value here", "\\boxed{3}", "数学 = 7", "x"] * 3
+    expected = [path_conclusion(t) for t in texts]
+    assert ConclusionCache(ResultCache(tmp_path / "c")).conclude(texts) == expected
+    cache = ResultCache(tmp_path / "c")
+    assert len(cache) == len(set(texts))
+    assert ConclusionCache(cache).conclude(texts) == expected
+    assert path_conclusions([texts[:2], [], texts[2:5]], ConclusionCache(ResultCache(None))) == [
+        expected[:2], [], expected[2:5]]
+
+
+def test_cache_folder_follows_the_code_and_survives_bad_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    cache = ResultCache.named("x", ["analysis.roles"], ["sacrebleu"])
+    assert cache.directory == tmp_path / f"x-{fingerprint(['analysis.roles'], ['sacrebleu'])}"
+    assert fingerprint(["analysis.roles"]) != fingerprint(["analysis.bleu"])
+    cache.put("k", [1, "a"])
+    cache.flush()
+    assert cache.directory is not None
+    (cache.directory / "shard-bad.json").write_text("{not json")
+    assert ResultCache(cache.directory).get("k") == [1, "a"]
+    for i in range(20):  # many shards are merged into one
+        more = ResultCache(cache.directory)
+        more.put(f"k{i}", i)
+        more.flush()
+    shards = list(cache.directory.glob("shard-*.json"))
+    assert len(shards) <= 17 and ResultCache(cache.directory).get("k19") == 19
+    assert json.loads(max(shards, key=lambda p: p.stat().st_size).read_text())["keys"]
+    monkeypatch.setenv(CACHE_ENV, "off")
+    assert ResultCache.named("x", ["analysis.roles"]).directory is None
+    assert hash_key("a", "b") != hash_key("ab") and hash_key("a", "b") != hash_key("b", "a")
+
+
+def test_assign_roles_cold_and_warm_give_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    blocks = pd.DataFrame({"path_texts": [["Final Answer: 1/2", "so x = 0.5"], ["Final Answer: 3", "we get 4."],
+                                          ["nothing", "Final Answer: 7"], []]})
+    cold = assign_roles(blocks)
+    assert cold["role"].tolist() == ["verification", "exploration", "undetermined", "undetermined"]
+    warm = assign_roles(blocks)
+    pd.testing.assert_frame_equal(cold, warm)
+    assert {p.name.split("-")[0] for p in tmp_path.iterdir()} == {"conclusions", "verdicts"}
+
+
+def test_plain_integer_shortcut_agrees_with_math_verify() -> None:
+    from pr1_eval.grading.grade import _PLAIN_INTEGER
+
+    rng = random.Random(3)
+    numbers = ["0", "1", "-1", "10", "100", "12", "-12", "999999999999", "999999999998", "7", "70", "1000"]
+    numbers += [str(rng.randint(-10**6, 10**6)) for _ in range(20)]
+    pairs = [(a, b) for a in numbers[:12] for b in numbers[:12]] + [(rng.choice(numbers), rng.choice(numbers))
+                                                                     for _ in range(60)]
+    assert all(_PLAIN_INTEGER.fullmatch(n) for n in numbers)
+    for a, b in pairs:
+        verdict = verify_pair(a, b)
+        assert verdict.status == "ok" and verdict.correct == (a == b), (a, b)
+    for not_plain in ("012", "-0", "1,000", "1000000000000", "+5", "5.0", " 5"):
+        assert not _PLAIN_INTEGER.fullmatch(not_plain)
