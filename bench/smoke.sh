@@ -26,6 +26,7 @@ CPU_BENCHES=(
     "bench_diversity.py|--blocks 16 --naive-sample 4 --batch-size 16"
     "bench_analyze.py|--small"
     "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
+    "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
 )
 # name|why it is skipped
 GPU_ONLY=(
@@ -34,6 +35,8 @@ GPU_ONLY=(
     "gpu_hf_check.py|GPU check: needs CUDA"
     "gpu_*|GPU scripts (gpu_*): need CUDA"
     "vllm_carry.py|vLLM on a GPU machine"
+    "vllm_carry_deps.py|the carry list that vllm_carry.py imports (no bench)"
+    "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
 )
 
