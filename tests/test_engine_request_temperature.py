@@ -37,7 +37,14 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield vllm
     vllm.LLM.script = staticmethod(vllm._default_script)
     vllm.LLM.instances.clear()
-    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    _forget_fake_vllm()
+
+
+def _forget_fake_vllm() -> None:
+    """Drop the fake from ``sys.modules`` for good. Not through ``monkeypatch.delitem``: its undo
+    would put the fake back, and later tests would find a ``vllm`` that is not installed."""
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        del sys.modules[name]
 
 
 def test_request_sampling_overrides_only_the_temperature() -> None:

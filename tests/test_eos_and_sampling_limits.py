@@ -47,7 +47,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield vllm
     vllm.LLM.script = staticmethod(vllm._default_script)
     for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        monkeypatch.delitem(sys.modules, name)
+        del sys.modules[name]  # for good: monkeypatch.delitem's undo would put the fake back
 
 
 @pytest.fixture(scope="module")
