@@ -34,12 +34,27 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from analysis.diversity import Embedder, diversity, load_embedding_model, symmetric_bleu  # noqa: E402
 from analysis.real_data import default_source  # noqa: E402
+from pr1_eval.errors import Pr1EvalError  # noqa: E402
+
+#: The 34-row slice of the same file that the tests use: a fresh clone (CI) has no training folder.
+FIXTURE_SLICE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "parallel_gsm8k.jsonl"
 
 
-def real_paths() -> list[str]:
+def trace_file(given: str | None) -> Path:
+    """``--source``, else the shared training file, else the fixture slice (said on stdout)."""
+    if given:
+        return Path(given)
+    try:
+        return default_source()
+    except Pr1EvalError:
+        print(f"no training folder (PR1_TRAINING_DIR): path texts from the test slice {FIXTURE_SLICE.name}")
+        return FIXTURE_SLICE
+
+
+def real_paths(source: Path) -> list[str]:
     """Distinct path texts of the real traces (regex over the raw file, tags excluded)."""
     texts: list[str] = []
-    with default_source().open(encoding="utf-8") as handle:
+    with source.open(encoding="utf-8") as handle:
         for line in handle:
             for body in re.findall(r"<Path>(.*?)</Path>", json.loads(line)["response"], flags=re.DOTALL):
                 texts.append(body.strip())
@@ -73,10 +88,13 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=10_000)
     parser.add_argument("--naive-sample", type=int, default=300, help="blocks timed for the naive baseline")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--source", default=None, metavar="FILE",
+                        help="traces with <Path> blocks (default: parallel_gsm8k.jsonl of the training folder, "
+                             "else the tests' slice of it)")
     args = parser.parse_args()
     import torch
 
-    texts = real_paths()
+    texts = real_paths(trace_file(args.source))
     blocks = make_blocks(args.blocks, texts)
     print(f"machine: {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, load average "
           f"{os.getloadavg()[0]:.1f}; {args.blocks} two-path blocks from {len(texts)} real path texts, "
