@@ -200,7 +200,7 @@ def fake_llm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[
     monkeypatch.setenv("FAKE_VLLM_LOW_MEMORY", str(counter))
     yield vllm, counter
     for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        monkeypatch.delitem(sys.modules, name)
+        del sys.modules[name]  # for good: monkeypatch.delitem's undo would put the fake back
 
 
 def test_a_load_that_fails_the_memory_check_is_retried_then_given_up(fake_llm: tuple[Any, Path],
