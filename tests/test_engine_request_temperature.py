@@ -4,8 +4,6 @@ on the vLLM engine (against the fake ``vllm``) and the HF engine (tiny model, ``
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +14,12 @@ from pr1_eval.engines.base import GenerationRequest, SamplingConfig, request_sam
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.tags import resolve_tag_ids
 
-FAKE = Path(__file__).parent / "fake_vllm"
-
 
 @pytest.fixture(scope="module")
 def model_dir() -> Path:
     from pr1_eval.testing.tiny_model import cached_tiny_model
 
     return cached_tiny_model("random")
-
-
-@pytest.fixture()
-def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.syspath_prepend(str(FAKE))
-    monkeypatch.delitem(sys.modules, "vllm", raising=False)
-    import vllm
-
-    vllm.LLM.instances.clear()
-    vllm.LLM.script = staticmethod(vllm._default_script)
-    yield vllm
-    vllm.LLM.script = staticmethod(vllm._default_script)
-    vllm.LLM.instances.clear()
-    _forget_fake_vllm()
-
-
-def _forget_fake_vllm() -> None:
-    """Drop the fake from ``sys.modules`` for good. Not through ``monkeypatch.delitem``: its undo
-    would put the fake back, and later tests would find a ``vllm`` that is not installed."""
-    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        del sys.modules[name]
 
 
 def test_request_sampling_overrides_only_the_temperature() -> None:

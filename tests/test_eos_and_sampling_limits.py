@@ -20,7 +20,6 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,22 +31,7 @@ from pr1_eval.generate.runner import RunConfig
 from pr1_eval.generate.sampling_limits import check_sampling_limits, sampling_limit_problem
 from pr1_eval.protocol.eos import load_generation_config, model_eos_token_ids
 
-FAKE = Path(__file__).parent / "fake_vllm"
 CONFIG_EOS = 45  # an ordinary word id: not a tag, not pad, not the tokenizer's <|im_end|>
-
-
-@pytest.fixture()
-def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.syspath_prepend(str(FAKE))
-    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        monkeypatch.delitem(sys.modules, name)
-    import vllm
-
-    vllm.LLM.script = staticmethod(vllm._default_script)
-    yield vllm
-    vllm.LLM.script = staticmethod(vllm._default_script)
-    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        del sys.modules[name]  # for good: monkeypatch.delitem's undo would put the fake back
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -190,17 +189,10 @@ class _Clock:
 
 
 @pytest.fixture()
-def fake_llm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
-    monkeypatch.syspath_prepend(str(FAKE))
-    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        monkeypatch.delitem(sys.modules, name)
-    import vllm
-
+def fake_llm(fake_vllm: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Any, Path]]:
     counter = tmp_path / "low-memory"
     monkeypatch.setenv("FAKE_VLLM_LOW_MEMORY", str(counter))
-    yield vllm, counter
-    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
-        del sys.modules[name]  # for good: monkeypatch.delitem's undo would put the fake back
+    yield fake_vllm, counter
 
 
 def test_a_load_that_fails_the_memory_check_is_retried_then_given_up(fake_llm: tuple[Any, Path],
