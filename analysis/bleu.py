@@ -7,7 +7,7 @@ tokenised once with sacrebleu's own tokenizer and its n-grams counted once per o
 (the same counts as ``extract_all_word_ngrams``), the clipped matches of a pair are counted
 once (they are the same in both directions: ``min(count_a, count_b)``), and the score comes from sacrebleu's own
 ``_compute_score_from_stats`` on exactly the statistics ``sentence_score`` would build, so every
-number equals ``sacrebleu.sentence_bleu`` to the last bit (``tests/test_analysis_bleu.py``).
+number equals ``sacrebleu.sentence_bleu`` to the last bit (``tests/analysis/test_fast_paths.py``).
 Scores are also cached on disk by the pair's text hashes (:mod:`analysis.result_cache`).
 """
 

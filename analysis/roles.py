@@ -14,7 +14,7 @@ Per response, *summary consistency* asks whether the final answer equals the pat
 conclusion (over all the response's blocks), which tells whether the summary follows its paths.
 
 Checked against hand labels: ``tests/data/block_role_labels.json`` holds real blocks of the
-Parallel-R1 teacher traces, labelled by reading the paths (see ``tests/test_analysis_roles.py``).
+Parallel-R1 teacher traces, labelled by reading the paths (see ``tests/analysis/test_roles.py``).
 """
 
 from __future__ import annotations

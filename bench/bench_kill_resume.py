@@ -16,7 +16,7 @@ exited. At the end: zero lost, zero duplicated, and every sample equal to the ba
     .venv/bin/python bench/bench_kill_resume.py                       # 20 kills, random tiny model
     .venv/bin/python bench/bench_kill_resume.py --kills 5 --cut-parts 1 --seed 3
 
-``tests/test_kill_resume.py`` runs a short version (2 kills, 1 part cut short) in CI.
+``tests/pr1_eval/generate/test_kill_resume.py`` runs a short version (2 kills, 1 part cut short) in CI.
 
 Figures (``--kills 20 --cut-parts 2 --seed 0``, aime24+gsm8k × 12 problems × k=4, the random
 tiny model, a 2-core machine shared with other jobs, load average ≈ 10): 20 SIGKILLs landed, 6 of

@@ -4,7 +4,7 @@ same invocation.
 The job: ``--steps`` steps × ``--rows`` rollouts (512 prompts × 8 at full size: 300 × 4,096 = 1.2
 million responses), written in both dump formats: VERL 0.9.1's V1 writer itself
 (``PPOTrainer._write_generations``, the function its ``_dump_generations`` submits to the dump
-thread) and the Parallel-R1 fork's layout (``tests/verl_dump_fixtures.fork_dump_generations``,
+thread) and the Parallel-R1 fork's layout (``tests/support/verl_dump_fixtures.fork_dump_generations``,
 byte-identical to its ``_dump_generations``: left pads before each chat-templated prompt, eos and
 right pads up to ``--response-tokens`` after each response). Responses are synthetic Parallel-R1
 traces (0–3 blocks); text, not tokens, since no tokenizer is needed to measure reading.
@@ -37,7 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 _WORDS = ("let", "the", "number", "of", "ways", "be", "n", "so", "we", "count", "each", "case", "then", "sum",
           "over", "pairs", "which", "gives", "$x^2$", "$\\frac{m}{n}$", "=", "+", "2", "3", "5", "7", "12")
@@ -83,7 +83,7 @@ def write_job(folder: Path, fmt: str, steps: int, rows: int, response_tokens: in
             uids.append(f"{uid[p]}_{i // n_prompts}_0")
             gts.append(str(p))
         if fmt == "fork":
-            from verl_dump_fixtures import fork_dump_generations
+            from tests.support.verl_dump_fixtures import fork_dump_generations
 
             fork_dump_generations(inputs, outputs, scores, {"score": scores, "acc": accs, "pred": gts}, str(folder),
                                   step)

@@ -12,7 +12,7 @@
 #    against one teacher-forced forward (causal / structured mask), float32 within 1e-4; a seed
 #    reproduces structured samples on the device; the HF engine's throughput against a bare
 #    model.generate on the same batch (warmed up, alternated, best of 3)  -> $OUT/hf_check.json
-# 2. the CUDA-parametrised consistency tests (tests/test_structured.py -k cuda)
+# 2. the CUDA-parametrised consistency tests (tests/pr1_eval/decoding/test_structured.py -k cuda)
 # 3. with vllm: engine contract, seeds, fork-join on real vLLM, then bench/bench_vllm.py
 #
 # Budget: about 3-5 minutes with the tiny model on one H100/H200 (K/PROBLEMS/MAX_NEW size the vLLM
@@ -45,7 +45,7 @@ echo "== HF decoding on CUDA: float32 / bfloat16 consistency, seeds, engine vs b
 
 echo "== consistency tests on CUDA"
 if "$PY" -c "import pytest, hypothesis" 2>/dev/null; then
-    "$PY" -m pytest -q -p no:cacheprovider tests/test_structured.py -k cuda
+    "$PY" -m pytest -q -p no:cacheprovider tests/pr1_eval/decoding/test_structured.py -k cuda
 else
     echo "pytest/hypothesis not installed in this Python: skipped (pip install -e '.[dev]')"
 fi

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from completeness_fixtures import AIME, AMC, KILLED_ACCURACY, KILLED_HELD, K, write_killed_run, write_sweep
-from leaderboard_fixtures import sample, write_counts_run
+from tests.support.completeness_fixtures import AIME, AMC, KILLED_ACCURACY, KILLED_HELD, K, write_killed_run, write_sweep
+from tests.support.leaderboard_fixtures import sample, write_counts_run
 
 from analysis import cli
 from analysis.completeness import MARK, completeness_frame, loaded_completeness

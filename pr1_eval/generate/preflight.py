@@ -253,7 +253,7 @@ def planned_run_record(config: RunConfig, template: PromptTemplate, decoding: di
 #: numbers and options alone first (an option that cannot work is reported as itself, never as
 #: a side effect of a later check: ``--temperature 0 -k 4`` into an old run's folder is the greedy
 #: rule, not "holds a run with different settings"), then the inputs to read, the output folder,
-#: and last the model (which may need the network). ``tests/test_preflight.py`` checks it.
+#: and last the model (which may need the network). ``tests/pr1_eval/generate/test_preflight.py`` checks it.
 CHECK_ORDER = ("k", "limit", "greedy", "sampling", "tasks", "prompt", "engine", "decoding", "output", "model")
 
 

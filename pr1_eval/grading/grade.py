@@ -253,7 +253,7 @@ def answer_classes_many(
 #: An integer written plainly (no sign on zero, no leading zero, no separators, at most 12 digits):
 #: two such strings are math-equal exactly when they are the same string, as math-verify parses
 #: each to a sympy ``Integer`` and compares Integers exactly (checked against math-verify in
-#: ``tests/test_analysis_fast_paths.py``), so these pairs skip the pool.
+#: ``tests/analysis/test_fast_paths.py``), so these pairs skip the pool.
 _PLAIN_INTEGER = re.compile(r"-?[1-9][0-9]{0,11}|0")
 
 

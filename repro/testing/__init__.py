@@ -1,6 +1,6 @@
 """Small fixtures for repro's CPU tests: the tiny model, a tag-free base, a fake VERL checkpoint.
 
-Kept in the package (not in a conftest) so every ``tests/test_repro_*.py`` module shares them and
+Kept in the package (not in a conftest) so every ``tests/repro/`` module shares them and
 so a user can reproduce a test by hand. Nothing here is used in training.
 """
 
