@@ -55,6 +55,7 @@ def test_building_the_parser_loads_no_heavy_package() -> None:
 
 
 def test_choices_come_from_their_owners() -> None:
+    from analysis.completeness import INCLUDE_FLAG
     from analysis.leaderboard import AVERAGES
     from pr1_eval.cli.import_run import FORMATS
     from pr1_eval.ingest.verl_import import KIND_DIRS
@@ -67,3 +68,6 @@ def test_choices_come_from_their_owners() -> None:
     assert choices("analysis.leaderboard_command", "--average") == list(AVERAGES)
     assert choices("pr1_eval.cli.import_verl", "--kind") == list(KIND_DIRS)
     assert choices("pr1_eval.cli.import_run", "--format") == list(FORMATS) == ["jsonl", "lm-eval"]
+    for plugin in ("analysis.command", "analysis.leaderboard_command"):  # the flag the notes tell users to pass
+        (parser,) = _registered(plugin).values()
+        assert any(INCLUDE_FLAG in a.option_strings for a in parser._actions), plugin
