@@ -1,29 +1,37 @@
-"""Registers ``pr1-eval analyze`` without importing the analysis stack.
+"""``pr1-eval analyze``: what the models do when they think in parallel, over one or many runs.
 
-``pr1_eval`` must not import ``analysis``; this module is exposed through the
-``pr1_eval.commands`` entry-point group instead, and ``pr1-eval`` calls :func:`register` on every
-start. It therefore imports nothing heavy: the handler in :mod:`analysis.cli` (pandas, scipy,
-sentence-transformers) loads only when ``analyze`` actually runs.
+A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
+``analysis``), which builds its parser on every start; so this module imports only light leaves
+at the top, and the analysis stack (pandas, scipy, sentence-transformers) loads inside the
+handler, when ``analyze`` runs. What it writes and prints: :mod:`analysis.output`.
+
+Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
+analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT
+from pr1_eval.cli.help import add_command
+from pr1_eval.errors import Pr1EvalError
+
+SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
+DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
+               "(parallel ratio), where in the response the blocks sit and how that drifts over training steps, "
+               "how different the paths of a block are (BLEU, embedding cosine), and whether a block explores or "
+               "verifies. Prints tables and writes them (parquet, CSV), HTML figures and analysis.json to --out.")
+EXAMPLES = "  pr1-eval analyze runs/\n  pr1-eval analyze runs/step100 runs/step200 --json --no-embeddings"
 
 
 def register(subparsers: Any) -> None:
     """Add ``analyze`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser(
-        "analyze", help="behaviour analysis: parallel ratio, block positions, drift, diversity, roles",
-        description="What the models do when they think in parallel, over one or many runs: how often they "
-                    "branch (parallel ratio), where in the response the blocks sit and how that drifts over "
-                    "training steps, how different the paths of a block are (BLEU, embedding cosine), and "
-                    "whether a block explores or verifies. Prints tables and writes them (parquet, CSV), "
-                    "HTML figures and analysis.json to --out.",
-        epilog="examples:\n  pr1-eval analyze runs/\n  pr1-eval analyze runs/step100 runs/step200 --json --no-embeddings")
+    p = add_command(subparsers, "analyze", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("runs", nargs="+", metavar="RUN_OR_ROOT", help="run directories, or folders searched for runs")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
@@ -34,10 +42,34 @@ def register(subparsers: Any) -> None:
     p.add_argument("--include-incomplete", action="store_true",
                    help="let runs and tasks that lack samples their run.json declares into the drift trends "
                         "(they are always shown, marked incomplete)")
-    p.set_defaults(func=_run_analyze)
+    p.set_defaults(func=run_analyze)
 
 
-def _run_analyze(args: argparse.Namespace) -> int:
-    from analysis.cli import run_analyze
+def run_analyze(args: argparse.Namespace) -> int:
+    """The ``analyze`` handler (see the module docstring for its exit status)."""
+    from analysis.diversity import Embedder
+    from analysis.figures import write_figures
+    from analysis.loader import load_runs
+    from analysis.output import group_notes, print_tables, write_tables
+    from analysis.summary import analyze, to_json
 
-    return run_analyze(args)
+    loaded = load_runs(args.runs)
+    for path, reason in loaded.failures:
+        print(f"warning: run not loaded: {path}: {reason}", file=sys.stderr)
+    if loaded.samples.empty:
+        raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
+    embedder = None if args.no_embeddings else Embedder(args.embedding_model)
+    analysis = analyze(loaded, embedder, include_incomplete=bool(getattr(args, "include_incomplete", False)))
+    out = Path(args.out)
+    document = to_json(analysis)
+    written = write_tables(analysis, out)
+    figures, figure_notes = write_figures(analysis, out)
+    document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
+                                    runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
+    (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print_tables(analysis, document["notes"])
+    print(f"wrote {len(written)} tables, {len(figures)} figures and analysis.json to {out}", file=sys.stderr)
+    return 1 if loaded.failures else 0

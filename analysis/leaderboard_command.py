@@ -1,27 +1,39 @@
-"""Registers ``pr1-eval leaderboard`` without importing the analysis stack.
+"""``pr1-eval leaderboard``: rank runs (or a sweep's checkpoints) per task, with paired tests.
 
-Exposed through the ``pr1_eval.commands`` entry-point group (``pr1_eval`` must not import
-``analysis``); ``pr1-eval`` calls :func:`register` on every start, so this module imports nothing
-heavy and the handler (:mod:`analysis.leaderboard_cli`: pandas, plotly) loads only when the
-command runs.
+A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
+``analysis``), which builds its parser on every start; so the ranking (pandas, plotly) loads
+inside the handler, when ``leaderboard`` runs. The numbers come from
+:func:`analysis.leaderboard.compute_leaderboard`, laid out by :mod:`analysis.leaderboard_tables`.
+``--average``'s choices are that module's ``AVERAGES``, written here so that ``--help`` need not
+import it (a test keeps the two equal).
+
+Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are ranked
+and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
 from typing import Any
+
+from pr1_eval.cli.help import add_command
+
+AVERAGES = ("task_mean", "problem_weighted")
+SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
+DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
+               "pass@K, pass@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
+               "below the row above are marked tied; every run is compared with a baseline on the problems "
+               "they share (paired bootstrap, sign-flip test, Holm correction).")
+EXAMPLES = ("  pr1-eval leaderboard runs/\n  pr1-eval leaderboard runs/ --baseline runs/base --markdown\n"
+            "  pr1-eval leaderboard runs/ --html leaderboard.html")
 
 
 def register(subparsers: Any) -> None:
     """Add ``leaderboard`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser(
-        "leaderboard", help="rank runs/checkpoints per task with paired tests of which differences are real",
-        description="Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
-                    "pass@K, pass@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
-                    "below the row above are marked tied; every run is compared with a baseline on the problems "
-                    "they share (paired bootstrap, sign-flip test, Holm correction).",
-        epilog="examples:\n  pr1-eval leaderboard runs/\n  pr1-eval leaderboard runs/ --baseline runs/base --markdown\n"
-               "  pr1-eval leaderboard runs/ --html leaderboard.html")
+    p = add_command(subparsers, "leaderboard", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("runs", nargs="+", metavar="RUN_OR_DIR", help="run directories, or folders searched for runs")
     p.add_argument("--baseline", default=None, metavar="RUN",
                    help="run name or directory compared against (default: lowest step of a sweep, else the first run)")
@@ -30,17 +42,38 @@ def register(subparsers: Any) -> None:
                    help="compare runs with different problem sets, data hashes or k on the problems they share")
     p.add_argument("--include-incomplete", action="store_true",
                    help="rank runs that lack samples their run.json declares (default: they are left out and named)")
-    p.add_argument("--average", default="task_mean", choices=["task_mean", "problem_weighted"],
+    p.add_argument("--average", default=AVERAGES[0], choices=AVERAGES,
                    help="what the average and the ranking use (default task_mean: the mean of task means, the paper's)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the JSON document (schema: analysis/leaderboard.py)")
     out.add_argument("--markdown", action="store_true", help="print Markdown tables")
     out.add_argument("--csv", action="store_true", help="print the runs table as CSV (one row per run)")
     p.add_argument("--html", default=None, metavar="OUT", help="also write one self-contained HTML page (plotly) here")
-    p.set_defaults(func=_run_leaderboard)
+    p.set_defaults(func=run_leaderboard)
 
 
-def _run_leaderboard(args: argparse.Namespace) -> int:
-    from analysis.leaderboard_cli import run_leaderboard
+def run_leaderboard(args: argparse.Namespace) -> int:
+    """The ``leaderboard`` handler (see the module docstring for its exit status)."""
+    from analysis.leaderboard import Leaderboard, compute_leaderboard
+    from analysis.leaderboard_tables import render
 
-    return run_leaderboard(args)
+    started = time.perf_counter()
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
+                                             average=args.average,
+                                             include_incomplete=bool(getattr(args, "include_incomplete", False)))
+    doc = board.document
+    for failure in doc["failures"]:
+        print(f"warning: run not loaded: {failure['path']}: {failure['reason']}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        print(render(doc, "markdown" if args.markdown else "csv" if args.csv else "text"))
+    if args.html:
+        from analysis.leaderboard_html import write_leaderboard_html
+
+        path = write_leaderboard_html(board, args.html)
+        print(f"wrote {path}", file=sys.stderr)
+    print(f"leaderboard of {len(doc['runs'])} run(s), {len(doc['tasks'])} task(s), {len(doc['comparisons'])} "
+          f"comparison(s) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 1 if doc["failures"] else 0

@@ -47,6 +47,7 @@ from pr1_eval.protocol.parse import Block, parse_structure
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
+from pr1_eval.store.discovery import scan_runs
 from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore
 
 #: Run metadata joined onto every sample and block row.
@@ -120,7 +121,8 @@ class LoadedRuns:
 
 
 def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Run directories named directly or found (recursively) under roots, in sorted order."""
+    """Run directories named directly or found under roots (at any depth, by
+    :func:`pr1_eval.store.discovery.scan_runs`'s rule), each root's in sorted order."""
     items = [paths_or_roots] if isinstance(paths_or_roots, (str, Path)) else list(paths_or_roots)
     found: list[Path] = []
     failures: list[tuple[str, str]] = []
@@ -131,12 +133,11 @@ def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[li
         elif (path / RUN_JSON).is_file():
             found.append(path.resolve())
         elif path.is_dir():
-            runs = sorted(p.parent.resolve() for p in path.rglob(RUN_JSON))
-            orphans = sorted(p.parent for p in path.rglob(SAMPLES_DIR) if not (p.parent / RUN_JSON).is_file())
-            failures.extend((str(o), f"has {SAMPLES_DIR} but no {RUN_JSON}") for o in orphans)
-            if not runs and not orphans:
+            scan = scan_runs(path)
+            failures.extend((str(o), f"has {SAMPLES_DIR} but no {RUN_JSON}") for o in scan.orphans)
+            if not scan.runs and not scan.orphans:
                 failures.append((str(item), f"no run found: no {RUN_JSON} in it or below it"))
-            found.extend(runs)
+            found.extend(run.resolve() for run in scan.runs)
         else:
             failures.append((str(item), f"not a run directory (expected a folder with {RUN_JSON})"))
     unique = list(dict.fromkeys(found))

@@ -1,7 +1,9 @@
-"""Registers ``pr1-eval dashboard`` without importing Streamlit or the analysis stack.
+"""``pr1-eval dashboard``: serve a Streamlit dashboard of the runs.
 
-``pr1-eval`` calls :func:`register` on every start (the ``pr1_eval.commands`` entry point), so
-this module imports nothing heavy; :mod:`dashboards.launch` loads only when ``dashboard`` runs.
+A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
+``dashboards``), which builds its parser on every start; so Streamlit and the analysis stack load
+only when ``dashboard`` runs. Starting and stopping the Streamlit server is
+:mod:`dashboards.launch`'s work; this module holds the command's parser and handler.
 """
 
 from __future__ import annotations
@@ -9,21 +11,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pr1_eval.cli.help import add_command
+
 DEFAULT_RUNS = "runs"
 DEFAULT_PORT = 8501
 DEFAULT_HOST = "127.0.0.1"
+SUMMARY = "explore runs, training steps and traces in the browser (Streamlit)"
+DESCRIPTION = ("Serve a Streamlit dashboard of the runs: the leaderboard, training dynamics over steps, "
+               "behaviour (parallel ratio, block positions), path diversity and roles, a run-against-run "
+               "comparison, and every trace with its blocks. Open the printed address in a browser; "
+               "Ctrl-C stops it.")
+EXAMPLES = (f"  pr1-eval dashboard            # the runs under ./{DEFAULT_RUNS}\n"
+            "  pr1-eval dashboard runs/sweep --port 8600")
 
 
 def register(subparsers: Any) -> None:
     """Add ``dashboard`` to an argparse subparsers object (the ``pr1_eval.commands`` hook)."""
-    p = subparsers.add_parser(
-        "dashboard", help="explore runs, training steps and traces in the browser (Streamlit)",
-        description="Serve a Streamlit dashboard of the runs: the leaderboard, training dynamics over steps, "
-                    "behaviour (parallel ratio, block positions), path diversity and roles, a run-against-run "
-                    "comparison, and every trace with its blocks. Open the printed address in a browser; "
-                    "Ctrl-C stops it.",
-        epilog="examples:\n  pr1-eval dashboard            # the runs under ./runs\n"
-               "  pr1-eval dashboard runs/sweep --port 8600")
+    p = add_command(subparsers, "dashboard", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("runs", nargs="*", metavar="RUNS_DIR_OR_RUN",
                    help=f"run directories, or folders searched for runs (default ./{DEFAULT_RUNS})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT})")
@@ -34,6 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run_dashboard(args: argparse.Namespace) -> int:
+    """The ``dashboard`` handler: serve until Ctrl-C (:func:`dashboards.launch.run_dashboard`)."""
     from dashboards.launch import run_dashboard
 
     return run_dashboard(args.runs or [DEFAULT_RUNS], host=args.host, port=args.port)

@@ -1,4 +1,4 @@
-"""``pr1-eval dashboard``: check the runs and the port, then serve ``dashboards/app.py`` with Streamlit.
+"""Serving the dashboard: check the runs and the port, then run ``dashboards/app.py`` under Streamlit.
 
 Why a subprocess running ``python -m streamlit run`` instead of Streamlit's internal bootstrap:
 the command line is Streamlit's public, stable interface, and a child process can be stopped

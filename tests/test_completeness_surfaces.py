@@ -12,11 +12,11 @@ import pytest
 from tests.support.completeness_fixtures import AIME, AMC, KILLED_ACCURACY, KILLED_HELD, K, write_killed_run, write_sweep
 from tests.support.leaderboard_fixtures import sample, write_counts_run
 
-from analysis import cli
 from analysis.completeness import MARK, completeness_frame, loaded_completeness
 from analysis.leaderboard import build_leaderboard
 from analysis.loader import load_runs
 from analysis.summary import analyze
+from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
 
@@ -43,7 +43,7 @@ def test_the_completeness_table_marks_the_killed_run_and_its_never_started_task(
 
 def test_analyze_json_marks_the_killed_run_and_keeps_it_out_of_the_drift(sweep: Path, tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["analyze", str(sweep), "--json", "--out", str(tmp_path / "out"), "--no-embeddings"]) == 0
+    assert main(["analyze", str(sweep), "--json", "--out", str(tmp_path / "out"), "--no-embeddings"]) == 0
     document = json.loads(capsys.readouterr().out)
     rows = {(r["run"], r["task"]): r for r in document["runs"]}
     killed = rows[("killed", "aime24")]
@@ -73,7 +73,7 @@ def test_include_incomplete_lets_the_killed_step_into_the_drift(sweep: Path) -> 
 
 def test_analyze_tables_show_the_mark_and_a_sentence(sweep: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["analyze", str(sweep), "--out", str(tmp_path / "out"), "--no-embeddings"]) == 0
+    assert main(["analyze", str(sweep), "--out", str(tmp_path / "out"), "--no-embeddings"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.strip().startswith("killed")]
     assert len(lines) >= 2 and all(MARK in line for line in lines[:2])

@@ -1,2 +1,3 @@
-"""The ``pr1-eval`` command: argument parsing (:mod:`.main`), the subcommands' implementations
-(:mod:`.commands`) and the no-GPU demo (:mod:`.demo`)."""
+"""The ``pr1-eval`` command: one module per command (its parser, help and handler, registered by
+:mod:`.main`), the options the generating commands share (:mod:`.options`) and how help reads
+(:mod:`.help`)."""

@@ -1,29 +1,17 @@
-"""Implementations behind the CLI subcommands (argument parsing lives in :mod:`pr1_eval.cli.main`)."""
+"""Loading and printing a run's report, for the commands that end by showing one (``report``,
+``run``, ``merge``, ``regrade``, ``import``, ``demo``) and for the sweep's table."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.annotate import annotate_grades
-from pr1_eval.records.provenance import now_iso
 from pr1_eval.report.run_report import format_report_table, run_report
+from pr1_eval.store.discovery import find_runs
 from pr1_eval.store.run_store import RUN_JSON, RunStore
-
-
-def find_runs(folder: Path, depth: int = 2) -> list[Path]:
-    """Run folders (holding run.json) under ``folder``, at most ``depth`` levels down."""
-    found: list[Path] = []
-    level = [folder]
-    for _ in range(depth):
-        level = sorted(child for parent in level for child in parent.iterdir() if child.is_dir()) if level else []
-        found += [child for child in level if (child / RUN_JSON).is_file()]
-        level = [child for child in level if not (child / RUN_JSON).is_file()]
-    return found
 
 
 def _not_a_run(run_dir: Path) -> Pr1EvalError:
@@ -80,22 +68,3 @@ def _print_forkjoin(report: dict[str, Any]) -> None:
         critical = m["critical_path_tokens_per_sample"]
         print(f"{task:>12}  {m['engine_calls_per_sample']:>12.2f}  {round(m['tokens_per_sample']):>13}  "
               f"{'-' if critical is None else round(critical):>13}")
-
-
-def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, float]:
-    """Re-grade stored responses (e.g. after a grader upgrade) without generating.
-
-    Only the grade fields change; structure fields are kept. Returns how many verdicts changed.
-    """
-    store = RunStore(run_dir)
-    record = store.read_run()
-    records = store.read_records()
-    if not records:
-        raise Pr1EvalError(f"{run_dir}: no samples to regrade")
-    before = [(r.correct, r.correct_paper, r.grade_status) for r in records]
-    started = time.perf_counter()
-    annotate_grades(records, workers=workers, timeout_s=timeout_s, progress=True)
-    store.rewrite(records)
-    changed = sum(b != (r.correct, r.correct_paper, r.grade_status) for b, r in zip(before, records, strict=True))
-    store.write_run(dataclasses.replace(record, regraded_at=now_iso()))
-    return {"samples": len(records), "changed": changed, "seconds": round(time.perf_counter() - started, 1)}

@@ -19,6 +19,7 @@ going on.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import textwrap
 import threading
@@ -28,6 +29,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.cli.help import add_command
+from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
+
+DEFAULT_DIR = "pr1-demo"
 DEMO_LIMIT = 2
 DEMO_K = 4
 DEMO_MAX_NEW_TOKENS = 128
@@ -91,7 +96,27 @@ class Narrator:
                 self.say(f"still {self.phase}")
 
 
-def run_demo(directory: str | Path = "pr1-demo", prompt: str | None = None) -> Path:
+SUMMARY = "the whole pipeline on a tiny model and every task, CPU, about a minute"
+DESCRIPTION = ("The whole pipeline on CPU in about a minute: a tiny trained model, a small slice of every packaged "
+               "task, graded and reported. It proves the pipeline works, not accuracy: expect scores near zero.")
+EXAMPLES = f"  pr1-eval demo\n  pr1-eval report {DEFAULT_DIR}/run"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = add_command(subparsers, "demo", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR",
+                   help=f"where the model and run are written (default ./{DEFAULT_DIR})")
+    p.add_argument("--prompt", default=None, metavar="NAME|FILE",
+                   help=f"template to train the model on and evaluate with (default {DEFAULT_TEMPLATE})")
+    p.set_defaults(func=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    run_demo(args.dir, prompt=args.prompt)
+    return 0
+
+
+def run_demo(directory: str | Path = DEFAULT_DIR, prompt: str | None = None) -> Path:
     """Model from the cache (or built into it), every task on a small slice, the report; returns the run dir."""
     narrator = Narrator()
     narrator.say(f"pr1-eval demo into {directory}: the trained tiny model, then {DEMO_LIMIT} problems × k={DEMO_K} "
@@ -130,7 +155,6 @@ def _set_aside_another_demo(config: Any, narrator: Narrator) -> None:
 
 def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
     from pr1_eval.generate.runner import RunConfig, run_eval
-    from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
     from pr1_eval.inputs.tasks import TASKS
     from pr1_eval.testing import tiny_model
 

@@ -1,18 +1,18 @@
 """How ``--help`` reads: user-facing descriptions with an example, defaults shown, 80 columns at most.
 
-Why: the help texts were the modules' first docstring lines (``"``pr1-eval``: run, report …"``,
-``"Registers ``pr1-eval analyze`` without importing the analysis stack."``) and argparse wrapped
-them to the terminal's width, so a wide terminal got lines of any length. Every parser of
-``pr1-eval`` and ``pr1-repro`` (plugins included: they are built through the same subparsers
-action, so they get the same parser class) uses :class:`HelpFormatter`:
+Why: ``--help`` is the first thing a new user reads, so it speaks to them, not to developers
+(a module docstring is no description), and argparse alone wraps to the terminal's width (a
+wide terminal gets lines of any length) and shows no defaults. Every parser of ``pr1-eval`` and
+``pr1-repro`` (plugins included: they are built through the same subparsers action, so they get
+the same parser class) uses :class:`HelpFormatter`:
 
 - at most :data:`MAX_WIDTH` columns, whatever the terminal (narrower terminals get narrower text);
 - descriptions and epilogs keep their paragraphs; an indented line (an example command) is kept
   as written, other paragraphs are re-wrapped;
 - an option with a default says ``(default: X)`` unless its help already names its default.
 
-The descriptions of ``pr1-eval``'s own commands live in :data:`DESCRIPTIONS`, one place to read
-them all; plugins write theirs beside their parser.
+Each command writes its summary, description and examples beside its parser (its module under
+:mod:`pr1_eval.cli`, or a plugin's command module) and adds itself with :func:`add_command`.
 """
 
 from __future__ import annotations
@@ -74,47 +74,13 @@ Start here:
 
 Run `pr1-eval COMMAND --help` for the options of one command."""
 
-DESCRIPTIONS: dict[str, tuple[str, str]] = {  # command -> (what it does, examples)
-    "run": ("Generate k samples per problem of each task, grade them and store them as a run folder "
-            "(samples.parquet + run.json), then print the report. Work is saved chunk by chunk: rerun the "
-            "same command to resume a stopped run. A folder holding a run with other settings is refused.",
-            "  pr1-eval run --model Qwen/Qwen3-1.7B --tasks aime24,amc23 -k 16\n"
-            "  pr1-eval run --model ckpt/hf --tasks all --decoding forkjoin --out runs/fj"),
-    "sweep": ("Score every checkpoint of a training job (global_step_N folders), one run per step, with "
-              "run's options; finished steps are skipped, and a table of mean@k per step is printed at the end.",
-              "  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100"),
-    "merge": ("Join the runs of a --shard job array into one run. Refused, with every reason named, unless the "
-              "shards share their settings and together hold every problem once. A lone shard reports as "
-              "incomplete until merged.",
-              "  pr1-eval merge runs/m-shard0of2 runs/m-shard1of2 --out runs/m"),
-    "report": ("Print the metrics of a run: per task mean@k, pass@k with 95% intervals, best@k, maj@k, the "
-               "paper-compatible figures, parallel ratio and format rate. An incomplete run (stopped, a lone "
-               "shard, part of a benchmark) is marked and its numbers starred.",
-               "  pr1-eval report runs/RUN\n"
-               "  pr1-eval report runs/RUN --json --strict   # exit 2 when incomplete"),
-    "regrade": ("Grade the stored responses of a run again (after a grader upgrade) without generating; "
-                "prints how many verdicts changed and the new report.",
-                "  pr1-eval regrade runs/RUN"),
-    "import": ("Turn generations made elsewhere into a graded run: a JSON Lines file with one sample per line "
-               "(task, problem_id, sample_idx, response, gold), or lm-eval's --log_samples output. A task named "
-               "like a packaged benchmark is checked against it (a subset reports as partial). An --out that "
-               "holds a run is refused unless --replace, which moves the old run aside.",
-               "  pr1-eval import generations.jsonl --out runs/imported\n"
-               "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm"),
-    "tiny-model": ("Build a tiny offline Qwen3 model with the six parallel-thinking tags (random weights, or "
-                   "--trained on parallel-format traces), for trying the pipeline without a GPU.",
-                   "  pr1-eval tiny-model /tmp/tiny --trained"),
-    "demo": ("The whole pipeline on CPU in about a minute: a tiny trained model, a small slice of every packaged "
-             "task, graded and reported. It proves the pipeline works, not accuracy: expect scores near zero.",
-             "  pr1-eval demo\n  pr1-eval report pr1-demo/run"),
-    "lm-eval-path": ("Print the folder of pr1-eval's lm-evaluation-harness tasks, for lm_eval --include_path.",
-                     "  lm_eval --include_path $(pr1-eval lm-eval-path) --tasks pr1_aime24 ..."),
-}
-
-
-def describe(parser: argparse.ArgumentParser, command: str) -> None:
-    """Give ``parser`` its description and examples from :data:`DESCRIPTIONS`."""
-    what, examples = DESCRIPTIONS[command]
-    parser.description = what
-    parser.epilog = f"examples:\n{examples}"
-    parser.formatter_class = HelpFormatter
+def add_command(subparsers: argparse._SubParsersAction, name: str, *, summary: str, description: str,
+                examples: str) -> argparse.ArgumentParser:
+    """Add command ``name``: ``summary`` is its line in ``pr1-eval --help``; ``description`` (what it
+    does, for a user) and ``examples`` (indented command lines, kept as written) head and end its own
+    ``--help``. Every command is added through here, so none lacks a description or an example."""
+    if not examples.strip() or not all(line.startswith("  ") for line in examples.splitlines()):
+        raise ValueError(f"{name}: examples are command lines indented by two spaces")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=summary, description=description, epilog=f"examples:\n{examples}", formatter_class=HelpFormatter)
+    return parser

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
-from analysis import cli, command
+from analysis import command, output
 from analysis import diversity as div
+from pr1_eval.cli.main import main
 
 RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
             "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing"}
@@ -31,21 +32,19 @@ def _root(tmp_path: Path) -> Path:
     return root
 
 
-def test_register_adds_analyze_with_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_register_adds_analyze_with_its_arguments() -> None:
     parser = argparse.ArgumentParser()
     command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["analyze", "a", "b", "--json", "--out", "o", "--embedding-model", "m", "--no-embeddings"])
     assert args.runs == ["a", "b"] and args.json and args.out == "o" and args.embedding_model == "m"
-    seen: list[argparse.Namespace] = []
-    monkeypatch.setattr(cli, "run_analyze", lambda a: seen.append(a) or 7)
-    assert args.no_embeddings and args.func(args) == 7 and seen == [args]  # the lazy handler delegates
+    assert args.no_embeddings and args.func is command.run_analyze  # parser and handler: one module
     defaults = parser.parse_args(["analyze", "a"])
     assert defaults.embedding_model == "all-MiniLM-L6-v2" and not defaults.no_embeddings
 
 
 def test_json_shape_values_files_and_partial_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    code = cli.main(["analyze", str(_root(tmp_path)), "--json", "--out", str(out), "--no-embeddings"])
+    code = main(["analyze", str(_root(tmp_path)), "--json", "--out", str(out), "--no-embeddings"])
     captured = capsys.readouterr()
     assert code == 1  # one run could not be read
     assert "broken" in captured.err and "not valid JSON" in captured.err
@@ -91,7 +90,7 @@ def test_tables_printed_and_embeddings_used(tmp_path: Path, capsys: pytest.Captu
     model = embedding_model()  # loaded once per session, before the loader is swapped for it
     monkeypatch.setattr(div, "load_embedding_model", lambda name, device=None: model)
     run = write_run(tmp_path, "one", [make_record("t", "p0", 0, response(block(["two plus two", "2 + 2"])))])
-    assert cli.main(["analyze", str(run), "--out", str(tmp_path / "o")]) == 0
+    assert main(["analyze", str(run), "--out", str(tmp_path / "o")]) == 0
     printed = capsys.readouterr().out
     assert "== Structure (per run × task) ==" in printed and "== Path diversity and block roles ==" in printed
     assert "single sample" in printed and "no checkpoint step" in printed
@@ -101,7 +100,7 @@ def test_tables_printed_and_embeddings_used(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_nothing_loadable_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and "error: no run could be loaded" in err
 
@@ -114,7 +113,7 @@ def test_bad_inputs_give_nulls_and_notes_never_a_crash(tmp_path: Path, capsys: p
     write_run(root, "one_path", [make_record("t", "p0", 0, "<Parallel>\n<Path>\nonly\n</Path>\n</Parallel>\n"),
                                  make_record("t", "p1", 0, response("x"))])
     write_run(root, "single", [make_record("t", "p0", 0, response(block(["a b", "c d"])))], step=5)
-    assert cli.main(["analyze", str(root), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 0
+    assert main(["analyze", str(root), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 0
     document = json.loads(capsys.readouterr().out)
     rows = {r["run"]: r for r in document["runs"]}
     nulls = {"paths_per_block": None, "first_block_rel_pos": None, "bleu_mean": None, "cosine_mean": None,
@@ -143,11 +142,11 @@ def test_group_notes_says_each_sentence_once() -> None:
     notes = ["a: no tokenizer available: lengths are null", "b: no tokenizer available: lengths are null",
              "a / t1: x; y", "a / t2: x", "b / t1: x; z", "b / t2: x", "drift t1 / m: few steps", "drift t2 / m: few steps",
              "cosine_hist.html not written: no data for it"]
-    assert cli.group_notes(notes, 4, runs=["a", "b"]) == [
+    assert output.group_notes(notes, 4, runs=["a", "b"]) == [
         "x (every run and task)", "y (a: t1)", "z (b: t1)", "no tokenizer available: lengths are null (every run)",
         "drift / m: few steps (tasks t1, t2)", "cosine_hist.html not written: no data for it"]
-    assert cli.group_notes(["a / t1: y", "b / t1: y"], 4, runs=["a", "b"]) == ["y (every run: t1)"]
-    assert cli.group_notes(["a: only here"], 1, runs=["a", "b"]) == ["a: only here"]
+    assert output.group_notes(["a / t1: y", "b / t1: y"], 4, runs=["a", "b"]) == ["y (every run: t1)"]
+    assert output.group_notes(["a: only here"], 1, runs=["a", "b"]) == ["a: only here"]
 
 
 def test_runs_are_labelled_by_model_and_step() -> None:

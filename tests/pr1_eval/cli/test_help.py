@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pr1_eval.cli.help import HelpFormatter
 from pr1_eval.cli.main import build_parser
 from repro.cli import build_parser as build_repro_parser
 
@@ -46,6 +47,47 @@ def test_defaults_are_shown(monkeypatch: pytest.MonkeyPatch) -> None:
                   "(default: sequential)", "(default: parallel_r1_v3)"):
         assert shown in text, shown
     assert "(default 16) (default" not in text  # a help that names its default is not given a second one
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    return _subparsers(build_parser())
+
+
+def test_every_command_says_what_it_does_and_shows_an_example() -> None:
+    commands = _commands()
+    assert {"run", "sweep", "merge", "report", "regrade", "import", "import-verl", "tiny-model", "demo",
+            "lm-eval-path", "analyze", "leaderboard", "dashboard"} <= set(commands)
+    for name, parser in commands.items():
+        assert parser.description and not parser.description.startswith(("``", '"""')), name
+        assert parser.epilog and parser.epilog.startswith("examples:\n"), name
+        examples = parser.epilog.splitlines()[1:]
+        assert examples and all(line.startswith("  ") for line in examples), (name, examples)
+        assert any(f"pr1-eval {name}" in line for line in examples), (name, examples)  # an example of itself
+
+
+def test_every_default_is_shown_in_every_command() -> None:
+    checked = 0
+    for name, parser in _commands().items():
+        formatter = HelpFormatter(f"pr1-eval {name}", width=80)
+        for action in parser._actions:
+            if (not action.option_strings or action.default in (None, False, argparse.SUPPRESS)
+                    or action.required or action.help == argparse.SUPPRESS):
+                continue
+            text = formatter._expand_help(action)
+            assert "default" in text, (name, action.option_strings, text)
+            checked += 1
+    assert checked > 40  # run's and sweep's generation options, tiny-model --seed, dashboard --port, ...
+
+
+def test_help_formatter_appends_a_default_only_where_the_help_has_none() -> None:
+    parser = argparse.ArgumentParser(formatter_class=HelpFormatter)
+    parser.add_argument("--a", default=3, help="plain")
+    parser.add_argument("--b", default=3, help="says its default 3")
+    parser.add_argument("--c", default=None, help="none")
+    parser.add_argument("--d", action="store_true", help="flag")
+    text = " ".join(parser.format_help().split())
+    assert "plain (default: 3)" in text and "says its default 3 --c" in text
+    assert "none --d" in text and "flag" in text and text.count("(default:") == 1
 
 
 def _run_json(tmp_path: Path) -> Path:

@@ -1,11 +1,5 @@
-"""``pr1-eval analyze RUN_OR_ROOT... [--json] [--out DIR] [--embedding-model NAME] [--no-embeddings] [--include-incomplete]``.
-
-The handler. Registration lives in the light :mod:`analysis.command` (the ``pr1_eval.commands``
-entry point), so other ``pr1-eval`` commands do not pay for importing pandas and scipy.
-``python -m analysis.cli`` runs the same command standalone.
-
-Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
-analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
+"""What ``pr1-eval analyze`` writes and prints: each table as parquet and CSV, the notes each said
+once, and the tables on the terminal.
 
 A run × task that lacks samples its ``run.json`` declares (a killed run, a task never started) is
 printed with ``complete`` = ``⚠ incomplete`` and a sentence saying what is missing, carries
@@ -15,21 +9,15 @@ printed with ``complete`` = ``⚠ incomplete`` and a sentence saying what is mis
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK
-from analysis.diversity import Embedder
-from analysis.figures import write_figures
-from analysis.loader import load_runs
-from analysis.summary import Analysis, analyze, to_json
-from pr1_eval.errors import Pr1EvalError
+from analysis.summary import Analysis
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
@@ -37,31 +25,6 @@ _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_rat
 _DIVERSITY_VIEW = ["run", "task", "n_pairs", "bleu_mean", "cosine_mean", "n_blocks_roles", "share_verification",
                    "share_exploration", "share_undetermined", "summary_consistency"]
 _TREND_VIEW = ["task", "model_family", "decoding", "metric", "n_steps", "spearman_rho", "p_value", "p_method", "position_unit"]
-
-
-def run_analyze(args: argparse.Namespace) -> int:
-    """The ``analyze`` handler (see the module docstring for its exit status)."""
-    loaded = load_runs(args.runs)
-    for path, reason in loaded.failures:
-        print(f"warning: run not loaded: {path}: {reason}", file=sys.stderr)
-    if loaded.samples.empty:
-        raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
-    embedder = None if args.no_embeddings else Embedder(args.embedding_model)
-    analysis = analyze(loaded, embedder, include_incomplete=bool(getattr(args, "include_incomplete", False)))
-    out = Path(args.out)
-    document = to_json(analysis)
-    written = write_tables(analysis, out)
-    figures, figure_notes = write_figures(analysis, out)
-    document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
-                                    runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
-    (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(document, indent=2, ensure_ascii=False))
-    else:
-        print_tables(analysis, document["notes"])
-    print(f"wrote {len(written)} tables, {len(figures)} figures and analysis.json to {out}", file=sys.stderr)
-    return 1 if loaded.failures else 0
-
 
 _ROW_NOTE = re.compile(r"^(?P<run>.+?) / (?P<task>[^/:]+): (?P<body>.+)$")
 _DRIFT_NOTE = re.compile(r"^drift (?P<task>\S+) / (?P<metric>\S+): (?P<body>.+)$")
@@ -164,14 +127,3 @@ def print_tables(analysis: Analysis, notes: Sequence[str]) -> None:
         print("\n== Notes ==")
         for note in notes:
             print(f"- {note}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m analysis.cli analyze ...``: the same command as ``pr1-eval analyze``."""
-    from pr1_eval.cli.main import main as pr1_eval_main
-
-    return pr1_eval_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,12 +1,17 @@
-"""The ``import-verl`` command's options and help (its work: :mod:`pr1_eval.ingest.verl_import`)."""
+"""``pr1-eval import-verl``: a VERL job's rollout and validation dumps as one run per step.
+
+The work is :mod:`pr1_eval.ingest.verl_import`'s, loaded when the command runs (it brings the
+grader and the store); ``--kind``'s choices are its ``KIND_DIRS`` (a test keeps them equal).
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from pr1_eval.cli.help import HelpFormatter
+from pr1_eval.cli.help import add_command
 from pr1_eval.ingest.verl_formats import Lengths
 
+SUMMARY = "turn a VERL job's rollout/validation dumps into runs"
 DESCRIPTION = (
     "Turn a VERL training job's rollout and validation dumps (the {step}.jsonl files of "
     "trainer.rollout_data_dir and validation_data_dir) into one run per step: RUNS_ROOT/train/step-N and "
@@ -21,11 +26,8 @@ EXAMPLES = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-verl", help="turn a VERL job's rollout/validation dumps into runs")
-    p.description = DESCRIPTION
-    p.epilog = f"examples:\n{EXAMPLES}"
-    p.formatter_class = HelpFormatter
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = add_command(subparsers, "import-verl", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("dump_dir", metavar="DUMP_DIR",
                    help="a folder of {step}.jsonl dumps, or the folder holding the job's dump folders")
     p.add_argument("--out", required=True, metavar="RUNS_ROOT", help="folder for the per-step runs")
@@ -51,10 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keep only the job's own reward and accuracy; do not grade with pr1-eval's grader")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=_cmd_import_verl)
 
 
-def run(args: argparse.Namespace) -> int:
+def _cmd_import_verl(args: argparse.Namespace) -> int:
     from pr1_eval.ingest.verl_import import ImportOptions, run_command
 
     opts = ImportOptions(job=args.job, kind=args.kind, final=args.final, data=list(args.data),

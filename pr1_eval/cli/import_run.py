@@ -1,0 +1,78 @@
+"""``pr1-eval import``: turn generations made elsewhere into a graded run.
+
+The formats it reads are the keys of :data:`FORMATS`, so ``--format``'s choices and the
+importer each one runs cannot disagree. The importers load only when the command runs: they
+bring the grader and the store, which ``pr1-eval --help`` does not need.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from pr1_eval.cli.help import add_command
+from pr1_eval.errors import Pr1EvalError
+
+SUMMARY = "turn generations made elsewhere into a graded run"
+DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines file with one sample per line "
+               "(task, problem_id, sample_idx, response, gold), or lm-eval's --log_samples output. A task named "
+               "like a packaged benchmark is checked against it (a subset reports as partial). An --out that "
+               "holds a run is refused unless --replace, which moves the old run aside.")
+EXAMPLES = ("  pr1-eval import generations.jsonl --out runs/imported\n"
+            "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm")
+K = int | dict[str, int] | None  # --k, parsed
+
+
+def _import_jsonl(args: argparse.Namespace, k: K) -> Path:
+    from pr1_eval.ingest.importer import import_jsonl
+
+    return import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
+                        replace=args.replace)
+
+
+def _import_lm_eval(args: argparse.Namespace, k: K) -> Path:
+    from pr1_eval.ingest.lm_eval_import import import_lm_eval
+
+    return import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
+                          replace=args.replace)
+
+
+#: ``--format`` name -> (what it reads, the importer that reads it); the first is the default.
+FORMATS: dict[str, tuple[str, Callable[[argparse.Namespace, K], Path]]] = {
+    "jsonl": ("one sample per line", _import_jsonl),
+    "lm-eval": ("lm_eval's --log_samples file or folder", _import_lm_eval),
+}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = add_command(subparsers, "import", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("files", nargs="+", metavar="FILE", help="JSON Lines file, or lm-eval's --log_samples file/folder")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the imported run (must not hold a run)")
+    p.add_argument("--format", choices=list(FORMATS), default=next(iter(FORMATS)),
+                   help="; ".join(f"{name}: {what}" for name, (what, _) in FORMATS.items()))
+    p.add_argument("--k", default=None, metavar="N|TASK=N,...",
+                   help="samples per problem: every task (--k 4) or per task (--k aime24=16,math300_pr1=1); keeps the "
+                        "N lowest sample_idx of each problem (default: per task, the most any problem has)")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="local model folder whose tokenizer counts block positions in tokens, as a generated run "
+                        "does (default: characters)")
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    p.add_argument("--replace", action="store_true",
+                   help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
+                        "instead of refusing")
+    p.set_defaults(func=_cmd_import)
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from pr1_eval.cli.commands import print_report
+    from pr1_eval.ingest.importer import parse_k_option
+
+    k = parse_k_option(args.k)
+    if len(args.files) != 1:
+        raise Pr1EvalError(f"import takes one file (or, for --format lm-eval, one output folder); got {len(args.files)}")
+    _, importer = FORMATS[args.format]
+    out = importer(args, k)
+    print_report(out)
+    return 0

@@ -1,0 +1,30 @@
+"""``pr1-eval regrade``: grade a run's stored responses again (the work: :mod:`pr1_eval.store.regrade`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from pr1_eval.cli.help import add_command
+
+SUMMARY = "re-grade stored responses without generating"
+DESCRIPTION = ("Grade the stored responses of a run again (after a grader upgrade) without generating; "
+               "prints how many verdicts changed and the new report.")
+EXAMPLES = "  pr1-eval regrade runs/RUN"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = add_command(subparsers, "regrade", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
+    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
+                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    p.set_defaults(func=_cmd_regrade)
+
+
+def _cmd_regrade(args: argparse.Namespace) -> int:
+    from pr1_eval.cli.commands import print_report
+    from pr1_eval.store.regrade import regrade
+
+    summary = regrade(args.run, workers=args.grade_workers)
+    print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")
+    print_report(args.run)
+    return 0

@@ -1,0 +1,42 @@
+"""``pr1-eval tiny-model``: build a tiny offline Qwen3 with the six tags, for trying the pipeline without a GPU.
+
+The model code is a test fixture (:mod:`pr1_eval.testing.tiny_model`): it loads only when the
+command runs, so nothing else on the evaluation path reaches it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pr1_eval.cli.help import add_command
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
+
+SUMMARY = "build a tiny offline Qwen3 model with the six tags"
+DESCRIPTION = ("Build a tiny offline Qwen3 model with the six parallel-thinking tags (random weights, or "
+               "--trained on parallel-format traces), for trying the pipeline without a GPU.")
+EXAMPLES = "  pr1-eval tiny-model /tmp/tiny --trained"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = add_command(subparsers, "tiny-model", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
+    p.add_argument("dir", metavar="DIR", help="folder the model is written to")
+    p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on one core)")
+    p.add_argument("--structured", action="store_true",
+                   help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
+    p.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    p.add_argument("--prompt", default=None, metavar="NAME|FILE",
+                   help=f"template mixed into training (default {DEFAULT_TEMPLATE})")
+    p.set_defaults(func=_cmd_tiny_model)
+
+
+def _cmd_tiny_model(args: argparse.Namespace) -> int:
+    from pr1_eval.testing.tiny_model import cache_path, tiny_model_into
+
+    if args.structured and not args.trained:
+        raise Pr1EvalError("--structured chooses how the tiny model is trained; add --trained")
+    kind = "trained-structured" if args.structured else "trained" if args.trained else "random"
+    print(f"tiny model ({kind}, seed {args.seed}): shared cache {cache_path(kind, seed=args.seed, prompt=args.prompt)}")
+    path, reused = tiny_model_into(args.dir, kind, seed=args.seed, prompt=args.prompt)
+    print(f"{'reused the cached model' if reused else 'built it'}; written to {path}")
+    return 0

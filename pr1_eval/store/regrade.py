@@ -1,0 +1,38 @@
+"""Re-grading a stored run: new verdicts for the responses it holds, without generating again.
+
+Why it lives beside the store: it is a rewrite of a run folder (read the samples, rewrite them,
+stamp ``run.json``) whose only new input is the grader, so the grader is handed the stored
+records and the store writes them back through its one durable path. Only the grade fields
+change; the structure fields (blocks, positions, lengths) are the generation's and are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.grading.annotate import annotate_grades
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.store.run_store import RunStore
+
+
+def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, float]:
+    """Grade the stored responses of ``run_dir`` again (e.g. after a grader upgrade) and rewrite them.
+
+    Returns ``samples`` (how many were graded), ``changed`` (how many verdicts differ from the
+    stored ones) and ``seconds``; ``run.json`` records when (``regraded_at``).
+    """
+    store = RunStore(run_dir)
+    record = store.read_run()
+    records = store.read_records()
+    if not records:
+        raise Pr1EvalError(f"{run_dir}: no samples to regrade")
+    before = [(r.correct, r.correct_paper, r.grade_status) for r in records]
+    started = time.perf_counter()
+    annotate_grades(records, workers=workers, timeout_s=timeout_s, progress=True)
+    store.rewrite(records)
+    changed = sum(b != (r.correct, r.correct_paper, r.grade_status) for b, r in zip(before, records, strict=True))
+    store.write_run(dataclasses.replace(record, regraded_at=now_iso()))
+    return {"samples": len(records), "changed": changed, "seconds": round(time.perf_counter() - started, 1)}
