@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.testing import tiny_traces
 from pr1_eval.testing.tiny_training import ProgressFn, Recipe, StepReporter, train_tiny_model
 
@@ -304,8 +305,6 @@ def sample_responses(
 def format_rates(texts: list[str]) -> dict[str, float]:
     """Share of ``texts`` that are well formed *and* contain a block, and that have a
     ``Final Answer:`` line: the two things the trained tiny model is for."""
-    from pr1_eval.protocol.parse import parse_structure
-
     if not texts:
         return {"well_formed_with_block": 0.0, "final_answer": 0.0}
     parsed = [parse_structure(text) for text in texts]

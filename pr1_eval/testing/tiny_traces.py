@@ -30,6 +30,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pr1_eval.inputs.prompts import load_template
 from pr1_eval.protocol import tags as T
 
 SHORT_TEMPLATE = "Solve step by step with parallel thinking.\nProblem: {problem}"
@@ -48,8 +49,6 @@ def paper_template() -> str:
 
 def load_template_text(name_or_path: str) -> str:
     """A template's exact text (a name such as ``parallel_r1_v3``, or a file), as ``run`` renders it."""
-    from pr1_eval.inputs.prompts import load_template
-
     return load_template(name_or_path).text
 
 
