@@ -44,6 +44,7 @@ from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import TASKS, gsm8k_final_number, load_task
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.protocol.layout import normalise_block_layout
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.protocol.parse import parse_structure
 
 SFT_FILE = "parallel_gsm8k.jsonl"
@@ -377,7 +378,7 @@ def build_dapo(sources: Sources, template: PromptTemplate) -> tuple[list[dict[st
 
 
 def build_all(
-    out_dir: Path, sources: Sources | None = None, template_name: str = "parallel_r1_v3"
+    out_dir: Path, sources: Sources | None = None, template_name: str = PAPER_PROMPT
 ) -> list[BuildReport]:
     """Build every parquet file the stages read; returns one report per file.
 

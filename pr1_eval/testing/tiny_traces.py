@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from pr1_eval.inputs.prompts import load_template
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 
 SHORT_TEMPLATE = "Solve step by step with parallel thinking.\nProblem: {problem}"
 """A short user-message template; training mixes it with the paper's so that the format does not
@@ -44,7 +45,7 @@ def paper_template() -> str:
     Read rather than copied, so the tiny model trains on exactly what ``run`` sends: the packaged
     template, or ``$PR1_PROMPTS_DIR``'s when that is set.
     """
-    return load_template_text("parallel_r1_v3")
+    return load_template_text(PAPER_PROMPT)
 
 
 def load_template_text(name_or_path: str) -> str:
