@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pr1_eval", "analysis", "dashboards", "repro")
 
@@ -242,6 +244,15 @@ def test_the_flow_and_lazy_checks_catch_what_they_are_for() -> None:
         ("pr1_eval.report.x", "pr1_eval.ingest.y"), ("pr1_eval.errors", "pr1_eval.protocol.tags")}
     assert "torch" in _heavy("pr1_eval.decoding.structured") and "pyarrow" in _heavy("pr1_eval.store.run_store")
     assert _heavy("pr1_eval.protocol.tags") == frozenset()
+
+
+def test_a_lazy_import_is_deliberate_only_when_it_keeps_a_heavy_library_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(IMPORTS, "pr1_eval.report.fake", [
+        Import("pr1_eval.protocol.tags", "function", 3, True),  # light: belongs at the top
+        Import("pr1_eval.store.run_store", "function", 4, True),  # loads pyarrow and pandas: deliberate
+    ])
+    assert [n for n in _needless_lazy_imports() if n[0] == "pr1_eval.report.fake"] == [
+        ("pr1_eval.report.fake", 3, "pr1_eval.protocol.tags")]
 
 
 def test_no_module_imports_in_a_cycle() -> None:
