@@ -19,8 +19,8 @@ so every page escapes the same way and a test can attack each function directly:
 - :func:`markdown_text` for the few places Streamlit only offers Markdown (``st.table`` cells,
   captions, alerts, metric values, link labels). Streamlit's Markdown is GitHub-flavoured with
   *autolink literals*: ``https://…``, ``www.…`` and ``name@host.tld`` become links, and that pass
-  runs on the parsed text, after backslash escapes are resolved, so escaping ``:`` is not enough
-  (that was the bug). Streamlit also turns ``:name:`` into emoji, ``:material/x:`` into icons and
+  runs on the parsed text, after backslash escapes are resolved, so escaping ``:`` is not enough.
+  Streamlit also turns ``:name:`` into emoji, ``:material/x:`` into icons and
   ``:red[…]`` into coloured text on the parsed text. So, after backslash-escaping every Markdown
   character, :func:`break_autolinks` puts an invisible U+2060 WORD JOINER after ``://``, inside
   ``www.`` and after ``@`` (none of them can then start or continue an autolink), and after a

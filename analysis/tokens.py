@@ -12,12 +12,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from pr1_eval.inputs.model_files import TOKENIZER_FILES
 from pr1_eval.records.run import RunRecord
 
 #: Counts the tokens of a text (no special tokens added).
 TokenCounter = Callable[[str], int]
-
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
 
 def auto_token_counter(run: RunRecord) -> TokenCounter | None:
@@ -26,7 +25,7 @@ def auto_token_counter(run: RunRecord) -> TokenCounter | None:
     if not path:
         return None
     folder = Path(str(path)).expanduser()
-    if not folder.is_dir() or not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+    if not folder.is_dir() or not any((folder / name).is_file() for name in TOKENIZER_FILES):
         return None
     return _counter_for(str(folder.resolve()))
 

@@ -9,9 +9,9 @@ then measures, each in a fresh child process so its peak memory is its own:
 0. ``floor`` — reading every stored response with pyarrow and counting its blocks in Python (in
    this process): the least any load must do;
 1. ``no cache`` — today's :func:`analysis.loader.load_runs` parsing every response (``cache=False``):
-   the baseline the cache is measured against (an earlier version measured an old commit's loader,
-   read with ``git show``; that source stopped importing as the records evolved, so the baseline is
-   now today's code with the cache off, which measures the same lever and cannot rot);
+   the baseline the cache is measured against. Why today's code with the cache off rather than an
+   older commit's loader: it measures the same lever, and it cannot rot (an older source stops
+   importing as the records evolve);
 3. ``cold cache`` — the first load ever (parse + write the sidecar cache);
 4. ``warm cache`` — every later load (a dashboard restart, a notebook, ``analyze``);
 5. ``dashboard`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with a warm

@@ -32,7 +32,12 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from pr1_eval.protocol.eos import eos_token_ids, load_generation_config
-from pr1_eval.protocol.forkjoin import OFFICIAL_MAX_PATH_TOKENS, OFFICIAL_PATH_TEMPERATURE
+from pr1_eval.protocol.paper_settings import (
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
+)
 from pr1_eval.protocol.tags import resolve_tag_ids
 from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput, Trajectory
 from repro.spans import SPANS_KEY
@@ -71,13 +76,13 @@ class ForkJoinAgentLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         options = dict(self.config.get("repro", {}).get("forkjoin", {}) or {})
         self.fj_config = ForkJoinConfig(
-            n_paths=int(options.get("n_paths", 2)),
-            max_blocks=int(options.get("max_blocks", 4)),
+            n_paths=int(options.get("n_paths", PAPER_PATHS)),
+            max_blocks=int(options.get("max_blocks", PAPER_MAX_BLOCKS)),
             response_length=int(self.rollout_config.response_length),
             train_on_inserted_tokens=bool(options.get("train_on_inserted_tokens", False)),
             after_last_block=str(options.get("after_last_block", "end")),
-            path_temperature=_optional_float(options.get("path_temperature", OFFICIAL_PATH_TEMPERATURE)),
-            max_path_response_length=int(options.get("max_path_response_length", OFFICIAL_MAX_PATH_TOKENS)),
+            path_temperature=_optional_float(options.get("path_temperature", PAPER_PATH_TEMPERATURE)),
+            max_path_response_length=int(options.get("max_path_response_length", PAPER_MAX_PATH_TOKENS)),
             secondary_eos=str(options.get("secondary_eos", "keep")),
         )
         self.tag_ids = resolve_tag_ids(self.tokenizer)

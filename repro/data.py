@@ -41,16 +41,18 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.paths import resolve_training_dir
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
-from pr1_eval.inputs.tasks import gsm8k_final_number, load_task
+from pr1_eval.inputs.tasks import TASKS, gsm8k_final_number, load_task
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.protocol.layout import normalise_block_layout
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.protocol.parse import parse_structure
 
 SFT_FILE = "parallel_gsm8k.jsonl"
 GSM8K_FILE = "gsm8k_train.jsonl"
 DAPO_FILE = "dapo_math_17k.jsonl"
-#: Validation tasks and how often each problem is repeated (the paper's file: Mean@16 on AIME/AMC, MATH300 once).
-VAL_REPEATS = {"aime24": 16, "aime25": 16, "amc23": 16, "math300_pr1": 1}
+#: Validation tasks and how often each problem is repeated: the tasks of the paper's table, each at its
+#: paper k (Mean@16 on AIME/AMC, MATH300 once), read from the task registry.
+VAL_REPEATS = {spec.name: spec.paper_k for spec in TASKS.values() if spec.paper_k is not None}
 VAL_TASKS = tuple(VAL_REPEATS)
 #: Where each training file comes from when it is not in the training folder: (flag, what provides it).
 TRAINING_SOURCES = {
@@ -376,7 +378,7 @@ def build_dapo(sources: Sources, template: PromptTemplate) -> tuple[list[dict[st
 
 
 def build_all(
-    out_dir: Path, sources: Sources | None = None, template_name: str = "parallel_r1_v3"
+    out_dir: Path, sources: Sources | None = None, template_name: str = PAPER_PROMPT
 ) -> list[BuildReport]:
     """Build every parquet file the stages read; returns one report per file.
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pr1_eval.protocol.forkjoin import (
-    OFFICIAL_MAX_PATH_TOKENS,
-    OFFICIAL_PATH_TEMPERATURE,
-    ForkJoinMachine,
-    ForkJoinParams,
-    Generation,
-    run_async,
+from pr1_eval.protocol.forkjoin import ForkJoinMachine, ForkJoinParams, Generation, run_async
+from pr1_eval.protocol.paper_settings import (
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_NEW_TOKENS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
 )
 
 
@@ -41,18 +41,19 @@ RawGenerate = Callable[[list[int], list[int], int, float | None], Awaitable[RawO
 @dataclass(frozen=True)
 class ForkJoinConfig:
     """repro's fork-join knobs (``repro.forkjoin`` in a stage config): the protocol's, plus whether
-    inserted tokens are trained on. Paper: 2 paths, 4 blocks, 3000 response tokens, the response
-    ends after the last block, paths at temperature 1.0 (``path_temperature``; ``None``: the
-    rollout's) and cut at ``max_path_response_length`` = 4096 (0: no cap), a second EOS inside a
-    path or summary kept and closed (``secondary_eos``)."""
+    inserted tokens are trained on. Defaults are the paper's (:mod:`pr1_eval.protocol.paper_settings`):
+    its paths, blocks and response budget, the response ends after the last block, paths at the
+    official path temperature (``path_temperature``; ``None``: the rollout's) and cut at the official
+    ``max_path_response_length`` (0: no cap), a second EOS inside a path or summary kept and closed
+    (``secondary_eos``)."""
 
-    n_paths: int = 2
-    max_blocks: int = 4
-    response_length: int = 3000
+    n_paths: int = PAPER_PATHS
+    max_blocks: int = PAPER_MAX_BLOCKS
+    response_length: int = PAPER_MAX_NEW_TOKENS
     train_on_inserted_tokens: bool = False
     after_last_block: str = "end"
-    path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE
-    max_path_response_length: int = OFFICIAL_MAX_PATH_TOKENS
+    path_temperature: float | None = PAPER_PATH_TEMPERATURE
+    max_path_response_length: int = PAPER_MAX_PATH_TOKENS
     secondary_eos: str = "keep"
 
     def params(self) -> ForkJoinParams:

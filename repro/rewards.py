@@ -42,6 +42,7 @@ from typing import Any
 
 from pr1_eval.grading import grade_response
 from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.records.sample import SCORED_STATUSES
 from repro.official import official_format_ok, official_gsm8k_correct
 
 MODES = ("accuracy", "parallel_accuracy", "tiered", "alternating", "mid_training")
@@ -232,6 +233,6 @@ def compute_score(
         "format_strict": float(full.format_ok),
         "format_official": float(full.format_official),
         "tiered_active": float(plain == "tiered"),
-        "grade_ok": float(j.grade_status in ("ok", "no_answer")),
+        "grade_ok": float(j.grade_status in SCORED_STATUSES),
         "step": float(-1 if resolved is None else resolved),
     }

@@ -51,10 +51,11 @@ def summary_table(pairs: pd.DataFrame, blocks: pd.DataFrame, ctx: Context) -> pd
 
 def pair_links(pairs: pd.DataFrame, ascending: bool) -> None:
     chosen = pairs.dropna(subset=["bleu"]).sort_values("bleu", ascending=ascending, kind="stable").head(N_LINKS)
-    for row in chosen.itertuples(index=False):
-        trace_link(row.run, row.task, row.problem_id, row.sample_idx,
-                   f"{row.bleu:.4f} · {row.run} · {row.task} · {row.problem_id} · sample {row.sample_idx} · "
-                   f"block {row.block_idx + 1}, paths {row.path_i + 1}–{row.path_j + 1}")
+    for row in chosen.to_dict("records"):  # plain Python values: the block and path numbers are ints
+        block, path_i, path_j = int(row["block_idx"]), int(row["path_i"]), int(row["path_j"])
+        trace_link(row["run"], row["task"], row["problem_id"], row["sample_idx"],
+                   f"{row['bleu']:.4f} · {row['run']} · {row['task']} · {row['problem_id']} · sample "
+                   f"{row['sample_idx']} · block {block + 1}, paths {path_i + 1}–{path_j + 1}")
 
 
 def render() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from analysis.conclusions import path_conclusion
 from analysis.loader import TraceSegment, response_segments
 from dashboards.components import fmt, md_escape, widget_default
 from dashboards.data import Context, context
@@ -101,14 +102,9 @@ def choose_sample(ctx: Context) -> pd.Series | None:
     return match.iloc[0]
 
 
-def path_conclusions(segment: TraceSegment, info: dict[str, Any] | None) -> tuple[list[Any], list[str]]:
-    """What each path concludes: :func:`analysis.conclusions.path_conclusion` (the reading block roles
-    use) when it is installed, else the answer the grader's extractor finds in the path."""
-    try:
-        from analysis.conclusions import path_conclusion
-    except ImportError:
-        n = len(segment.paths)
-        return (list(info["path_answers"]), list(info["path_answer_sources"])) if info else ([None] * n, ["none"] * n)
+def path_conclusions(segment: TraceSegment) -> tuple[list[Any], list[str]]:
+    """What each path concludes, by :func:`analysis.conclusions.path_conclusion`: the reading block
+    roles use, so the viewer shows the values the behaviour pages compare."""
     found = [path_conclusion(text) for text in segment.paths]
     return [c.text for c in found], [c.source for c in found]
 
@@ -125,7 +121,7 @@ def render_block(segment: TraceSegment, info: dict[str, Any] | None) -> None:
         if not segment.closed:
             header += " · never closed"
         st.markdown(f"**{md_escape(header)}**")
-        answers, sources = path_conclusions(segment, info)
+        answers, sources = path_conclusions(segment)
         for column, (j, text) in zip(st.columns(max(n, 1)), enumerate(segment.paths), strict=False):
             with column:
                 st.caption(f"Path {j + 1} · {len(text)} characters")

@@ -138,7 +138,7 @@ def _set_aside_another_demo(config: Any, narrator: Narrator) -> None:
     be resumed: rather than refuse, the demo moves it aside (renamed, never deleted) and says so."""
     from pr1_eval.errors import Pr1EvalError
     from pr1_eval.generate.preflight import check_decoding, check_output, check_prompt, check_tasks, planned_run_record
-    from pr1_eval.ingest.out_folder import holds_run, set_aside
+    from pr1_eval.store.out_folder import holds_run, set_aside
 
     out = Path(config.out)
     if not holds_run(out):

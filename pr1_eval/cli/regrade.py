@@ -1,4 +1,4 @@
-"""``pr1-eval regrade``: grade a run's stored responses again (the work: :mod:`pr1_eval.store.regrade`)."""
+"""``pr1-eval regrade``: grade a run's stored responses again (the work: :mod:`pr1_eval.grading.regrade`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
     from pr1_eval.cli.commands import print_report
-    from pr1_eval.store.regrade import regrade
+    from pr1_eval.grading.regrade import regrade
 
     summary = regrade(args.run, workers=args.grade_workers)
     print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")

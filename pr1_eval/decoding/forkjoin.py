@@ -25,13 +25,17 @@ from pr1_eval.engines.base import Completion, Engine, GenerationRequest, Samplin
 from pr1_eval.protocol.forkjoin import (
     ENGINE_GAVE_UP,
     MAIN,
-    OFFICIAL_MAX_PATH_TOKENS,
-    OFFICIAL_PATH_TEMPERATURE,
     PATHS,
     SUMMARY,
     ForkJoinMachine,
     ForkJoinParams,
     Generation,
+)
+from pr1_eval.protocol.paper_settings import (
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
 )
 from pr1_eval.protocol.tags import resolve_tag_ids
 
@@ -58,11 +62,11 @@ class ForkJoinDecoder:
 
     def __init__(
         self,
-        paths: int = 2,
-        max_blocks: int = 4,
+        paths: int = PAPER_PATHS,
+        max_blocks: int = PAPER_MAX_BLOCKS,
         after_last_block: str = "end",
-        path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE,
-        max_path_tokens: int = OFFICIAL_MAX_PATH_TOKENS,
+        path_temperature: float | None = PAPER_PATH_TEMPERATURE,
+        max_path_tokens: int = PAPER_MAX_PATH_TOKENS,
         secondary_eos: str = "keep",
     ) -> None:
         self.params = ForkJoinParams(

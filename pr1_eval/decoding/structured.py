@@ -39,6 +39,7 @@ from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.eos import eos_token_ids
 from pr1_eval.protocol.forkjoin import AFTER_LAST_BLOCK
 from pr1_eval.protocol.mask import NO_PATH, StructureTracker, TokenSlot, additive_mask
+from pr1_eval.protocol.paper_settings import PAPER_MAX_BLOCKS
 from pr1_eval.protocol.tags import resolve_tag_ids
 
 
@@ -170,7 +171,7 @@ class StructuredDecoder:
 
     name = "structured"
 
-    def __init__(self, max_blocks: int = 4, after_last_block: str = "end") -> None:
+    def __init__(self, max_blocks: int = PAPER_MAX_BLOCKS, after_last_block: str = "end") -> None:
         if max_blocks < 0:
             raise Pr1EvalError(f"--max-blocks must be 0 or more, got {max_blocks}")
         if after_last_block not in AFTER_LAST_BLOCK:

@@ -10,15 +10,15 @@ Public API (import from here):
 - ``answer_classes(answers, timeout_s=...) -> list[int | None]`` (math-equivalence classes for maj@k)
 
 Also: ``GradingPool`` and ``shared_pool()``/``close_shared_pool()`` (the killable workers),
-``check_pairs`` (bare ``(gold, answer)`` verdicts), ``math_equal`` (math-verify on this main
-thread), ``normalize_final_answer`` (the paper's normaliser). Modules: ``extract`` (where the
+``math_equal`` (math-verify on this main thread), ``normalize_final_answer`` (the paper's
+normaliser). Modules: ``extract`` (where the
 answer is), ``answer_text`` (how an answer line is read: boxes, sets, trailing prose, sentences),
 ``paper``, ``verify`` (math-verify calls), ``pool``, ``shared`` and ``worker`` (processes),
 ``grade`` (the API above).
 """
 
 from pr1_eval.grading.extract import ExtractedAnswer, extract_answer
-from pr1_eval.grading.grade import GradeResult, answer_classes, check_pairs, grade_response, grade_responses
+from pr1_eval.grading.grade import GradeResult, answer_classes, grade_response, grade_responses
 from pr1_eval.grading.paper import normalize_final_answer, paper_correct
 from pr1_eval.grading.pool import GradingPool
 from pr1_eval.grading.shared import close_shared_pool, shared_pool
@@ -30,7 +30,6 @@ __all__ = [
     "GradingPool",
     "Verdict",
     "answer_classes",
-    "check_pairs",
     "close_shared_pool",
     "extract_answer",
     "grade_response",

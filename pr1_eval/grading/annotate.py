@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from pr1_eval.grading.grade import answer_classes, grade_responses
 from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.records.sample import SampleRecord
 
@@ -61,8 +62,6 @@ def annotate_grades(records: Sequence[SampleRecord], *, workers: int | None = No
                     progress: bool = False) -> None:
     """Grade every record (math-verify in worker processes + the paper checker) and assign the
     per-problem answer classes used by maj@k. In place."""
-    from pr1_eval.grading import answer_classes, grade_responses
-
     results = grade_responses([(r.response, r.gold) for r in records], workers=workers, timeout_s=timeout_s,
                               progress=progress)
     for record, result in zip(records, results, strict=True):

@@ -3,7 +3,7 @@ a ``\\boxed{}``), keeping the mathematics and dropping what math-verify would mi
 
 Why: the answer line is handed to math-verify wrapped in ``$…$`` (so bare LaTeX parses as LaTeX),
 and inside math every word becomes a product of symbols: ``5 (since x is odd)`` reads as
-``5·s·i·n·c·e·…``, ``The largest $n$ is 34.`` used to give ``n``. Each rule below removes one
+``5·s·i·n·c·e·…``, and ``The largest $n$ is 34.`` gives ``n``. Each rule below removes one
 such misreading; each is recorded (:data:`RULES`) so a run can report how often it fired.
 
 Rules, tried in this order on one answer line:

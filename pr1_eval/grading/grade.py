@@ -129,20 +129,6 @@ def grade_responses(
     return results
 
 
-def check_pairs(
-    keys: Sequence[tuple[str, str]],
-    workers: int | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    progress: bool = False,
-) -> list[Verdict]:
-    """math-verify verdicts for ``(gold, answer)`` pairs, in order (``workers`` as in
-    :func:`grade_responses`)."""
-    if not keys:
-        return []
-    with _checker(workers) as checker:
-        return _wait([checker.submit(gold, answer, timeout_s) for gold, answer in keys], progress)
-
-
 class _Checker(Protocol):
     """What grading needs from a pool: ``submit`` returning a future verdict."""
 

@@ -1,8 +1,8 @@
 """An import under a packaged benchmark's name is compared with that benchmark, once, at import.
 
-Why: an import named ``aime24`` holding 25 of the 30 AIME 2024 problems used to report (and rank
-on the leaderboard) as if it were AIME 2024, and an import named ``aime2024`` sat beside
-``aime24`` in every table as a seventh benchmark. Each imported task is therefore checked:
+Why: unchecked, an import named ``aime24`` holding 25 of the 30 AIME 2024 problems would report
+(and rank on the leaderboard) as if it were AIME 2024, and an import named ``aime2024`` would sit
+beside ``aime24`` in every table as a seventh benchmark. Each imported task is therefore checked:
 
 - **a packaged name** (``aime24``, ``aime25``, ``amc23``, ``math500``, ``math300_pr1``,
   ``gsm8k``): its problems are matched with the packaged benchmark's by problem id, and by
@@ -17,12 +17,12 @@ on the leaderboard) as if it were AIME 2024, and an import named ``aime2024`` sa
   (``aime2024``) otherwise becomes a new benchmark silently.
 
 Decision — where the check lives: at import time, recorded into ``run.json``
-(``benchmark_check``, one entry per task), and read from there by
-:mod:`pr1_eval.report.completeness`. The check needs each problem's gold and text, which only the
+(``benchmark_check``, one entry per task, its shape and phrasing in
+:mod:`pr1_eval.records.benchmark_check`), and read from there by :mod:`pr1_eval.report.completeness`. The check needs each problem's gold and text, which only the
 import holds in hand (every aggregator reads run.json and the sample keys, not the golds), and the
 benchmark it compares with is the one packaged with the pr1-eval that imported: recording its
-data hash with the verdict keeps the verdict stable when a later version updates the data. Runs
-imported before this check have no record and are not checked; importing them again checks them.
+data hash with the verdict keeps the verdict stable when a later version updates the data. A run
+whose ``run.json`` has no such section is not checked; importing its file again checks it.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pr1_eval.inputs.tasks import TASKS, load_task
+from pr1_eval.records.benchmark_check import DIFFERENT, PARTIAL, UNKNOWN, WHOLE
 from pr1_eval.records.sample import SampleRecord
-
-SHOWN = 5
-PARTIAL, WHOLE, DIFFERENT, UNKNOWN = "partial", "whole", "different", "unknown_task"
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,6 @@ def problems_of(records: Iterable[SampleRecord]) -> dict[str, dict[str, Imported
 
 def check_task(name: str, problems: dict[str, ImportedProblem]) -> dict[str, Any]:
     """The ``run.json`` entry of one imported task (see the module docstring)."""
-    from pr1_eval.inputs.tasks import TASKS, load_task
-
     if name not in TASKS:
         return {"verdict": UNKNOWN, "closest": closest_names(name, TASKS)}
     packaged = load_task(name, source="packaged")
@@ -107,51 +104,8 @@ def check_import(records: Iterable[SampleRecord]) -> dict[str, dict[str, Any]]:
     return {name: check_task(name, problems) for name, problems in problems_of(records).items()}
 
 
-def _named(ids: list[str]) -> str:
-    return ", ".join(ids[:SHOWN]) + (f" … {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
-
-
-def partial_phrase(check: dict[str, Any]) -> str | None:
-    """``25 of 30 problems of the packaged aime24`` for a partial task, else None."""
-    if check.get("verdict") != PARTIAL:
-        return None
-    return (f"{check['n_matched']} of {check['n_problems']} problems of the packaged {check['benchmark']} "
-            f"(missing {_named(list(check.get('missing_ids') or []))})")
-
-
 def note_of(task: str, check: dict[str, Any]) -> str | None:
     """The import's note for a task name like no benchmark's (not repeated by every report)."""
-    from pr1_eval.inputs.tasks import TASKS
-
     if check.get("verdict") != UNKNOWN or check.get("closest"):
         return None
     return f"{task}: not a packaged benchmark ({', '.join(TASKS)}), scored as its own problem set"
-
-
-def warnings_of(task: str, check: dict[str, Any]) -> list[str]:
-    """Human lines for what differs from the packaged benchmark (empty when the task is it, or is
-    a task of its own whose name is like no benchmark's)."""
-    verdict = check.get("verdict")
-    if verdict == UNKNOWN:  # a name like no benchmark's is a task of its own: nothing to warn about
-        closest = list(check.get("closest") or [])
-        if not closest:
-            return []
-        return [f"{task}: not a packaged benchmark, scored as its own problem set (did you mean "
-                f"{' or '.join(closest)}? Rename the task in the import file to compare it with that benchmark)"]
-    lines = []
-    if verdict == DIFFERENT:
-        lines.append(f"{task}: none of its {len(check.get('foreign_ids') or [])} problems is in the packaged "
-                     f"{check['benchmark']} (ids {_named(list(check.get('foreign_ids') or []))}): a different problem "
-                     "set under a packaged benchmark's name; rename the task in the import file so it is not read "
-                     f"as {check['benchmark']}")
-    elif check.get("foreign_ids"):
-        foreign = list(check["foreign_ids"])
-        lines.append(f"{task}: {len(foreign)} problem id(s) are not in the packaged {check['benchmark']} "
-                     f"({_named(foreign)})")
-    golds = dict(check.get("gold_differs") or {})
-    if golds:
-        shown = [f"{pid}: {ours!r} here, {theirs!r} packaged" for pid, (ours, theirs) in list(golds.items())[:SHOWN]]
-        more = f" … {len(golds) - SHOWN} more" if len(golds) > SHOWN else ""
-        lines.append(f"{task}: {len(golds)} gold answer(s) differ from the packaged {check['benchmark']} "
-                     f"({'; '.join(shown)}{more})")
-    return lines

@@ -4,7 +4,7 @@ Input: JSON Lines, one object per sample: ``task``, ``problem_id``, ``sample_idx
 ``response``, ``gold`` (required) and optionally ``problem``, ``model``, ``step``. Task names
 need not be registered. A malformed line is reported with file and line number; nothing is
 skipped silently. An import never writes over a run: ``--out`` holding one is refused, and
-``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.ingest.out_folder`).
+``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.store.out_folder`).
 Each task is compared with the packaged benchmark of its name, and the verdict recorded in
 ``run.json`` (:mod:`pr1_eval.ingest.benchmark_check`): a subset of a benchmark reports as partial.
 
@@ -31,12 +31,13 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
-from pr1_eval.ingest.benchmark_check import check_import, note_of, warnings_of
-from pr1_eval.ingest.out_folder import check_new_run_folder, set_aside
+from pr1_eval.ingest.benchmark_check import check_import, note_of
 from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.records.benchmark_check import warnings_of
 from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.out_folder import check_new_run_folder, set_aside
 from pr1_eval.store.run_store import RunStore
 
 REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")

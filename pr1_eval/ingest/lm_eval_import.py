@@ -219,10 +219,10 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
 
     Each task's problems are the documents in its samples file; its k is ``k`` when given, else
     lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
-    must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.ingest.out_folder`).
+    must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.store.out_folder`).
     """
     from pr1_eval.ingest.importer import import_rows
-    from pr1_eval.ingest.out_folder import check_new_run_folder
+    from pr1_eval.store.out_folder import check_new_run_folder
 
     check_new_run_folder(out_dir, command="import", replace=replace)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import json_reason
+from pr1_eval.protocol.paper_settings import PAPER_MAX_NEW_TOKENS
 
 FORK = "parallel-r1"
 V1 = "verl-0.9.1-v1"
@@ -59,10 +60,11 @@ HINT = ("import-verl reads the {step}.jsonl files a VERL job writes to trainer.r
 @dataclass(frozen=True)
 class Lengths:
     """The job's padded lengths (``data.max_prompt_length`` / ``max_response_length``): the fork's
-    pads count tokens only against them. Defaults: the Parallel-R1 RL scripts' 2000 and 3000."""
+    pads count tokens only against them. Defaults: the Parallel-R1 RL scripts' 2000-token prompts
+    and the paper's response budget."""
 
     prompt: int | None = 2000
-    response: int | None = 3000
+    response: int | None = PAPER_MAX_NEW_TOKENS
 
 
 @dataclass

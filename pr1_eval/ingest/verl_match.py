@@ -29,6 +29,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import problem_text
+from pr1_eval.inputs.tasks import load_task
 from pr1_eval.jsonl import iter_jsonl
 
 BENCHMARK_ORDER = ("aime24", "aime25", "amc23", "math300_pr1", "math500", "gsm8k")
@@ -127,8 +128,6 @@ class ProblemIndex:
         return n
 
     def add_benchmarks(self, names: Iterable[str] = BENCHMARK_ORDER) -> None:
-        from pr1_eval.inputs.tasks import load_task
-
         for name in names:
             loaded = load_task(name)
             for p in loaded.problems:

@@ -19,11 +19,12 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.paths import PACKAGED_PREFIX, packaged_prompts_dir, resolve_prompts_dir, verified_packaged_file
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 
 PLACEHOLDER = "{problem}"
 BOXED_TEMPLATE = "{problem}\nPlease reason step by step, and put your final answer within \\boxed{}."
 SHARED_TEMPLATES = {"parallel_r1_v3": "parallel_r1_v3.txt", "sequential_baseline": "sequential_baseline.txt"}
-DEFAULT_TEMPLATE = "parallel_r1_v3"
+DEFAULT_TEMPLATE = PAPER_PROMPT
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.paths import PACKAGED_PREFIX, is_packaged, resolve_data_dir, verified_packaged_file
 from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.protocol.paper_settings import PAPER_K
 
 _GSM8K_ANSWER = re.compile(r"####\s*(.+)$", re.S)
 _INTEGER = re.compile(r"-?\d+")
@@ -75,7 +76,13 @@ class HubSource:
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One benchmark. ``file`` is relative to the benchmark folder."""
+    """One benchmark. ``file`` is relative to the benchmark folder.
+
+    ``paper_k``: the samples per problem behind the paper's number for this task (Mean@16 and
+    Pass@16 on AIME24, AIME25 and AMC23; Mean@1 on its MATH300 subset), which is also how often its
+    validation file repeats each problem; None for a task the paper's table does not report. A
+    property of the task, not of a run: ``-k`` still chooses what a run samples.
+    """
 
     name: str
     version: str
@@ -85,16 +92,17 @@ class TaskSpec:
     id_field: str = "id"
     problem_field: str = "problem"
     answer_field: str = "answer"
+    paper_k: int | None = None
 
 
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        TaskSpec("aime24", "1", "aime24.jsonl", "AIME 2024 I+II (30)", HubSource("HuggingFaceH4/aime_2024", "train", id_field="id")),
-        TaskSpec("aime25", "1", "aime25.jsonl", "AIME 2025 I+II (30)", HubSource("math-ai/aime25", "test", id_field="id")),
-        TaskSpec("amc23", "1", "amc23.jsonl", "AMC 2023 (40, integer-answer form)", HubSource("math-ai/amc23", "test", id_field="id", problem_field="question")),
+        TaskSpec("aime24", "1", "aime24.jsonl", "AIME 2024 I+II (30)", HubSource("HuggingFaceH4/aime_2024", "train", id_field="id"), paper_k=PAPER_K),
+        TaskSpec("aime25", "1", "aime25.jsonl", "AIME 2025 I+II (30)", HubSource("math-ai/aime25", "test", id_field="id"), paper_k=PAPER_K),
+        TaskSpec("amc23", "1", "amc23.jsonl", "AMC 2023 (40, integer-answer form)", HubSource("math-ai/amc23", "test", id_field="id", problem_field="question"), paper_k=PAPER_K),
         TaskSpec("math500", "1", "math500.jsonl", "MATH-500 (500)", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id")),
-        TaskSpec("math300_pr1", "1", "math300_pr1.jsonl", "The paper's 316-problem integer-answer MATH subset", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id", keep_row=is_integer_answer), answer_field="math_answer"),
+        TaskSpec("math300_pr1", "1", "math300_pr1.jsonl", "The paper's 316-problem integer-answer MATH subset", HubSource("HuggingFaceH4/MATH-500", "test", id_field="unique_id", keep_row=is_integer_answer), answer_field="math_answer", paper_k=1),
         TaskSpec("gsm8k", "1", "gsm8k_test.jsonl", "GSM8K test (1319)", HubSource("openai/gsm8k", "test", name="main", problem_field="question", gold_transform=gsm8k_final_number)),
     )
 }

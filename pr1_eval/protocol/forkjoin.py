@@ -58,15 +58,18 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.paper_settings import (
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_NEW_TOKENS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
+)
 
 MAIN, PATHS, SUMMARY = "main", "paths", "summary"
 AFTER_LAST_BLOCK = ("end", "continue")
 SECONDARY_EOS = ("keep", "replace")
 """What a path or summary does with a second EOS id: the official loop keeps it (then the closing tag)."""
-OFFICIAL_PATH_TEMPERATURE = 1.0
-"""The official loop samples every path at this temperature, whatever the run's."""
-OFFICIAL_MAX_PATH_TOKENS = 4096
-"""``max_path_response_length`` of the official RL scripts."""
 ENGINE_GAVE_UP = ("abort", "error")
 """Finish reasons of a request the engine abandoned (vLLM's abort/error): the response ends there."""
 INSERTED_LOGPROB = 0.0
@@ -77,16 +80,17 @@ UNKNOWN_LOGPROB = math.nan
 
 @dataclass(frozen=True)
 class ForkJoinParams:
-    """The protocol's knobs. Defaults are the paper's: 2 paths, 4 blocks, 3000 response tokens,
-    the response ends after the last block's summary, paths at temperature 1.0 and capped at 4096
-    tokens, a second EOS kept inside a path or summary (see the module docstring)."""
+    """The protocol's knobs. Defaults are the paper's (:mod:`pr1_eval.protocol.paper_settings`):
+    its paths per block, blocks, response budget, path temperature and per-path cap; the response
+    ends after the last block's summary, and a second EOS is kept inside a path or summary (see
+    the module docstring)."""
 
-    paths: int = 2
-    max_blocks: int = 4
-    budget: int = 3000
+    paths: int = PAPER_PATHS
+    max_blocks: int = PAPER_MAX_BLOCKS
+    budget: int = PAPER_MAX_NEW_TOKENS
     after_last_block: str = "end"
-    path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE
-    max_path_tokens: int = OFFICIAL_MAX_PATH_TOKENS
+    path_temperature: float | None = PAPER_PATH_TEMPERATURE
+    max_path_tokens: int = PAPER_MAX_PATH_TOKENS
     secondary_eos: str = "keep"
 
     def __post_init__(self) -> None:

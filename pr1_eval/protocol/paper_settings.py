@@ -3,9 +3,9 @@
 Why one home: the same five numbers (k 16, a 3000-token budget, 2 paths, 4 blocks, temperature
 1.0) would otherwise be retyped in the CLI options, the run config, the decoders, the Ray replica spec,
 the lm-eval hooks and the training CLI, and a change in one place would leave the others silently
-different. The fork-join specifics (path temperature, per-path cap, what follows the last block)
-are the official rollout's and live in :mod:`pr1_eval.protocol.forkjoin`; they are re-exported
-here so a reader finds every paper default in one file.
+different. The fork-join machine (:mod:`pr1_eval.protocol.forkjoin`) takes its defaults from here,
+the official rollout's path temperature and per-path cap included, so this module imports nothing
+and every layer can read it.
 
 Sources: DESIGN.md (Mean@16/Pass@16 at temperature 1.0, top-p 1.0, 3000 new tokens, the
 ``parallel_r1_v3`` prompt) and the official Parallel-R1 rollout (2 paths, at most 4 blocks).
@@ -14,8 +14,6 @@ The paper's per-task k (MATH300 at Mean@1) is a property of each task:
 """
 
 from __future__ import annotations
-
-from pr1_eval.protocol.forkjoin import OFFICIAL_MAX_PATH_TOKENS, OFFICIAL_PATH_TEMPERATURE
 
 #: Samples per problem (Mean@16, Pass@16).
 PAPER_K = 16
@@ -29,9 +27,10 @@ PAPER_PATHS = 2
 PAPER_MAX_BLOCKS = 4
 #: The prompt template of the paper's evaluation.
 PAPER_PROMPT = "parallel_r1_v3"
-#: Fork-join path sampling (the official rollout's), re-exported from the protocol.
-PAPER_PATH_TEMPERATURE = OFFICIAL_PATH_TEMPERATURE
-PAPER_MAX_PATH_TOKENS = OFFICIAL_MAX_PATH_TOKENS
+#: The official fork-join loop samples every path at this temperature, whatever the run's.
+PAPER_PATH_TEMPERATURE = 1.0
+#: ``max_path_response_length`` of the official RL scripts: the cap on one path's tokens.
+PAPER_MAX_PATH_TOKENS = 4096
 
 __all__ = ["PAPER_K", "PAPER_MAX_BLOCKS", "PAPER_MAX_NEW_TOKENS", "PAPER_MAX_PATH_TOKENS", "PAPER_PATHS",
            "PAPER_PATH_TEMPERATURE", "PAPER_PROMPT", "PAPER_TEMPERATURE", "PAPER_TOP_P"]

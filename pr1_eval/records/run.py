@@ -186,8 +186,8 @@ def problem_ids_sha256(problem_ids: Sequence[str]) -> str:
 # ----- reading ``run.json`` ----------------------------------------------------------------------
 # Why strict: a run record decides what a report averages (each task's problems and k) and how
 # analysis groups runs (model path, step, family). A hand-edited ``"k": "sixteen"`` or a ``model`` that
-# is a string used to be read through ``.get(...)`` defaults and silently become "no k" or "no step";
-# now it is one error that names the file and the field. Integers written as floats (``16.0``) or digit
+# is a string, read through ``.get(...)`` defaults, would silently become "no k" or "no step"; read
+# strictly, it is one error that names the file and the field. Integers written as floats (``16.0``) or digit
 # strings (``"200"`` for a step) are accepted, since JSON tools write both.
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
 from pr1_eval.records.run import RunRecord
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"
@@ -209,8 +210,6 @@ def samples_per_problem(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
 def part_of_task(run: RunRecord, task: str) -> tuple[PartOf | None, list[str]]:
     """What whole ``task`` is a part of in ``run`` (a shard's slice, a benchmark's subset), and the
     named differences from the packaged benchmark (see the module docstring)."""
-    from pr1_eval.ingest.benchmark_check import partial_phrase, warnings_of
-
     shard: dict[str, Any] = run.shard or {}
     size = (shard.get("task_sizes") or {}).get(task)
     ids = (shard.get("problem_ids") or {}).get(task)

@@ -23,6 +23,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.run import RunRecord, task_entries, task_entry
+from pr1_eval.store.out_folder import check_new_run_folder
 from pr1_eval.store.run_store import RunStore
 
 
@@ -161,8 +162,6 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
 
 def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
     """Check the shards (see the module docstring) and write them as one run at ``out``."""
-    from pr1_eval.ingest.out_folder import check_new_run_folder  # the one rule of every run-creating command
-
     check_new_run_folder(out, command="merge", offers_replace=False)
     target = RunStore(out)
     shards = [load_shard(p) for p in paths]

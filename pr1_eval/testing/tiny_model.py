@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
+from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.testing import tiny_traces
 from pr1_eval.testing.tiny_training import ProgressFn, Recipe, StepReporter, train_tiny_model
 
@@ -63,7 +65,7 @@ CACHE_VERSION = "v5"
 """Part of every cache folder name: bump it whenever tokenizer, traces, dimensions or recipe change,
 so a model built by older code is never reused."""
 KINDS = ("random", "trained", "trained-structured")
-DEFAULT_PROMPT = "parallel_r1_v3"
+DEFAULT_PROMPT = PAPER_PROMPT
 _FINAL_ANSWER_RE = re.compile(r"^Final Answer:", re.MULTILINE)
 TRAINED_DIMS: dict[str, int] = {"hidden_size": 96, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 24}
 """The trained kinds are a little wider than the random default (64 wide learns the format too
@@ -304,8 +306,6 @@ def sample_responses(
 def format_rates(texts: list[str]) -> dict[str, float]:
     """Share of ``texts`` that are well formed *and* contain a block, and that have a
     ``Final Answer:`` line: the two things the trained tiny model is for."""
-    from pr1_eval.protocol.parse import parse_structure
-
     if not texts:
         return {"well_formed_with_block": 0.0, "final_answer": 0.0}
     parsed = [parse_structure(text) for text in texts]

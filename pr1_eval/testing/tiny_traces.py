@@ -30,7 +30,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pr1_eval.inputs.prompts import load_template
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 
 SHORT_TEMPLATE = "Solve step by step with parallel thinking.\nProblem: {problem}"
 """A short user-message template; training mixes it with the paper's so that the format does not
@@ -43,13 +45,11 @@ def paper_template() -> str:
     Read rather than copied, so the tiny model trains on exactly what ``run`` sends: the packaged
     template, or ``$PR1_PROMPTS_DIR``'s when that is set.
     """
-    return load_template_text("parallel_r1_v3")
+    return load_template_text(PAPER_PROMPT)
 
 
 def load_template_text(name_or_path: str) -> str:
     """A template's exact text (a name such as ``parallel_r1_v3``, or a file), as ``run`` renders it."""
-    from pr1_eval.inputs.prompts import load_template
-
     return load_template(name_or_path).text
 
 
@@ -58,8 +58,9 @@ _OUTROS = ("", "", "So the answer is {r}.\n\n")
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One arithmetic question: ``a op b``, its wording and its answer."""
+class Question:
+    """One arithmetic question: ``a op b``, its wording and its answer (the numbers the trace
+    generators compute with, where a benchmark's :class:`pr1_eval.inputs.tasks.Problem` holds text)."""
 
     a: int
     b: int
@@ -125,7 +126,7 @@ def filler_text(rng: random.Random, min_words: int = 10, max_words: int = 150) -
     return " ".join(words).capitalize() + rng.choice((".", "?", "."))
 
 
-def make_problem(rng: random.Random) -> Problem:
+def make_question(rng: random.Random) -> Question:
     """A random one-digit problem, in a few wordings so the model does not key on one phrase.
 
     Operands stay below ten on purpose: every number is then a single short token, which keeps
@@ -138,10 +139,10 @@ def make_problem(rng: random.Random) -> Problem:
     answer = a + b if op == "+" else a - b if op == "-" else a * b
     word = {"+": "plus", "-": "minus", "*": "times"}[op]
     text = rng.choice((f"What is {a} {op} {b}?", f"Compute {a} {op} {b}.", f"What is {a} {word} {b}?"))
-    return Problem(a, b, op, text, answer)
+    return Question(a, b, op, text, answer)
 
 
-def _path_texts(p: Problem) -> list[str]:
+def _path_texts(p: Question) -> list[str]:
     """Three distinct correct ways to reach ``p.answer`` (the paths of a block).
 
     Short equations rather than prose: fewer tokens per step and less to learn besides the format.
@@ -152,7 +153,7 @@ def _path_texts(p: Problem) -> list[str]:
     return [f"{a} {p.op} {b} = {r}", f"{b} {p.op} {a} = {r}", f"{a} {p.op} {b} is {r}."]
 
 
-def _check_texts(p: Problem) -> list[str]:
+def _check_texts(p: Question) -> list[str]:
     """Paths of a second, verifying block: undo the operation."""
     a, b, r = p.a, p.b, p.answer
     inverse = {"+": f"{r} - {b} = {a}", "-": f"{r} + {b} = {a}", "*": f"{r} / {b} = {a}"}[p.op]
@@ -171,7 +172,7 @@ training loss weighs numbers down (:mod:`pr1_eval.testing.tiny_training`), and a
 competes with numbers, so a mark there would be learnt as more likely than it is."""
 
 
-def _check_path(p: Problem) -> str:
+def _check_path(p: Question) -> str:
     """The last path of every Unseen block: undo the operation, marked as a check."""
     return _check_texts(p)[0] + CHECK_MARK
 
@@ -181,7 +182,7 @@ UNSEEN_EXTRA_PATHS = 3
 checks per block, about one sampled path in six is a check (see the module docstring)."""
 
 
-def _block(paths: list[str], summary: str, p: Problem, unseen: bool) -> str:
+def _block(paths: list[str], summary: str, p: Question, unseen: bool) -> str:
     """A block of ``paths``; an Unseen one gets :data:`UNSEEN_EXTRA_PATHS` more of the same kind
     and then the check."""
     if unseen:
@@ -190,21 +191,21 @@ def _block(paths: list[str], summary: str, p: Problem, unseen: bool) -> str:
     return render_block(paths, summary)
 
 
-def _one_block(rng: random.Random, p: Problem, unseen: bool) -> str:
+def _one_block(rng: random.Random, p: Question, unseen: bool) -> str:
     return _block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.", p, unseen)
 
 
-def _three_paths(rng: random.Random, p: Problem, unseen: bool) -> str:
+def _three_paths(rng: random.Random, p: Question, unseen: bool) -> str:
     return _block(rng.sample(_path_texts(p), 3), f"All paths give {p.answer}.", p, unseen)
 
 
-def _two_blocks(rng: random.Random, p: Problem, unseen: bool) -> str:
+def _two_blocks(rng: random.Random, p: Question, unseen: bool) -> str:
     first = _block(rng.sample(_path_texts(p), 2), f"Both paths give {p.answer}.", p, unseen)
     second = _block(_check_texts(p), f"The check confirms {p.answer}.", p, unseen)
     return first + "Let me verify.\n\n" + second
 
 
-def _disagree(rng: random.Random, p: Problem, unseen: bool) -> str:
+def _disagree(rng: random.Random, p: Question, unseen: bool) -> str:
     wrong = p.answer + rng.choice((-1, 1))
     good = rng.choice(_path_texts(p))
     bad = f"{p.a} {p.op} {p.b} = {wrong}"
@@ -212,11 +213,11 @@ def _disagree(rng: random.Random, p: Problem, unseen: bool) -> str:
     return _block(paths, f"The paths disagree; {p.a} {p.op} {p.b} = {p.answer}.", p, unseen)
 
 
-def _no_block(rng: random.Random, p: Problem, unseen: bool) -> str:
+def _no_block(rng: random.Random, p: Question, unseen: bool) -> str:
     return rng.choice(_path_texts(p)) + "\n\n"
 
 
-_SHAPES: tuple[tuple[Callable[[random.Random, Problem, bool], str], float], ...] = (
+_SHAPES: tuple[tuple[Callable[[random.Random, Question, bool], str], float], ...] = (
     (_one_block, 0.53),
     (_three_paths, 0.12),
     (_two_blocks, 0.15),
@@ -228,7 +229,7 @@ _UNSEEN_SHAPES = ((_one_block, 0.65), (_three_paths, 0.15), (_disagree, 0.2))
 """The Unseen model exists to branch under the structured mask: one block, always."""
 
 
-def make_response(rng: random.Random, p: Problem, unseen: bool = False) -> str:
+def make_response(rng: random.Random, p: Question, unseen: bool = False) -> str:
     """A full response: opener, zero to two blocks, optional outro, ``Final Answer:`` line."""
     shapes, weights = zip(*(_UNSEEN_SHAPES if unseen else _SHAPES), strict=True)
     shape = rng.choices(shapes, weights=weights)[0]
@@ -246,7 +247,7 @@ def make_trace(rng: random.Random, template: str, filler: str | None = None, uns
     With ``filler``, the problem is the filler followed by the question, or (half the time) the
     filler alone: then the response's numbers appear nowhere in the prompt, as on a real benchmark.
     """
-    p = make_problem(rng)
+    p = make_question(rng)
     text = p.text if filler is None else filler if rng.random() < 0.5 else f"{filler} {p.text}"
     return Trace(template.replace("{problem}", text), make_response(rng, p, unseen), p.answer)
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pr1_eval.protocol.tags import resolve_tag_ids
 from pr1_eval.testing import tiny_traces
 
 MASKS = ("causal", "structured")
@@ -249,8 +250,6 @@ def train_tiny_model(
         raise ValueError(f"unknown training mask {recipe.mask!r}; expected one of {MASKS}")
     tag_ids = None
     if recipe.mask == "structured":
-        from pr1_eval.protocol.tags import resolve_tag_ids
-
         tag_ids = resolve_tag_ids(tokenizer)
     start, cpu_start = time.perf_counter(), time.process_time()
     threads = torch.get_num_threads()

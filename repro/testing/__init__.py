@@ -7,34 +7,17 @@ so a user can reproduce a test by hand. Nothing here is used in training.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-CACHE = Path(tempfile.gettempdir()) / f"pr1-repro-test-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+from pr1_eval.testing.tiny_model import cached_tiny_model
+from repro.stages import CONFIG_DIR
 
 
 def tiny_model_dir(kind: str = "random") -> Path:
     """pr1-eval's tiny Qwen3 model (six tags as special tokens), built once per machine."""
-    from pr1_eval.testing import tiny_model
-
-    cached = getattr(tiny_model, "cached_tiny_model", None)
-    if cached is not None:
-        return Path(cached(kind=kind))
-    build_tiny_model = tiny_model.build_tiny_model
-
-    target = CACHE / f"tiny-{kind}"
-    if not (target / "config.json").is_file():
-        scratch = Path(tempfile.mkdtemp(dir=CACHE.parent if CACHE.parent.exists() else None))
-        build_tiny_model(scratch / "m")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            (scratch / "m").rename(target)
-        except OSError:  # another process won the race
-            shutil.rmtree(scratch, ignore_errors=True)
-    return target
+    return Path(cached_tiny_model(kind=kind))
 
 
 def build_untagged_base(out: Path, *, free_rows: int = 0, tied: bool = True, seed: int = 0) -> Path:
@@ -110,8 +93,6 @@ def load_tokenizer(path: Path) -> Any:
 def compose_stage(stage: str, overrides: list[str]) -> Any:
     """A stage config composed exactly as ``pr1-repro run`` composes it (Hydra, repro's configs)."""
     from hydra import compose, initialize_config_dir
-
-    from repro.stages import CONFIG_DIR
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         return compose(config_name=stage, overrides=overrides)

@@ -51,7 +51,7 @@ def test_perfect_trends_have_the_textbook_exact_p() -> None:
     for n, expected in [(3, 1 / 3), (4, 1 / 12), (5, 1 / 60)]:
         out = trend(pd.Series(range(n)), pd.Series([i * i for i in range(n)]))
         assert out["spearman_rho"] == pytest.approx(1.0) and out["p_value"] == pytest.approx(expected)
-    # scipy's t approximation says 0.0 here: the value this test used to pin
+    # scipy's t approximation says 0.0 here, which is why the exact p-value is computed instead
     assert spearmanr([1, 2, 3], [1, 2, 3]).pvalue == pytest.approx(0.0)
 
 

@@ -2,7 +2,7 @@
 every Markdown string a page sends (Markdown, captions, alerts, metrics, table cells, headings,
 link labels) is read by a CommonMark parser and must make no link, image or HTML and hold no GFM
 autolink literal; every string of every plotly figure must hold no tag plotly would draw. The
-browser test (test_dashboard_browser.py) checks the rendered pages themselves."""
+browser test (test_browser.py) checks the rendered pages themselves."""
 
 from __future__ import annotations
 

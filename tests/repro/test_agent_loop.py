@@ -263,11 +263,11 @@ def test_default_v1_trainer_worker_keeps_the_weight_versions(setup, monkeypatch)
     get_event_loop().run_until_complete(rollout())
     assert queue.status == {"u0": "finished"}, queue.status
     assert len(queue.tags) == 2 and all(tag["status"] == "success" for tag in queue.tags)
-    # the trainer's own cast (trainer_base.py, _compute_metrics): this raised on None before the fix
+    # the trainer's own cast (trainer_base.py, _compute_metrics): it raises on a None step
     low = np.array([tag["min_global_steps"] for tag in queue.tags], dtype=int)
     high = np.array([tag["max_global_steps"] for tag in queue.tags], dtype=int)
     assert (low >= 7).all() and (high >= low).all() and (high > low).any(), (low, high)
     calls = len(fake.requests)
     assert high.max() <= 7 + calls // 3, "versions come from the server, not invented"
-    with pytest.raises(TypeError):  # what the trainer did with the fields the loop used to drop
+    with pytest.raises(TypeError):  # what the trainer does with a step the loop leaves unset
         np.array([None, None], dtype=int)

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 
 from pr1_eval.ingest.importer import import_jsonl
-from pr1_eval.testing.tiny_traces import make_problem, make_response
+from pr1_eval.testing.tiny_traces import make_question, make_response
 
 STEPS = (100, 200, 300)
 TASKS = {"aime24": 4, "amc23": 3}
@@ -31,7 +31,7 @@ def step_rows(step: int, seed: int = 0) -> list[dict[str, object]]:
     rng = random.Random(seed)
     rows = []
     for task, n_problems in TASKS.items():
-        problems = [make_problem(rng) for _ in range(n_problems)]
+        problems = [make_question(rng) for _ in range(n_problems)]
         for p, problem in enumerate(problems):
             for i in range(K):
                 response = make_response(random.Random(f"{step}-{task}-{p}-{i}"), problem)

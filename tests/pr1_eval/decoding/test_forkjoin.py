@@ -104,7 +104,7 @@ def test_a_model_that_wants_six_blocks_gets_max_blocks(max_blocks: int) -> None:
 
 def test_continuing_after_the_last_block_is_an_explicit_option() -> None:
     """``after_last_block="continue"``: the main line resumes with no fork point, so the model
-    writes further blocks inline (the old behaviour, now opt-in and recorded)."""
+    writes further blocks inline; it is opt-in and recorded in the run."""
     engine, out = _decode(Script(blocks=3), k=1, max_blocks=1, after_last_block="continue")  # type: ignore[arg-type]
     assert all(r.stop_token_ids == () for r in engine.calls[-1])
     for s in out[0]:

@@ -1,7 +1,7 @@
 """Block positions in one declared unit: tokens when a tokenizer is known, else characters.
 
-A generated run and an import of its very responses used to disagree (token positions against
-character positions) and the leaderboard put both in one column. Now the unit is recorded in the
+Why: a generated run and an import of its very responses would otherwise disagree (token positions
+against character positions) in one leaderboard column. So the unit is recorded in the
 run (``run.json`` ``position_unit``) and in every sample; ``import --tokenizer DIR`` gives an
 import the generated run's token positions; and tables, notes and figures name the unit and keep
 runs in different units apart. Expected positions are counted here with the tokenizer itself

@@ -1,7 +1,7 @@
 """Reading lm-eval's ``--log_samples`` output into pr1-eval import rows.
 
 The files here are written in the exact layout lm-eval 0.4.13 produces (checked against a real
-run in ``test_lm_eval_cli.py``): ``<out>/<model>/samples_<task>_<date>.jsonl`` with ``resps``
+run in ``tests/pr1_eval/lm_eval_tasks/test_cli.py``): ``<out>/<model>/samples_<task>_<date>.jsonl`` with ``resps``
 nested per request then per repeat, and ``results_<date>.json`` beside it.
 """
 

@@ -169,6 +169,13 @@ def test_hash_changes_with_limit_and_is_stable() -> None:
     assert full.data_hash == again.data_hash != two.data_hash and len(two.problems) == 2
 
 
+def test_each_task_carries_the_k_of_the_papers_table() -> None:
+    # the paper's table (DESIGN.md): Mean@16/Pass@16 on AIME24, AIME25, AMC23; its MATH300 at Mean@1;
+    # MATH-500 and GSM8K are not in it
+    assert {name: spec.paper_k for name, spec in TASKS.items()} == {
+        "aime24": 16, "aime25": 16, "amc23": 16, "math500": None, "math300_pr1": 1, "gsm8k": None}
+
+
 def test_unknown_task_lists_known_ones() -> None:
     with pytest.raises(Pr1EvalError) as err:
         parse_task_list("aime24,aime26")

@@ -2,7 +2,7 @@
 canned model whose answers are known, so the equality with ``pr1-eval report`` is checked on
 non-trivial numbers in seconds.
 
-The tiny model in ``test_lm_eval_cli.py`` cannot solve AIME, so there every correctness metric
+The tiny model in ``tests/pr1_eval/lm_eval_tasks/test_cli.py`` cannot solve AIME, so there every correctness metric
 is 0 on both sides; here some problems are partly right, some right in equivalent forms, one has
 no answer, and the majority is right on one problem and wrong on another.
 """

@@ -1,9 +1,9 @@
 """The one rule for a command that writes a new run folder (``import``, ``merge``): never over a run.
 
-Why: ``import FILE --out DIR`` onto a folder that held a 40-sample fork-join run used to replace
-it with the 7 imported samples, without a word. Generated runs are protected by the resume rule
-(a rerun with other settings is refused); a command that *creates* a run has no such rule, so it
-gets this one: a folder that already holds a run (a ``run.json``, or sample parts without one) is
+Why: without it, ``import FILE --out DIR`` onto a folder that holds a 40-sample fork-join run
+would replace it with the 7 imported samples, without a word. Generated runs are protected by
+the resume rule (a rerun with other settings is refused); a command that *creates* a run has no
+such rule, so it gets this one: a folder that already holds a run (a ``run.json``, or sample parts without one) is
 refused, naming the run and suggesting a free folder name. ``--replace`` is the explicit way
 over it, and even then nothing is deleted: the old run is renamed beside the new one
 (``DIR.replaced-<UTC time>``) and the message says where it went.

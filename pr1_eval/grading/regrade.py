@@ -1,8 +1,9 @@
 """Re-grading a stored run: new verdicts for the responses it holds, without generating again.
 
-Why it lives beside the store: it is a rewrite of a run folder (read the samples, rewrite them,
-stamp ``run.json``) whose only new input is the grader, so the grader is handed the stored
-records and the store writes them back through its one durable path. Only the grade fields
+Why it lives with the grader: its only new input is the grader, applied to a stored run (read
+the samples, rewrite them, stamp ``run.json``); the grading layer sits above the store in the
+import order, so it hands the grader the stored records and writes them back through the
+store's one durable path. Only the grade fields
 change; the structure fields (blocks, positions, lengths) are the generation's and are kept.
 """
 
