@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.completeness_fixtures import AIME, AMC, KILLED_ACCURACY, KILLED_HELD, K, write_killed_run, write_sweep
-from tests.support.leaderboard_fixtures import sample, write_counts_run
 
 from analysis.completeness import MARK, completeness_frame, loaded_completeness
 from analysis.leaderboard import build_leaderboard
@@ -19,6 +17,16 @@ from analysis.summary import analyze
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
+from tests.support.completeness_fixtures import (
+    AIME,
+    AMC,
+    KILLED_ACCURACY,
+    KILLED_HELD,
+    K,
+    write_killed_run,
+    write_sweep,
+)
+from tests.support.leaderboard_fixtures import sample, write_counts_run
 
 
 @pytest.fixture

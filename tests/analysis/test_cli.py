@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
 from analysis import command, output
 from analysis import diversity as div
 from pr1_eval.cli.main import main
+from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
 RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
             "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing"}

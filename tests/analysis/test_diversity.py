@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 import sacrebleu
-from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
 import analysis.embed_cache as embed_cache
 from analysis import diversity as div
 from analysis.embed_cache import EmbeddingCache, default_cache_dir, model_slug, text_key
 from analysis.loader import load_runs
 from analysis.summary import analyze, to_json
+from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
 
 class FakeModel:

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 from scipy.stats import spearmanr
 
 from analysis.drift import drift_json, drift_trends, exact_spearman_p, metric_trend, trend
 from analysis.loader import load_runs
 from analysis.summary import analyze, to_json
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 
 def _enumerated_p(x: list[float], y: list[float]) -> float:

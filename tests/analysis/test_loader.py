@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 from analysis.drift import model_family, resolve_step
 from analysis.loader import (
@@ -21,6 +20,7 @@ from analysis.loader import (
 )
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 TWO_BLOCKS = response("Let x be the count.", block(["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"], "Both 7."),
                       "Now double check.", block(["one", "two", "three"], "Three ways."), final="7")

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 from analysis.conclusions import Conclusion, path_conclusion
 from analysis.loader import load_runs
 from analysis.roles import assign_roles, block_role, equivalence_classes, response_consistency, role_shares
 from analysis.summary import analyze, to_json
 from pr1_eval.protocol.parse import parse_structure
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

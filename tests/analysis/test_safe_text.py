@@ -13,7 +13,6 @@ from pathlib import Path
 import lxml.html
 import pandas as pd
 import pytest
-from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, RUN_ATTACK, TASK, build_hostile_runs, payload
 from markdown_it import MarkdownIt
 
 from analysis.figures import write_figures
@@ -22,6 +21,15 @@ from analysis.leaderboard_html import leaderboard_html
 from analysis.loader import load_runs
 from analysis.safe_text import WORD_JOINER, html_text, markdown_plain, markdown_text, plot_frame, plot_text
 from analysis.summary import analyze
+from tests.support.hostile_fixtures import (
+    HOSTILE_RUNS,
+    MARKER,
+    PROBLEM_IDS,
+    RUN_ATTACK,
+    TASK,
+    build_hostile_runs,
+    payload,
+)
 
 ATTACKS = [payload("field"), RUN_ATTACK, PROBLEM_IDS[0], "</script><script>window.__pwned='id'</script>",
            "WWW.EVIL.EXAMPLE and Https://Evil.Example", "x@y.co", ":red[red] :smile: :material/home: 12:30",

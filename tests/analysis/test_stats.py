@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 from analysis.loader import load_runs
 from analysis.stats import STRUCTURE_COLUMNS, structure_stats
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 S0 = response("Intro.", block(["a", "b"]), "Done.")
 S1 = response("Longer intro text here.", block(["c", "d"]), "Mid.", block(["e", "f", "g"]), "End.", final="6")

@@ -39,8 +39,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.support.dashboard_fixtures import HOSTILE_RUN, build_runs
-from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, RUN_ATTACK, TASK, build_hostile_runs, payload
+from tests.support.hostile_fixtures import (
+    HOSTILE_RUNS,
+    MARKER,
+    PROBLEM_IDS,
+    RUN_ATTACK,
+    TASK,
+    build_hostile_runs,
+    payload,
+)
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

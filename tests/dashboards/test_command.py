@@ -14,12 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 from dashboards.app import PAGES
 from dashboards.launch import app_path, check_port, resolve_runs, streamlit_command
 from pr1_eval.cli.main import build_parser
 from pr1_eval.errors import Pr1EvalError
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 
 def test_command_defaults_to_loopback_and_runs_folder() -> None:

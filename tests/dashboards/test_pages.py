@@ -16,6 +16,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from sacrebleu.metrics import BLEU
+from streamlit.testing.v1 import AppTest
+
+from analysis.completeness import INCLUDE_LABEL, MARK
+from analysis.loader import load_runs, response_segments
+from dashboards.components import fmt, fmt_interval, md_unescape
+from dashboards.data import MEMO
+from dashboards.launch import app_path
+from pr1_eval.store.run_store import RunStore
 from tests.support.dashboard_fixtures import (
     HOSTILE_RUN,
     IMG,
@@ -31,15 +40,6 @@ from tests.support.dashboard_fixtures import (
     step_rows,
     write_import,
 )
-from sacrebleu.metrics import BLEU
-from streamlit.testing.v1 import AppTest
-
-from analysis.completeness import INCLUDE_LABEL, MARK
-from analysis.loader import load_runs, response_segments
-from dashboards.components import fmt, fmt_interval, md_unescape
-from dashboards.data import MEMO
-from dashboards.launch import app_path
-from pr1_eval.store.run_store import RunStore
 
 STEP_RUNS = ("step100", "step200", "step300")
 K = 4

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, TASK, build_hostile_runs
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from dashboards.data import MEMO
 from dashboards.launch import app_path
+from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, TASK, build_hostile_runs
 
 PAGES = ("leaderboard", "training", "behaviour", "diversity", "trace_viewer", "compare")
 #: GFM autolink literals (the spec's extension): links made after parsing, whatever the escapes.

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.support.parallel_fakes import TAG, FakeEngine, FakeTokenizer, Script
 
 from pr1_eval.decoding.base import SequentialDecoder, request_seed
 from pr1_eval.decoding.factory import make_decoder
@@ -16,6 +15,7 @@ from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import parse_structure
+from tests.support.parallel_fakes import TAG, FakeEngine, FakeTokenizer, Script
 
 PROMPTS = [[50, 51, 52], [60, 61], [70]]
 IDS = ["t/a", "t/b", "t/c"]

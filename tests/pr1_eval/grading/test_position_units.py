@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.support.analysis_fixtures import block, make_record, response, write_run
 from transformers import AutoTokenizer
 
 from analysis.figures import position_title
@@ -29,6 +28,7 @@ from pr1_eval.ingest.importer import import_jsonl
 from pr1_eval.inputs.paths import packaged_benchmarks_dir
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
+from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 TEXTS = [response("Let me think about this carefully first.", block(["two plus two", "four"]), "So", final="4"),
          response("Short.", block(["a", "b"]), "Then a long tail of reasoning words " * 5, final="4")]

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import tests.support.verl_dump_fixtures as F
 
+import tests.support.verl_dump_fixtures as F
 from pr1_eval.ingest.verl_formats import IM_END, IM_START, PAD, Lengths
 from pr1_eval.ingest.verl_import import ImportOptions, import_verl
 from pr1_eval.store.run_store import RunStore

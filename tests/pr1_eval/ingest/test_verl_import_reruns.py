@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-import tests.support.verl_dump_fixtures as F
 
+import tests.support.verl_dump_fixtures as F
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import Lengths

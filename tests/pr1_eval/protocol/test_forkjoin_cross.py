@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.support.parallel_fakes import ScriptedEngine, ScriptedModel, ScriptedServer
 
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.protocol.tags import resolve_tag_ids
+from tests.support.parallel_fakes import ScriptedEngine, ScriptedModel, ScriptedServer
 
 pytest.importorskip("verl")
 

@@ -159,6 +159,7 @@ def test_a_slow_restart_is_waited_for_while_the_other_replica_keeps_working(clus
 
 def test_a_restart_longer_than_the_start_timeout_is_given_up_and_killed(cluster: None, tmp_path: Path) -> None:
     import ray._private.state as state
+
     from tests.support.ray_standins import ScriptedReplica
 
     spec = _plan(tmp_path / "state", {0: {"die_at_call": 2, "restart_s": 15.0}, 1: {"chunk_s": 0.2}})
