@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pr1_eval.cli import report as report_command
 from pr1_eval.cli.help import TOP, Parser, describe
 from pr1_eval.cli.options import add_generation_options, run_config
 from pr1_eval.errors import Pr1EvalError
@@ -67,13 +68,6 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     out = merge_shards(args.shards, args.out)
     print(f"merged {len(args.shards)} shards into {out}")
     print_report(out)
-    return 0
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
-
-    print_report(args.run, as_json=args.json, strict=args.strict)
     return 0
 
 
@@ -150,11 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_sweep(sub)
     _add_merge(sub)
-    p = sub.add_parser("report", help="metrics of a run")
-    p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete (missing problems or samples)")
-    p.set_defaults(func=_cmd_report)
+    report_command.register(sub)
     p = sub.add_parser("regrade", help="re-grade stored responses without generating")
     p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",

@@ -1,0 +1,53 @@
+"""``pr1-eval report RUN [--json] [--strict]``: the metrics of a stored run.
+
+:func:`print_report` is also what ``run``, ``merge``, ``regrade``, ``import`` and the demo call to
+show the run they just wrote. Registering the command imports nothing heavy (every ``pr1-eval``
+start registers it); the report's stack (pandas, the store) loads when a report is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pr1_eval.errors import Pr1EvalError
+
+if TYPE_CHECKING:
+    from pr1_eval.report.schema import RunReport
+
+
+def register(subparsers: Any) -> None:
+    """Add ``report`` to the ``pr1-eval`` subcommands."""
+    p = subparsers.add_parser("report", help="metrics of a run")
+    p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--strict", action="store_true", help="exit 2 when the run is incomplete (missing problems or samples)")
+    p.set_defaults(func=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    print_report(args.run, as_json=args.json, strict=args.strict)
+    return 0
+
+
+def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> RunReport:
+    """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
+    from pr1_eval.report.load import load_report
+    from pr1_eval.report.table import format_forkjoin_table, format_report_table
+
+    report = load_report(run_dir)
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        status = "" if report.status == "complete" else f"  (status: {report.status})"
+        shard = f"  ({report.shard})" if report.shard else ""
+        print(f"run: {run_dir}{shard}{status}")
+        print(format_report_table(report))
+        forkjoin = format_forkjoin_table(report)
+        if forkjoin is not None:
+            print(f"\n{forkjoin}")
+    if strict and not report.complete:
+        raise Pr1EvalError(f"{run_dir} is incomplete (--strict): {'; '.join(report.incomplete)}; {report.advice}")
+    return report
