@@ -55,9 +55,10 @@ def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["problem_id", "n", "c", "c_paper", "maj"])
 
 
-def parallel_samples(frame: pd.DataFrame) -> int:
-    """How many samples of ``frame`` open a ``<Parallel>`` block (the ``has_parallel`` column)."""
-    return int(frame["has_parallel"].astype(bool).sum())
+def parallel_mask(frame: pd.DataFrame) -> pd.Series:
+    """Which samples of ``frame`` open a ``<Parallel>`` block: the ``has_parallel`` column, the
+    count behind every parallel ratio (:func:`pr1_eval.report.metrics.parallel_ratio`)."""
+    return frame["has_parallel"].astype(bool)
 
 
 def _mean_of(frame: pd.DataFrame, column: str) -> float | None:
@@ -75,7 +76,7 @@ def metrics_of(frame: pd.DataFrame, k: int) -> TaskMetrics:
     means = {name: float(np.mean(values)) for name, values in per_problem.items()}
     return TaskMetrics(
         k=k, **means,
-        parallel_ratio=parallel_ratio(parallel_samples(frame), len(frame)),
+        parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)),
         format_ok_ratio=float(frame["format_ok"].astype(bool).mean()),
         mean_response_tokens=_mean_of(frame, "n_response_tokens"),
         truncated_ratio=float((frame["finish_reason"] == "length").mean()),
