@@ -81,7 +81,7 @@ class TaskCell:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TaskCell:
         k = int(data["k"])
-        values = {f.name: data.get(cls.key(f.name, k)) for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {f.name: data.get(cls.key(f.name, k)) for f in dataclasses.fields(cls)}
         values["ci95"], values["pass_at_k_ci95"] = _interval(values["ci95"]), _interval(values["pass_at_k_ci95"])
         return cls(**values)
 
@@ -108,7 +108,8 @@ class Averages:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], k: int | str) -> Averages:
-        return cls(**{name: data.get(TaskMetrics.metric_key(name, k)) for name in AVERAGED})
+        values: dict[str, Any] = {name: data.get(TaskMetrics.metric_key(name, k)) for name in AVERAGED}
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def step_points(ctx: Context, max_blocks: int) -> pd.DataFrame:
         # checked against the run's own run.json when the point is one complete run; an incomplete
         # point (let in by the toggle) is scored on the problems that hold all K, and marked
         record = ctx.loaded.run_info.get(runs[0]) if complete and len(runs) == 1 else None
-        report = run_report(group.drop(columns="_complete"), k, run=record).tasks[key[2]]
+        report = run_report(group.drop(columns="_complete"), k, run=record).tasks[str(key[2])]
         row = {**dict(zip(KEYS, key, strict=True)), "K": None, MEAN: None, PASS: None, "complete": complete}
         if (report.complete or not complete) and report.k:  # a complete point that fails the check has no mean@K
             metrics = report.metrics_or_partial  # an incomplete point let in: its partial numbers

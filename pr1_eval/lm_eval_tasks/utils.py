@@ -41,7 +41,8 @@ from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from pr1_eval.protocol.paper_settings import PAPER_K, PAPER_PROMPT
 from pr1_eval.records.sample import SCORED_STATUSES
-from pr1_eval.report.metrics import majority_correct, parallel_ratio as pooled_parallel_ratio, problem_values
+from pr1_eval.report.metrics import majority_correct, problem_values
+from pr1_eval.report.metrics import parallel_ratio as pooled_parallel_ratio
 from pr1_eval.report.schema import TaskMetrics
 
 log = logging.getLogger(__name__)

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from pr1_eval.report.names import metric_name
+
 #: Resamples of every bootstrap interval (the report's and the paired comparison's).
 BOOTSTRAP_RESAMPLES = 10_000
 #: Seed of every bootstrap interval: the same values give the same interval on every machine.
@@ -52,7 +54,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if not 0 <= c <= n:
         raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
     if k > n:
-        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
+        raise ValueError(f"{metric_name('pass', k)} needs at least {k} samples per problem, got {n}")
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)

@@ -9,9 +9,9 @@ task's numbers are in ``metrics`` only when the task is complete against run.jso
 task has ``partial`` numbers over its problems that hold all k samples, so a reader of
 ``metrics`` never averages a subset by accident.
 
-Decision: ``pass@K_paper`` and ``mean_paper`` were not kept as aliases of ``best@K_paper`` and
-``mean@K_paper``: the name ``pass@K_paper`` once stood for the paper's estimator on math-verify
-verdicts, so keeping it would keep the confusion it caused. The paper's Pass@16 is
+Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls its number
+"Pass@16", but it is VERL's bootstrap best@K, not the unbiased Pass@K that ``pass@K`` is, so a
+``pass@…`` name would invite comparing two different estimators. The paper's Pass@16 is
 ``best@K_paper`` everywhere (report, leaderboard, dashboard, notebooks, lm-eval tasks).
 """
 

@@ -10,12 +10,12 @@ from math import comb
 from pathlib import Path
 
 import pytest
-from tests.support.leaderboard_fixtures import write_counts_run
 
 from analysis.leaderboard import build_leaderboard, compute_leaderboard
 from analysis.paired import holm
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
+from tests.support.leaderboard_fixtures import write_counts_run
 
 K = 4
 A = {"ta": {"a1": 4, "a2": 3, "a3": 0, "a4": 2}, "tb": {"b1": 1, "b2": 4}}

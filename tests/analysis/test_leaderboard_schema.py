@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.leaderboard_fixtures import write_counts_run
-
 from analysis.leaderboard import build_leaderboard
 from analysis.leaderboard_schema import SCHEMA_VERSION, LeaderboardDocument, RunAverage, TaskCell
+from tests.support.leaderboard_fixtures import write_counts_run
 
 
 def test_cells_and_averages_round_trip_through_the_document(tmp_path: Path) -> None:
