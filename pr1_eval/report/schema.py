@@ -217,4 +217,4 @@ def json_schema() -> dict[str, Any]:
     return {"schema_version": REPORT_SCHEMA_VERSION,
             "run": {key: doc for key, doc in docs(RunReport).items() if key != "tasks"},
             "task": task, "metrics": metrics,
-            "partial": dataclasses.fields(TaskReport)[-1].metadata["doc"]}
+            "partial": {f.name: f for f in dataclasses.fields(TaskReport)}["partial"].metadata["doc"]}

@@ -177,3 +177,22 @@ def test_table_shows_intervals_unscored_and_integer_tokens() -> None:
     assert row[0] == "t" and f"[{low:.3f}," in lines[1] and f"{high:.3f}]" in lines[1]
     assert row[-2] == "12" and row[-1] == "1"  # mean tokens 11.5 rounds to 12; one unscored sample
     assert not table.startswith("\n")
+
+
+def test_parallel_ratio_is_pooled_over_samples_and_refuses_nonsense() -> None:
+    from pr1_eval.report.metrics import parallel_ratio
+
+    assert parallel_ratio(3, 12) == 0.25 and parallel_ratio(0, 4) == 0.0
+    for n_parallel, n in ((1, 0), (5, 4), (-1, 4)):
+        with pytest.raises(ValueError):
+            parallel_ratio(n_parallel, n)
+
+
+def test_problem_values_are_each_metrics_share_of_one_problem() -> None:
+    from pr1_eval.report.metrics import PER_PROBLEM_METRICS, problem_values
+
+    values = problem_values(8, 3, 1, False, 4)
+    assert tuple(values) == PER_PROBLEM_METRICS
+    assert values == pytest.approx({"mean": 3 / 8, "pass_at_1": 3 / 8, "pass_at_k": brute_pass_at_k(8, 3, 4),
+                                    "best_at_k": 1 - (5 / 8) ** 4, "maj_at_k": 0.0, "mean_paper": 1 / 8,
+                                    "best_at_k_paper": 1 - (7 / 8) ** 4})
