@@ -14,18 +14,20 @@ means, the paper's convention) or ``"problem_weighted"``; it decides the sort or
 baseline) raises :class:`pr1_eval.errors.Pr1EvalError` naming the difference.
 
 The document (``leaderboard --json``; K is the k of the run or task, e.g. ``mean@16``; an average
-over tasks of different k, as an import with per-task k can have, is named with a literal ``k``)::
+over tasks of different k, as an import with per-task k can have, is named with a literal ``k``),
+typed in :mod:`analysis.leaderboard_schema` (version 2: the paper's Pass@K is ``best@K_paper``,
+the report's name for it)::
 
-    {"schema_version": 1,
+    {"schema_version": 2,
      "runs": [{"name", "model", "family", "step", "decoding", "path", "k" (null when tasks differ in k),
                "rank", "tied_with_above", "p_vs_above",
                "complete" (false only for an incomplete run ranked on request), "missing": [lines],
-               "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "pass@K_paper",
+               "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "best@K_paper",
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
                                 "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
                                 "first_block_rel_pos", "position_unit"}},
-               "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "pass@K_paper",
+               "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "best@K_paper",
                            "maj@K", "parallel_ratio",
                            "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
@@ -36,10 +38,10 @@ over tasks of different k, as an import with per-task k can have, is named with 
 Conventions, and why:
 
 * Per-task metrics are :func:`pr1_eval.report.run_report.run_report`'s (one implementation of every
-  number), math-verify verdicts unless named ``_paper``. ``pass@K`` is the unbiased estimator.
-  ``pass@K_paper`` is the number the paper's "Pass@16" column would print: VERL's bootstrap
-  best@K on the paper's string checker (the report's ``best@K_paper``); the extras ``best@K``
-  (the same estimator on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
+  number, under the report's names), math-verify verdicts unless named ``_paper``. ``pass@K`` is
+  the unbiased estimator. ``best@K_paper`` is the number the paper's "Pass@16" column would print:
+  VERL's bootstrap best@K on the paper's string checker; the extras ``best@K`` (the same estimator
+  on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
   bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
   states how maj@K breaks ties). Parallel ratio and first-block position are
   :func:`analysis.stats.structure_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
@@ -77,6 +79,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import run_lines
+from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
@@ -85,12 +88,10 @@ from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
+from pr1_eval.report.schema import TaskMetrics
 from pr1_eval.store.run_store import RunStore
 
-SCHEMA_VERSION = 1
 AVERAGES = ("task_mean", "problem_weighted")
-#: Metrics averaged over tasks (K substituted).
-AVERAGED = ("mean@K", "pass@K", "pass@K_paper", "maj@K", "parallel_ratio")
 ALPHA = 0.05
 
 
@@ -168,7 +169,7 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     rows = [_run_row(meta, samples[samples["run"] == meta.name], chosen, average, missing[meta.name])
             for meta in metas]
     fractions = per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction")
-    rows = _rank(rows, fractions, chosen, average)
+    rows = [_row_json(row) for row in _rank(rows, fractions, chosen, average)]
     comparisons = _comparisons(rows, base, fractions, chosen)
     notes.extend(position_unit_notes(rows))
     document = {
@@ -339,18 +340,14 @@ def _excluded_note(entry: dict[str, Any]) -> str:
             "(--include-incomplete; on the dashboard the sidebar toggle)")
 
 
-def _task_cell(metrics: dict[str, Any], k: int, structure: dict[Any, Any]) -> dict[str, Any]:
-    """One task's leaderboard cell from the report's metrics (keys with the task's K substituted)."""
-    K = str(k)
-    ci = metrics.get("ci95") or {}
-    return {
-        "k": k, "n_problems": metrics["n_problems"], f"mean@{K}": metrics[f"mean@{K}"], "ci95": ci.get(f"mean@{K}"),
-        f"pass@{K}": metrics[f"pass@{K}"], f"pass@{K}_paper": metrics[f"best@{K}_paper"], f"maj@{K}": metrics[f"maj@{K}"],
-        "parallel_ratio": structure["parallel_ratio"],
-        "n_samples": metrics["n_samples"], "pass@1": metrics.get("pass@1"), f"pass@{K}_ci95": ci.get(f"pass@{K}"),
-        f"best@{K}": metrics.get(f"best@{K}"), f"mean@{K}_paper": metrics.get(f"mean@{K}_paper"),
-        "first_block_rel_pos": structure["first_block_rel_pos"], "position_unit": structure["position_unit"],
-    }
+def _task_cell(metrics: TaskMetrics, n_problems: int, n_samples: int, structure: dict[Any, Any]) -> TaskCell:
+    """One task's leaderboard cell from the report's metrics and the structure statistics."""
+    return TaskCell(
+        k=metrics.k, n_problems=n_problems, mean=metrics.mean, ci95=metrics.interval("mean"),
+        pass_at_k=metrics.pass_at_k, best_at_k_paper=metrics.best_at_k_paper, maj_at_k=metrics.maj_at_k,
+        parallel_ratio=structure["parallel_ratio"], n_samples=n_samples, pass_at_1=metrics.pass_at_1,
+        pass_at_k_ci95=metrics.interval("pass_at_k"), best_at_k=metrics.best_at_k, mean_paper=metrics.mean_paper,
+        first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"])
 
 
 #: How each position unit is written in labels.
@@ -374,20 +371,26 @@ def position_unit_notes(rows: list[dict[str, Any]]) -> list[str]:
 def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: str,
              missing: list[str]) -> dict[str, Any]:
     """One leaderboard row, every metric from the report on exactly the compared samples (for an
-    incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k)."""
+    incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k).
+    Cells and average are typed here; :func:`_row_json` writes them."""
     structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
     cells = {}
     for task in tasks:
         k = meta.task_k[task]
-        metrics = run_report(samples[samples["task"] == task], k)["tasks"][task]
-        if not metrics["complete"]:
-            if not metrics.get("partial"):
-                raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
-            metrics = {**metrics, **metrics["partial"], "n_problems": metrics["n_problems"]}
-        cells[task] = _task_cell(metrics, k, structure[task])
+        report = run_report(samples[samples["task"] == task], k).tasks[task]
+        metrics = report.metrics_or_partial
+        if metrics is None:
+            raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
+        cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, structure[task])
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
             "decoding": meta.decoding, "path": meta.path, "k": meta.k, "complete": not missing, "missing": missing,
             "tasks": cells, "average": _average(cells, meta.k, average)}
+
+
+def _row_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A ranked row with its typed cells and average written as the document's JSON."""
+    return {**row, "tasks": {task: cell.to_json() for task, cell in row["tasks"].items()},
+            "average": row["average"].to_json()}
 
 
 def k_label(k: int | None) -> str:
@@ -395,17 +398,17 @@ def k_label(k: int | None) -> str:
     return "k" if k is None else str(k)
 
 
-def _average(cells: dict[str, dict[str, Any]], k: int | None, chosen: str) -> dict[str, Any]:
-    """Both averages over tasks; the chosen one also at the top level. With tasks of different k
-    (an import with per-task k) each task's own metric is averaged, named with ``k``."""
-    sizes = np.array([cell["n_problems"] for cell in cells.values()], dtype=float)
+def _average(cells: dict[str, TaskCell], k: int | None, chosen: str) -> RunAverage:
+    """Both averages over tasks. With tasks of different k (an import with per-task k) each task's
+    own metric is averaged, named with ``k``."""
+    sizes = np.array([cell.n_problems for cell in cells.values()], dtype=float)
     both: dict[str, dict[str, float]] = {"task_mean": {}, "problem_weighted": {}}
     for metric in AVERAGED:
-        key = metric.replace("K", k_label(k))
-        values = np.array([cell[metric.replace("K", str(cell["k"]))] for cell in cells.values()], dtype=float)
-        both["task_mean"][key] = float(values.mean())
-        both["problem_weighted"][key] = float((values * sizes).sum() / sizes.sum())
-    return {"convention": chosen, "k": k, "n_tasks": len(cells), "n_problems": int(sizes.sum()), **both[chosen], **both}
+        values = np.array([getattr(cell, metric) for cell in cells.values()], dtype=float)
+        both["task_mean"][metric] = float(values.mean())
+        both["problem_weighted"][metric] = float((values * sizes).sum() / sizes.sum())
+    return RunAverage(convention=chosen, k=k, n_tasks=len(cells), n_problems=int(sizes.sum()),
+                      task_mean=Averages(**both["task_mean"]), problem_weighted=Averages(**both["problem_weighted"]))
 
 
 def _weighted_diffs(fractions: pd.DataFrame, run: str, other: str, tasks: list[str],
@@ -428,7 +431,7 @@ def _aligned(fractions: pd.DataFrame, run: str, other: str, task: str) -> tuple[
 
 def _rank(rows: list[dict[str, Any]], fractions: pd.DataFrame, tasks: list[str], average: str) -> list[dict[str, Any]]:
     """Sort by the average mean@K (stable) and mark rows not significantly below the row above."""
-    ordered = sorted(rows, key=lambda r: -r["average"][f"mean@{k_label(r['k'])}"])
+    ordered = sorted(rows, key=lambda r: -r["average"].chosen.mean)
     for i, row in enumerate(ordered):
         row["rank"], row["tied_with_above"], row["p_vs_above"] = i + 1, False, None
         if i:

@@ -24,7 +24,7 @@ from pr1_eval.cli.help import add_command
 AVERAGES = ("task_mean", "problem_weighted")
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
-               "pass@K, pass@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
+               "pass@K, best@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
                "below the row above are marked tied; every run is compared with a baseline on the problems "
                "they share (paired bootstrap, sign-flip test, Holm correction).")
 EXAMPLES = ("  pr1-eval leaderboard runs/\n  pr1-eval leaderboard runs/ --baseline runs/base --markdown\n"

@@ -15,6 +15,7 @@ through :func:`analysis.safe_text.html_text`, every plotly string made from data
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,10 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from analysis.leaderboard import UNIT_LABELS, Leaderboard
+from analysis.leaderboard_schema import TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
+from pr1_eval.report.names import metric_name
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
@@ -73,15 +76,23 @@ def _families(doc: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]
     return groups
 
 
-def _error(values: list[float | None], intervals: list[list[float] | None]) -> dict[str, Any]:
+def _error(values: list[float | None], intervals: list[Any]) -> dict[str, Any]:
     """Asymmetric plotly error bars from [low, high] intervals (0 where none)."""
     plus = [0.0 if v is None or not ci else ci[1] - v for v, ci in zip(values, intervals, strict=True)]
     minus = [0.0 if v is None or not ci else v - ci[0] for v, ci in zip(values, intervals, strict=True)]
     return {"type": "data", "symmetric": False, "array": plus, "arrayminus": minus}
 
 
+_CELL_FIELDS = {f.name for f in dataclasses.fields(TaskCell)}
+
+
+def _value(cell: dict[str, Any], key: str) -> Any:
+    """A cell's value: a :class:`TaskCell` field by name, else a key the figure added to the cell."""
+    return getattr(TaskCell.from_json(cell), key) if key in _CELL_FIELDS else cell.get(key)
+
+
 def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, str, str | None]]) -> go.Figure:
-    """One subplot per task; one line per family × series (metric key, label, interval key)."""
+    """One subplot per task; one line per family × series (cell field, label, interval field)."""
     tasks = doc["tasks"]
     figure = make_subplots(rows=1, cols=len(tasks), subplot_titles=plot_texts(tasks), shared_yaxes=True)
     for index, ((family, decoding), runs) in enumerate(_families(doc).items()):
@@ -93,10 +104,10 @@ def _per_task_figure(doc: dict[str, Any], title: str, series: list[tuple[str, st
         for col, task in enumerate(tasks, start=1):
             cells = [r["tasks"][task] for r in runs]
             for key, label, ci_key in drawn:
-                values = [cell.get(key.replace("K", str(cell["k"]))) for cell in cells]
+                values = [_value(cell, key) for cell in cells]
                 errors = None
                 if ci_key:
-                    errors = _error(values, [cell.get(ci_key.replace("K", str(cell["k"]))) for cell in cells])
+                    errors = _error(values, [_value(cell, ci_key) for cell in cells])
                     errors["color"] = color
                 figure.add_trace(go.Scatter(
                     x=x, y=values, error_y=errors, mode="lines+markers", name=plot_text(f"{label} · {family} · {decoding}"),
@@ -118,8 +129,9 @@ def _dash(label: str) -> str:
 
 def accuracy_figure(doc: dict[str, Any]) -> go.Figure:
     """mean@K (solid) and pass@K (dashed) with their 95% intervals over steps, one subplot per task."""
-    return _per_task_figure(doc, "Accuracy over checkpoints: mean@K (solid) and pass@K (dashed) with 95% intervals",
-                            [("mean@K", "mean@K", "ci95"), ("pass@K", "pass@K", "pass@K_ci95")])
+    mean, passed = metric_name("mean", "K"), metric_name("pass", "K")
+    return _per_task_figure(doc, f"Accuracy over checkpoints: {mean} (solid) and {passed} (dashed) with 95% intervals",
+                            [("mean", mean, "ci95"), ("pass_at_k", passed, "pass_at_k_ci95")])
 
 
 def behaviour_figure(doc: dict[str, Any]) -> go.Figure:

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.completeness import MARK
-from analysis.leaderboard import UNIT_LABELS, k_label
+from analysis.leaderboard import UNIT_LABELS
+from analysis.leaderboard_schema import RunAverage, TaskCell
+from pr1_eval.report.schema import TaskMetrics
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -30,10 +32,10 @@ def _p(value: float | None) -> str:
     return f"{value:.2e}" if value < 1e-3 else f"{value:.3f}"
 
 
-def _label(doc: dict[str, Any]) -> str:
+def _label(doc: dict[str, Any]) -> int | str:
     """K in column names: the number when every run and task share it, else ``k``."""
-    ks = {cell["k"] for run in doc["runs"] for cell in run["tasks"].values()}
-    return str(ks.pop()) if len(ks) == 1 else "k"
+    ks = {int(cell["k"]) for run in doc["runs"] for cell in run["tasks"].values()}
+    return ks.pop() if len(ks) == 1 else "k"
 
 
 def _name(run: dict[str, Any]) -> str:
@@ -41,19 +43,26 @@ def _name(run: dict[str, Any]) -> str:
     return run["name"] if run.get("complete", True) else f"{run['name']} {MARK}"
 
 
+def _head(field: str, label: int | str) -> str:
+    """A column named as the metric it holds, at the table's K."""
+    return TaskMetrics.metric_key(field, label)
+
+
 def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One row per run: rank (``=`` when tied with the row above), identity, average, mean@K per task."""
     rows = []
     label = _label(doc)
     for run in doc["runs"]:
-        avg, k = run["average"], k_label(run["k"])
+        avg = RunAverage.from_json(run["average"]).chosen
         row = {"rank": ("=" if run["tied_with_above"] else "") + str(run["rank"]), "run": _name(run),
                "step": "-" if run["step"] is None else str(run["step"]), "decoding": run["decoding"],
-               f"avg mean@{label}": _num(avg[f"mean@{k}"]), f"avg pass@{label}": _num(avg[f"pass@{k}"]),
-               f"avg pass@{label}_paper": _num(avg[f"pass@{k}_paper"]), f"avg maj@{label}": _num(avg[f"maj@{k}"]),
-               "avg parallel": _num(avg["parallel_ratio"]), "p vs above": _p(run["p_vs_above"])}
-        for task, cell in run["tasks"].items():
-            row[f"{task} mean@{label}"] = _interval(cell[f"mean@{cell['k']}"], cell["ci95"])
+               f"avg {_head('mean', label)}": _num(avg.mean), f"avg {_head('pass_at_k', label)}": _num(avg.pass_at_k),
+               f"avg {_head('best_at_k_paper', label)}": _num(avg.best_at_k_paper),
+               f"avg {_head('maj_at_k', label)}": _num(avg.maj_at_k),
+               "avg parallel": _num(avg.parallel_ratio), "p vs above": _p(run["p_vs_above"])}
+        for task, raw in run["tasks"].items():
+            cell = TaskCell.from_json(raw)
+            row[f"{task} {_head('mean', label)}"] = _interval(cell.mean, cell.ci95)
         rows.append(row)
     return rows
 
@@ -81,13 +90,14 @@ def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     label = _label(doc)
     position, per_cell = _position_column(doc)
     for run in doc["runs"]:
-        for task, cell in run["tasks"].items():
-            k = cell["k"]
-            rows.append({"run": _name(run), "task": task, "k": str(k), "problems": str(cell["n_problems"]),
-                         f"mean@{label} [95% CI]": _interval(cell[f"mean@{k}"], cell["ci95"]),
-                         f"pass@{label}": _num(cell[f"pass@{k}"]), f"pass@{label}_paper": _num(cell[f"pass@{k}_paper"]),
-                         f"maj@{label}": _num(cell[f"maj@{k}"]), "parallel": _num(cell["parallel_ratio"]),
-                         position: _position(cell, per_cell)})
+        for task, raw in run["tasks"].items():
+            cell = TaskCell.from_json(raw)
+            rows.append({"run": _name(run), "task": task, "k": str(cell.k), "problems": str(cell.n_problems),
+                         f"{_head('mean', label)} [95% CI]": _interval(cell.mean, cell.ci95),
+                         _head("pass_at_k", label): _num(cell.pass_at_k),
+                         _head("best_at_k_paper", label): _num(cell.best_at_k_paper),
+                         _head("maj_at_k", label): _num(cell.maj_at_k), "parallel": _num(cell.parallel_ratio),
+                         position: _position(raw, per_cell)})
     return rows
 
 

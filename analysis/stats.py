@@ -14,11 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pr1_eval.report.metrics import parallel_ratio
+from pr1_eval.report.run_report import parallel_mask
+
 #: Columns of :func:`structure_stats` (after the group keys).
 STRUCTURE_COLUMN_DOCS: dict[str, str] = {
     "n_samples": "Responses in the group.",
     "n_parallel": "Responses with at least one <Parallel> block.",
-    "parallel_ratio": "n_parallel / n_samples.",
+    "parallel_ratio": "n_parallel / n_samples (pr1_eval.report.metrics.parallel_ratio, the report's).",
     "blocks_per_response": "Mean number of blocks over all responses (0 for responses without one).",
     "blocks_per_parallel_response": "Mean number of blocks over responses that have one; null when none do.",
     "paths_per_block": "Total paths / total blocks; null without blocks.",
@@ -57,7 +60,7 @@ def group_stats(group: pd.DataFrame) -> dict[str, Any]:
     """The statistics of one group of samples (see :data:`STRUCTURE_COLUMN_DOCS`)."""
     notes: list[str] = []
     n = len(group)
-    has_block = group["n_blocks"].fillna(0).astype(int) > 0
+    has_block = parallel_mask(group)  # the report's count: one definition of the parallel ratio
     n_blocks = group["n_blocks"].fillna(0).astype(int)
     rel_lists = [list(r or []) for r in group["block_rel_starts"]]
     total_paths = sum(sum(p or []) for p in group["paths_per_block"])
@@ -76,7 +79,7 @@ def group_stats(group: pd.DataFrame) -> dict[str, Any]:
     return {
         "n_samples": n,
         "n_parallel": int(has_block.sum()),
-        "parallel_ratio": float(has_block.mean()),
+        "parallel_ratio": parallel_ratio(int(has_block.sum()), n),
         "blocks_per_response": float(n_blocks.mean()),
         "blocks_per_parallel_response": _mean(n_blocks[has_block].tolist()),
         "paths_per_block": total_paths / int(n_blocks.sum()) if n_blocks.sum() else None,

@@ -117,11 +117,13 @@ def agree(model: str, problems: int, max_new: int, gpu_memory_utilization: float
 
 def run_summary(name: str, report: dict[str, Any]) -> str:
     """One line from ``pr1-eval report --json``: per task, samples, accuracy, format, blocks, tokens."""
+    from pr1_eval.report.schema import TaskMetrics  # the report's metric names
+
     cells = []
     for task, t in report.get("tasks", {}).items():
-        k = t.get("k")
+        mean, passed = (TaskMetrics.metric_key(name, t.get("k") or "k") for name in ("mean", "pass_at_k"))
         cells.append(f"{task} {t.get('n_samples')} samples ({'complete' if t.get('complete') else 'INCOMPLETE'}), "
-                     f"mean@{k} {t.get(f'mean@{k}', float('nan')):.3f}, pass@{k} {t.get(f'pass@{k}', float('nan')):.3f}, "
+                     f"{mean} {t.get(mean, float('nan')):.3f}, {passed} {t.get(passed, float('nan')):.3f}, "
                      f"format_ok {t.get('format_ok_ratio', float('nan')):.2f}, parallel {t.get('parallel_ratio', float('nan')):.2f}, "
                      f"tokens/sample {t.get('tokens_per_sample', float('nan')):.0f}, critical path "
                      f"{t.get('critical_path_tokens_per_sample', float('nan')):.0f}, engine calls "

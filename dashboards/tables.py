@@ -16,14 +16,17 @@ import pandas as pd
 
 from analysis.loader import LoadedRuns
 from pr1_eval.records.run import RunRecord
+from pr1_eval.report.names import metric_name, parse_metric_name
 from pr1_eval.report.run_report import run_report
+from pr1_eval.report.schema import TaskMetrics, TaskReport
 
 #: Outcomes the trace viewer filters on, from a sample's grade.
 OUTCOMES: tuple[str, ...] = ("correct", "wrong", "no answer", "timeout", "error", "ungraded")
+#: The report's metrics in the fallback table, as :class:`TaskMetrics` fields (pass@1 is left out:
+#: it is mean@K by definition, c/n per problem).
+REPORT_METRICS = ("mean", "pass_at_k", "best_at_k", "maj_at_k", "mean_paper", "best_at_k_paper")
 #: Report values shown beside the @K metrics in the fallback table.
 REPORT_EXTRAS = ("parallel_ratio", "n_unscored")
-#: Report metrics left out of that table: pass@1 is mean@K by definition (c/n per problem).
-REPORT_HIDDEN = ("pass@1",)
 _POSITION = re.compile(r" at character \d+$")
 _NUMBER = re.compile(r"\d+")
 
@@ -71,32 +74,32 @@ def binned(values: Sequence[float] | pd.Series, edges: np.ndarray) -> np.ndarray
     return counts / max(array.size, 1)
 
 
-def task_reports(samples: pd.DataFrame, run: RunRecord | None) -> dict[str, dict[str, Any]]:
-    """``pr1-eval report``'s per-task metrics of one run's samples (checked against its run.json;
+def task_reports(samples: pd.DataFrame, run: RunRecord | None) -> dict[str, TaskReport]:
+    """``pr1-eval report``'s per-task reports of one run's samples (checked against its run.json;
     without a record, against the most samples any problem holds)."""
-    report = run_report(samples, run=run)
-    return {str(task): metrics for task, metrics in report["tasks"].items()}
+    return {str(task): report for task, report in run_report(samples, run=run).tasks.items()}
 
 
-def is_complete(metrics: dict[str, Any]) -> bool:
-    return bool(metrics.get("complete", "incomplete" not in metrics))
-
-
-def metric_k(metrics: dict[str, Any]) -> int | None:
-    """The K of a task's metrics (its ``k``, else read off its ``mean@K`` key)."""
-    if metrics.get("k"):
-        return int(metrics["k"])
-    return next((int(key.split("@")[1]) for key in metrics if re.fullmatch(r"mean@\d+", key)), None)
+def _report_cells(metrics: TaskMetrics) -> dict[str, Any]:
+    """The fallback table's numbers of one complete task, named at a generic K."""
+    cells: dict[str, Any] = {}
+    for name in REPORT_METRICS:
+        key = TaskMetrics.metric_key(name, "K")
+        cells[key] = getattr(metrics, name)
+        if name == "mean":  # its interval right beside it, as the leaderboard shows it
+            interval = metrics.interval(name)
+            cells[f"{key} ci95"] = None if interval is None else [interval[0], interval[1]]
+    return {**cells, **{name: getattr(metrics, name) for name in REPORT_EXTRAS}}
 
 
 def metric_cells(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of one report or leaderboard cell, in its own key order and names: every
+    """The numbers of one leaderboard cell or average, in its own key order and names: every
     numeric value, and each interval of ``ci95`` as '<metric> ci95'."""
     cells: dict[str, Any] = {}
     for key, value in metrics.items():
         if isinstance(value, bool) or key in ("k", "rank"):
             continue
-        if isinstance(value, (int, float, np.integer, np.floating)) or (value is None and "@" in key):
+        if isinstance(value, (int, float, np.integer, np.floating)) or (value is None and parse_metric_name(key)):
             cells[key] = value
         elif key == "ci95" and isinstance(value, dict):
             cells.update({f"{name} ci95": interval for name, interval in value.items()})
@@ -112,29 +115,36 @@ def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -
         samples = loaded.samples[(loaded.samples["run"] == run) & loaded.samples["task"].isin(tasks)]
         if samples.empty:
             continue
-        for task, metrics in task_reports(samples, loaded.run_info.get(run)).items():
+        for task, report in task_reports(samples, loaded.run_info.get(run)).items():
             if task not in tasks:
                 continue
-            note = "" if is_complete(metrics) else str(metrics.get("incomplete_reason") or "incomplete: no metrics")
-            k = metric_k(metrics)
-            cells = generic_k(metric_cells(metrics), k) if is_complete(metrics) else {}
-            shown: dict[str, Any] = {}
-            for key, value in cells.items():
-                if key in REPORT_EXTRAS or ("@" in key and not key.endswith("ci95") and key not in REPORT_HIDDEN):
-                    shown[key] = value
-                if key == "mean@K":  # its interval right beside it, as the leaderboard shows it
-                    shown["mean@K ci95"] = cells.get("mean@K ci95")
-            rows.append({"run": run, "task": task, "k": k, "n_problems": metrics.get("n_problems"), **shown, "note": note})
+            note = "" if report.complete else str(report.incomplete_reason or "incomplete: no metrics")
+            shown = _report_cells(report.metrics) if report.metrics is not None else {}
+            rows.append({"run": run, "task": task, "k": report.k or None, "n_problems": report.n_problems, **shown,
+                         "note": note})
     frame = pd.DataFrame(rows)
     return frame.drop(columns="note") if "note" in frame and not frame["note"].astype(bool).any() else frame
+
+
+def _generic_key(key: str, k: int) -> str:
+    """``mean@16`` → ``mean@K``, ``pass@16_ci95`` → ``pass@K_ci95``, ``mean@16 ci95`` → ``mean@K ci95``;
+    other keys (and metrics at another k, such as ``pass@1``) unchanged."""
+    for suffix in ("", " ci95", "_ci95"):
+        if not key.endswith(suffix):
+            continue
+        head = key[: len(key) - len(suffix)]
+        parsed = parse_metric_name(head)
+        if parsed is not None:
+            kind, at, checker = parsed
+            return (metric_name(kind, "K", checker=checker) if at == k else head) + suffix
+    return key
 
 
 def generic_k(cells: dict[str, Any], k: int | None) -> dict[str, Any]:
     """``mean@16`` → ``mean@K`` (and so on), so runs with different k share columns; ``k`` is its own column."""
     if not k:
         return cells
-    pattern = re.compile(rf"@{k}(?!\d)")
-    return {pattern.sub("@K", key): value for key, value in cells.items()}
+    return {_generic_key(key, k): value for key, value in cells.items()}
 
 
 def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:

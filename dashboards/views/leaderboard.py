@@ -85,9 +85,10 @@ def comparison_table(document: dict[str, Any]) -> pd.DataFrame:
 def render() -> None:
     ctx = context()
     st.title("Leaderboard")
-    st.caption("Per task: mean@K with its 95 % bootstrap interval over problems, unbiased pass@K, the paper's "
-               "Pass@K (VERL's bootstrap best@K), maj@K and the parallel ratio — the numbers of `pr1-eval report` "
-               "and `pr1-eval leaderboard`, with K the runs' samples per problem.")
+    st.caption("Per task: mean@K with its 95 % bootstrap interval over problems, unbiased pass@K, best@K_paper (the "
+               "paper's Pass@K: VERL's bootstrap best@K on the paper's checker), maj@K and the parallel ratio — the "
+               "numbers of `pr1-eval report` and `pr1-eval leaderboard`, under their names, with K the runs' samples "
+               "per problem.")
     with st.sidebar:
         baseline_choice = st.selectbox("Baseline for comparisons", ["automatic", *ctx.runs], key="lb_baseline")
         intersect = st.toggle(INTERSECT_LABEL, value=False, key="lb_intersect",

@@ -23,13 +23,15 @@ from analysis.stats import structure_stats
 from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample
-from dashboards.tables import is_complete, metric_k
+from pr1_eval.report.names import metric_name
 from pr1_eval.report.run_report import run_report
 
 KEYS = ["model_family", "decoding", "task", "step"]
+#: The accuracy columns, named as the report names them at a generic K.
+MEAN, PASS = metric_name("mean", "K"), metric_name("pass", "K")
 METRICS: dict[str, str] = {
-    "mean@K": "mean@K (math-verify)",
-    "pass@K": "pass@K (unbiased)",
+    MEAN: f"{MEAN} (math-verify)",
+    PASS: f"{PASS} (unbiased)",
     "parallel_ratio": "parallel ratio",
     "blocks_per_response": "blocks per response",
     "first_block_rel_pos": "first block: relative position",
@@ -54,13 +56,12 @@ def step_points(ctx: Context, max_blocks: int) -> pd.DataFrame:
         # checked against the run's own run.json when the point is one complete run; an incomplete
         # point (let in by the toggle) is scored on the problems that hold all K, and marked
         record = ctx.loaded.run_info.get(runs[0]) if complete and len(runs) == 1 else None
-        metrics = run_report(group.drop(columns="_complete"), k, run=record)["tasks"][key[2]]
-        if not is_complete(metrics) and not complete:
-            metrics = {**metrics, **(metrics.get("partial") or {})}
-        row = {**dict(zip(KEYS, key, strict=True)), "K": None, "mean@K": None, "pass@K": None, "complete": complete}
-        kk = metric_k(metrics)
-        if (is_complete(metrics) or not complete) and kk:  # a complete point that fails the check has no mean@K
-            row.update({"K": kk, "mean@K": metrics.get(f"mean@{kk}"), "pass@K": metrics.get(f"pass@{kk}")})
+        report = run_report(group.drop(columns="_complete"), k, run=record).tasks[str(key[2])]
+        row = {**dict(zip(KEYS, key, strict=True)), "K": None, MEAN: None, PASS: None, "complete": complete}
+        if (report.complete or not complete) and report.k:  # a complete point that fails the check has no mean@K
+            metrics = report.metrics_or_partial  # an incomplete point let in: its partial numbers
+            row.update({"K": report.k, MEAN: None if metrics is None else metrics.mean,
+                        PASS: None if metrics is None else metrics.pass_at_k})
         accuracy.append(row)
     points = points.merge(pd.DataFrame(accuracy), on=KEYS, how="left")
     pairs = pair_sample(ctx, max_blocks)

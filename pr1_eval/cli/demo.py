@@ -173,7 +173,7 @@ def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
     _set_aside_another_demo(config, narrator)
     out = run_eval(config)
     narrator.phase = "printing the report"
-    from pr1_eval.cli.commands import print_report
+    from pr1_eval.cli.report import print_report
 
     print_report(out)
     print("\n" + textwrap.fill(EXPECTED_SCORE, 78) + "\n")

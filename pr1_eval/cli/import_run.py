@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
+    from pr1_eval.cli.report import print_report
     from pr1_eval.ingest.importer import parse_k_option
 
     k = parse_k_option(args.k)

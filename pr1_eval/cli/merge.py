@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
+    from pr1_eval.cli.report import print_report
     from pr1_eval.scaleout.merge import merge_shards
 
     out = merge_shards(args.shards, args.out)

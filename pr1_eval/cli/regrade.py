@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
+    from pr1_eval.cli.report import print_report
     from pr1_eval.grading.regrade import regrade
 
     summary = regrade(args.run, workers=args.grade_workers)

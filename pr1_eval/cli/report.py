@@ -1,10 +1,22 @@
-"""``pr1-eval report``: print the metrics of a stored run."""
+"""``pr1-eval report``: print the metrics of a stored run.
+
+:func:`print_report` is also what ``run``, ``merge``, ``regrade``, ``import`` and the demo call to
+show the run they just wrote. Registering the command imports nothing heavy (every ``pr1-eval``
+start registers it); the report's stack (pandas, the store) loads when a report is printed.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.errors import Pr1EvalError
+
+if TYPE_CHECKING:
+    from pr1_eval.report.schema import RunReport
 
 SUMMARY = "metrics of a run"
 DESCRIPTION = ("Print the metrics of a run: per task mean@k, pass@k with 95% intervals, best@k, maj@k, the "
@@ -23,7 +35,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
-
     print_report(args.run, as_json=args.json, strict=args.strict)
     return 0
+
+
+def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> RunReport:
+    """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
+    from pr1_eval.report.load import load_report
+    from pr1_eval.report.table import format_forkjoin_table, format_report_table
+
+    report = load_report(run_dir)
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2, default=str))
+    else:
+        status = "" if report.status == "complete" else f"  (status: {report.status})"
+        shard = f"  ({report.shard})" if report.shard else ""
+        print(f"run: {run_dir}{shard}{status}")
+        print(format_report_table(report))
+        forkjoin = format_forkjoin_table(report)
+        if forkjoin is not None:
+            print(f"\n{forkjoin}")
+    if strict and not report.complete:
+        raise Pr1EvalError(f"{run_dir} is incomplete (--strict): {'; '.join(report.incomplete)}; {report.advice}")
+    return report

@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
+    from pr1_eval.cli.report import print_report
     from pr1_eval.generate.runner import run_eval
 
     out = run_eval(run_config(args))

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.report.names import metric_name
 
 _GLOBAL_STEP = re.compile(r"^global_step_(\d+)$")
 _OTHER_STEP = re.compile(r"(?:checkpoint|step)[-_]?(\d+)$")
@@ -257,11 +258,11 @@ def _metrics(out: Path) -> tuple[dict[str, Any], list[str]]:
     """mean@K per task from the report (None where a task is incomplete: the report's own
     completeness check against run.json, as everywhere else), and the report's lines saying what
     an incomplete run lacks (empty when complete)."""
-    from pr1_eval.cli.commands import load_report
+    from pr1_eval.report.load import load_report
 
     report = load_report(out)
-    metrics = {task: m.get(f"mean@{m.get('k')}") if m.get("complete") else None for task, m in report["tasks"].items()}
-    return metrics, [] if report.get("complete") else list(report.get("incomplete") or ["incomplete"])
+    metrics = {task: None if t.metrics is None else t.metrics.mean for task, t in report.tasks.items()}
+    return metrics, [] if report.complete else list(report.incomplete or ["incomplete"])
 
 
 # ----- the command ----------------------------------------------------------------------------
@@ -309,7 +310,7 @@ def format_sweep_table(rows: list[SweepRow]) -> str:
     the table per such run saying what is missing and how to finish it.
     """
     tasks = list(dict.fromkeys(t for r in rows for t in r.metrics))
-    head = ["step", "status", *[f"{t} mean@k" for t in tasks], "seconds", "run / reason"]
+    head = ["step", "status", *[f"{t} {metric_name('mean', 'k')}" for t in tasks], "seconds", "run / reason"]
     table = [head]
     notes = []
     for r in rows:

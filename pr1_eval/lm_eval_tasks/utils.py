@@ -14,9 +14,12 @@ How the pieces meet lm-eval 0.4.13's evaluator:
   responses in generation order, which becomes ``sample_idx`` on import).
 * :func:`process_results` returns, under every metric name, the same per-problem summary
   (:class:`ProblemSummary`: samples, correct, majority verdict, samples with a parallel
-  block); each aggregation turns the list of summaries into one number exactly as
-  :func:`pr1_eval.report.run_report.task_metrics` does (mean over problems; the parallel ratio over
-  samples).
+  block); each aggregation turns the list of summaries into one number with the report's own
+  functions (:func:`pr1_eval.report.metrics.problem_values` per problem, averaged over problems;
+  :func:`pr1_eval.report.metrics.parallel_ratio` over samples), under the report's names
+  (:meth:`pr1_eval.report.schema.TaskMetrics.metric_key`).
+* k is the paper's (:data:`pr1_eval.protocol.paper_settings.PAPER_K`); the YAML's ``repeats``,
+  ``take_first_k`` and metric names must say the same number (a test checks that they do).
 
 This module is imported by file path from the YAML (``!function utils.…``), so it uses
 absolute imports only. Importing it also makes lm-eval's ``hf`` backend keep the six tags in
@@ -34,16 +37,22 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from pr1_eval.grading.annotate import annotate_grades, annotate_structure
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
+from pr1_eval.inputs.tasks import load_task
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
-from pr1_eval.report.metrics import best_at_k, majority_correct, pass_at_k
+from pr1_eval.protocol.paper_settings import PAPER_K, PAPER_PROMPT
+from pr1_eval.records.sample import SCORED_STATUSES, SampleRecord
+from pr1_eval.report.metrics import majority_correct, problem_values
+from pr1_eval.report.metrics import parallel_ratio as pooled_parallel_ratio
+from pr1_eval.report.schema import TaskMetrics
 
 log = logging.getLogger(__name__)
 
 #: Samples per problem; the YAML's ``repeats`` and ``take_first_k`` ``k`` must equal it.
-K = 16
+K = PAPER_K
 #: The prompt template (the paper's).
-TEMPLATE = "parallel_r1_v3"
+TEMPLATE = PAPER_PROMPT
 #: Set to "0" to leave lm-eval's hf backend decoding untouched (tags are then stripped).
 KEEP_TAGS_ENV = "PR1_LM_EVAL_KEEP_TAGS"
 
@@ -71,7 +80,6 @@ def load_docs(pr1_task: str, pr1_data_dir: str | None = None, **_: Any) -> Any:
     """
     import datasets
 
-    from pr1_eval.inputs.tasks import load_task
 
     loaded = load_task(pr1_task, pr1_data_dir)
     log.info("%s: %d problems from %s (sha256 %s)", pr1_task, len(loaded.problems), loaded.source, loaded.data_hash[:16])
@@ -105,8 +113,6 @@ def _responses(results: Sequence[Any]) -> list[str]:
 
 def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemSummary:
     """Parse and grade one problem's responses with the importer's own functions."""
-    from pr1_eval.grading.annotate import annotate_grades, annotate_structure
-    from pr1_eval.records.sample import SampleRecord
 
     records = [
         annotate_structure(SampleRecord(task=str(doc["task"]), problem_id=str(doc["problem_id"]), sample_idx=i,
@@ -122,7 +128,7 @@ def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemS
         c_paper=sum(bool(r.correct_paper) for r in records),
         maj=majority_correct([r.answer_class for r in records], correct),
         n_parallel=sum(bool(r.has_parallel) for r in records),
-        n_unscored=sum(r.grade_status not in ("ok", "no_answer") for r in records),
+        n_unscored=sum(r.grade_status not in SCORED_STATUSES for r in records),
     )
 
 
@@ -146,64 +152,69 @@ def _complete(items: Sequence[ProblemSummary]) -> bool:
     return False
 
 
-def _per_problem_mean(items: Sequence[ProblemSummary], value: Callable[[ProblemSummary], float]) -> float:
+def _per_problem_mean(items: Sequence[ProblemSummary], metric: str) -> float:
+    """The mean over problems of the report's per-problem value of ``metric`` (a TaskMetrics field)."""
     if not items or not _complete(items):
         return float("nan")
-    return float(np.mean([value(item) for item in items]))
+    return float(np.mean([problem_values(i["n"], i["c"], i["c_paper"], i["maj"], K)[metric] for i in items]))
 
 
 def mean_at_k(items: Sequence[ProblemSummary]) -> float:
     """Mean@K: mean over problems of c/n."""
-    return _per_problem_mean(items, lambda i: i["c"] / i["n"])
+    return _per_problem_mean(items, "mean")
 
 
 def pass_at_1(items: Sequence[ProblemSummary]) -> float:
     """Unbiased pass@1 (equals Mean@K; kept as its own column as in the report)."""
-    return _per_problem_mean(items, lambda i: pass_at_k(i["n"], i["c"], 1))
+    return _per_problem_mean(items, "pass_at_1")
 
 
 def pass_at_k_unbiased(items: Sequence[ProblemSummary]) -> float:
     """Unbiased pass@K: mean over problems of 1 − C(n−c, K)/C(n, K)."""
-    return _per_problem_mean(items, lambda i: pass_at_k(i["n"], i["c"], K))
+    return _per_problem_mean(items, "pass_at_k")
 
 
 def best_at_k_verify(items: Sequence[ProblemSummary]) -> float:
     """best@K: VERL's bootstrap best@K estimator, 1 − (1 − c/n)^K, on math-verify verdicts."""
-    return _per_problem_mean(items, lambda i: best_at_k(i["n"], i["c"], K))
+    return _per_problem_mean(items, "best_at_k")
 
 
 def mean_at_k_paper(items: Sequence[ProblemSummary]) -> float:
     """mean@K_paper: Mean@K under the paper's string checker (the paper's "Mean@16")."""
-    return _per_problem_mean(items, lambda i: i["c_paper"] / i["n"])
+    return _per_problem_mean(items, "mean_paper")
 
 
 def best_at_k_paper(items: Sequence[ProblemSummary]) -> float:
     """best@K_paper: best@K under the paper's string checker (the paper's "Pass@16", exactly)."""
-    return _per_problem_mean(items, lambda i: best_at_k(i["n"], i["c_paper"], K))
+    return _per_problem_mean(items, "best_at_k_paper")
 
 
 def maj_at_k(items: Sequence[ProblemSummary]) -> float:
     """Maj@K: share of problems whose most frequent math-equivalent answer is correct."""
-    return _per_problem_mean(items, lambda i: float(i["maj"]))
+    return _per_problem_mean(items, "maj_at_k")
 
 
 def parallel_ratio(items: Sequence[ProblemSummary]) -> float:
     """Share of samples with at least one ``<Parallel>`` block (over samples, as the report)."""
     if not items or not _complete(items):
         return float("nan")
-    return sum(i["n_parallel"] for i in items) / sum(i["n"] for i in items)
+    return pooled_parallel_ratio(sum(i["n_parallel"] for i in items), sum(i["n"] for i in items))
 
 
-#: Metric name → aggregation; the YAML's ``metric_list`` names the same functions.
-METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
-    f"mean@{K}": mean_at_k,
-    "pass@1": pass_at_1,
-    f"pass@{K}": pass_at_k_unbiased,
-    f"best@{K}": best_at_k_verify,
-    f"maj@{K}": maj_at_k,
-    f"mean@{K}_paper": mean_at_k_paper,
-    f"best@{K}_paper": best_at_k_paper,
+#: TaskMetrics field → aggregation, in the report's order; the YAML's ``metric_list`` names the same functions.
+_AGGREGATIONS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
+    "mean": mean_at_k,
+    "pass_at_1": pass_at_1,
+    "pass_at_k": pass_at_k_unbiased,
+    "best_at_k": best_at_k_verify,
+    "maj_at_k": maj_at_k,
+    "mean_paper": mean_at_k_paper,
+    "best_at_k_paper": best_at_k_paper,
     "parallel_ratio": parallel_ratio,
+}
+#: Metric name (the report's, at :data:`K`) → aggregation.
+METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
+    TaskMetrics.metric_key(name, K): aggregate for name, aggregate in _AGGREGATIONS.items()
 }
 
 

@@ -1,2 +1,4 @@
-"""From stored samples to numbers: pure metrics (:mod:`.metrics`), the completeness check every
-aggregator runs first (:mod:`.completeness`) and the per-task report (:mod:`.run_report`)."""
+"""From stored samples to numbers: pure metrics (:mod:`.metrics`), metric names (:mod:`.names`),
+the completeness check every aggregator runs first (:mod:`.completeness`), the per-task report
+(:mod:`.run_report`) and its types (:mod:`.schema`), a stored run's report (:mod:`.load`) and the
+terminal table (:mod:`.table`)."""

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from pr1_eval.report.names import metric_name
+
 #: Resamples of every bootstrap interval (the report's and the paired comparison's).
 BOOTSTRAP_RESAMPLES = 10_000
 #: Seed of every bootstrap interval: the same values give the same interval on every machine.
@@ -52,7 +54,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if not 0 <= c <= n:
         raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
     if k > n:
-        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
+        raise ValueError(f"{metric_name('pass', k)} needs at least {k} samples per problem, got {n}")
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)
@@ -63,6 +65,42 @@ def best_at_k(n: int, c: int, k: int) -> float:
     if n <= 0:
         raise ValueError("need at least one sample")
     return 1.0 - (1.0 - c / n) ** k
+
+
+def parallel_ratio(n_parallel: int, n_samples: int) -> float:
+    """The parallel ratio: the share of samples that open at least one ``<Parallel>`` block
+    (:attr:`pr1_eval.records.sample.SampleRecord.has_parallel`), pooled over samples.
+
+    The one definition the report, the structure statistics and the lm-eval tasks call, so
+    "parallel ratio" is the same number wherever it is printed. Pooled, not a mean of per-problem
+    shares: every problem holds the same k samples in a complete task, so the two agree there."""
+    if n_samples <= 0:
+        raise ValueError("the parallel ratio needs at least one sample")
+    if not 0 <= n_parallel <= n_samples:
+        raise ValueError(f"need 0 <= n_parallel <= n_samples, got {n_parallel} of {n_samples}")
+    return n_parallel / n_samples
+
+
+#: The per-problem metrics (:func:`problem_values`), named as the fields of
+#: :class:`pr1_eval.report.schema.TaskMetrics` that hold their mean over problems.
+PER_PROBLEM_METRICS = ("mean", "pass_at_1", "pass_at_k", "best_at_k", "maj_at_k", "mean_paper", "best_at_k_paper")
+
+
+def problem_values(n: int, c: int, c_paper: int, maj: bool, k: int) -> dict[str, float]:
+    """What one problem contributes to each of :data:`PER_PROBLEM_METRICS`: ``n`` samples, ``c``
+    correct by math-verify, ``c_paper`` by the paper's checker, ``maj`` its majority verdict.
+
+    A task's metric is the mean of these over its problems; the report and the lm-eval
+    aggregations both take it from here, so they cannot define a metric differently."""
+    return {
+        "mean": c / n,
+        "pass_at_1": pass_at_k(n, c, 1),
+        "pass_at_k": pass_at_k(n, c, k),
+        "best_at_k": best_at_k(n, c, k),
+        "maj_at_k": float(maj),
+        "mean_paper": c_paper / n,
+        "best_at_k_paper": best_at_k(n, c_paper, k),
+    }
 
 
 def majority_correct(answer_classes: Sequence[int | None], correct: Sequence[bool | None]) -> bool:

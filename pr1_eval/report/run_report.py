@@ -3,42 +3,19 @@
 Everything is computed from ``samples.parquet`` plus what ``run.json`` declares (each task's
 problems and samples per problem), so anyone holding the two files can recompute a report.
 
-:func:`run_report` returns ``{"k", "status", "complete", "incomplete", "advice", "shard",
-"warnings", "maj_tie_rule", "tasks"}``: ``k`` is the samples per problem when every task has the same, else None;
-``status`` is run.json's; ``complete`` is False when the status is not ``complete``, the run is a
-lone shard, or any task is incomplete; ``incomplete`` lists one human line per problem found;
-``shard`` is ``"shard i/n of N problems"`` for a lone shard (else None); ``warnings`` names
-differences from a packaged benchmark that do not make the run incomplete; ``maj_tie_rule`` is
-:data:`pr1_eval.report.metrics.MAJ_TIE_RULE`, the sentence the table prints too. ``tasks`` maps each task (run.json order,
-declared tasks without any sample included) to a dict with these keys, ``K`` being that task's k:
+:func:`run_report` returns a :class:`pr1_eval.report.schema.RunReport`; its fields (and their
+documentation, :func:`pr1_eval.report.schema.json_schema`) are the ``report --json`` schema. A
+task's numbers are in ``metrics`` only when the task is complete against run.json; an incomplete
+task has ``partial`` numbers over its problems that hold all k samples, so a reader of
+``metrics`` never averages a subset by accident.
 
-- ``complete`` (bool), ``k``, ``n_problems`` (problems scored), ``n_problems_expected`` (declared;
-  None when unknown), ``n_samples`` (stored), ``missing_problems`` (declared ids without a
-  sample), ``n_missing_problems``, ``short_problems`` ({id: samples held} below K),
-  ``undeclared_problems``, ``part_of`` (a shard's slice or a packaged benchmark's subset:
-  ``{"kind", "label", "held", "total"}``; None for a whole task), ``incomplete_reason`` (one
-  line; None when complete);
-- metrics, **only when complete** — ``mean@K``, ``pass@1``, ``pass@K`` (unbiased), ``best@K``
-  (VERL's bootstrap best@K, 1 − (1 − c/n)^K, on math-verify verdicts), ``maj@K``,
-  ``mean@K_paper`` and ``best@K_paper`` (the same on the paper's string checker: the fully
-  paper-compatible pair), ``parallel_ratio``, ``format_ok_ratio``, ``mean_response_tokens``,
-  ``truncated_ratio``, ``no_answer_ratio``, ``n_unscored`` (timeout/error: counted as wrong),
-  ``ci95`` ({metric: [low, high]}, percentile bootstrap over problems; None below 2 problems),
-  ``ci95_bootstrap`` (how: {method, resampled, n_resamples, seed, confidence}; problems are
-  resampled in problem-id order, so the order of rows in the files never moves an interval),
-  ``engine_calls_per_sample``, ``tokens_per_sample``, ``critical_path_tokens_per_sample``;
-- ``partial`` — for an incomplete task, the same metric keys over its problems that do hold K
-  samples (None when none does). A consumer that reads only top-level metric keys therefore
-  never averages a subset by accident.
-
-Decision: ``pass@K_paper`` and ``mean_paper`` were renamed (``best@K``, ``mean@K_paper``) and not
-kept as aliases: the old ``pass@K_paper`` applied the paper's estimator to math-verify verdicts,
-so keeping the name would keep the confusion it caused.
+Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls its number
+"Pass@16", but it is VERL's bootstrap best@K, not the unbiased Pass@K that ``pass@K`` is, so a
+``pass@…`` name would invite comparing two different estimators. The paper's Pass@16 is
+``best@K_paper`` everywhere (report, leaderboard, dashboard, notebooks, lm-eval tasks).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,15 +27,14 @@ from pr1_eval.report.metrics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     MAJ_TIE_RULE,
-    best_at_k,
+    PER_PROBLEM_METRICS,
     bootstrap_ci,
     bootstrap_settings,
     majority_correct,
-    pass_at_k,
+    parallel_ratio,
+    problem_values,
 )
-
-#: Metrics with a bootstrap interval (per-problem means).
-CI_METRICS = ("mean@{k}", "pass@{k}", "best@{k}", "maj@{k}", "mean@{k}_paper", "best@{k}_paper")
+from pr1_eval.report.schema import Interval, RunReport, TaskMetrics, TaskReport
 
 
 def _verdicts(column: pd.Series) -> list[bool]:
@@ -79,155 +55,74 @@ def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["problem_id", "n", "c", "c_paper", "maj"])
 
 
-def _forkjoin_stats(frame: pd.DataFrame) -> dict[str, float | None]:
-    """Mean engine calls, generated tokens and critical-path tokens per sample."""
-    def mean_of(column: str) -> float | None:
-        values = frame[column].dropna() if column in frame else pd.Series(dtype=float)
-        return float(values.mean()) if len(values) else None
-
-    return {
-        "engine_calls_per_sample": mean_of("engine_calls"),
-        "tokens_per_sample": mean_of("n_response_tokens"),
-        "critical_path_tokens_per_sample": mean_of("critical_path_tokens"),
-    }
+def parallel_mask(frame: pd.DataFrame) -> pd.Series:
+    """Which samples of ``frame`` open a ``<Parallel>`` block: the ``has_parallel`` column, the
+    count behind every parallel ratio (:func:`pr1_eval.report.metrics.parallel_ratio`)."""
+    return frame["has_parallel"].astype(bool)
 
 
-def metrics_of(frame: pd.DataFrame, k: int) -> dict[str, Any]:
+def _mean_of(frame: pd.DataFrame, column: str) -> float | None:
+    values = frame[column].dropna() if column in frame else pd.Series(dtype=float)
+    return float(values.mean()) if len(values) else None
+
+
+def metrics_of(frame: pd.DataFrame, k: int) -> TaskMetrics:
     """The metrics of samples in which every problem holds at least ``k`` samples."""
     problems = _problem_table(frame)
-    per_problem: dict[str, list[float]] = {
-        f"mean@{k}": [c / n for n, c in zip(problems["n"], problems["c"], strict=True)],
-        "pass@1": [pass_at_k(n, c, 1) for n, c in zip(problems["n"], problems["c"], strict=True)],
-        f"pass@{k}": [pass_at_k(n, c, k) for n, c in zip(problems["n"], problems["c"], strict=True)],
-        f"best@{k}": [best_at_k(n, c, k) for n, c in zip(problems["n"], problems["c"], strict=True)],
-        f"maj@{k}": [float(m) for m in problems["maj"]],
-        f"mean@{k}_paper": [c / n for n, c in zip(problems["n"], problems["c_paper"], strict=True)],
-        f"best@{k}_paper": [best_at_k(n, c, k) for n, c in zip(problems["n"], problems["c_paper"], strict=True)],
-    }
-    tokens = frame["n_response_tokens"].dropna()
-    result: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
-    result.update({
-        "parallel_ratio": float(frame["has_parallel"].astype(bool).mean()),
-        "format_ok_ratio": float(frame["format_ok"].astype(bool).mean()),
-        "mean_response_tokens": float(tokens.mean()) if len(tokens) else None,
-        "truncated_ratio": float((frame["finish_reason"] == "length").mean()),
-        "no_answer_ratio": float((frame["grade_status"] == "no_answer").mean()),
-        "n_unscored": int((~frame["grade_status"].isin(SCORED_STATUSES)).sum()),
-        "ci95": {name.format(k=k): _ci(per_problem[name.format(k=k)]) for name in CI_METRICS},
-        "ci95_bootstrap": bootstrap_settings(BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
-    })
-    result.update(_forkjoin_stats(frame))
-    return result
+    per_problem: dict[str, list[float]] = {name: [] for name in PER_PROBLEM_METRICS}
+    for n, c, c_paper, maj in zip(problems["n"], problems["c"], problems["c_paper"], problems["maj"], strict=True):
+        for name, value in problem_values(int(n), int(c), int(c_paper), bool(maj), k).items():
+            per_problem[name].append(value)
+    means = {name: float(np.mean(values)) for name, values in per_problem.items()}
+    return TaskMetrics(
+        k=k, **means,
+        parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)),
+        format_ok_ratio=float(frame["format_ok"].astype(bool).mean()),
+        mean_response_tokens=_mean_of(frame, "n_response_tokens"),
+        truncated_ratio=float((frame["finish_reason"] == "length").mean()),
+        no_answer_ratio=float((frame["grade_status"] == "no_answer").mean()),
+        n_unscored=int((~frame["grade_status"].isin(SCORED_STATUSES)).sum()),
+        ci95={name: _ci(per_problem[name]) for name in TaskMetrics.CI_FIELDS},
+        ci95_bootstrap=bootstrap_settings(BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
+        engine_calls_per_sample=_mean_of(frame, "engine_calls"),
+        tokens_per_sample=_mean_of(frame, "n_response_tokens"),
+        critical_path_tokens_per_sample=_mean_of(frame, "critical_path_tokens"),
+    )
 
 
-def _ci(values: list[float]) -> list[float] | None:
-    interval = bootstrap_ci(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
-    return None if interval is None else [interval[0], interval[1]]
+def _ci(values: list[float]) -> Interval | None:
+    return bootstrap_ci(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
 
 
-def task_metrics(frame: pd.DataFrame, check: TaskCompleteness) -> dict[str, Any]:
-    """One task's report entry (see the module docstring for its keys)."""
+def task_report(frame: pd.DataFrame, check: TaskCompleteness) -> TaskReport:
+    """One task's report from its samples and its completeness check."""
     held = frame.groupby("problem_id", sort=False).size() if len(frame) else pd.Series(dtype=int)
     full = [str(pid) for pid, n in held.items() if n >= check.k]
-    result: dict[str, Any] = {
-        "complete": check.complete,
-        "k": check.k,
-        "n_problems": len(full),
-        "n_problems_expected": check.n_problems_expected,
-        "n_samples": int(len(frame)),
-        "missing_problems": check.missing_problems,
-        "n_missing_problems": check.n_missing_problems,
-        "short_problems": check.short_problems,
-        "undeclared_problems": check.undeclared_problems,
-        "part_of": None if check.part_of is None else {"kind": check.part_of.kind, "label": check.part_of.label,
-                                                       "held": check.part_of.held, "total": check.part_of.total},
-        "incomplete_reason": None if check.complete else check.describe(),
-    }
-    if check.k < 1:
-        result["partial"] = None
-        return result
-    scored = frame[frame["problem_id"].astype(str).isin(full)] if full else frame.iloc[0:0]
-    metrics = metrics_of(scored, check.k) if full else None
-    if check.complete and metrics is not None:
-        result.update(metrics)
-    else:
-        result["partial"] = metrics
-    return result
+    metrics = None
+    if check.k >= 1 and full:
+        metrics = metrics_of(frame[frame["problem_id"].astype(str).isin(full)], check.k)
+    return TaskReport(
+        complete=check.complete, k=check.k, n_problems=len(full), n_problems_expected=check.n_problems_expected,
+        n_samples=int(len(frame)), missing_problems=check.missing_problems, n_missing_problems=check.n_missing_problems,
+        short_problems=check.short_problems, undeclared_problems=check.undeclared_problems, part_of=check.part_of,
+        incomplete_reason=None if check.complete else check.describe(),
+        metrics=metrics if check.complete else None, partial=None if check.complete else metrics)
 
 
-def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | None = None) -> dict[str, Any]:
-    """The report of a run's samples (see the module docstring).
+def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | None = None) -> RunReport:
+    """The report of a run's samples.
 
     With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
     against ``k`` (else the most samples any problem holds) over the problems present.
     """
     completeness = check_completeness(run, frame, k)
-    tasks: dict[str, Any] = {}
+    tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         group = frame[frame["task"].astype(str) == name] if len(frame) else frame
-        tasks[name] = task_metrics(group, check)
-    ks = {m["k"] for m in tasks.values()}
-    return {"k": ks.pop() if len(ks) == 1 else None, "status": completeness.status, "complete": completeness.complete,
-            "incomplete": completeness.problems(), "advice": None if completeness.complete else completeness.advice(),
-            "shard": completeness.shard_label(), "warnings": completeness.warnings(), "maj_tie_rule": MAJ_TIE_RULE,
-            "tasks": tasks}
-
-
-# ----- the terminal table -------------------------------------------------------------------
-_COLUMNS = ("task", "k", "problems", "samples", "mean@k [95% CI]", "pass@k [95% CI]", "best@k", "maj@k",
-            "mean@k_paper", "best@k_paper", "parallel", "format_ok", "tokens", "unscored")
-
-
-def _with_ci(m: dict[str, Any], name: str) -> str:
-    interval = (m.get("ci95") or {}).get(name)
-    return f"{m[name]:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
-
-def _row(task: str, m: dict[str, Any]) -> list[str]:
-    """One table row; an incomplete task shows its partial numbers, marked with ``*``."""
-    k = m["k"]
-    values = m if m["complete"] else m.get("partial")
-    expected = m["n_problems_expected"]
-    if m.get("part_of"):  # a shard's slice or a benchmark's subset: out of the whole task
-        expected = m["part_of"]["total"]
-    problems = f"{m['n_problems']}" if m["complete"] or expected is None else f"{m['n_problems']}/{expected}"
-    cells = [task if m["complete"] else f"{task}*", str(k), problems, str(m["n_samples"])]
-    if not values:
-        return cells + ["-"] * (len(_COLUMNS) - len(cells))
-    tokens = values["mean_response_tokens"]
-    return cells + [
-        _with_ci(values, f"mean@{k}"), _with_ci(values, f"pass@{k}"), f"{values[f'best@{k}']:.3f}",
-        f"{values[f'maj@{k}']:.3f}", f"{values[f'mean@{k}_paper']:.3f}", f"{values[f'best@{k}_paper']:.3f}",
-        f"{values['parallel_ratio']:.3f}", f"{values['format_ok_ratio']:.3f}",
-        "-" if tokens is None else str(round(tokens)), str(values["n_unscored"]),
-    ]
-
-
-def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
-    """How the intervals are computed, in the words a table footer prints."""
-    return f"percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}"
-
-
-def format_report_table(report: dict[str, Any]) -> str:
-    """A fixed-width summary table (one line per task), then one line per incompleteness.
-
-    Headers name K when every task has the same (``mean@16``), else read ``mean@k`` with k in
-    its own column."""
-    k = report.get("k")
-    head = [c.replace("@k", f"@{k}") for c in _COLUMNS] if k else list(_COLUMNS)  # one k: name it
-    rows = [head] + [_row(task, m) for task, m in report["tasks"].items()]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-             for row in rows]
-    lines += ["", f"95% CI: {interval_note()}.", f"{report.get('maj_tie_rule') or MAJ_TIE_RULE}."]
-    if report.get("incomplete"):
-        lines.append("")
-        starred = any(not m["complete"] for m in report["tasks"].values())
-        lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
-        lines += [f"  {line}" for line in report["incomplete"]]
-        lines.append(f"  to finish: {report['advice']}")
-    if report.get("warnings"):
-        lines.append("")
-        lines.append("WARNINGS (named, not counted as incomplete):")
-        lines += [f"  {line}" for line in report["warnings"]]
-    return "\n".join(lines)
+        tasks[name] = task_report(group, check)
+    ks = {task.k for task in tasks.values()}
+    return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
+                     incomplete=completeness.problems(),
+                     advice=None if completeness.complete else completeness.advice(),
+                     shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
+                     tasks=tasks)

@@ -37,7 +37,7 @@ def expected_cell(counts: dict[str, int], paper: dict[str, int] | None = None) -
     return {
         "mean@4": sum(c) / (K * len(c)),
         "pass@4": sum(1 - comb(K - x, K) / comb(K, K) for x in c) / len(c),
-        "pass@4_paper": sum(1 - (1 - x / K) ** K for x in cp) / len(cp),
+        "best@4_paper": sum(1 - (1 - x / K) ** K for x in cp) / len(cp),  # the paper's Pass@16: best@K, its checker
         "maj@4": sum(x > K / 2 for x in c) / len(c),  # a tie (2 right, 2 wrong) is not a majority: counted wrong
     }
 
@@ -65,9 +65,11 @@ def test_per_task_metrics_averages_and_schema(two_runs: Path) -> None:
     assert a["average"]["task_mean"]["mean@4"] == pytest.approx((ta + tb) / 2)
     assert a["average"]["problem_weighted"]["mean@4"] == pytest.approx((ta * 4 + tb * 2) / 6)
     assert a["average"]["mean@4"] == a["average"]["task_mean"]["mean@4"] and a["average"]["convention"] == "task_mean"
-    assert set(doc) >= {"runs", "comparisons"}
+    assert set(doc) >= {"runs", "comparisons"} and doc["schema_version"] == 2  # 2: best@K_paper, the report's name
     assert set(a) >= {"name", "model", "step", "decoding", "tasks", "average"}
-    assert set(a["tasks"]["ta"]) >= {"n_problems", "mean@4", "ci95", "pass@4", "pass@4_paper", "maj@4", "parallel_ratio"}
+    assert [key for key in a["average"] if "@" in key] == ["mean@4", "pass@4", "best@4_paper", "maj@4"]
+    assert set(a["tasks"]["ta"]) >= {"n_problems", "mean@4", "ci95", "pass@4", "best@4_paper", "maj@4", "parallel_ratio"}
+    assert not any(key.startswith("pass@") and key.endswith("_paper") for key in a["tasks"]["ta"])  # one name per number
     assert set(doc["comparisons"][0]) >= {"run", "baseline", "task", "n_problems", "delta", "ci95", "p_value", "p_holm"}
 
 
@@ -184,12 +186,13 @@ def test_incomplete_runs_are_left_out_and_unknown_tasks_refused(tmp_path: Path) 
 
 
 def test_numbers_are_the_reports_and_per_problem_fractions_add_up(two_runs: Path) -> None:
-    from pr1_eval.cli.commands import load_report
+    from pr1_eval.report.load import load_report
 
     board = compute_leaderboard([two_runs])
-    report = load_report(two_runs / "run-a")
+    report = load_report(two_runs / "run-a").tasks["ta"].metrics
     cell = {r["name"]: r for r in board.document["runs"]}["run-a"]["tasks"]["ta"]
-    assert cell["mean@4"] == report["tasks"]["ta"]["mean@4"] and cell["pass@4"] == report["tasks"]["ta"]["pass@4"]
+    assert report is not None and cell["mean@4"] == report.mean and cell["pass@4"] == report.pass_at_k
+    assert cell["best@4_paper"] == report.best_at_k_paper and cell["best@4"] == report.best_at_k  # the report's names
     fractions = board.per_problem[(board.per_problem["run"] == "run-a") & (board.per_problem["task"] == "ta")]
     assert fractions["fraction"].mean() == pytest.approx(cell["mean@4"])
 

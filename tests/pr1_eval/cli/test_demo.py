@@ -13,7 +13,7 @@ from pr1_eval.store.run_store import RunStore
 
 def test_an_older_demo_run_is_moved_aside_not_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    import pr1_eval.cli.commands
+    import pr1_eval.cli.report
     import pr1_eval.generate.runner
     from pr1_eval.cli.demo import run_demo
 
@@ -21,7 +21,7 @@ def test_an_older_demo_run_is_moved_aside_not_refused(tmp_path: Path, monkeypatc
     RunStore(tmp_path / "run").write_run(old)
     seen: list[Any] = []
     monkeypatch.setattr(pr1_eval.generate.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
-    monkeypatch.setattr(pr1_eval.cli.commands, "print_report", lambda out: None)
+    monkeypatch.setattr(pr1_eval.cli.report, "print_report", lambda out: None)
     run_demo(tmp_path, prompt=None)
     (aside,) = tmp_path.glob("run.replaced-*")
     assert RunStore(aside).read_run().sampling == old.sampling  # the old run, intact

@@ -142,7 +142,7 @@ def test_import_records_per_task_k_and_k_option_keeps_the_lowest_samples(tmp_pat
     info = json.loads((run / "run.json").read_text())
     assert info["k"] is None and info["tasks"]["aime24"]["k"] == 16 and info["tasks"]["math300_pr1"]["k"] == 1
     assert info["tasks"]["aime24"]["problem_ids"] == ["a0", "a1"] and info["status"] == "complete"
-    report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run())
+    report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run()).to_json()
     assert report["complete"] and report["tasks"]["aime24"]["mean@16"] == pytest.approx(1 / 16)
     assert report["tasks"]["math300_pr1"]["mean@1"] == 0.0  # sample 0 answers 0
 
@@ -151,7 +151,7 @@ def test_import_records_per_task_k_and_k_option_keeps_the_lowest_samples(tmp_pat
     frame = RunStore(cut).read_frame()
     assert sorted(frame.loc[frame["task"] == "aime24", "sample_idx"].unique()) == [0, 1]
     assert info["tasks"]["aime24"]["k"] == 2 and info["samples_left_out_by_k"] == 28
-    assert run_report(frame, run=RunStore(cut).read_run())["tasks"]["aime24"]["mean@2"] == pytest.approx(0.5)
+    assert run_report(frame, run=RunStore(cut).read_run()).to_json()["tasks"]["aime24"]["mean@2"] == pytest.approx(0.5)
     with pytest.raises(Exception, match="does not hold"):
         import_jsonl(src, tmp_path / "bad", workers=1, k={"aime25": 2})
     with pytest.raises(Exception, match="expected a number"):

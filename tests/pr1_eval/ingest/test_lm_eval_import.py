@@ -126,7 +126,7 @@ def test_import_makes_a_graded_run_that_records_the_lm_eval_settings(tmp_path: P
     assert lm_eval_run_info(path)["engine"] == {"backend": "lm-eval", "model": "hf"}
     frame = RunStore(run).read_frame()
     assert len(frame) == 8 and frame["grade_status"].isin(["ok", "no_answer"]).all()
-    metrics = run_report(frame, 4)["tasks"]["aime24"]
+    metrics = run_report(frame, 4).to_json()["tasks"]["aime24"]
     assert metrics["mean@4"] == 0.5 and metrics["parallel_ratio"] == 1.0
 
 
@@ -141,6 +141,6 @@ def test_import_declares_problems_and_k_from_lm_eval_repeats(tmp_path: Path) -> 
     run = import_lm_eval(path, tmp_path / "run", workers=1)
     info = json.loads((run / "run.json").read_text())
     assert info["tasks"]["aime24"]["k"] == 4 and info["tasks"]["aime24"]["problem_ids"] == ["aime24-0", "aime24-1"]
-    report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run())
+    report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run()).to_json()
     assert not report["complete"] and report["tasks"]["aime24"]["short_problems"] == {"aime24-1": 3}
     assert "--k aime24=3" in report["advice"]

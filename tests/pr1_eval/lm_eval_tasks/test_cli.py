@@ -83,7 +83,7 @@ def test_lm_eval_metrics_equal_pr1_eval_report_of_the_imported_samples(lm_eval_r
     frame = RunStore(run).read_frame()
     assert frame["grade_status"].isin(["ok", "no_answer"]).all()
     assert frame.groupby("problem_id").size().to_dict() == {"aime24-0": 16, "aime24-1": 16}
-    report = run_report(frame, 16)["tasks"]["aime24"]
+    report = run_report(frame, 16).tasks["aime24"].to_json()  # the metrics under their --json names
     lm_eval = lm_eval_run["results"]["results"]["pr1_aime24"]
     got = {name: lm_eval[f"{name},k16"] for name in METRICS}
     want = {name: report[name] for name in METRICS}

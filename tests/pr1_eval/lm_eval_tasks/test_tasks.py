@@ -64,7 +64,8 @@ def test_task_settings_are_k16_sampling_without_seed(loaded: dict[str, Any], lm_
     gen = config.generation_kwargs
     assert gen == {"until": [], "do_sample": True, "temperature": 1.0, "top_p": 1.0, "max_gen_toks": 3000}
     assert "seed" not in gen
-    assert [m["metric"] for m in config.metric_list] == METRIC_NAMES
+    assert [m["metric"] for m in config.metric_list] == METRIC_NAMES == list(hooks.METRICS)
+    assert config.repeats == hooks.K  # the YAML says the k the hooks aggregate at (the paper's)
     assert loaded["tasks"][lm_task].aggregation().keys() == set(METRIC_NAMES)
 
 
@@ -110,7 +111,7 @@ def test_process_results_grades_with_pr1_eval_and_aggregates_like_the_report(tmp
 
     rows = [{"task": d["task"], "problem_id": d["problem_id"], "sample_idx": i, "response": r, "gold": d["gold"]}
             for d, resps in zip(docs, responses, strict=True) for i, r in enumerate(resps)]
-    report = run_report(RunStore(import_rows(rows, tmp_path / "run", source="test")).read_frame(), 16)["tasks"]["aime24"]
+    report = run_report(RunStore(import_rows(rows, tmp_path / "run", source="test")).read_frame(), 16).tasks["aime24"].to_json()
     for name in METRIC_NAMES:
         assert lm_eval_values[name] == pytest.approx(report[name], abs=1e-12), name
     assert lm_eval_values["parallel_ratio"] == pytest.approx(12 / 48)

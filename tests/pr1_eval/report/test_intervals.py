@@ -23,7 +23,8 @@ from scipy import stats
 
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
-from pr1_eval.report.run_report import format_report_table, run_report
+from pr1_eval.report.run_report import run_report
+from pr1_eval.report.table import format_report_table
 
 #: Allowed gap between our interval and scipy's, in standard errors of the mean (see the module docstring).
 TOLERANCE_SE = 0.3
@@ -97,37 +98,41 @@ COUNTS += [8, 8]  # two tied votes (8 right, 8 wrong): maj counts them wrong wha
 
 
 def test_report_intervals_match_scipy_on_hand_computed_per_problem_values() -> None:
-    metrics = run_report(_frame(COUNTS), k=K)["tasks"]["aime24"]
+    metrics = run_report(_frame(COUNTS), k=K).tasks["aime24"].metrics
+    assert metrics is not None
     by_hand = {
-        f"mean@{K}": np.array(COUNTS) / K,
-        f"best@{K}": np.array([1 - (1 - c / K) ** K for c in COUNTS]),
-        f"pass@{K}": np.array([float(c > 0) for c in COUNTS]),  # n = k: pass@k is "any right"
-        f"maj@{K}": np.array([float(c > K - c) for c in COUNTS]),  # a tie (8 of 16) is not a majority
+        "mean": np.array(COUNTS) / K,
+        "best_at_k": np.array([1 - (1 - c / K) ** K for c in COUNTS]),
+        "pass_at_k": np.array([float(c > 0) for c in COUNTS]),  # n = k: pass@k is "any right"
+        "maj_at_k": np.array([float(c > K - c) for c in COUNTS]),  # a tie (8 of 16) is not a majority
     }
     for name, values in by_hand.items():
-        assert metrics[name] == pytest.approx(values.mean())
-        _assert_close_to_scipy(values, metrics["ci95"][name])
+        assert getattr(metrics, name) == pytest.approx(values.mean())
+        _assert_close_to_scipy(values, metrics.interval(name))
 
 
 def test_the_same_samples_in_two_row_orders_give_identical_numbers() -> None:
     frame = _frame(COUNTS)
     shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
     assert list(shuffled["problem_id"]) != list(frame["problem_id"])
-    first, second = run_report(frame, k=K)["tasks"]["aime24"], run_report(shuffled, k=K)["tasks"]["aime24"]
-    assert first["ci95"] == second["ci95"] and first == second
+    first, second = run_report(frame, k=K).tasks["aime24"], run_report(shuffled, k=K).tasks["aime24"]
+    assert first.metrics is not None and second.metrics is not None
+    assert first.metrics.ci95 == second.metrics.ci95 and first == second
 
 
 def test_interval_settings_are_recorded_and_reproduce_the_interval() -> None:
-    metrics = run_report(_frame(COUNTS), k=K)["tasks"]["aime24"]
-    settings = metrics["ci95_bootstrap"]
+    metrics = run_report(_frame(COUNTS), k=K).tasks["aime24"].metrics
+    assert metrics is not None
+    settings = metrics.ci95_bootstrap
     assert settings["n_resamples"] == BOOTSTRAP_RESAMPLES == 10_000 and settings["seed"] == BOOTSTRAP_SEED == 0
     by_id = sorted((f"q{i:02d}", c / K) for i, c in enumerate(COUNTS))
     again = bootstrap_ci([v for _, v in by_id], n_resamples=settings["n_resamples"], seed=settings["seed"])
-    assert again is not None and metrics["ci95"][f"mean@{K}"] == [again[0], again[1]]
+    assert again is not None and metrics.interval("mean") == again
+    assert metrics.to_json()["ci95"][f"mean@{K}"] == [again[0], again[1]]  # the --json form: a [low, high] list
 
 
 def test_the_table_states_how_intervals_and_maj_ties_are_computed() -> None:
     report = run_report(_frame(COUNTS), k=K)
     table = format_report_table(report)
     assert "95% CI: percentile bootstrap over problems (sorted by id), 10,000 resamples, seed 0." in table
-    assert "maj@K ties:" in table and report["maj_tie_rule"] in table
+    assert "maj@K ties:" in table and report.maj_tie_rule in table

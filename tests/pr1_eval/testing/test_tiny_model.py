@@ -376,14 +376,14 @@ def test_demo_reuses_the_cached_model_and_says_so(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The demo's own steps around the run (the run itself is the runner's, tested end to end elsewhere
     and run by CI as `pr1-eval demo`): cached model reused and copied, every task, the prompt passed on."""
-    import pr1_eval.cli.commands
+    import pr1_eval.cli.report
     import pr1_eval.generate.runner
     from pr1_eval.cli.demo import run_demo
 
     cached = tm.cached_tiny_model("trained")
     seen: list[Any] = []
     monkeypatch.setattr(pr1_eval.generate.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
-    monkeypatch.setattr(pr1_eval.cli.commands, "print_report", lambda out: print(f"REPORT {out}"))
+    monkeypatch.setattr(pr1_eval.cli.report, "print_report", lambda out: print(f"REPORT {out}"))
     assert run_demo(tmp_path, prompt=None) == tmp_path / "run"
     out = capsys.readouterr().out
     assert f"reusing the trained tiny model from the shared cache ({cached})" in out and "REPORT" in out

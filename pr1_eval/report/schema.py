@@ -1,0 +1,220 @@
+"""The report as types: :class:`RunReport` holds one :class:`TaskReport` per task, which holds
+its :class:`TaskMetrics` (complete tasks) or its partial ones (incomplete tasks).
+
+Why types: the report is read by the CLI table, ``--json``, the sweep, the leaderboard, the
+dashboard, the notebooks and the lm-eval tasks. When it was a dict whose keys carried k
+(``mean@16``), each reader rebuilt the keys by hand; now readers take fields (``metrics.mean``,
+``metrics.best_at_k_paper``) and only :meth:`RunReport.to_json` writes names, through
+:func:`pr1_eval.report.names.metric_name`. Every field carries its documentation
+(``field.metadata["doc"]``, as :mod:`pr1_eval.records.sample` does), and :func:`json_schema`
+turns those into the description of ``pr1-eval report --json``.
+
+The JSON form (``to_json``) is the ``report --json`` document as it has been since version 1 of
+this schema (:data:`REPORT_SCHEMA_VERSION`): the same keys in the same order, so files written
+before the types existed still read the same. The version is not written into the document,
+because adding a key would change every report already compared byte for byte; a change of the
+shape raises the version and then writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pr1_eval.report.completeness import PartOf
+from pr1_eval.report.metrics import PER_PROBLEM_METRICS
+from pr1_eval.report.names import metric_name
+
+#: Version of the shape :meth:`RunReport.to_json` writes (not written into it; see the module docstring).
+REPORT_SCHEMA_VERSION = 1
+
+
+def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING, *,
+         kind: str | None = None, checker: str | None = None, at: int | None = None) -> Any:
+    """A field with its documentation; a metric field also names its ``kind``, ``checker`` and
+    fixed k (``at``; None: the task's k), from which its JSON name is made."""
+    metadata = {"doc": text, "kind": kind, "checker": checker, "at": at}
+    if factory is not dataclasses.MISSING:
+        return field(default_factory=factory, metadata=metadata)
+    if default is not dataclasses.MISSING:
+        return field(default=default, metadata=metadata)
+    return field(metadata=metadata)
+
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class TaskMetrics:
+    """The numbers of one task over problems that each hold k samples (a mean over problems
+    unless the field says otherwise)."""
+
+    k: int = _doc("Samples per problem every number is over (K in the metric names; the task's k).")
+    mean: float = _doc("mean@K: Mean@K, the mean over problems of c/n on math-verify verdicts.", kind="mean")
+    pass_at_1: float = _doc("pass@1: the unbiased Pass@1 (equals mean@K; its own column as lm-eval has it).",
+                            kind="pass", at=1)
+    pass_at_k: float = _doc("pass@K: the unbiased Pass@K, 1 − C(n−c, K)/C(n, K).", kind="pass")
+    best_at_k: float = _doc("best@K: VERL's bootstrap best@K, 1 − (1 − c/n)^K, on math-verify verdicts.",
+                            kind="best")
+    maj_at_k: float = _doc("maj@K: share of problems whose most frequent answer is correct (ties: maj_tie_rule).",
+                           kind="maj")
+    mean_paper: float = _doc("mean@K_paper: mean@K on the paper's string checker (the paper's Mean@16).",
+                             kind="mean", checker="paper")
+    best_at_k_paper: float = _doc("best@K_paper: best@K on the paper's string checker (the paper's Pass@16).",
+                                  kind="best", checker="paper")
+    parallel_ratio: float = _doc("Share of samples with at least one <Parallel> block (over samples).")
+    format_ok_ratio: float = _doc("Share of samples passing the strict format check.")
+    mean_response_tokens: float | None = _doc("Mean response length in tokens; None when no sample counts them.")
+    truncated_ratio: float = _doc("Share of samples cut by the token budget (finish_reason 'length').")
+    no_answer_ratio: float = _doc("Share of samples with no extracted answer (grade_status 'no_answer').")
+    n_unscored: int = _doc("Samples that could not be graded (timeout/error): counted as wrong.")
+    ci95: dict[str, Interval | None] = _doc(
+        "95% interval of each per-problem metric (keyed by its name), percentile bootstrap over problems; "
+        "None below 2 problems.", factory=dict)
+    ci95_bootstrap: dict[str, Any] = _doc(
+        "How the intervals were computed: method, what is resampled (problems, in problem-id order, so the order "
+        "of rows in the files never moves an interval), n_resamples, seed, confidence.", factory=dict)
+    engine_calls_per_sample: float | None = _doc("Mean engine calls per sample (fork-join > 1); None: not recorded.",
+                                                 None)
+    tokens_per_sample: float | None = _doc("Mean generated tokens per sample; None: not recorded.", None)
+    critical_path_tokens_per_sample: float | None = _doc(
+        "Mean critical-path tokens per sample (main line + longest path + summary per block); None: not recorded.",
+        None)
+
+    #: The metrics with a bootstrap interval (the per-problem ones but pass@1), in ``ci95`` order.
+    CI_FIELDS: ClassVar[tuple[str, ...]] = tuple(m for m in PER_PROBLEM_METRICS if m != "pass_at_1")
+
+    @classmethod
+    def metric_key(cls, name: str, k: int | str) -> str:
+        """The JSON name of metric field ``name`` at ``k`` (``"best_at_k_paper", 16`` → ``best@16_paper``);
+        a field that is not a metric keeps its own name."""
+        meta = _FIELDS[name].metadata
+        if meta["kind"] is None:
+            return name
+        return metric_name(meta["kind"], meta["at"] or k, checker=meta["checker"])
+
+    def name(self, field_name: str) -> str:
+        """The JSON name of ``field_name`` at this task's k."""
+        return self.metric_key(field_name, self.k)
+
+    def interval(self, field_name: str) -> Interval | None:
+        """The 95% interval of a metric field (None when it has none)."""
+        return self.ci95.get(field_name)
+
+    def to_json(self) -> dict[str, Any]:
+        """The metric keys of a task's ``report --json`` entry (``k`` is the task's own key)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "k":
+                continue
+            value = getattr(self, f.name)
+            if f.name == "ci95":
+                value = {self.name(m): None if v is None else [v[0], v[1]] for m, v in value.items()}
+            out[self.name(f.name)] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], k: int) -> TaskMetrics:
+        """Read :meth:`to_json`'s keys back (e.g. from a ``report --json`` file)."""
+        values: dict[str, Any] = {"k": k}
+        for f in dataclasses.fields(cls):
+            key = cls.metric_key(f.name, k)
+            if f.name != "k" and key in data:
+                values[f.name] = data[key]
+        names = {cls.metric_key(m, k): m for m in cls.CI_FIELDS}
+        values["ci95"] = {names[key]: None if v is None else (float(v[0]), float(v[1]))
+                          for key, v in (data.get("ci95") or {}).items() if key in names}
+        return cls(**values)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TaskMetrics)}
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """One task's completeness against run.json, and its numbers: ``metrics`` only when the task is
+    complete, ``partial`` (over the problems holding all k samples) when it is not. A reader of
+    ``metrics`` alone therefore never averages a subset by accident."""
+
+    complete: bool = _doc("Every declared problem holds k samples and nothing undeclared is stored.")
+    k: int = _doc("Samples per problem of this task (run.json's task k, else the run's).")
+    n_problems: int = _doc("Problems scored: those holding at least k samples.")
+    n_problems_expected: int | None = _doc("Problems run.json declares; None when unknown.")
+    n_samples: int = _doc("Samples stored for the task.")
+    missing_problems: list[str] = _doc("Declared problem ids without a sample.", factory=list)
+    n_missing_problems: int = _doc("How many declared problems have no sample (counted when ids are unknown).", 0)
+    short_problems: dict[str, int] = _doc("Problem id → samples held, for problems below k.", factory=dict)
+    undeclared_problems: list[str] = _doc("Stored problem ids run.json does not declare.", factory=list)
+    part_of: PartOf | None = _doc(
+        "The task is part of a larger problem set (a shard's slice, a packaged benchmark's subset): "
+        "{kind, label, held, total}; None for a whole task.", None)
+    incomplete_reason: str | None = _doc("One line saying what is missing; None when complete.", None)
+    metrics: TaskMetrics | None = _doc("The numbers, only when complete (written at the task's top level).", None)
+    partial: TaskMetrics | None = _doc(
+        "For an incomplete task, the same numbers over its problems that hold k samples (None when none does).",
+        None)
+
+    @property
+    def metrics_or_partial(self) -> TaskMetrics | None:
+        """What a table shows: the numbers of a complete task, else its partial ones (marked there)."""
+        return self.metrics if self.metrics is not None else self.partial
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("metrics", "partial"):
+                continue
+            value = getattr(self, f.name)
+            if f.name == "part_of" and value is not None:
+                value = {"kind": value.kind, "label": value.label, "held": value.held, "total": value.total}
+            out[f.name] = value
+        if self.metrics is not None:
+            out.update(self.metrics.to_json())
+        else:
+            out["partial"] = None if self.partial is None else self.partial.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The report of a run: completeness of the whole, then one :class:`TaskReport` per task
+    (run.json order; declared tasks without any sample included)."""
+
+    k: int | None = _doc("Samples per problem when every task has the same, else None.")
+    status: str | None = _doc("run.json's status.")
+    complete: bool = _doc("The status is 'complete', the run is no lone shard, and every task is complete.")
+    incomplete: list[str] = _doc("One human line per problem found (empty when complete).", factory=list)
+    advice: str | None = _doc("How to finish the run; None when complete.", None)
+    shard: str | None = _doc("'shard i/n of N problems' for a lone shard of a --shard run; else None.", None)
+    warnings: list[str] = _doc("Differences from a packaged benchmark that do not make the run incomplete.",
+                               factory=list)
+    maj_tie_rule: str = _doc("How maj@K breaks ties (pr1_eval.report.metrics.MAJ_TIE_RULE).", "")
+    tasks: dict[str, TaskReport] = _doc("Task name → its report.", factory=dict)
+    run: str | None = _doc("The run folder, when the report was loaded from one.", None)
+    model: dict[str, Any] | None = _doc("run.json's model section, when loaded from a folder.", None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``pr1-eval report --json`` document (``run`` and ``model`` only when loaded from a folder)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("run", "model") and value is None:
+                continue
+            out[f.name] = {name: task.to_json() for name, task in value.items()} if f.name == "tasks" else value
+        return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The ``report --json`` keys with their documentation, K standing for the task's k: the
+    schema as the types declare it (``tasks`` → ``TASK`` → task keys, then metric keys)."""
+    def docs(cls: type, k: int | str = "K") -> dict[str, str]:
+        return {(cls.metric_key(f.name, k) if cls is TaskMetrics else f.name): f.metadata["doc"]
+                for f in dataclasses.fields(cls) if f.name != "k" or cls is not TaskMetrics}
+
+    task = {key: doc for key, doc in docs(TaskReport).items() if key not in ("metrics", "partial")}
+    metrics = docs(TaskMetrics)
+    return {"schema_version": REPORT_SCHEMA_VERSION,
+            "run": {key: doc for key, doc in docs(RunReport).items() if key != "tasks"},
+            "task": task, "metrics": metrics,
+            "partial": {f.name: f for f in dataclasses.fields(TaskReport)}["partial"].metadata["doc"]}

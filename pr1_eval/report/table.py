@@ -1,0 +1,84 @@
+"""The report as the terminal shows it: one line per task, then what is incomplete, and the
+fork-join costs when a run records them. Reads :class:`pr1_eval.report.schema.RunReport` fields;
+the column names are the metric names (:func:`pr1_eval.report.names.metric_name`) at the run's k,
+or at ``k`` when tasks differ in k (then k has its own column)."""
+
+from __future__ import annotations
+
+from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
+from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport
+
+#: The metric columns: (field, whether its interval is shown beside it).
+_METRIC_COLUMNS = (("mean", True), ("pass_at_k", True), ("best_at_k", False), ("maj_at_k", False),
+                   ("mean_paper", False), ("best_at_k_paper", False))
+_TAIL = ("parallel", "format_ok", "tokens", "unscored")
+
+
+def _heads(k: int | str) -> list[str]:
+    metrics = [TaskMetrics.metric_key(name, k) + (" [95% CI]" if ci else "") for name, ci in _METRIC_COLUMNS]
+    return ["task", "k", "problems", "samples", *metrics, *_TAIL]
+
+
+def _with_ci(m: TaskMetrics, name: str) -> str:
+    interval = m.interval(name)
+    return f"{getattr(m, name):.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
+def _row(task: str, t: TaskReport, width: int) -> list[str]:
+    """One table row; an incomplete task shows its partial numbers, marked with ``*``."""
+    values = t.metrics_or_partial
+    expected = t.part_of.total if t.part_of else t.n_problems_expected  # a shard's slice or a subset: of the whole
+    problems = f"{t.n_problems}" if t.complete or expected is None else f"{t.n_problems}/{expected}"
+    cells = [task if t.complete else f"{task}*", str(t.k), problems, str(t.n_samples)]
+    if values is None:
+        return cells + ["-"] * (width - len(cells))
+    tokens = values.mean_response_tokens
+    return cells + [
+        _with_ci(values, name) if ci else f"{getattr(values, name):.3f}" for name, ci in _METRIC_COLUMNS
+    ] + [f"{values.parallel_ratio:.3f}", f"{values.format_ok_ratio:.3f}",
+         "-" if tokens is None else str(round(tokens)), str(values.n_unscored)]
+
+
+def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
+    """How the intervals are computed, in the words a table footer prints."""
+    return f"percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}"
+
+
+def format_report_table(report: RunReport) -> str:
+    """A fixed-width summary table (one line per task), then one line per incompleteness.
+
+    Headers name K when every task has the same (``mean@16``), else read ``mean@k`` with k in
+    its own column."""
+    head = _heads(report.k or "k")
+    rows = [head] + [_row(task, t, len(head)) for task, t in report.tasks.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
+    lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
+    if report.incomplete:
+        lines.append("")
+        starred = any(not t.complete for t in report.tasks.values())
+        lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
+        lines += [f"  {line}" for line in report.incomplete]
+        lines.append(f"  to finish: {report.advice}")
+    if report.warnings:
+        lines.append("")
+        lines.append("WARNINGS (named, not counted as incomplete):")
+        lines += [f"  {line}" for line in report.warnings]
+    return "\n".join(lines)
+
+
+def format_forkjoin_table(report: RunReport) -> str | None:
+    """Engine calls and critical path per sample of complete tasks, when a run records more than
+    one call per sample (fork-join); None otherwise."""
+    rows = [(task, t.metrics) for task, t in report.tasks.items()
+            if t.metrics is not None and t.metrics.engine_calls_per_sample]
+    if not rows or all(m.engine_calls_per_sample == 1 for _, m in rows):
+        return None
+    lines = [f"{'task':>12}  {'calls/sample':>12}  {'tokens/sample':>13}  {'critical path':>13}"]
+    for task, m in rows:
+        critical = m.critical_path_tokens_per_sample
+        tokens = m.tokens_per_sample
+        lines.append(f"{task:>12}  {m.engine_calls_per_sample:>12.2f}  {'-' if tokens is None else round(tokens):>13}  "
+                     f"{'-' if critical is None else round(critical):>13}")
+    return "\n".join(lines)
