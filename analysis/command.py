@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT
+from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="NAME",
                    help="sentence-transformers model name or folder (default: bundled all-MiniLM-L6-v2, offline)")
     p.add_argument("--no-embeddings", action="store_true", help="skip embedding cosine (it is then null)")
-    p.add_argument("--include-incomplete", action="store_true",
+    p.add_argument(INCLUDE_FLAG, action="store_true",
                    help="let runs and tasks that lack samples their run.json declares into the drift trends "
                         "(they are always shown, marked incomplete)")
     p.set_defaults(func=run_analyze)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis.defaults import INCLUDE_FLAG  # noqa: F401 - re-exported: the notes' sentence names it
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ COMPLETENESS_COLUMNS: tuple[str, ...] = tuple(COMPLETENESS_COLUMN_DOCS)
 MARK = "⚠ incomplete"
 #: The dashboard's sidebar toggle (named in every sentence that tells a reader how to include them).
 INCLUDE_LABEL = "Include incomplete runs in trends and rankings"
-#: How the command line includes them (named in analyze's notes).
-INCLUDE_FLAG = "--include-incomplete"
 
 
 def run_lines(check: RunCompleteness) -> tuple[list[str], list[str]]:

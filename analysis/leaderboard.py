@@ -79,6 +79,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import run_lines
+from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
@@ -91,7 +92,6 @@ from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics
 from pr1_eval.store.run_store import RunStore
 
-AVERAGES = ("task_mean", "problem_weighted")
 ALPHA = 0.05
 
 

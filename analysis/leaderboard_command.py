@@ -4,8 +4,8 @@ A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` mu
 ``analysis``), which builds its parser on every start; so the ranking (pandas, plotly) loads
 inside the handler, when ``leaderboard`` runs. The numbers come from
 :func:`analysis.leaderboard.compute_leaderboard`, laid out by :mod:`analysis.leaderboard_tables`.
-``--average``'s choices are that module's ``AVERAGES``, written here so that ``--help`` need not
-import it (a test keeps the two equal).
+``--average``'s choices and the include flag come from :mod:`analysis.defaults`, a leaf that
+``--help`` can import without pandas.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are ranked
 and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compared.
@@ -19,9 +19,9 @@ import sys
 import time
 from typing import Any
 
+from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
 
-AVERAGES = ("task_mean", "problem_weighted")
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
                "pass@K, best@K_paper, maj@K and parallel ratio per task and averaged. Rows not significantly "
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: every task of the runs)")
     p.add_argument("--intersect", action="store_true",
                    help="compare runs with different problem sets, data hashes or k on the problems they share")
-    p.add_argument("--include-incomplete", action="store_true",
+    p.add_argument(INCLUDE_FLAG, action="store_true",
                    help="rank runs that lack samples their run.json declares (default: they are left out and named)")
     p.add_argument("--average", default=AVERAGES[0], choices=AVERAGES,
                    help="what the average and the ranking use (default task_mean: the mean of task means, the paper's)")

@@ -31,9 +31,9 @@ import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
 from analysis.loader import LoadedRuns, load_runs, runs_signature
+from dashboards.command import DEFAULT_RUNS
 from dashboards.components import widget_default
 
-DEFAULT_RUNS = "runs"
 _CONTEXT_KEY = "pr1_context"
 T = TypeVar("T")
 

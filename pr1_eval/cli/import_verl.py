@@ -1,7 +1,7 @@
 """``pr1-eval import-verl``: a VERL job's rollout and validation dumps as one run per step.
 
 The work is :mod:`pr1_eval.ingest.verl_import`'s, loaded when the command runs (it brings the
-grader and the store); ``--kind``'s choices are its ``KIND_DIRS`` (a test keeps them equal).
+grader and the store); ``--kind``'s choices are ``KIND_DIRS`` of its formats module.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from pr1_eval.cli.help import add_command
-from pr1_eval.ingest.verl_formats import Lengths
+from pr1_eval.ingest.verl_formats import KIND_DIRS, Lengths
 
 SUMMARY = "turn a VERL job's rollout/validation dumps into runs"
 DESCRIPTION = (
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="do not match prompts against the packaged benchmarks")
     p.add_argument("--job", default=None, metavar="NAME",
                    help="the job's name in the runs (default: the folder holding the dump folders)")
-    p.add_argument("--kind", choices=["train", "validation"], default=None,
+    p.add_argument("--kind", choices=list(KIND_DIRS), default=None,
                    help="what a DUMP_DIR of step files holds (default: from its name; 'val' means validation)")
     p.add_argument("--final", action="store_true",
                    help="the job has ended: import the newest step too (otherwise it waits for a later one)")

@@ -59,7 +59,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.ingest.benchmark_check import check_import
 from pr1_eval.ingest.importer import load_tokenizer
-from pr1_eval.ingest.verl_formats import FORK, Lengths
+from pr1_eval.ingest.verl_formats import FORK, KIND_DIRS, Lengths
 from pr1_eval.ingest.verl_groups import ParsedStep, declared_tasks, read_step, step_records
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
 from pr1_eval.inputs.tasks import TASKS
@@ -69,7 +69,6 @@ from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.out_folder import ASIDE_SUFFIX, holds_run
 from pr1_eval.store.run_store import RunStore
 
-KIND_DIRS = {"train": "train", "validation": "val"}
 SUPERSEDED = ".superseded"
 
 
