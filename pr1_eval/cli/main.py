@@ -16,41 +16,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pr1_eval.cli import run as run_command
+from pr1_eval.cli import sweep as sweep_command
 from pr1_eval.cli.help import TOP, Parser, describe
-from pr1_eval.cli.options import add_generation_options, run_config
 from pr1_eval.errors import Pr1EvalError
-
-
-def _add_run(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="generate, grade and store k samples per problem")
-    p.add_argument("--model", required=True, help="model folder (Hugging Face layout) or hub id (org/name)")
-    p.add_argument("--tasks", required=True, metavar="TASKS",
-                   help="comma-separated: aime24, aime25, amc23, math500, math300_pr1, gsm8k; 'all' is every one "
-                        "but gsm8k")
-    add_generation_options(p)
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="run folder (default runs/<model>-<decoding>-k<k>-seed<seed>)")
-    p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
-    p.add_argument("--step", type=int, default=None, metavar="N", help="checkpoint step (default: parsed from global_step_N)")
-    p.set_defaults(func=_cmd_run)
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.commands import print_report
-    from pr1_eval.generate.runner import run_eval
-
-    out = run_eval(run_config(args))
-    print_report(out)
-    _print_scaleout_note(out)
-    return 0
-
-
-def _print_scaleout_note(run_dir: object) -> None:
-    from pr1_eval.scaleout import summary_note
-
-    note = summary_note(str(run_dir))
-    if note:
-        print(note)
 
 
 def _add_merge(sub: argparse._SubParsersAction) -> None:
@@ -131,12 +100,6 @@ def _cmd_lm_eval_path(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_sweep(sub: argparse._SubParsersAction) -> None:
-    from pr1_eval.generate.sweep import add_parser  # light at import: the sweep's heavy imports load when it runs
-
-    add_parser(sub)
-
-
 def _add_import_verl(sub: argparse._SubParsersAction) -> None:
     from pr1_eval.ingest.verl_cli import add_parser  # light: the import's work loads when it runs
 
@@ -147,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pr1-eval", description=TOP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
                                 parser_class=Parser)
-    _add_run(sub)
-    _add_sweep(sub)
+    run_command.register(sub)
+    sweep_command.register(sub)
     _add_merge(sub)
     p = sub.add_parser("report", help="metrics of a run")
     p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")

@@ -58,14 +58,24 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.paper_settings import (
+    PAPER_AFTER_LAST_BLOCK,
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_NEW_TOKENS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
+    PAPER_SECONDARY_EOS,
+)
 
 MAIN, PATHS, SUMMARY = "main", "paths", "summary"
-AFTER_LAST_BLOCK = ("end", "continue")
-SECONDARY_EOS = ("keep", "replace")
+AFTER_LAST_BLOCK = (PAPER_AFTER_LAST_BLOCK, "continue")
+"""What follows the last allowed block's summary: the response ends (the paper's), or it continues."""
+SECONDARY_EOS = (PAPER_SECONDARY_EOS, "replace")
 """What a path or summary does with a second EOS id: the official loop keeps it (then the closing tag)."""
-OFFICIAL_PATH_TEMPERATURE = 1.0
+OFFICIAL_PATH_TEMPERATURE = PAPER_PATH_TEMPERATURE
 """The official loop samples every path at this temperature, whatever the run's."""
-OFFICIAL_MAX_PATH_TOKENS = 4096
+OFFICIAL_MAX_PATH_TOKENS = PAPER_MAX_PATH_TOKENS
 """``max_path_response_length`` of the official RL scripts."""
 ENGINE_GAVE_UP = ("abort", "error")
 """Finish reasons of a request the engine abandoned (vLLM's abort/error): the response ends there."""
@@ -81,13 +91,13 @@ class ForkJoinParams:
     the response ends after the last block's summary, paths at temperature 1.0 and capped at 4096
     tokens, a second EOS kept inside a path or summary (see the module docstring)."""
 
-    paths: int = 2
-    max_blocks: int = 4
-    budget: int = 3000
-    after_last_block: str = "end"
-    path_temperature: float | None = OFFICIAL_PATH_TEMPERATURE
-    max_path_tokens: int = OFFICIAL_MAX_PATH_TOKENS
-    secondary_eos: str = "keep"
+    paths: int = PAPER_PATHS
+    max_blocks: int = PAPER_MAX_BLOCKS
+    budget: int = PAPER_MAX_NEW_TOKENS
+    after_last_block: str = PAPER_AFTER_LAST_BLOCK
+    path_temperature: float | None = PAPER_PATH_TEMPERATURE
+    max_path_tokens: int = PAPER_MAX_PATH_TOKENS
+    secondary_eos: str = PAPER_SECONDARY_EOS
 
     def __post_init__(self) -> None:
         if self.paths < 1:

@@ -1,0 +1,42 @@
+"""``pr1-eval run``: its options and its handler, in one place.
+
+The handler plans the run (every input read and checked before a model loads), executes the
+plan and prints the report. The heavy imports (the runner, the engines) load when it runs, so
+``pr1-eval --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pr1_eval.cli.help import describe
+from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``run`` to ``pr1-eval``'s commands."""
+    p = subparsers.add_parser("run", help="generate, grade and store k samples per problem")
+    p.add_argument("--model", required=True, help="model folder (Hugging Face layout) or hub id (org/name)")
+    add_tasks_option(p)
+    add_generation_options(p)
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="run folder (default runs/<model>-<decoding>-k<k>-seed<seed>)")
+    p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
+    p.add_argument("--step", type=int, default=None, metavar="N",
+                   help="checkpoint step (default: parsed from global_step_N)")
+    p.set_defaults(func=run_command)
+    describe(p, "run")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Plan, run, report; a ``--ray`` run ends with a line on how its replicas fared."""
+    from pr1_eval.cli.commands import print_report
+    from pr1_eval.generate.runner import run_eval
+    from pr1_eval.scaleout import summary_note
+
+    out = run_eval(run_config(args))
+    print_report(out)
+    note = summary_note(str(out))
+    if note:
+        print(note)
+    return 0
