@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,10 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
-from pr1_eval.records.provenance import checkpoint_step
 from pr1_eval.records.run import RunRecord
+from pr1_eval.records.steps import checkpoint_step, starred_steps
 
-_STEP_COMPONENT = re.compile(r"global_step[_-]?\d+")
 #: Metrics (columns of the per-step table) whose trend against step is tested.
 TREND_METRICS: tuple[str, ...] = (
     "block_rel_pos",
@@ -79,7 +77,7 @@ def model_family(run: RunRecord, run_name: str) -> str:
     if run.model.family:
         return run.model.family
     base = run.model.path or run_name
-    return _STEP_COMPONENT.sub("global_step_*", base)
+    return starred_steps(base)
 
 
 @functools.lru_cache(maxsize=EXACT_MAX_STEPS + 1)

@@ -29,12 +29,14 @@ from analysis.drift import UNIT_WORDS
 from analysis.roles import ROLES
 from analysis.safe_text import plot_text, plot_texts
 from analysis.summary import Analysis
+from pr1_eval.inputs.checkpoints import MERGED
+from pr1_eval.records.steps import ANY_STEP_FOLDER
 
 FIGURE_FILES: tuple[str, ...] = ("parallel_ratio.html", "block_position.html", "role_shares.html",
                                  "bleu_hist.html", "cosine_hist.html")
 PLOTLY_JS = "plotly.min.js"
 """The one plotly.js bundle every page loads from its own folder."""
-_PLUMBING = re.compile(r"^(?:global_step[_-]?(?:\d+|\*)|hf|huggingface|actor|checkpoints?)$", re.IGNORECASE)
+_PLUMBING = re.compile(rf"^(?:{ANY_STEP_FOLDER}|{MERGED}|huggingface|actor|checkpoints?)$", re.IGNORECASE)
 
 
 def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], list[str]]:

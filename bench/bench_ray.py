@@ -84,7 +84,7 @@ def ray_pools(model: str, counts: Sequence[int], contexts: list[list[int]], rids
     def payload(chunk: Any) -> tuple[list[list[int]], list[str]]:
         return [contexts[i] for i, _ in chunk.items], [rids[i] for i, _ in chunk.items]
 
-    spec = ReplicaSpec(model, "hf", {}, "sequential", threads=1)
+    spec = ReplicaSpec(model, "hf", {}, threads=1)
     pools = [RayPool.start(spec, "auto", n, 0) for n in counts]
     try:
         for pool, n in zip(pools, counts, strict=True):

@@ -5,7 +5,7 @@
     pr1-repro stages
     pr1-repro run STAGE --model PATH [--nodes N --gpus-per-node G] [--data-dir DIR] [--dry-run] [-- hydra overrides]
     pr1-repro merge CKPT_DIR [--dry-run]
-    pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval args]
+    pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval sweep args]
 
 Every error prints one line (``pr1-repro: …`` saying what, where and how to fix) and exits 2,
 never a traceback: a training launch that dies in a stack trace after minutes of cluster setup
@@ -25,9 +25,16 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pr1_eval.cli import main as pr1_eval_cli
 from pr1_eval.cli.help import Parser
+from pr1_eval.decoding.factory import DECODING_MODES
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.checkpoints import discover_checkpoints
+from pr1_eval.protocol.paper_settings import PAPER_K
+from pr1_eval.records.steps import family_name
 from repro import checkpoints, stages
+from repro.data import Sources, build_all
+from repro.tokens import add_tokens
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
@@ -48,7 +55,6 @@ def _split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def cmd_add_tokens(args: argparse.Namespace, extra: list[str]) -> int:
-    from repro.tokens import add_tokens
 
     problem = _model_problem(args.base)
     if problem:
@@ -67,7 +73,6 @@ def cmd_add_tokens(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def cmd_data(args: argparse.Namespace, extra: list[str]) -> int:
-    from repro.data import Sources, build_all
 
     def path(value: str | None) -> Path | None:
         return Path(value).expanduser() if value else None
@@ -197,7 +202,7 @@ def cmd_merge(args: argparse.Namespace, extra: list[str]) -> int:
     status = 0
     for step in steps:
         if step.is_merged and not args.force:
-            print(f"# step {step.step}: already merged at {step.merged}")
+            print(f"# step {step.step}: already merged at {step.model_dir}")
             continue
         cmd = checkpoints.merge_command(step)
         print(stages.shell(cmd))
@@ -206,24 +211,31 @@ def cmd_merge(args: argparse.Namespace, extra: list[str]) -> int:
     return status
 
 
+def sweep_argv(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """The ``pr1-eval sweep`` that ``score`` is: its options, then the ones after ``--``."""
+    family = ["--family", args.name] if args.name else []
+    return ["sweep", args.ckpt_root, "--tasks", args.tasks, "-k", str(args.k), "--decoding", args.decoding,
+            "--out-root", args.out_root, *family, *extra]
+
+
 def cmd_score(args: argparse.Namespace, extra: list[str]) -> int:
-    root = Path(args.ckpt_root)
-    if not root.is_dir():
-        raise Pr1EvalError(f"{root}: no such folder; pass the trainer's checkpoint folder (trainer.default_local_dir)")
-    merged = [s for s in checkpoints.find_steps(root) if s.is_merged]
-    if not merged:
-        raise Pr1EvalError(
-            f"no merged checkpoints (global_step_N/{checkpoints.MERGED}) under {root}; run `pr1-repro merge {root}` first"
-        )
-    req = checkpoints.ScoreRequest(args.tasks, args.k, args.decoding, args.out_root, args.name, tuple(extra))
-    name = args.name or root.resolve().name
-    status = 0
-    for step in merged:
-        cmd = checkpoints.score_command(step, req, name)
-        print(stages.shell(cmd))
-        if not args.dry_run:
-            status = status or subprocess.call(cmd)
-    return status
+    """``pr1-eval sweep`` over the checkpoints (it merges VERL shards first, when VERL is here)."""
+
+    argv = sweep_argv(args, extra)
+    if not args.dry_run:
+        return pr1_eval_cli.main(argv)
+    print(stages.shell(["pr1-eval", *argv]))
+    options = pr1_eval_cli.build_parser().parse_args(argv)
+    family = options.family or family_name(args.ckpt_root)
+    for c in discover_checkpoints(args.ckpt_root):
+        out = Path(options.out_root) / c.run_name(family, options.decoding, options.k, options.seed)
+        if c.problem:
+            print(f"# {c.label}: skipped: {c.problem}")
+        elif c.needs_merge:
+            print(f"# {c.label}: merged first into {c.model_dir} (pr1-repro merge {c.path}), then scored into {out}")
+        else:
+            print(f"# {c.label}: {c.model_dir} -> {out}")
+    return 0
 
 
 REPRO_HELP = """\
@@ -294,18 +306,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ckpt_dir", metavar="CKPT_DIR", help="folder holding global_step_N checkpoints")
     p.add_argument("--force", action="store_true", help="merge again the steps that are already merged")
     p.add_argument("--dry-run", action="store_true", help="print the merge commands; run nothing")
-    p = sub.add_parser("score", help="evaluate every merged checkpoint with pr1-eval, one run per step",
-                       description="Score every merged checkpoint under CKPT_ROOT with `pr1-eval run`, one run per "
-                                   "step. Arguments after a lone -- go to pr1-eval.",
+    p = sub.add_parser("score", help="evaluate every checkpoint with pr1-eval sweep, one run per step",
+                       description="Score every checkpoint under CKPT_ROOT with `pr1-eval sweep`, one run per step "
+                                   "(VERL shards are merged first). Arguments after a lone -- go to pr1-eval sweep.",
                        epilog="example:\n  pr1-repro score checkpoints/rl_gsm8k -k 16 -- --limit 10")
-    p.add_argument("ckpt_root", metavar="CKPT_ROOT", help="folder holding the merged checkpoints")
+    p.add_argument("ckpt_root", metavar="CKPT_ROOT", help="folder holding the global_step_N checkpoints")
     p.add_argument("--tasks", default="aime24,aime25,amc23,math500", help="comma-separated tasks")
-    p.add_argument("-k", type=int, default=16, help="samples per problem")
-    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"],
+    p.add_argument("-k", type=int, default=PAPER_K, help="samples per problem")
+    p.add_argument("--decoding", default=DECODING_MODES[0], choices=DECODING_MODES,
                    help="decoding mode, as in pr1-eval run")
     p.add_argument("--out-root", default="runs", metavar="DIR", help="where the runs go, one folder per step")
-    p.add_argument("--name", default=None, help="run-name prefix (default: the checkpoint folder's name)")
-    p.add_argument("--dry-run", action="store_true", help="print the pr1-eval commands; run nothing")
+    p.add_argument("--name", default=None,
+                   help="the training job's name, the runs' name prefix (default: the checkpoint folder's name)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the pr1-eval sweep command and what it would do with each checkpoint; run nothing")
     return parser
 
 

@@ -26,7 +26,7 @@ deviation 4 of ``repro/README.md``, with its measured size.
 **The global step.** ``alternating`` and ``mid_training`` depend on the trainer's global step.
 VERL 0.9.1's V1 trainer stamps ``global_steps`` on every prompt it dispatches; the agent-loop
 worker hands it to the reward worker, and :class:`repro.reward_manager.TagPreservingRewardManager`
-copies it into ``extra_info["global_step"]``, which :func:`resolve_step` reads. An explicit
+copies it into ``extra_info["global_step"]``, which :func:`training_step` reads. An explicit
 ``step=`` argument wins (tests, offline re-scoring).
 
 **The tags.** VERL's naive reward manager decodes with ``skip_special_tokens=True``, which deletes
@@ -164,7 +164,7 @@ def effective_mode(mode: str, step: int | None, window: int, tiered_steps: int, 
     return "tiered" if tiered_active(step, window, tiered_steps) else "accuracy"
 
 
-def resolve_step(step: int | None, extra_info: dict[str, Any] | None) -> int | None:
+def training_step(step: int | None, extra_info: dict[str, Any] | None) -> int | None:
     """Explicit ``step`` first, then ``extra_info["global_step"]`` (stamped by the reward manager)."""
     if step is not None:
         return int(step)
@@ -219,7 +219,7 @@ def compute_score(
     """
     reading = Reading(format_check, gsm8k_answer, checker)
     check_tags_visible(mode, extra_info)
-    resolved = resolve_step(step, extra_info)
+    resolved = training_step(step, extra_info)
     plain = effective_mode(mode, resolved, window, tiered_steps, switch_step)
     full = judge(solution_str, ground_truth)
     j = full.under(reading, plain)

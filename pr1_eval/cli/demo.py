@@ -29,7 +29,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
 
 DEFAULT_DIR = "pr1-demo"
@@ -136,17 +138,16 @@ def run_demo(directory: str | Path = DEFAULT_DIR, prompt: str | None = None) -> 
 def _set_aside_another_demo(config: Any, narrator: Narrator) -> None:
     """A demo run made with other settings (an older pr1-eval's demo, another ``--prompt``) cannot
     be resumed: rather than refuse, the demo moves it aside (renamed, never deleted) and says so."""
-    from pr1_eval.errors import Pr1EvalError
-    from pr1_eval.generate.preflight import check_decoding, check_output, check_prompt, check_tasks, planned_run_record
+    from pr1_eval.generate.plan import plan_inputs, planned_record
+    from pr1_eval.generate.preflight import check_output
     from pr1_eval.store.out_folder import holds_run, set_aside
 
     out = Path(config.out)
     if not holds_run(out):
         return
-    tasks = check_tasks(list(config.tasks), None, config.limit)
-    decoding = check_decoding(config.decoding, config.engine, config.paths, config.max_blocks, config.after_last_block)
+    inputs = plan_inputs(config)
     try:
-        check_output(out, planned_run_record(config, check_prompt(config.prompt, None), decoding, tasks))
+        check_output(out, planned_record(inputs, config, out.name))
     except Pr1EvalError:
         aside = set_aside(out)
         narrator.say(f"{out} holds a demo run made with other settings (an older demo, another --prompt), which "
@@ -173,9 +174,8 @@ def _demo(root: Path, prompt: str | None, narrator: Narrator) -> Path:
     _set_aside_another_demo(config, narrator)
     out = run_eval(config)
     narrator.phase = "printing the report"
-    from pr1_eval.cli.report import print_report
 
-    print_report(out)
+    report.print_report(out)
     print("\n" + textwrap.fill(EXPECTED_SCORE, 78) + "\n")
     narrator.say(f"done. Next: `pr1-eval report {out} --json`, `pr1-eval analyze {out}`.")
     return out

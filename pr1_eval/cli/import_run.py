@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 
@@ -66,7 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.report import print_report
     from pr1_eval.ingest.importer import parse_k_option
 
     k = parse_k_option(args.k)
@@ -74,5 +74,5 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise Pr1EvalError(f"import takes one file (or, for --format lm-eval, one output folder); got {len(args.files)}")
     _, importer = FORMATS[args.format]
     out = importer(args, k)
-    print_report(out)
+    report.print_report(out)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 
 SUMMARY = "join the --shard runs of a job array into one run"
@@ -21,10 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.report import print_report
     from pr1_eval.scaleout.merge import merge_shards
 
     out = merge_shards(args.shards, args.out)
     print(f"merged {len(args.shards)} shards into {out}")
-    print_report(out)
+    report.print_report(out)
     return 0

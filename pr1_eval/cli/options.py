@@ -6,61 +6,82 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pr1_eval.decoding.factory import DECODING_MODES
+from pr1_eval.engines.factory import ENGINES
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.generate.config import RunConfig
+from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE, SHARED_TEMPLATES
+from pr1_eval.inputs.tasks import DATA_SOURCES, TASKS, parse_task_list
+from pr1_eval.protocol.forkjoin import AFTER_LAST_BLOCK, SECONDARY_EOS
+from pr1_eval.protocol.paper_settings import (
+    PAPER_K,
+    PAPER_MAX_BLOCKS,
+    PAPER_MAX_NEW_TOKENS,
+    PAPER_MAX_PATH_TOKENS,
+    PAPER_PATH_TEMPERATURE,
+    PAPER_PATHS,
+    PAPER_TEMPERATURE,
+    PAPER_TOP_P,
+)
 
-if TYPE_CHECKING:
-    from pr1_eval.generate.runner import RunConfig
+_DEFAULTS = RunConfig(model="", tasks=[])
+"""The run's defaults, where the options read theirs (so ``--help`` shows what a run uses)."""
+
+
+def add_tasks_option(p: argparse.ArgumentParser) -> None:
+    """``--tasks``: the registered tasks (:data:`pr1_eval.inputs.tasks.TASKS`) by name, or ``all``."""
+    p.add_argument("--tasks", required=True, metavar="TASKS",
+                   help=f"comma-separated: {', '.join(TASKS)}; 'all' is {', '.join(parse_task_list('all'))}")
 
 
 def add_generation_options(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that generates (``run``, ``sweep``): sampling, engine, decoding, data."""
-    p.add_argument("-k", type=int, default=16, help="samples per problem")
+    p.add_argument("-k", type=int, default=PAPER_K, help="samples per problem")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N problems of each task")
-    p.add_argument("--max-new-tokens", type=int, default=3000, metavar="N", help="response budget in tokens (the paper's)")
-    p.add_argument("--temperature", type=float, default=1.0, metavar="T", help="sampling temperature; 0 is greedy (needs -k 1)")
-    p.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling; 1.0 keeps every token")
-    p.add_argument("--top-k", type=int, default=0, metavar="K", help="keep the k likeliest tokens; 0 keeps every token")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="run seed; each request's seed derives from it")
-    p.add_argument("--engine", default="auto", choices=["auto", "hf", "vllm"],
+    p.add_argument("--max-new-tokens", type=int, default=PAPER_MAX_NEW_TOKENS, metavar="N",
+                   help="response budget in tokens (the paper's)")
+    p.add_argument("--temperature", type=float, default=PAPER_TEMPERATURE, metavar="T",
+                   help="sampling temperature; 0 is greedy (needs -k 1)")
+    p.add_argument("--top-p", type=float, default=PAPER_TOP_P, metavar="P", help="nucleus sampling; 1.0 keeps every token")
+    p.add_argument("--top-k", type=int, default=_DEFAULTS.top_k, metavar="K",
+                   help="keep the k likeliest tokens; 0 keeps every token")
+    p.add_argument("--seed", type=int, default=_DEFAULTS.seed, metavar="N",
+                   help="run seed; each request's seed derives from it")
+    p.add_argument("--engine", default=_DEFAULTS.engine, choices=ENGINES,
                    help="auto: vllm when installed with a GPU, else hf (transformers)")
-    p.add_argument("--decoding", default="sequential", choices=["sequential", "forkjoin", "structured"],
+    p.add_argument("--decoding", default=_DEFAULTS.decoding, choices=DECODING_MODES,
                    help="sequential: one request per sample; forkjoin: the paper's rollout, each path its own "
                         "request; structured: one pass under the Unseen mask (hf only)")
-    p.add_argument("--paths", type=int, default=2, metavar="N", help="paths per block for --decoding forkjoin")
-    p.add_argument("--max-blocks", type=int, default=4, metavar="N", help="blocks per response for forkjoin/structured")
-    p.add_argument("--after-last-block", default="end", choices=["end", "continue"],
-                   help="after the last allowed block's </Summary>: end the response (the paper's rollout, "
-                        "default) or continue it (fork-join writes later blocks inline, without a fork point; "
-                        "structured decoding lifts the limit); recorded in run.json")
+    p.add_argument("--paths", type=int, default=PAPER_PATHS, metavar="N", help="paths per block for --decoding forkjoin")
+    p.add_argument("--max-blocks", type=int, default=PAPER_MAX_BLOCKS, metavar="N",
+                   help="blocks per response for forkjoin/structured")
+    p.add_argument("--after-last-block", default=AFTER_LAST_BLOCK[0], choices=AFTER_LAST_BLOCK,
+                   help=f"after the last allowed block's </Summary>: {AFTER_LAST_BLOCK[0]} the response (the paper's "
+                        f"rollout, default) or {AFTER_LAST_BLOCK[1]} it (fork-join writes later blocks inline, without "
+                        "a fork point; structured decoding lifts the limit); recorded in run.json")
     # --- fork-join paths, as the official rollout samples them (pr1_eval.protocol.forkjoin) ---
-    p.add_argument("--path-temperature", type=_path_temperature, default=1.0, metavar="T|run",
-                   help="forkjoin: temperature of every path request (default 1.0, as the official rollout, "
-                        "whatever --temperature is; 'run' uses --temperature); recorded in run.json")
-    p.add_argument("--max-path-tokens", type=int, default=4096, metavar="N",
+    p.add_argument("--path-temperature", type=_path_temperature, default=PAPER_PATH_TEMPERATURE, metavar="T|run",
+                   help=f"forkjoin: temperature of every path request (default {PAPER_PATH_TEMPERATURE}, as the "
+                        "official rollout, whatever --temperature is; 'run' uses --temperature); recorded in run.json")
+    p.add_argument("--max-path-tokens", type=int, default=PAPER_MAX_PATH_TOKENS, metavar="N",
                    help="forkjoin: cap on each path, then </Path> (the official max_path_response_length, "
-                        "default 4096; 0 = no cap)")
-    p.add_argument("--secondary-eos", default="keep", choices=["keep", "replace"],
+                        f"default {PAPER_MAX_PATH_TOKENS}; 0 = no cap)")
+    p.add_argument("--secondary-eos", default=SECONDARY_EOS[0], choices=SECONDARY_EOS,
                    help="forkjoin: an EOS id of the generation config other than the tokenizer's, met inside a "
-                        "path or summary: keep it and append the closing tag (the official loop, default) or "
-                        "replace it by the closing tag")
-    p.add_argument("--prompt", default="parallel_r1_v3", metavar="NAME|FILE",
-                   help="prompt template: parallel_r1_v3, sequential_baseline, boxed, or a file with {problem}")
+                        f"path or summary: {SECONDARY_EOS[0]} it and append the closing tag (the official loop, "
+                        f"default) or {SECONDARY_EOS[1]} it by the closing tag")
+    p.add_argument("--prompt", default=DEFAULT_TEMPLATE, metavar="NAME|FILE",
+                   help=f"prompt template: {', '.join(SHARED_TEMPLATES)}, boxed, or a file with {{problem}}")
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
-    p.add_argument("--data-source", default="auto", choices=["auto", "packaged", "hub"],
+    p.add_argument("--data-source", default=DATA_SOURCES[0], choices=DATA_SOURCES,
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
     p.add_argument("--problems-per-chunk", type=int, default=None, metavar="N",
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
                         "at most that, shrinking to 1 near the end)")
-    p.add_argument("--batch-size", type=int, default=64, metavar="N", help="hf engine: most sequences per generate call")
-    p.add_argument("--tensor-parallel-size", type=int, default=1, metavar="N", help="vllm: GPUs one model is split over")
-    p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F",
-                   help="vllm: share of GPU memory it may take")
-    p.add_argument("--max-model-len", type=int, default=None, metavar="N",
-                   help="vllm: longest prompt + response (default: the model's)")
+    _add_engine_options(p)
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
     p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|ADDRESS",
@@ -72,6 +93,24 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
+
+
+#: Engine options and the ``--`` option that sets each; ``None`` (not given) leaves the engine's own default.
+_ENGINE_OPTIONS = {"batch_size": "max_batch_size", "tensor_parallel_size": "tensor_parallel_size",
+                   "gpu_memory_utilization": "gpu_memory_utilization", "max_model_len": "max_model_len"}
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    """Engine options: each reaches the engine only when given (:func:`engine_options`)."""
+    p.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="hf engine: most sequences per generate call (default: 64)")
+    p.add_argument("--tensor-parallel-size", type=int, default=None, metavar="N",
+                   help="vllm: GPUs one model is split over (default: 1)")
+    p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
+    p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+                   help="vllm: share of GPU memory it may take (default: 0.9)")
+    p.add_argument("--max-model-len", type=int, default=None, metavar="N",
+                   help="vllm: longest prompt + response (default: the model's)")
 
 
 def _path_temperature(text: str) -> float | None:
@@ -94,25 +133,20 @@ def _replicas(text: str) -> int | None:
 
 def run_config(args: argparse.Namespace, **overrides: Any) -> RunConfig:
     """The ``RunConfig`` these options describe: every field the parser defines under its own name
-    (``-k``, ``--seed``, ``--max-blocks``, ``--ray`` …), the tasks parsed, the engine options, then
-    ``overrides`` (a sweep's per-checkpoint model, out and step). ``run`` and ``sweep`` both build
-    their configs here, so an option added to :func:`add_generation_options` reaches both."""
-    from pr1_eval.generate.runner import RunConfig
-    from pr1_eval.inputs.tasks import parse_task_list
-
+    (``-k``, ``--seed``, ``--max-blocks``, ``--ray`` …), the tasks parsed, the engine options the
+    user gave, then ``overrides``. ``run`` and ``sweep`` both build their configs here, so an option
+    added to :func:`add_generation_options` reaches both."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     values.update(tasks=parse_task_list(args.tasks), engine_options=engine_options(args), **overrides)
     return RunConfig(**values)
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:
+    """The engine options given on the command line, by the engine's names: an option left out
+    keeps the engine's default, and one that does not apply to the named ``--engine`` is refused
+    there (:func:`pr1_eval.engines.factory.make_engine`)."""
     if getattr(args, "data_parallel_size", 1) != 1:
         raise Pr1EvalError("--data-parallel-size is gone: pass --ray --replicas N (one engine per Ray replica, on one "
                            "node or many; see the README's 'Many GPUs / many nodes')")
-    if args.engine == "hf":
-        return {"max_batch_size": args.batch_size}
-    options: dict[str, object] = {"max_batch_size": args.batch_size, "tensor_parallel_size": args.tensor_parallel_size,
-                                  "gpu_memory_utilization": args.gpu_memory_utilization}
-    if args.max_model_len:
-        options["max_model_len"] = args.max_model_len
-    return options
+    return {name: getattr(args, option) for option, name in _ENGINE_OPTIONS.items()
+            if getattr(args, option, None) is not None}

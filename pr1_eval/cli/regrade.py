@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 
 SUMMARY = "re-grade stored responses without generating"
@@ -21,10 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
-    from pr1_eval.cli.report import print_report
     from pr1_eval.grading.regrade import regrade
 
     summary = regrade(args.run, workers=args.grade_workers)
     print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")
-    print_report(args.run)
+    report.print_report(args.run)
     return 0

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from pr1_eval.protocol.paper_settings import PAPER_MAX_NEW_TOKENS, PAPER_TEMPERATURE, PAPER_TOP_P
+
 GREEDY_BELOW = 1e-5
 """Temperatures below this are greedy decoding (vLLM's ``_SAMPLING_EPS``; the HF engine follows it)."""
 
@@ -25,10 +27,10 @@ def is_greedy(temperature: float) -> bool:
 class SamplingConfig:
     """Sampling parameters shared by every request of a run. Paper defaults."""
 
-    temperature: float = 1.0
-    top_p: float = 1.0
+    temperature: float = PAPER_TEMPERATURE
+    top_p: float = PAPER_TOP_P
     top_k: int = 0
-    max_new_tokens: int = 3000
+    max_new_tokens: int = PAPER_MAX_NEW_TOKENS
     seed: int | None = 0
 
     def to_dict(self) -> dict[str, Any]:

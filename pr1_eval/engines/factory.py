@@ -1,10 +1,11 @@
 """Build an engine from its CLI name: ``--engine auto|hf|vllm``.
 
 ``auto`` picks vLLM when CUDA and vllm are both present (the fast path on GPU nodes) and the HF
-engine otherwise (a laptop, CI, a CPU node), so one command works everywhere. Options meant for
-the engine that was not picked (``tensor_parallel_size`` on a CPU node, say) are dropped under
-``auto`` — the CLI passes every option — and refused when the engine was named explicitly, since
-then they were asked for on purpose and would silently do nothing.
+engine otherwise (a laptop, CI, a CPU node), so one command works everywhere. The options a
+caller passes are the ones its user set (the CLI passes only those given). Under ``auto`` an
+option meant for the engine that was not picked (``tensor_parallel_size`` on a CPU node, say) is
+dropped, since it was asked for in case that engine ran; with an engine named explicitly it is
+refused, since it would silently do nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from pr1_eval.engines.base import Engine
 from pr1_eval.errors import Pr1EvalError
 
 ENGINES: tuple[str, ...] = ("auto", "hf", "vllm")
+"""``--engine``: auto picks vllm when installed with a GPU, else hf (transformers)."""
 HF_OPTIONS = frozenset({"device", "dtype", "max_batch_size", "record_logprobs"})
 VLLM_OPTIONS = frozenset({
     "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "dtype", "seed",
     "record_logprobs", "max_batch_size", "enforce_eager", "trust_remote_code", "revision", "max_num_seqs",
 })
-_VLLM_DEFAULTS: dict[str, Any] = {"tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "max_model_len": None}
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +60,12 @@ def make_engine(name: str, model_path: str, **opts: Any) -> Engine:
     unknown = sorted(set(opts) - HF_OPTIONS - VLLM_OPTIONS)
     if unknown:
         raise Pr1EvalError(f"unknown engine option(s) {', '.join(unknown)}")
-    foreign = {k: v for k, v in opts.items() if k not in allowed}
-    if name != "auto":
-        meant = {k: v for k, v in foreign.items() if _VLLM_DEFAULTS.get(k, object()) != v}
-        if meant:
-            raise Pr1EvalError(f"option(s) {', '.join(sorted(meant))} do not apply to --engine {chosen}")
-    elif foreign:
-        log.info("--engine auto picked %s; ignoring %s", chosen, ", ".join(sorted(foreign)))
+    foreign = sorted(set(opts) - allowed)
+    if foreign and name != "auto":
+        raise Pr1EvalError(f"option(s) {', '.join(foreign)} do not apply to --engine {chosen}; drop them, or pass "
+                           "--engine auto to use them only when that engine is picked")
+    if foreign:
+        log.info("--engine auto picked %s; ignoring %s", chosen, ", ".join(foreign))
     kept = {k: v for k, v in opts.items() if k in allowed}
     if chosen == "hf":
         from pr1_eval.engines.hf import HFEngine

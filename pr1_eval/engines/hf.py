@@ -24,9 +24,8 @@ from pr1_eval.engines.base import (
     request_sampling,
 )
 from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.inputs.model_files import TOKENIZER_FILES
 from pr1_eval.protocol.eos import model_eos_token_ids
-
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
 
 def load_tokenizer(model_path: str) -> Any:

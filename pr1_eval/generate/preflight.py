@@ -2,11 +2,12 @@
 
 Why: loading a 7B model (or starting vLLM on 8 GPUs) takes minutes, and a typo in a task name,
 a missing prompt, a wrong ``-k``, an ``--out`` that already holds a different run, a model folder
-without tokenizer files or a hub id on a machine without network used to surface only after it.
-Each check is its own function so that ``run`` and a sweep over many checkpoints can call the
-ones they need; :func:`preflight_run` runs them all for one :class:`~pr1_eval.generate.runner.RunConfig`,
-in the order a user would fix them, and raises the first problem as a one-line
-:class:`~pr1_eval.errors.Pr1EvalError` that says what, where and how to fix it.
+without tokenizer files or a hub id on a machine without network would otherwise surface only
+after it. Each check is a function of the values it checks (and the files they name), and the ones
+that read something return what they read, so building a run's plan
+(:func:`pr1_eval.generate.plan.build_plan`) both checks and loads every input once. The plan runs
+them in :data:`CHECK_ORDER`, the order a user would fix them, and raises the first problem as a
+one-line :class:`~pr1_eval.errors.Pr1EvalError` that says what, where and how to fix it.
 
 Nothing here imports torch, transformers or vllm.
 """
@@ -14,36 +15,22 @@ Nothing here imports torch, transformers or vllm.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from pr1_eval.decoding.factory import DecodingSpec
+from pr1_eval.engines.base import is_greedy
+from pr1_eval.engines.factory import resolve_engine_name
 from pr1_eval.errors import Pr1EvalError, describe_exception
-from pr1_eval.generate.sampling_limits import check_sampling_limits
+from pr1_eval.generate.config import RunConfig
+from pr1_eval.generate.resume import check_resumable
+from pr1_eval.inputs.model_files import TOKENIZER_FILES, WEIGHT_PATTERNS
+from pr1_eval.inputs.prompts import PromptTemplate, load_template
+from pr1_eval.inputs.tasks import LoadedTask, load_task
 from pr1_eval.records.run import RunRecord
+from pr1_eval.store.run_store import RunStore
 
-if TYPE_CHECKING:
-    from pr1_eval.generate.runner import RunConfig
-    from pr1_eval.inputs.prompts import PromptTemplate
-    from pr1_eval.inputs.tasks import LoadedTask
-
-#: Files any of which makes a folder's tokenizer loadable (as in ``pr1_eval.engines.hf``).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-#: Weight files of a Hugging Face model folder.
-WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin", "*.safetensors.index.json")
 HUB_TIMEOUT_S = 10.0
 _OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """What the checks found (the run still loads everything itself)."""
-
-    tasks: dict[str, LoadedTask]
-    template: PromptTemplate
-    out: Path
-    resumes: bool  # the output folder holds this run already: it will be resumed
-    model: str  # "local", "hub-cache" (hub id found in the local cache), "hub" or "not checked"
 
 
 def check_k(k: int) -> None:
@@ -53,8 +40,6 @@ def check_k(k: int) -> None:
 
 def check_greedy(temperature: float, k: int) -> None:
     """Greedy decoding gives one response per problem, so it needs ``-k 1``."""
-    from pr1_eval.engines.base import is_greedy
-
     if is_greedy(temperature) and k > 1:
         raise Pr1EvalError(f"--temperature {temperature:g} needs -k 1: it is greedy decoding, so all {k} samples of a "
                            "problem would be the same response (and vLLM refuses n > 1 when greedy); pass -k 1, or a "
@@ -68,8 +53,6 @@ def check_limit(limit: int | None) -> None:
 
 def check_tasks(names: list[str], data_dir: str | None, limit: int | None, source: str = "auto") -> dict[str, LoadedTask]:
     """Every task's data, loaded and validated (names, files, rows, packaged hashes)."""
-    from pr1_eval.inputs.tasks import load_task
-
     if not names:
         raise Pr1EvalError("no task given; pass e.g. --tasks aime24,amc23")
     loaded = {}
@@ -82,15 +65,11 @@ def check_tasks(names: list[str], data_dir: str | None, limit: int | None, sourc
 
 def check_prompt(prompt: str, data_dir: str | None) -> PromptTemplate:
     """The prompt template (a known name or a file with ``{problem}``)."""
-    from pr1_eval.inputs.prompts import load_template
-
     return load_template(prompt, Path(data_dir).expanduser() if data_dir else None)
 
 
 def check_engine(engine: str) -> str:
     """``--engine`` resolved (``auto`` → ``vllm`` or ``hf``), and installed when named."""
-    from pr1_eval.engines.factory import resolve_engine_name
-
     chosen = resolve_engine_name(engine)
     if engine == "vllm":
         from pr1_eval.engines.vllm_engine import vllm_available
@@ -101,17 +80,23 @@ def check_engine(engine: str) -> str:
     return chosen
 
 
-def check_decoding(decoding: str, engine_name: str, paths: int, max_blocks: int,
-                   after_last_block: str = "end", path: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The decoding mode and its parameters fit together and the engine; returns its description."""
-    from pr1_eval.decoding.factory import make_decoder
-
-    if paths < 1 or max_blocks < 1:
-        raise Pr1EvalError(f"--paths and --max-blocks must be at least 1, got {paths} and {max_blocks}")
-    if decoding == "structured" and engine_name == "vllm":
+def check_decoding(config: RunConfig, engine_name: str) -> DecodingSpec:
+    """The decoding mode and its parameters fit together and the engine; returns them as one value."""
+    if config.paths < 1 or config.max_blocks < 1:
+        raise Pr1EvalError(f"--paths and --max-blocks must be at least 1, got {config.paths} and {config.max_blocks}")
+    if config.decoding == "structured" and engine_name == "vllm":
         raise Pr1EvalError("--decoding structured drives a transformers model itself; pass --engine hf")
-    return make_decoder(decoding, paths=paths, max_blocks=max_blocks, after_last_block=after_last_block,
-                        path=path).describe()
+    spec = DecodingSpec.of(config)
+    spec.decoder()  # each decoder checks its own parameters
+    return spec
+
+
+def check_scaleout(ray: str | None, replicas: int | None, gpus_per_replica: int | None, engine_given: bool) -> None:
+    """Settings that only make sense together: the Ray options need ``--ray``, which loads its own engines."""
+    if ray is None and (replicas is not None or gpus_per_replica is not None):
+        raise Pr1EvalError("--replicas and --gpus-per-replica need --ray (e.g. --ray auto)")
+    if ray is not None and engine_given:
+        raise Pr1EvalError("--ray builds an engine inside every replica; it cannot use an engine loaded here")
 
 
 # ----- model ----------------------------------------------------------------------------------
@@ -205,14 +190,14 @@ def check_model(model: str, revision: str | None = None) -> str:
 
 
 # ----- output folder --------------------------------------------------------------------------
-def check_output(out: Path, planned: RunRecord | None = None) -> bool:
-    """The run folder can be written and holds no conflicting run; True when it will be resumed.
+def check_output(out: Path, planned: RunRecord | None = None) -> RunRecord | None:
+    """The run folder can be written and holds no conflicting run.
 
-    ``planned`` (model, k, sampling, decoding, prompt, tasks) is compared with the stored run
-    exactly as the runner compares them when it resumes.
+    Returns None for a new run; for a folder that holds this run already, the record to write as
+    it resumes: ``planned`` (model, k, sampling, decoding, prompt, shard) checked against the stored
+    run by the resume rule (:func:`~pr1_eval.generate.resume.check_resumable`), keeping its tasks and
+    start time (without ``planned``: the stored record).
     """
-    from pr1_eval.store.run_store import RunStore
-
     if out.exists() and not out.is_dir():
         raise Pr1EvalError(f"--out {out} is a file; pass a folder for the run")
     store = RunStore(out)
@@ -221,13 +206,9 @@ def check_output(out: Path, planned: RunRecord | None = None) -> bool:
             raise Pr1EvalError(f"--out {out} holds samples but no run.json, so it cannot be resumed safely; "
                                "pass a new --out (or restore its run.json)")
         _check_writable(out)
-        return False
-    store.read_run()  # a clear error when it is not valid JSON or not a run record
-    if planned is not None:
-        from pr1_eval.generate.resume import check_resumable  # the runner's own rule, not a copy of it
-
-        check_resumable(store, planned, compare_shard=False)
-    return True
+        return None
+    stored = store.read_run()  # a clear error when it is not valid JSON or not a run record
+    return stored if planned is None else check_resumable(store, planned)
 
 
 def _check_writable(out: Path) -> None:
@@ -236,51 +217,11 @@ def _check_writable(out: Path) -> None:
         raise Pr1EvalError(f"--out {out}: cannot write in {existing}; pass a folder you can write to")
 
 
-def planned_run_record(config: RunConfig, template: PromptTemplate, decoding: dict[str, Any],
-                       tasks: dict[str, LoadedTask]) -> RunRecord:
-    """The part of the run's record that decides whether a stored run may be resumed."""
-    from pr1_eval.records.provenance import model_identity, now_iso
-    from pr1_eval.records.run import PromptInfo, TaskEntry
-
-    return RunRecord(
-        name=None, status="running", model=model_identity(config.model, config.revision, config.step), k=config.k,
-        sampling=config.sampling().to_dict(), decoding=decoding, prompt=PromptInfo(sha256=template.sha256),
-        tasks={name: TaskEntry(data_hash=t.data_hash, n_problems=len(t.problems)) for name, t in tasks.items()},
-        started_at=now_iso())
-
-
-#: The order of :func:`preflight_run`'s checks, the order a user fixes a command line in: the
-#: numbers and options alone first (an option that cannot work is reported as itself, never as
-#: a side effect of a later check: ``--temperature 0 -k 4`` into an old run's folder is the greedy
-#: rule, not "holds a run with different settings"), then the inputs to read, the output folder,
-#: and last the model (which may need the network). ``tests/pr1_eval/generate/test_preflight.py`` checks it.
+#: The order of the plan's checks, the order a user fixes a command line in: the numbers and
+#: options alone first (an option that cannot work is reported as itself, never as a side effect
+#: of a later check: ``--temperature 0 -k 4`` into an old run's folder is the greedy rule, not
+#: "holds a run with different settings"), then the inputs to read, the output folder, and last
+#: the model (which may need the network). The scale-out options (:func:`check_scaleout`) are
+#: checked with the decoding, before the output folder. ``tests/pr1_eval/generate/test_preflight.py``
+#: checks the order.
 CHECK_ORDER = ("k", "limit", "greedy", "sampling", "tasks", "prompt", "engine", "decoding", "output", "model")
-
-
-def preflight_run(config: RunConfig, engine: Any = None) -> Preflight:
-    """Every check ``pr1-eval run`` needs, in :data:`CHECK_ORDER`; raises the first problem found.
-
-    With ``engine`` (a caller that brings its own loaded engine: tests, a sweep holding one model)
-    the model path and ``--engine`` are not checked, and decoding is checked against that engine.
-    """
-    check_k(config.k)
-    check_limit(config.limit)
-    check_greedy(config.temperature, config.k)
-    check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
-    source = getattr(config, "data_source", "auto")
-    tasks = check_tasks(list(config.tasks), config.data_dir, config.limit, source)
-    template = check_prompt(config.prompt, config.data_dir)
-    if engine is not None:
-        engine_name = str(engine.name)
-    elif getattr(config, "ray", None):  # engines load in the Ray replicas: vllm need not be installed here
-        engine_name = config.engine
-    else:
-        engine_name = check_engine(config.engine)
-    from pr1_eval.decoding.factory import path_options
-
-    decoding = check_decoding(config.decoding, engine_name, config.paths, config.max_blocks, config.after_last_block,
-                              path_options(config))
-    out = Path(config.out) if config.out else config.default_out()
-    resumes = check_output(out, planned_run_record(config, template, decoding, tasks))
-    model = check_model(config.model, config.revision) if engine is None else "not checked"
-    return Preflight(tasks, template, out, resumes, model)

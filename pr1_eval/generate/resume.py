@@ -1,5 +1,5 @@
-"""When may a rerun append to an existing run folder? One rule, used by the runner as it starts
-and by preflight before any model loads.
+"""When may a rerun append to an existing run folder? One rule, applied when a run is planned,
+before any model loads (:func:`pr1_eval.generate.preflight.check_output`).
 
 Why: a run folder must hold samples of one configuration. Appending samples generated with
 another model, k, sampling, decoding, prompt or shard would make every metric of the run a
@@ -32,18 +32,13 @@ def _shard_key(section: dict[str, Any] | None) -> list[int] | None:
     return None if not section else [int(section["index"]), int(section["count"])]
 
 
-def check_resumable(store: RunStore, new: RunRecord, *, compare_shard: bool = True) -> RunRecord:
-    """Refuse to append to a run made with other settings; keep its tasks and start time.
-
-    ``compare_shard=False``: a planned record (preflight) does not know the shard; the run's own does.
-    """
+def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
+    """Refuse to append to a run made with other settings; keep its tasks and start time."""
     old = store.read_run()
     if old.prompt is None or old.model.path is None:
         raise Pr1EvalError(f"{store.root} holds a run.json this version cannot resume (no model or prompt recorded); "
                            "pass a new --out")
     old_fp, new_fp = _fingerprint(old), _fingerprint(new)
-    if not compare_shard:
-        del old_fp["shard"], new_fp["shard"]
     if old_fp != new_fp:
         diff = [key for key in new_fp if old_fp.get(key) != new_fp[key]]
         raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}); "

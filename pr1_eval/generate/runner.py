@@ -16,118 +16,50 @@ the only writer of the run store. ``--shard i/n`` keeps every n-th problem from 
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from pr1_eval.decoding.base import DecodedSample
-from pr1_eval.engines.base import Engine, SamplingConfig, is_greedy
+from pr1_eval.engines.base import Engine, SamplingConfig
+from pr1_eval.engines.factory import make_engine
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.generate.preflight import preflight_run
+from pr1_eval.generate.config import RunConfig
+from pr1_eval.generate.plan import PlannedTask, RunPlan, build_plan
 from pr1_eval.generate.progress import RunProgress
-from pr1_eval.generate.resume import check_resumable
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
-from pr1_eval.inputs.paths import resolve_data_dir
-from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, load_template, prompt_hash
-from pr1_eval.inputs.tasks import LoadedTask, Problem, load_task
-from pr1_eval.records.provenance import model_identity, now_iso, package_versions
-from pr1_eval.records.run import PromptInfo, RunRecord, task_entry
+from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, prompt_hash
+from pr1_eval.inputs.tasks import LoadedTask, Problem
+from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
-from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section, shard_suffix
 from pr1_eval.store.run_store import RunStore
 
-
-@dataclass
-class RunConfig:
-    """Everything that determines a run's samples (and so goes into ``run.json``)."""
-
-    model: str
-    tasks: list[str]
-    k: int = 16
-    limit: int | None = None
-    max_new_tokens: int = 3000
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 0
-    engine: str = "auto"
-    decoding: str = "sequential"
-    paths: int = 2
-    max_blocks: int = 4
-    after_last_block: str = "end"  # end: the paper's rollout stops after the last block; continue
-    path_temperature: float | None = 1.0  # fork-join paths (official: 1.0); None: the run's temperature
-    max_path_tokens: int = 4096  # fork-join per-path cap (official max_path_response_length); 0: none
-    secondary_eos: str = "keep"  # a second EOS id inside a path/summary: keep (official) | replace
-    prompt: str = "parallel_r1_v3"
-    data_dir: str | None = None
-    data_source: str = "auto"  # auto | packaged | hub (pr1_eval.inputs.tasks.load_task)
-    out: str | None = None
-    problems_per_chunk: int | None = None
-    grade_workers: int | None = None
-    grade_timeout_s: float = 10.0
-    revision: str | None = None
-    step: int | None = None
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    ray: str | None = None  # None: this process; "auto" | "local" | ADDRESS: replicas on a Ray cluster
-    replicas: int | None = None  # Ray replicas (None: the cluster's GPUs / gpus_per_replica)
-    gpus_per_replica: int | None = None  # None: 1 on a cluster with GPUs, else 0
-    shard: str | None = None  # "i/n": only every n-th problem from i, for job arrays (then `merge`)
-
-    def sampling(self) -> SamplingConfig:
-        return SamplingConfig(self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
-
-    def default_out(self) -> Path:
-        name = Path(self.model.rstrip("/")).name or "model"
-        suffix = shard_suffix(*parse_shard(self.shard)) if self.shard else ""
-        return Path("runs") / f"{name}-{self.decoding}-k{self.k}-seed{self.seed}{suffix}"
+__all__ = ["ChunkSource", "LocalChunks", "PreparedTask", "RunConfig", "execute", "run_eval"]
 
 
 @dataclass
 class PreparedTask:
+    """A planned task with its prompts rendered by the model's chat template, as text and token ids."""
+
     loaded: LoadedTask
     prompts: list[str]
     prompt_ids: list[list[int]]
     task_size: int = 0  # problems of the task before --shard kept a slice of them
 
 
-def _prepare(config: RunConfig, template: PromptTemplate, tokenizer: Any) -> dict[str, PreparedTask]:
+def render_prompts(tasks: Mapping[str, PlannedTask], template: PromptTemplate,
+                   tokenizer: Any) -> dict[str, PreparedTask]:
+    """Execution's first step: every problem's prompt, once the tokenizer is known."""
     prepared = {}
-    shard = parse_shard(config.shard) if config.shard else None
-    for name in config.tasks:
-        loaded = load_task(name, config.data_dir, config.limit, config.data_source)
-        size = len(loaded.problems)
-        if shard is not None:
-            loaded = dataclasses.replace(loaded, problems=select_shard(loaded.problems, *shard))
-        prompts = [apply_chat(tokenizer, template.render(p.problem)) for p in loaded.problems]
+    for name, task in tasks.items():
+        prompts = [apply_chat(tokenizer, template.render(p.problem)) for p in task.loaded.problems]
         ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in prompts]
-        prepared[name] = PreparedTask(loaded, prompts, ids, size)
+        prepared[name] = PreparedTask(task.loaded, prompts, ids, task.task_size)
     return prepared
-
-
-def build_run_record(config: RunConfig, engine_info: dict[str, Any], decoder_info: dict[str, Any],
-                     template: PromptTemplate, prepared: dict[str, PreparedTask], name: str) -> RunRecord:
-    """The run's record as it starts (status ``running``); the runner completes it at the end."""
-    shard = None
-    if config.shard:
-        index, count = parse_shard(config.shard)
-        shard = shard_section(index, count, {t: [q.problem_id for q in p.loaded.problems] for t, p in prepared.items()},
-                              {t: p.task_size for t, p in prepared.items()})
-    return RunRecord(
-        name=name, status="running",
-        model=model_identity(config.model, config.revision, config.step),
-        engine=engine_info, decoding=decoder_info, sampling=config.sampling().to_dict(),
-        prompt=PromptInfo(name=template.name, source=template.source, sha256=template.sha256, text=template.text),
-        tasks={t: task_entry([q.problem_id for q in p.loaded.problems], config.k, version=p.loaded.spec.version,
-                             source=p.loaded.source, data_hash=p.loaded.data_hash)
-               for t, p in prepared.items()},
-        k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=asdict(config), command=list(sys.argv),
-        packages=package_versions(), started_at=now_iso(),
-    )
 
 
 def _record_finish(reason: str) -> str:
@@ -263,25 +195,12 @@ def _generate(config: RunConfig, source: ChunkSource, prepared: dict[str, Prepar
             waiting.popleft().result()
 
 
-def _check_scaleout(config: RunConfig, engine: Engine | None) -> None:
-    """Settings that only make sense together, refused before anything loads."""
-    if is_greedy(config.temperature) and config.k > 1:
-        raise Pr1EvalError(f"--temperature {config.temperature} is greedy decoding: all {config.k} samples of a problem "
-                           "would be the same response (and vLLM refuses n > 1 when greedy); pass -k 1")
-    if config.shard:
-        parse_shard(config.shard)
-    if config.ray is None and (config.replicas is not None or config.gpus_per_replica is not None):
-        raise Pr1EvalError("--replicas and --gpus-per-replica need --ray (e.g. --ray auto)")
-    if config.ray is not None and engine is not None:
-        raise Pr1EvalError("--ray builds an engine inside every replica; it cannot use an engine loaded here")
-
-
-def _open_source(config: RunConfig, engine: Engine | None, decoder: Any) -> ChunkSource:
+def _open_source(plan: RunPlan, engine: Engine | None) -> ChunkSource:
     """This process's engine, or (``--ray``) a pool of replicas once one of them is ready."""
+    config = plan.config
     if config.ray is None:
-        from pr1_eval.engines.factory import make_engine
-
-        return LocalChunks(engine or make_engine(config.engine, config.model, **config.engine_options), decoder)
+        return LocalChunks(engine or make_engine(config.engine, config.model, **config.engine_options),
+                           plan.decoding.decoder())
     try:
         from pr1_eval.scaleout.ray_pool import RayPool, ReplicaSpec
     except ModuleNotFoundError as exc:
@@ -289,41 +208,34 @@ def _open_source(config: RunConfig, engine: Engine | None, decoder: Any) -> Chun
             raise
         raise Pr1EvalError("--ray needs Ray, which is not installed here; install it with pip install 'pr1-eval[ray]' "
                            "(the same version as the cluster's)") from None
-    from pr1_eval.decoding.factory import path_options
-
-    spec = ReplicaSpec(config.model, config.engine, dict(config.engine_options), config.decoding, config.paths,
-                       config.max_blocks, config.after_last_block, path=path_options(config))
+    spec = ReplicaSpec(config.model, config.engine, dict(config.engine_options), plan.decoding)
     return RayPool.start(spec, config.ray, config.replicas, config.gpus_per_replica)
 
 
 def run_eval(config: RunConfig, engine: Engine | None = None) -> Path:
-    """Run (or resume) an evaluation; returns the run directory."""
-    from pr1_eval.decoding.factory import make_decoder, path_options
+    """Plan, then run (or resume) an evaluation; returns the run directory."""
+    return execute(build_plan(config, engine), engine)
 
-    preflight_run(config, engine)  # every input checked before a model loads
-    if config.k < 1:
-        raise Pr1EvalError(f"-k must be at least 1, got {config.k}")
-    _check_scaleout(config, engine)
-    data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir
-    config.data_dir = str(data_dir) if data_dir else None
-    template = load_template(config.prompt, Path(config.data_dir) if config.data_dir else None)
-    decoder = make_decoder(config.decoding, paths=config.paths, max_blocks=config.max_blocks,
-                           after_last_block=config.after_last_block, path=path_options(config))
-    source = _open_source(config, engine, decoder)
+
+def execute(plan: RunPlan, engine: Engine | None = None) -> Path:
+    """Generate, grade and store what the plan's run still lacks; returns the run directory.
+
+    ``engine``: a loaded engine to use (it stays open: a sweep frees it itself); without one the
+    plan's engine is built here, or its Ray replicas started.
+    """
+    source = _open_source(plan, engine)
     try:
-        return _run(config, source, decoder.describe(), template)
+        return _run(plan, source)
     finally:
         source.close()
 
 
-def _run(config: RunConfig, source: ChunkSource, decoder_info: dict[str, Any], template: PromptTemplate) -> Path:
-    prepared = _prepare(config, template, source.tokenizer)
-    out = Path(config.out) if config.out else config.default_out()
-    store = RunStore(out)
-    record = build_run_record(config, source.describe(), decoder_info, template, prepared, out.name)
-    record = dataclasses.replace(record, position_unit=position_unit(source.tokenizer))  # what _make_record stores
-    if store.exists():
-        record = check_resumable(store, record)
+def _run(plan: RunPlan, source: ChunkSource) -> Path:
+    config = plan.config
+    prepared = render_prompts(plan.tasks, plan.template, source.tokenizer)
+    store = RunStore(plan.out)
+    record = dataclasses.replace(plan.record, engine=source.describe(),
+                                 position_unit=position_unit(source.tokenizer))  # what _make_record stores
     store.write_run(record)
     finished = store.finished_keys()
     todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
@@ -332,4 +244,4 @@ def _run(config: RunConfig, source: ChunkSource, decoder_info: dict[str, Any], t
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)
     store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
-    return out
+    return plan.out

@@ -59,16 +59,19 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.paper_settings import (
+    PAPER_AFTER_LAST_BLOCK,
     PAPER_MAX_BLOCKS,
     PAPER_MAX_NEW_TOKENS,
     PAPER_MAX_PATH_TOKENS,
     PAPER_PATH_TEMPERATURE,
     PAPER_PATHS,
+    PAPER_SECONDARY_EOS,
 )
 
 MAIN, PATHS, SUMMARY = "main", "paths", "summary"
-AFTER_LAST_BLOCK = ("end", "continue")
-SECONDARY_EOS = ("keep", "replace")
+AFTER_LAST_BLOCK = (PAPER_AFTER_LAST_BLOCK, "continue")
+"""What follows the last allowed block's summary: the response ends (the paper's), or it continues."""
+SECONDARY_EOS = (PAPER_SECONDARY_EOS, "replace")
 """What a path or summary does with a second EOS id: the official loop keeps it (then the closing tag)."""
 ENGINE_GAVE_UP = ("abort", "error")
 """Finish reasons of a request the engine abandoned (vLLM's abort/error): the response ends there."""
@@ -88,10 +91,10 @@ class ForkJoinParams:
     paths: int = PAPER_PATHS
     max_blocks: int = PAPER_MAX_BLOCKS
     budget: int = PAPER_MAX_NEW_TOKENS
-    after_last_block: str = "end"
+    after_last_block: str = PAPER_AFTER_LAST_BLOCK
     path_temperature: float | None = PAPER_PATH_TEMPERATURE
     max_path_tokens: int = PAPER_MAX_PATH_TOKENS
-    secondary_eos: str = "keep"
+    secondary_eos: str = PAPER_SECONDARY_EOS
 
     def __post_init__(self) -> None:
         if self.paths < 1:

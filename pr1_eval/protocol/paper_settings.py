@@ -3,9 +3,10 @@
 Why one home: the same five numbers (k 16, a 3000-token budget, 2 paths, 4 blocks, temperature
 1.0) would otherwise be retyped in the CLI options, the run config, the decoders, the Ray replica spec,
 the lm-eval hooks and the training CLI, and a change in one place would leave the others silently
-different. The fork-join machine (:mod:`pr1_eval.protocol.forkjoin`) takes its defaults from here,
-the official rollout's path temperature and per-path cap included, so this module imports nothing
-and every layer can read it.
+different. The fork-join specifics (path temperature, per-path cap, what follows the last block,
+a second EOS) are the official rollout's; they are defined here too, and
+:mod:`pr1_eval.protocol.forkjoin` (whose defaults they are) imports them, so a reader finds every
+paper default in one file and this module imports nothing.
 
 Sources: DESIGN.md (Mean@16/Pass@16 at temperature 1.0, top-p 1.0, 3000 new tokens, the
 ``parallel_r1_v3`` prompt) and the official Parallel-R1 rollout (2 paths, at most 4 blocks).
@@ -27,10 +28,16 @@ PAPER_PATHS = 2
 PAPER_MAX_BLOCKS = 4
 #: The prompt template of the paper's evaluation.
 PAPER_PROMPT = "parallel_r1_v3"
-#: The official fork-join loop samples every path at this temperature, whatever the run's.
+#: Fork-join path sampling of the official rollout: every path at temperature 1.0 whatever the
+#: run's, each capped at 4096 tokens (its ``max_path_response_length``).
 PAPER_PATH_TEMPERATURE = 1.0
-#: ``max_path_response_length`` of the official RL scripts: the cap on one path's tokens.
 PAPER_MAX_PATH_TOKENS = 4096
+#: After the last allowed block's summary the response ends; a second EOS id inside a path or
+#: summary is kept and the closing tag appended (:data:`pr1_eval.protocol.forkjoin.AFTER_LAST_BLOCK`
+#: and :data:`~pr1_eval.protocol.forkjoin.SECONDARY_EOS` list the alternatives).
+PAPER_AFTER_LAST_BLOCK = "end"
+PAPER_SECONDARY_EOS = "keep"
 
-__all__ = ["PAPER_K", "PAPER_MAX_BLOCKS", "PAPER_MAX_NEW_TOKENS", "PAPER_MAX_PATH_TOKENS", "PAPER_PATHS",
-           "PAPER_PATH_TEMPERATURE", "PAPER_PROMPT", "PAPER_TEMPERATURE", "PAPER_TOP_P"]
+__all__ = ["PAPER_AFTER_LAST_BLOCK", "PAPER_K", "PAPER_MAX_BLOCKS", "PAPER_MAX_NEW_TOKENS", "PAPER_MAX_PATH_TOKENS",
+           "PAPER_PATHS", "PAPER_PATH_TEMPERATURE", "PAPER_PROMPT", "PAPER_SECONDARY_EOS", "PAPER_TEMPERATURE",
+           "PAPER_TOP_P"]

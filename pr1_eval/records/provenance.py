@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
-import re
 import subprocess
 from pathlib import Path
 
 from pr1_eval.records.run import ModelInfo
+from pr1_eval.records.steps import checkpoint_step
 
-_STEP_RE = re.compile(r"global_step[_-]?(\d+)")
+__all__ = ["checkpoint_step", "model_identity", "now_iso", "package_versions"]
 
 
 def now_iso() -> str:
@@ -33,12 +33,6 @@ def package_versions() -> dict[str, str | None]:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def checkpoint_step(model: str) -> int | None:
-    """Training step parsed from a ``global_step_N`` component of the model path, if any."""
-    matches = _STEP_RE.findall(model)
-    return int(matches[-1]) if matches else None
 
 
 def model_identity(model: str, revision: str | None = None, step: int | None = None) -> ModelInfo:

@@ -49,6 +49,7 @@ from typing import Any
 import ray
 import ray.exceptions as rex
 
+from pr1_eval.decoding.factory import DecodingSpec
 from pr1_eval.engines.base import EngineDead, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.scaleout.loading import LOAD_RETRY_S, load_with_retry
@@ -77,12 +78,8 @@ class ReplicaSpec:
     model: str
     engine: str
     engine_options: dict[str, Any]
-    decoding: str
-    paths: int = 2
-    max_blocks: int = 4
-    after_last_block: str = "end"
+    decoding: DecodingSpec = field(default_factory=DecodingSpec)
     threads: int = 1
-    path: dict[str, Any] = field(default_factory=dict)  # fork-join path options (decoding.factory.PATH_OPTIONS)
     load_retry_s: float = LOAD_RETRY_S
     """How long a replica retries an engine load that failed vLLM's free-memory check."""
 
@@ -93,7 +90,6 @@ class Replica:
     def __init__(self, spec: ReplicaSpec) -> None:
         import torch
 
-        from pr1_eval.decoding.factory import make_decoder
         from pr1_eval.engines.factory import make_engine
 
         if spec.threads > 0:
@@ -101,8 +97,7 @@ class Replica:
         utilization = float(spec.engine_options.get("gpu_memory_utilization", 0.9))
         self.engine = load_with_retry(lambda: make_engine(spec.engine, spec.model, **spec.engine_options),
                                       spec.load_retry_s, utilization if spec.engine == "vllm" else None)
-        self.decoder = make_decoder(spec.decoding, paths=spec.paths, max_blocks=spec.max_blocks,
-                                    after_last_block=spec.after_last_block, path=spec.path)
+        self.decoder = spec.decoding.decoder()
         self.dead: str | None = None
 
     def info(self) -> dict[str, Any]:

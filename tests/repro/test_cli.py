@@ -217,13 +217,13 @@ def test_add_tokens_cli_and_merge_then_score(capsys, tmp_path) -> None:
     steps = find_steps(root)
     assert [s.step for s in steps] == [10, 20]
     merge_in_process(steps[0])
-    merged = AutoModelForCausalLM.from_pretrained(str(steps[0].merged))
+    merged = AutoModelForCausalLM.from_pretrained(str(steps[0].model_dir))
     original = AutoModelForCausalLM.from_pretrained(str(tmp_path / "tagged"))
     assert all(
         (a == b.to(a.dtype)).all()
         for a, b in zip(merged.state_dict().values(), original.state_dict().values(), strict=True)
     )
-    tok = AutoTokenizer.from_pretrained(str(steps[0].merged))
+    tok = AutoTokenizer.from_pretrained(str(steps[0].model_dir))
     assert len(tok.encode("<Parallel>", add_special_tokens=False)) == 1, "the merged tokenizer keeps the tags"
     capsys.readouterr()  # the merger's own progress lines
     assert (
@@ -245,16 +245,21 @@ def test_add_tokens_cli_and_merge_then_score(capsys, tmp_path) -> None:
         )
         == 0
     )
-    lines = [shlex.split(x) for x in capsys.readouterr().out.strip().splitlines()]
-    assert len(lines) == 1, "only merged steps are scored"
-    assert lines[0][:4] == ["pr1-eval", "run", "--model", str(steps[0].merged)]
-    assert lines[0][lines[0].index("--step") + 1] == "10" and lines[0][-2:] == ["--limit", "2"]
-    assert lines[0][lines[0].index("--out") + 1] == "runs/ckpts/step_10"
+    lines = capsys.readouterr().out.strip().splitlines()
+    command = shlex.split(lines[0])  # score is pr1-eval sweep: one command, every checkpoint
+    assert command[:3] == ["pr1-eval", "sweep", str(root)] and command[-2:] == ["--limit", "2"]
+    assert command[command.index("-k") + 1] == "4" and command[command.index("--decoding") + 1] == "forkjoin"
+    assert command[command.index("--tasks") + 1] == "aime24"
+    assert lines[1] == f"# step10: {steps[0].model_dir} -> runs/ckpts-step10-forkjoin-k4-seed0"
+    assert lines[2].startswith(f"# step20: merged first into {root / 'global_step_20' / 'hf'} (pr1-repro merge")
+    assert lines[2].endswith("then scored into runs/ckpts-step20-forkjoin-k4-seed0") and len(lines) == 3
 
 
 def test_score_without_merged_checkpoints_says_what_to_do(capsys, tmp_path) -> None:
     (tmp_path / "global_step_1").mkdir()
-    assert "pr1-repro merge" in one_line_error(capsys, ["score", str(tmp_path), "--dry-run"])
+    assert main(["score", str(tmp_path), "--dry-run"]) == 0
+    assert "# step1: skipped: no config.json, no merged hf/ folder and no VERL shards" in capsys.readouterr().out
+    assert "does not exist or is not a folder" in one_line_error(capsys, ["score", str(tmp_path / "absent"), "--dry-run"])
     assert "no such folder" in one_line_error(capsys, ["merge", str(tmp_path / "absent")])
     (tmp_path / "empty").mkdir()
     assert "no global_step_N folders" in one_line_error(capsys, ["merge", str(tmp_path / "empty")])

@@ -75,9 +75,10 @@ def test_auto_picks_hf_without_cuda_and_drops_vllm_options(model_dir: Path, fake
     assert resolve_engine_name("auto") == "hf"  # fake vllm importable, but no CUDA here
     engine = make_engine("auto", str(model_dir), max_batch_size=8, tensor_parallel_size=2, gpu_memory_utilization=0.5)
     assert engine.name == "hf" and built == [{"model": str(model_dir), "max_batch_size": 8}]
-    make_engine("hf", str(model_dir), max_batch_size=4, tensor_parallel_size=1)  # defaults: fine
-    with pytest.raises(Pr1EvalError, match="do not apply to --engine hf"):
-        make_engine("hf", str(model_dir), tensor_parallel_size=2)
+    make_engine("hf", str(model_dir), max_batch_size=4)
+    for value in (1, 2):  # a given option is meant, whatever its value (the vLLM default 1 included)
+        with pytest.raises(Pr1EvalError, match="tensor_parallel_size do not apply to --engine hf"):
+            make_engine("hf", str(model_dir), tensor_parallel_size=value)
     with pytest.raises(Pr1EvalError, match="unknown engine option"):
         make_engine("hf", str(model_dir), data_parallel_size=2)  # replaced by --ray --replicas
     with pytest.raises(Pr1EvalError, match="unknown --engine"):

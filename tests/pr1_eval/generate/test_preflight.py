@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
-from pr1_eval.generate.preflight import check_k, check_model, check_output, check_prompt, check_tasks, preflight_run
-from pr1_eval.generate.runner import RunConfig
+from pr1_eval.generate.config import RunConfig
+from pr1_eval.generate.plan import build_plan
+from pr1_eval.generate.preflight import check_k, check_model, check_output, check_prompt, check_tasks
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 
@@ -96,16 +97,14 @@ def _config(model: Path, out: Path, **changes: object) -> RunConfig:
 def test_an_output_folder_with_another_run_is_refused_before_loading(tmp_path: Path) -> None:
     model = _model_folder(tmp_path / "m")
     out = tmp_path / "run"
-    first = preflight_run(_config(model, out))
-    assert not first.resumes and first.model == "local"
-    # what the runner writes: the planned settings of the same config
-    from pr1_eval.generate.preflight import planned_run_record
-
-    planned = planned_run_record(_config(model, out), first.template, {"mode": "sequential"}, first.tasks)
-    RunStore(out).write_run(planned)
-    assert preflight_run(_config(model, out)).resumes  # same settings: resumed
+    first = build_plan(_config(model, out))
+    assert not first.resumes and first.model_source == "local"
+    RunStore(out).write_run(first.record)  # what the runner writes as it starts
+    assert build_plan(_config(model, out)).resumes  # same settings: resumed
     with pytest.raises(Pr1EvalError, match=r"holds a run with different settings \(k\)"):
-        preflight_run(_config(model, out, k=3))
+        build_plan(_config(model, out, k=3))
+    with pytest.raises(Pr1EvalError, match=r"holds a run with different settings \(shard\)"):
+        build_plan(_config(model, out, shard="0/2"))  # refused before any model loads
 
 
 def test_output_folder_with_samples_but_no_run_json_or_a_file(tmp_path: Path) -> None:
@@ -193,20 +192,17 @@ def test_checks_run_in_the_declared_order(tmp_path: Path, monkeypatch: pytest.Mo
         fields.update(broken)
     for name, (_, fixed, says) in cases.items():
         with pytest.raises(Pr1EvalError) as caught:
-            preflight_run(RunConfig(**fields))  # type: ignore[arg-type]
+            build_plan(RunConfig(**fields))  # type: ignore[arg-type]
         assert says in str(caught.value), (name, str(caught.value))
         fields.update(fixed)
-    assert preflight_run(RunConfig(**fields)).model == "local"  # type: ignore[arg-type]
+    assert build_plan(RunConfig(**fields)).model_source == "local"  # type: ignore[arg-type]
 
 
 def test_greedy_with_k_above_1_is_named_before_the_output_folder(tmp_path: Path) -> None:
     """The friction as a user met it: ``--temperature 0 -k 4`` into a folder holding another run."""
     model = _model_folder(tmp_path / "m")
     out = tmp_path / "run"
-    first = preflight_run(_config(model, out))
-    from pr1_eval.generate.preflight import planned_run_record
-
-    RunStore(out).write_run(planned_run_record(_config(model, out), first.template, {"mode": "sequential"}, first.tasks))
+    RunStore(out).write_run(build_plan(_config(model, out)).record)
     done = _cli("run", "--model", str(model), "--tasks", "aime24", "--engine", "hf", "--out", str(out),
                 "--temperature", "0", "-k", "4")
     assert done.returncode == 2 and "--temperature 0 needs -k 1" in done.stderr, done.stderr

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from pr1_eval.cli import sweep as sweep_cli
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate import sweep
+from pr1_eval.inputs import checkpoints
+from pr1_eval.records.steps import family_name
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
 
@@ -46,7 +49,7 @@ def test_discovery_of_every_layout(tmp_path: Path) -> None:
     _hf_checkpoint(tmp_path / "checkpoint-500")
     _hf_checkpoint(tmp_path / "final")
     (tmp_path / "logs").mkdir()
-    found = {c.path.name: c for c in sweep.discover_checkpoints(tmp_path)}
+    found = {c.path.name: c for c in checkpoints.discover_checkpoints(tmp_path)}
     assert list(found) == ["global_step_10", "global_step_20", "global_step_30", "global_step_40", "checkpoint-500", "final"]
     assert found["global_step_10"].model_dir == tmp_path / "global_step_10"
     assert found["global_step_20"].model_dir == tmp_path / "global_step_20" / "hf" and found["global_step_20"].shards is None
@@ -54,33 +57,33 @@ def test_discovery_of_every_layout(tmp_path: Path) -> None:
     assert found["global_step_30"].model_dir == tmp_path / "global_step_30" / "hf"
     assert "no config.json" in str(found["global_step_40"].problem)
     assert found["checkpoint-500"].step == 500 and found["final"].step is None
-    one = sweep.discover_checkpoints(tmp_path / "global_step_10")
-    assert [c.step for c in one] == [10] and sweep.family_name(tmp_path / "global_step_10") == tmp_path.name
+    one = checkpoints.discover_checkpoints(tmp_path / "global_step_10")
+    assert [c.step for c in one] == [10] and family_name(tmp_path / "global_step_10") == tmp_path.name
     with pytest.raises(Pr1EvalError, match="no checkpoints under"):
-        sweep.discover_checkpoints(tmp_path / "logs")
+        checkpoints.discover_checkpoints(tmp_path / "logs")
 
 
 def test_step_selection() -> None:
-    cks = [sweep.Checkpoint(Path(f"global_step_{s}"), s, Path(".")) for s in (50, 100, 150, 200)]
-    cks.append(sweep.Checkpoint(Path("final"), None, Path(".")))
+    cks = [checkpoints.Checkpoint(Path(f"global_step_{s}"), s, Path(".")) for s in (50, 100, 150, 200)]
+    cks.append(checkpoints.Checkpoint(Path("final"), None, Path(".")))
     steps = lambda chosen: [c.step for c in chosen]  # noqa: E731
-    assert steps(sweep.select_steps(cks)) == [50, 100, 150, 200, None]
-    assert steps(sweep.select_steps(cks, steps="200,50")) == [50, 200]
-    assert steps(sweep.select_steps(cks, every=100)) == [100, 200]
-    assert steps(sweep.select_steps(cks, last=2)) == [150, 200]
+    assert steps(checkpoints.select_steps(cks)) == [50, 100, 150, 200, None]
+    assert steps(checkpoints.select_steps(cks, steps="200,50")) == [50, 200]
+    assert steps(checkpoints.select_steps(cks, every=100)) == [100, 200]
+    assert steps(checkpoints.select_steps(cks, last=2)) == [150, 200]
     with pytest.raises(Pr1EvalError, match=r"no checkpoint for step\(s\) 75; found steps 50, 100, 150, 200"):
-        sweep.select_steps(cks, steps="75")
+        checkpoints.select_steps(cks, steps="75")
 
 
 def test_unmerged_verl_shards_without_verl_stop_with_how_to_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     _verl_shards(tmp_path / "ckpts" / "global_step_5")
-    monkeypatch.setattr(sweep, "verl_available", lambda: False)
+    monkeypatch.setattr(checkpoints, "verl_available", lambda: False)
     assert main(["sweep", str(tmp_path / "ckpts"), "--out-root", str(tmp_path / "runs"), *RUN_OPTIONS]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pr1-repro merge" in err and "verl.model_merger" in err
     assert not (tmp_path / "runs").exists()
-    assert sweep.merge_command(sweep.discover_checkpoints(tmp_path / "ckpts")[0])[1:4] == ["-m", "repro.cli", "merge"]
+    assert checkpoints.merge_command(checkpoints.discover_checkpoints(tmp_path / "ckpts")[0])[1:4] == ["-m", "repro.cli", "merge"]
 
 
 def test_merge_and_failures_do_not_stop_the_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -101,8 +104,8 @@ def test_merge_and_failures_do_not_stop_the_sweep(tmp_path: Path, monkeypatch: p
         for name in os.listdir({str(model)!r}):
             os.symlink(os.path.join({str(model)!r}, name), os.path.join(step, "hf", name))
     """)
-    monkeypatch.setattr(sweep, "verl_available", lambda: True)
-    monkeypatch.setattr(sweep, "merge_command", lambda c: [sys.executable, "-c", fake_merger, str(c.path)])
+    monkeypatch.setattr(checkpoints, "verl_available", lambda: True)
+    monkeypatch.setattr(checkpoints, "merge_command", lambda c: [sys.executable, "-c", fake_merger, str(c.path)])
     assert main(["sweep", str(root), "--out-root", str(tmp_path / "runs"), *RUN_OPTIONS]) == 1
     out = capsys.readouterr().out
     table = {line.split()[0]: line for line in out.splitlines()[-4:]}
@@ -169,12 +172,12 @@ def test_the_closing_table_marks_an_incomplete_run(tmp_path: Path) -> None:
     killed = write_killed_run(tmp_path)
     rows = []
     for step, path in ((100, done), (250, killed)):
-        row = sweep.SweepRow(sweep.Checkpoint(path=path, step=step, model_dir=path), status="done", run_dir=path)
-        row.metrics, row.incomplete = sweep._metrics(path)
+        row = sweep.SweepRow(checkpoints.Checkpoint(path=path, step=step, model_dir=path), status="done", run_dir=path)
+        row.metrics, row.incomplete = sweep_cli._metrics(path)
         rows.append(row)
     assert rows[0].metrics == {"aime24": 3 / K} and rows[0].incomplete == []
     assert rows[1].metrics == {"aime24": None, "amc23": None}  # the report's check: no mean@K for a killed run
-    lines = sweep.format_sweep_table(rows).splitlines()
+    lines = sweep_cli.format_sweep_table(rows).splitlines()
     assert lines[0].split()[:4] == ["step", "status", "aime24", "mean@k"]
     assert "0.750" in lines[1] and "⚠" not in lines[1]
     assert "done ⚠ incomplete" in lines[2] and lines[2].count("⚠") == 3  # the status and both tasks

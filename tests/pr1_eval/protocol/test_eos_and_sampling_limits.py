@@ -153,7 +153,7 @@ def _config(**changes: Any) -> RunConfig:
 ])
 def test_out_of_range_sampling_is_refused_before_the_model_is_looked_at(changes: dict[str, Any], says: str,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pr1_eval.generate.preflight import preflight_run
+    from pr1_eval.generate.plan import build_plan
 
     monkeypatch.delenv("VLLM_MAX_N_SEQUENCES", raising=False)
     config = _config(**changes)
@@ -162,7 +162,7 @@ def test_out_of_range_sampling_is_refused_before_the_model_is_looked_at(changes:
     assert str(caught.value).startswith(says) and "\n" not in str(caught.value)
     with pytest.raises(Pr1EvalError, match="^" + says.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
                        .replace("]", r"\]")):
-        preflight_run(config)  # before the missing model folder is noticed
+        build_plan(config)  # before the missing model folder is noticed
     check_sampling_limits(_config(temperature=0.0, k=1, top_k=-1))  # greedy and a disabled top-k are fine
 
 

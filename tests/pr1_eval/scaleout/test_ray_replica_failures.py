@@ -119,7 +119,7 @@ def test_a_dead_engine_is_a_lost_replica_and_the_run_completes(cluster: None, tm
 def _plan(folder: Path, plan: dict[int, dict[str, float]]) -> ReplicaSpec:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "plan.json").write_text(json.dumps({str(i): p for i, p in plan.items()}))
-    return ReplicaSpec(model=str(folder), engine="stand-in", engine_options={}, decoding="sequential")
+    return ReplicaSpec(model=str(folder), engine="stand-in", engine_options={})
 
 
 def _drive(pool: RayPool, n_chunks: int) -> list[tuple[int, int, int, float, float]]:

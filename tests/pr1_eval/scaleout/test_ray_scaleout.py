@@ -186,12 +186,12 @@ def test_ray_options_are_checked_before_anything_starts(model: Path, tmp_path: P
     with pytest.raises(Pr1EvalError, match="greedy decoding.*pass -k 1"):
         run_eval(_config(model, tmp_path / "b", temperature=0.0))
     from pr1_eval.engines.vllm_engine import vllm_available
-    from pr1_eval.generate.preflight import preflight_run
+    from pr1_eval.generate.plan import build_plan
 
     assert not vllm_available()
     with pytest.raises(Pr1EvalError, match="vllm is not installed"):
-        preflight_run(dataclasses.replace(_config(model, tmp_path / "c"), engine="vllm"))
-    preflight_run(dataclasses.replace(_config(model, tmp_path / "c", ray="auto"), engine="vllm"))  # loads in replicas
+        build_plan(dataclasses.replace(_config(model, tmp_path / "c"), engine="vllm"))
+    build_plan(dataclasses.replace(_config(model, tmp_path / "c", ray="auto"), engine="vllm"))  # loads in replicas
 
 
 # ----------------------------------------------------------------------------------- pure parts
