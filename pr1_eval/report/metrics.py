@@ -15,9 +15,9 @@ Decisions that make the same samples always give the same numbers:
 
 * **maj@K ties** (:data:`MAJ_TIE_RULE`): when several answers share the highest count, the
   problem counts as correct only if every tied answer is correct. Why not "the answer seen
-  first" (what ``Counter.most_common`` and the old code did): sample indices are arbitrary labels
-  of independent draws, so the same samples numbered differently (another import order, a resumed
-  run) gave a different maj@K; and a vote that does not single out one answer has not chosen the
+  first" (what ``Counter.most_common`` does): sample indices are arbitrary labels of independent
+  draws, so the same samples numbered differently (another import order, a resumed run) would give
+  a different maj@K; and a vote that does not single out one answer has not chosen the
   right one, so crediting it would credit a coin toss. Fractional credit (the expected value of
   a random tie-break) was rejected because it makes maj@K no longer a share of problems.
 * **Intervals** (:func:`bootstrap_ci`): percentile bootstrap of the mean over problems, with
