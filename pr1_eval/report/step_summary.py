@@ -1,0 +1,71 @@
+"""One training step's numbers, computed once when its samples are written and kept in run.json.
+
+Why a summary at write time: a training job has hundreds of steps of thousands of rollouts; the
+Training page, the leaderboard of validation steps and the notebooks draw a curve point per
+step, and reading every response of 300 steps to draw it would take minutes. The writer of a
+step's run (``import-verl``, repro's rollout writer) already holds the step's samples, so it
+calls :func:`step_summary` and stores the result as ``RunRecord.training["summary"]``; readers
+take it from there and fall back to computing it from the samples (the same function) for a
+run written without one.
+
+Every value is over the step's samples as stored: a pooled share or mean over samples (every
+problem of a training step holds its group of rollouts), ``best_at_k`` the mean over problems
+of VERL's best@k with k = the step's samples per problem (None when that is 1). Structure
+values are None when the dump lost the tags (``tags_kept`` False): a stripped response has no
+blocks to count, and 0 would read as "the model stopped branching".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.report.metrics import best_at_k, parallel_ratio
+
+#: Version of the summary's layout (its keys below); a reader that finds another recomputes it.
+STEP_SUMMARY_VERSION = 1
+#: The summary's keys, in the order tables show them.
+STEP_SUMMARY_KEYS = ("n_samples", "n_problems", "k", "reward_mean", "accuracy", "best_at_k", "parallel_ratio",
+                     "blocks_per_response", "first_block_rel_pos", "response_tokens_mean", "truncated_ratio")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> dict[str, Any]:
+    """The summary of one step's samples (see the module docstring for each value)."""
+    samples = list(records)
+    groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in samples:
+        groups[(r.task, r.problem_id)].append(bool(r.correct))
+    k = max((len(g) for g in groups.values()), default=0)
+    rewards = [float(r.reward) for r in samples if r.reward is not None]
+    tokens = [float(r.n_response_tokens) for r in samples if r.n_response_tokens is not None]
+    firsts = [r.block_rel_starts[0] for r in samples if r.block_rel_starts]
+    summary: dict[str, Any] = {
+        "version": STEP_SUMMARY_VERSION,
+        "n_samples": len(samples),
+        "n_problems": len(groups),
+        "k": k,
+        "reward_mean": _mean(rewards),
+        "accuracy": _mean([float(bool(r.correct)) for r in samples]),
+        "best_at_k": (_mean([best_at_k(len(g), sum(g), len(g)) for g in groups.values()]) if k > 1 else None),
+        "parallel_ratio": parallel_ratio(sum(r.has_parallel for r in samples), len(samples))
+        if tags_kept and samples else None,
+        "blocks_per_response": _mean([float(r.n_blocks) for r in samples]) if tags_kept else None,
+        "first_block_rel_pos": _mean(firsts) if tags_kept else None,
+        "response_tokens_mean": _mean(tokens),
+        "truncated_ratio": _mean([float(r.finish_reason == "length") for r in samples]),
+    }
+    return summary
+
+
+def stored_summary(training: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The summary a run.json's training section holds, when it has this version's layout."""
+    summary = (training or {}).get("summary")
+    if isinstance(summary, dict) and summary.get("version") == STEP_SUMMARY_VERSION:
+        return summary
+    return None
