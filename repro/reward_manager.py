@@ -89,8 +89,9 @@ class TagPreservingRewardManager(NaiveRewardManager):
         stamped = stamp_rows(data)
         result = await super().run_single(stamped)
         if self.rollout_runs is not None:
-            try:
-                rollout = rollout_of(stamped, result, self.tokenizer, self.rollout_runs.options.response_budget)
+            budget = self.rollout_runs.options.response_budget
+            try:  # decoding and re-tokenising take milliseconds: off the event loop, as the reward's decode
+                rollout = await self.loop.run_in_executor(None, rollout_of, stamped, result, self.tokenizer, budget)
             except Exception:  # recording must never cost the job its reward
                 log.exception("rollout runs: could not record a rollout")
                 rollout = None
