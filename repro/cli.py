@@ -3,7 +3,8 @@
     pr1-repro add-tokens BASE OUT
     pr1-repro data [--out DIR] [--training-dir DIR]
     pr1-repro stages
-    pr1-repro run STAGE --model PATH [--nodes N --gpus-per-node G] [--data-dir DIR] [--dry-run] [-- hydra overrides]
+    pr1-repro run STAGE --model PATH [--nodes N --gpus-per-node G] [--data-dir DIR] [--dry-run]
+                  [--rollout-runs DIR] [--rollout-every N] [--no-rollout-runs] [-- hydra overrides]
     pr1-repro merge CKPT_DIR [--dry-run]
     pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval sweep args]
 
@@ -170,7 +171,16 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         experiment=args.experiment,
         extra=tuple(extra),
         ray_address=args.ray_address,
+        rollout_runs=args.rollout_runs,
+        rollout_every=args.rollout_every,
+        no_rollout_runs=args.no_rollout_runs,
     )
+    rollout_flags = args.rollout_runs or args.rollout_every is not None or args.no_rollout_runs
+    if rollout_flags and req.stage.kind != "ppo":
+        raise Pr1EvalError(f"stage {args.stage} is SFT: --rollout-runs, --rollout-every and --no-rollout-runs "
+                           "apply to the RL stages (see `pr1-repro stages`)")
+    if args.rollout_every is not None and args.rollout_every < 1:
+        raise Pr1EvalError(f"--rollout-every {args.rollout_every}: pass 1 (every group) or more")
     from omegaconf import OmegaConf
 
     cmd = stages.command(req)
@@ -297,6 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="checkpoint folder (trainer.default_local_dir)")
     p.add_argument("--experiment", default=None, help="trainer.experiment_name (default: the stage config's)")
     p.add_argument("--ray-address", default=None, help="multi-node: Ray dashboard address (default $RAY_ADDRESS)")
+    p.add_argument("--rollout-runs", default=None, metavar="DIR",
+                   help="RL: store every rollout as a pr1-eval run per step in DIR/train/step-N and DIR/val/step-N "
+                        "(default: OUT/rollout_runs with --out, else the config's, under the checkpoint folder)")
+    p.add_argument("--rollout-every", type=int, default=None, metavar="N",
+                   help="RL: keep about one training group in N, chosen by problem (default 1: all; validation is "
+                        "kept whole). All rollouts of a 300-step job take about 5-7 GB")
+    p.add_argument("--no-rollout-runs", action="store_true", help="RL: store no rollout runs")
     p.add_argument("--dry-run", action="store_true", help="print the command, the resolved config and missing inputs; run nothing")
     p.add_argument("--no-path-check", action="store_true", help="skip checking the model and data paths (cluster-only paths)")
     p = sub.add_parser("merge", help="convert VERL FSDP checkpoints to HF with VERL's model merger",

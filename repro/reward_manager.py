@@ -8,6 +8,10 @@ It is VERL's own ``NaiveRewardManager`` with two inputs fixed, not a copy of it:
 * before delegating, each row's ``extra_info`` gets ``global_step`` (from the ``global_steps``
   field VERL's V1 trainer stamps on every dispatched prompt) and a marker that the tags were kept.
 
+With ``repro.rollout_runs.dir`` set (every repro RL stage sets it), each scored rollout is also
+handed to :class:`repro.rollout_runs.RolloutRunWriter`, which stores it in its step's pr1-eval
+run; a rollout the writer cannot place (no step: scored outside a trainer) is only scored.
+
 Configure with ``reward.reward_manager.source=importlib``,
 ``reward.reward_manager.module.path=pkg://repro.reward_manager`` and
 ``reward.reward_manager.name=TagPreservingRewardManager``.
@@ -15,6 +19,7 @@ Configure with ``reward.reward_manager.source=importlib``,
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -23,6 +28,10 @@ from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManage
 
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from repro.rewards import STEP_KEY, TAGS_KEPT_KEY
+from repro.rollout_records import rollout_of
+from repro.rollout_runs import RolloutRunWriter, options_from_config
+
+log = logging.getLogger(__name__)
 
 
 class TagKeepingTokenizer:
@@ -70,6 +79,22 @@ class TagPreservingRewardManager(NaiveRewardManager):
 
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any, **kwargs: Any) -> None:
         super().__init__(config, TagKeepingTokenizer(tokenizer), compute_score, **kwargs)
+        options = options_from_config(config)
+        self.rollout_runs = None if options is None else RolloutRunWriter(options)
+        if options is not None:
+            log.info("rollout runs: every rollout's run goes to %s (every %d-th training group)", options.root,
+                     options.every)
 
     async def run_single(self, data: DataProto) -> dict:
-        return await super().run_single(stamp_rows(data))
+        stamped = stamp_rows(data)
+        result = await super().run_single(stamped)
+        if self.rollout_runs is not None:
+            budget = self.rollout_runs.options.response_budget
+            try:  # decoding and re-tokenising take milliseconds: off the event loop, as the reward's decode
+                rollout = await self.loop.run_in_executor(None, rollout_of, stamped, result, self.tokenizer, budget)
+            except Exception:  # recording must never cost the job its reward
+                log.exception("rollout runs: could not record a rollout")
+                rollout = None
+            if rollout is not None:
+                self.rollout_runs.add(rollout)
+        return result

@@ -84,6 +84,25 @@ class RunRequest:
     experiment: str | None = None
     extra: tuple[str, ...] = ()
     ray_address: str | None = None
+    rollout_runs: str | None = None  # RL: where each step's rollout run goes (default: under out_dir)
+    rollout_every: int | None = None  # RL: keep about one training group in n
+    no_rollout_runs: bool = False
+
+
+def rollout_overrides(req: RunRequest) -> list[str]:
+    """Where an RL stage's rollout runs go (:mod:`repro.rollout_runs`), always as an absolute
+    path when the request names one, since VERL's reward workers need not share our directory."""
+    if req.stage.kind != "ppo":
+        return []
+    out = []
+    if req.no_rollout_runs:
+        out.append("repro.rollout_runs.dir=null")
+    elif req.rollout_runs or req.out_dir:
+        folder = Path(req.rollout_runs) if req.rollout_runs else Path(str(req.out_dir)) / "rollout_runs"
+        out.append(f"repro.rollout_runs.dir={folder.expanduser().resolve()}")
+    if req.rollout_every is not None:
+        out.append(f"repro.rollout_runs.every={int(req.rollout_every)}")
+    return out
 
 
 def overrides(req: RunRequest) -> list[str]:
@@ -101,7 +120,7 @@ def overrides(req: RunRequest) -> list[str]:
         out.append(f"trainer.default_local_dir={Path(req.out_dir).expanduser().resolve()}")
     if req.experiment:
         out.append(f"trainer.experiment_name={req.experiment}")
-    return out + list(req.extra)
+    return out + rollout_overrides(req) + list(req.extra)
 
 
 def entrypoint(req: RunRequest) -> list[str]:

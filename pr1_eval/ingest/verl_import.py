@@ -15,7 +15,9 @@ What is written. One run per (kind, step): ``RUNS_ROOT/train/step-000120`` and
 parallel ratio and block positions cannot be read from them, accuracy, reward and length can),
 ``source`` (``file``, ``size``, ``mtime_ns``, ``sha256``), ``rows``, ``padding_rows_dropped``,
 ``earlier_turns_dropped``, ``groups``, ``problems_matched``, ``problems_unmatched``,
-``rows_with_other_step``, ``lengths``. Samples: the job's ``score`` and ``acc`` are kept as
+``rows_with_other_step``, ``lengths``, and ``summary``: the step's numbers
+(:func:`pr1_eval.report.step_summary.step_summary`, computed once here from the graded samples, so
+per-step curves never read the responses). Samples: the job's ``score`` and ``acc`` are kept as
 ``reward`` / ``reward_acc`` (its other reward keys in ``reward_info``), and every sample with a
 known gold is graded again by pr1-eval's grader (``correct``, ``correct_paper``). A task named
 like a packaged benchmark is checked against it (``benchmark_check``, as ``pr1-eval import``
@@ -66,6 +68,7 @@ from pr1_eval.inputs.tasks import TASKS
 from pr1_eval.records.provenance import now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.report.step_summary import step_summary
 from pr1_eval.store.out_folder import ASIDE_SUFFIX, holds_run
 from pr1_eval.store.run_store import RunStore
 
@@ -263,7 +266,9 @@ def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOpt
     matched = len({(r.task, r.problem_id) for r in records if r.task != UNMATCHED})
     if opts.grade and (graded := [r for r in records if r.gold]):
         annotate_grades(graded, workers=opts.workers)
-    run = _run_record(file, records, tasks, _training(file, parsed, opts, job, before, groups, matched, unmatched))
+    training = _training(file, parsed, opts, job, before, groups, matched, unmatched)
+    training["summary"] = step_summary(records, tags_kept=bool(training["tags_kept"]))
+    run = _run_record(file, records, tasks, training)
     status = "imported"
     if previous is not None and previous.status == "complete":  # a changed file: the old run moves out
         supersede(out, root, file.kind)

@@ -174,6 +174,25 @@ def test_dry_run_names_every_missing_input_and_fails(capsys, tmp_path) -> None:
     assert "# note: model Qwen/Qwen3-4B-Base is not a local folder, so VERL will fetch it from the hub" in capsys.readouterr().out
 
 
+def test_rollout_run_options_reach_the_config(capsys, tmp_path) -> None:
+    """--rollout-runs / --rollout-every / --no-rollout-runs become repro.rollout_runs (absolute paths)."""
+    model, data = inputs(tmp_path)
+    base = ["rl_dapo", "--model", str(model), "--data-dir", str(data)]
+    _, cfg = dry_run(capsys, *base)
+    assert cfg["repro"]["rollout_runs"]["dir"] == "checkpoints/pr1-repro/seen-rl-dapo/rollout_runs"
+    assert cfg["repro"]["rollout_runs"]["every"] == 1, "all rollouts by default (about 5-7 GB for 300 steps)"
+    _, cfg = dry_run(capsys, *base, "--out", str(tmp_path / "ckpt"))
+    assert cfg["repro"]["rollout_runs"]["dir"] == str((tmp_path / "ckpt" / "rollout_runs").resolve())
+    _, cfg = dry_run(capsys, *base, "--rollout-runs", str(tmp_path / "r"), "--rollout-every", "4")
+    assert cfg["repro"]["rollout_runs"]["dir"] == str((tmp_path / "r").resolve())
+    assert cfg["repro"]["rollout_runs"]["every"] == 4
+    _, cfg = dry_run(capsys, *base, "--no-rollout-runs", "--", "repro.rollout_runs.every=2")
+    assert cfg["repro"]["rollout_runs"]["dir"] is None and cfg["repro"]["rollout_runs"]["every"] == 2
+    err = one_line_error(capsys, ["run", "sft", "--model", str(model), "--rollout-runs", "x", "--dry-run"])
+    assert "apply to the RL stages" in err
+    assert "pass 1" in one_line_error(capsys, ["run", *base, "--rollout-every", "0", "--dry-run"])
+
+
 def test_usage_errors_are_one_line(capsys) -> None:
     for argv in (["bogus"], ["run", "sft"], ["score"]):
         with pytest.raises(SystemExit) as exit_info:

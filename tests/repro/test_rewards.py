@@ -117,7 +117,8 @@ def verl_setup():
 
     model = tiny_model_dir()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        cfg = compose(config_name="unseen_s2", overrides=[f"actor_rollout_ref.model.path={model}"])
+        cfg = compose(config_name="unseen_s2", overrides=[f"actor_rollout_ref.model.path={model}",
+                                                          "repro.rollout_runs.dir=null"])
     return cfg, AutoTokenizer.from_pretrained(str(model))
 
 

@@ -81,6 +81,26 @@ def test_fork_structure_and_no_pad_left(fork_job: dict[str, object]) -> None:
         assert (run.model.step, run.model.family, run.status) == (1, "Parallel-R1-S1", "complete")
 
 
+def test_each_step_run_holds_its_summary_computed_from_the_dump(fork_job: dict[str, object]) -> None:
+    """The per-step numbers a Training page draws are in run.json, equal to values computed from the
+    rows that were dumped (no response read back)."""
+    out, truths = Path(str(fork_job["out"])), fork_job["truths"]
+    assert isinstance(truths, dict)
+    for kind, folder, k in (("train", "train", N_TRAIN), ("validation", "val", 16)):
+        rows = truths[(kind, 1)]
+        run = RunStore(out / folder / "step-000001").read_run()
+        assert run.training is not None
+        summary = run.training["summary"]
+        assert (summary["n_samples"], summary["k"]) == (len(rows), k)
+        assert summary["n_problems"] == len({t.problem for t in rows})
+        assert summary["reward_mean"] == pytest.approx(sum(t.score for t in rows) / len(rows))
+        assert summary["parallel_ratio"] == pytest.approx(sum("<Parallel>" in t.response for t in rows) / len(rows))
+        assert summary["blocks_per_response"] == pytest.approx(sum(t.response.count("<Parallel>") for t in rows)
+                                                               / len(rows))
+        assert summary["response_tokens_mean"] == pytest.approx(sum(t.n_response_tokens for t in rows) / len(rows))
+        assert summary["truncated_ratio"] == pytest.approx(sum(t.cut for t in rows) / len(rows))
+
+
 def test_fork_validation_is_graded_against_the_benchmark_gold(fork_job: dict[str, object]) -> None:
     val = _frame(Path(str(fork_job["out"])) / "val" / "step-000001")
     golds = {p.problem: p.gold for p in __import__("pr1_eval.inputs.tasks", fromlist=["x"]).load_task("aime24").problems}
@@ -118,6 +138,9 @@ def test_verl_091_v1_rollouts_group_by_uid_and_drop_padding(v1_job: dict[str, ob
     assert set(frame.response) == stripped  # the tags vanished in VERL's decode
     assert frame.n_blocks.sum() == 0 and any("<Parallel>" in t.response for t in truths["train"])
     assert not run.training["tags_kept"] and not run.training["structure_measurable"]
+    summary = run.training["summary"]  # structure unmeasurable: None, never 0 ("stopped branching")
+    assert summary["parallel_ratio"] is None and summary["first_block_rel_pos"] is None
+    assert summary["reward_mean"] == pytest.approx(sum(t.score for t in truths["train"]) / len(truths["train"]))
     assert frame.groupby("problem_id").size().tolist() == [N_TRAIN, N_TRAIN]
     assert (frame.gold != "").all() and frame.correct.notna().all()  # gts is known: graded
     assert sorted(frame.reward) == sorted(t.score for t in truths["train"])

@@ -1,0 +1,280 @@
+"""repro's rollout writer: every scored rollout of an RL job lands in a pr1-eval run per step.
+
+Layout: the same as ``pr1-eval import-verl``'s, so every reader takes both: ``DIR/train/step-N``
+for the training rollouts of step N, ``DIR/val/step-N`` for the validation run at step N, each a
+run store (``run.json`` + durable parquet parts) whose ``RunRecord.training`` says ``job``,
+``kind`` ('train' | 'validation'), ``step``, ``format`` 'repro', ``tags_kept`` True, ``attempt``,
+``expected_rows``, ``rows_seen``, ``rows_stored``, ``every`` and, once complete, ``summary``
+(:func:`pr1_eval.report.step_summary.step_summary`).
+
+Many writers, one run. VERL 0.9.1 scores rollouts one at a time in ``reward.num_workers``
+processes, so no process sees a step whole. Each process buffers its rollouts and flushes a
+step's buffer (when it holds ``chunk`` rows, or ``max_wait_s`` after its first row) under one
+exclusive ``flock`` on ``DIR/.rollout-runs.lock``, which keeps the run store's one-writer rule.
+Under the lock a ledger in the run folder (``rollouts-seen.json``) holds every rollout seen,
+stored or not, by (uid, session): a rollout delivered twice is stored once, and the run is marked
+``complete`` when the ledger holds the step's every rollout (training: ``data.train_batch_size``
+× ``rollout.n``; validation: the validation files' rows × their ``__rollout_n__``, read once).
+Then its parts are compacted into one and its summary computed. Until then ``status`` is
+``running``.
+
+Volume: ``every`` = n keeps about one training group in n, chosen by problem (a stable hash of
+task and problem id, so a kept problem is kept at every step it is drawn), and every validation
+rollout. Attempts: the job's Ray job id; a step written by an earlier attempt of the job (a
+resumed job redoing the steps after its checkpoint) is moved to ``DIR.superseded/`` and written
+again, so a step's run is always one attempt's, never two mixed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import ray
+
+from pr1_eval.ingest.verl_formats import KIND_DIRS
+from pr1_eval.ingest.verl_groups import declared_tasks
+from pr1_eval.ingest.verl_import import supersede
+from pr1_eval.records.provenance import now_iso, package_versions
+from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.report.step_summary import step_summary
+from pr1_eval.store.run_store import RunStore, write_json_atomic
+from repro.data import ROLLOUT_N_KEY
+from repro.rollout_records import Rollout
+
+FORMAT = "repro"
+LEDGER = "rollouts-seen.json"
+LOCK = ".rollout-runs.lock"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RolloutRunsOptions:
+    """Where and how much to write (the stage config's ``repro.rollout_runs`` and the trainer's sizes)."""
+
+    root: Path
+    job: str
+    train_rows: int  # rollouts of one training step
+    train_n: int  # rollouts per prompt in training
+    val_rows: int | None  # rollouts of one validation (None: unknown, validation runs stay 'running')
+    val_n: int  # the most rollouts one validation prompt gets
+    every: int = 1
+    chunk: int = 256
+    max_wait_s: float = 2.0
+    response_budget: int | None = None
+
+
+def validation_size(files: Any, default_n: int) -> tuple[int | None, int]:
+    """(rollouts of one validation, most per prompt) from the validation parquet files: each row's
+    ``__rollout_n__`` (what VERL's V1 trainer honours), else ``val_kwargs.n``; (None, n) when unreadable."""
+    paths = [files] if isinstance(files, str) else list(files or [])
+    total, most = 0, default_n
+    try:
+        for path in paths:
+            columns = [c for c in [ROLLOUT_N_KEY] if c in pq.read_schema(str(path)).names]
+            table = pq.read_table(str(path), columns=columns)
+            given = table.column(0).to_pylist() if columns else [None] * table.num_rows
+            counts = [default_n if c is None else int(c) for c in given]
+            total += sum(counts)
+            most = max([most, *counts])
+    except (OSError, ValueError) as exc:
+        log.warning("rollout runs: cannot read the validation files %s (%s); validation runs stay 'running'", paths, exc)
+        return None, most
+    return (total or None), most
+
+
+def options_from_config(config: Any) -> RolloutRunsOptions | None:
+    """The options a stage config asks for, or None when ``repro.rollout_runs.dir`` is null (off)."""
+    section = dict((config.get("repro", {}) or {}).get("rollout_runs", {}) or {})
+    if not section.get("dir"):
+        return None
+    rollout = config.actor_rollout_ref.rollout
+    val_n = int(rollout.val_kwargs.get("n", 1) or 1)
+    val_rows, val_most = (int(section["val_rows"]), val_n) if section.get("val_rows") else validation_size(
+        config.data.get("val_files"), val_n)
+    return RolloutRunsOptions(
+        root=Path(str(section["dir"])).expanduser().resolve(), job=str(config.trainer.get("experiment_name") or "job"),
+        train_rows=int(config.data.train_batch_size) * int(rollout.n), train_n=int(rollout.n), val_rows=val_rows,
+        val_n=val_most, every=max(1, int(section.get("every", 1) or 1)), chunk=int(section.get("chunk", 256) or 256),
+        max_wait_s=float(section.get("max_wait_s", 2.0) or 2.0),
+        response_budget=int(rollout.get("response_length") or config.data.get("max_response_length") or 0) or None,
+    )
+
+
+def job_attempt() -> str:
+    """This attempt of the job: the Ray job id (shared by every worker of one job), else the
+    ``PR1_ROLLOUT_ATTEMPT`` environment variable, else 'local'."""
+    if ray.is_initialized():
+        return str(ray.get_runtime_context().get_job_id())
+    return os.environ.get("PR1_ROLLOUT_ATTEMPT", "local")
+
+
+def kept(record: SampleRecord, every: int) -> bool:
+    """About one problem in ``every``, by a hash of task and problem id that every process agrees on."""
+    digest = hashlib.sha256(f"{record.task}\t{record.problem_id}".encode()).digest()
+    return every <= 1 or int.from_bytes(digest[:8], "big") % every == 0
+
+
+class RolloutRunWriter:
+    """Buffers rollouts and flushes them into their step's run (module docstring). Thread-safe:
+    ``add`` is called on the reward loop, flushing happens on a background thread."""
+
+    def __init__(self, options: RolloutRunsOptions, attempt: str | None = None, background: bool = True) -> None:
+        self.options = options
+        self.attempt = attempt or job_attempt()
+        self._buffers: dict[tuple[str, int], list[Rollout]] = {}
+        self._since: dict[tuple[str, int], float] = {}
+        self._mutex = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        options.root.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._loop, name="rollout-runs", daemon=True) if background else None
+        if self._thread is not None:
+            self._thread.start()
+        atexit.register(self.close)
+
+    # ----- the buffer ------------------------------------------------------------------------
+    def add(self, rollout: Rollout) -> None:
+        key = (rollout.kind, rollout.step)
+        with self._mutex:
+            self._buffers.setdefault(key, []).append(rollout)
+            self._since.setdefault(key, time.monotonic())
+            full = len(self._buffers[key]) >= self.options.chunk
+        if full:
+            self._wake.set()
+
+    def _due(self, force: bool) -> list[tuple[tuple[str, int], list[Rollout]]]:
+        now = time.monotonic()
+        with self._mutex:
+            keys = [k for k, rows in self._buffers.items() if force or len(rows) >= self.options.chunk
+                    or now - self._since[k] >= self.options.max_wait_s]
+            for key in keys:
+                del self._since[key]
+            return [(key, self._buffers.pop(key)) for key in keys]
+
+    def flush(self, force: bool = True) -> None:
+        """Write every buffered rollout (``force``) or the buffers that are due."""
+        for (kind, step), rows in self._due(force):
+            try:
+                self._write(kind, step, rows)
+            except Exception:  # a lost chunk must not stop the training job; it is logged loudly
+                log.exception("rollout runs: could not write %d rollouts of %s step %d to %s", len(rows), kind,
+                              step, self.options.root)
+
+    def _loop(self) -> None:
+        while not self._closed:
+            self._wake.wait(timeout=min(1.0, self.options.max_wait_s))
+            self._wake.clear()
+            self.flush(force=False)
+
+    def close(self) -> None:
+        """Flush everything and stop the background thread."""
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        self.flush(force=True)
+
+    # ----- one step's run, under the lock ----------------------------------------------------
+    def run_dir(self, kind: str, step: int) -> Path:
+        return self.options.root / KIND_DIRS[kind] / f"step-{step:06d}"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.options.root / LOCK, "a+") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _write(self, kind: str, step: int, rows: list[Rollout]) -> None:
+        out = self.run_dir(kind, step)
+        with self._locked():
+            store = RunStore(out)
+            record = store.read_run() if store.exists() else None
+            training = (record.training or {}) if record is not None else {}
+            if record is not None and training.get("format") != FORMAT:
+                raise RuntimeError(f"{out} holds a run that is not repro's rollouts; pass another rollout_runs.dir")
+            if record is not None and training.get("attempt") != self.attempt:
+                supersede(out, self.options.root, kind)  # an earlier attempt's step: this attempt redoes it
+                record = None
+            if record is not None and record.status == "complete":
+                return  # every rollout of the step is in: these are deliveries again
+            ledger = _read_ledger(out)
+            fresh = self._admit(kind, rows, ledger)
+            store.append(fresh)
+            write_json_atomic(out / LEDGER, ledger)
+            seen = sum(len(v) for v in ledger["seen"].values())
+            record = record or self._new_record(kind, step)
+            stored = int((record.training or {}).get("rows_stored") or 0) + len(fresh)
+            record = replace(record, training={**(record.training or {}), "rows_seen": seen, "rows_stored": stored})
+            expected = record.training["expected_rows"] if record.training else None
+            if expected is not None and seen >= int(expected):
+                record = self._complete(store, record)
+            store.write_run(record)
+
+    def _admit(self, kind: str, rows: list[Rollout], ledger: dict[str, Any]) -> list[SampleRecord]:
+        """The rollouts not seen before, with their sample index (``rollout n`` × group ordinal +
+        session: a problem drawn twice in a step keeps both groups); the ledger updated."""
+        stride = self.options.train_n if kind == "train" else self.options.val_n
+        fresh = []
+        for row in rows:
+            sessions = ledger["seen"].setdefault(row.uid, [])
+            session = len(sessions) if row.session is None else row.session
+            if session in sessions:
+                continue
+            sessions.append(session)
+            if kind == "train" and not kept(row.record, self.options.every):
+                continue
+            owners = ledger["groups"].setdefault(f"{row.record.task}\t{row.record.problem_id}", [])
+            if row.uid not in owners:
+                owners.append(row.uid)
+            fresh.append(replace(row.record, sample_idx=owners.index(row.uid) * stride + session))
+        return fresh
+
+    def _new_record(self, kind: str, step: int) -> RunRecord:
+        o = self.options
+        expected = o.train_rows if kind == "train" else o.val_rows
+        return RunRecord(
+            name=f"{o.job}-{KIND_DIRS[kind]}-step-{step:06d}", status="running", model=ModelInfo(step=step, family=o.job),
+            engine={"backend": "verl", "source": "repro-rollouts"}, decoding={"mode": "rl-rollout", "tags_kept": True},
+            packages=package_versions(), started_at=now_iso(), position_unit=None,
+            training={"job": o.job, "kind": kind, "step": step, "format": FORMAT, "tags_kept": True,
+                      "structure_measurable": True, "attempt": self.attempt, "expected_rows": expected,
+                      "rows_seen": 0, "rows_stored": 0, "every": o.every if kind == "train" else 1},
+        )
+
+    def _complete(self, store: RunStore, record: RunRecord) -> RunRecord:
+        """Compact the step's parts into one, and declare its tasks and its summary."""
+        records = store.read_records()
+        store.rewrite(records)
+        declared = declared_tasks(records)
+        ks = {k for _, k in declared.values()}
+        tasks = {t: task_entry(ids, k, version=None, source="repro-rollouts", data_hash=None)
+                 for t, (ids, k) in declared.items()}
+        training = {**(record.training or {}), "summary": step_summary(records, tags_kept=True)}
+        return replace(record, status="complete", finished_at=now_iso(), tasks=tasks,
+                       k=ks.pop() if len(ks) == 1 else None,
+                       position_unit=records[0].position_unit if records else None, training=training)
+
+
+def _read_ledger(out: Path) -> dict[str, Any]:
+    path = out / LEDGER
+    if not path.is_file():
+        return {"seen": {}, "groups": {}}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {"seen": dict(data.get("seen") or {}), "groups": dict(data.get("groups") or {})}

@@ -1,0 +1,185 @@
+"""repro's rollout writer: the store side (many writers, completeness, reruns) on synthetic rollouts.
+
+The end-to-end path (VERL's V1 agent-loop worker → our reward manager → runs) is in
+``test_rollout_runs_verl.py``; here the writer is driven directly, so each rule is checked on
+rollouts whose every field is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.run_store import RunStore
+from repro.rollout_records import Rollout
+from repro.rollout_runs import LEDGER, RolloutRunsOptions, RolloutRunWriter, validation_size
+
+N = 4  # rollouts per prompt
+
+
+def options(root: Path, prompts: int = 3, every: int = 1, chunk: int = 5) -> RolloutRunsOptions:
+    return RolloutRunsOptions(root=root, job="job", train_rows=prompts * N, train_n=N, val_rows=6, val_n=3,
+                              every=every, chunk=chunk, max_wait_s=60.0, response_budget=100)
+
+
+def rollout(step: int, prompt: int, session: int, kind: str = "train", uid: str | None = None,
+            reward: float = 1.0) -> Rollout:
+    text = f"step {step} p{prompt} s{session} " + ("<Parallel><Path>a</Path><Path>b</Path></Parallel>"
+                                                     "<Summary>s</Summary>" if session % 2 else "") + "Final Answer: 1"
+    record = SampleRecord(task="dapo", problem_id=f"p{prompt}", sample_idx=0, response=text, reward=reward,
+                          correct=session % 2 == 1, n_response_tokens=10 + session, finish_reason="stop",
+                          has_parallel=session % 2 == 1, n_blocks=session % 2, block_rel_starts=[0.5] * (session % 2))
+    return Rollout(kind, step, uid or f"s{step}-u{prompt}", session, record)
+
+
+def step_rows(step: int, prompts: int = 3) -> list[Rollout]:
+    return [rollout(step, p, s, reward=float(s)) for p in range(prompts) for s in range(N)]
+
+
+def keys(run: Path) -> list[tuple[str, str, int]]:
+    return sorted((r.task, r.problem_id, r.sample_idx) for r in RunStore(run).read_records())
+
+
+def test_two_steps_become_two_complete_runs_with_summaries(tmp_path: Path) -> None:
+    writer = RolloutRunWriter(options(tmp_path), attempt="A", background=False)
+    for step in (1, 2):
+        for row in step_rows(step):
+            writer.add(row)
+    writer.close()
+    for step in (1, 2):
+        run = writer.run_dir("train", step)
+        store = RunStore(run)
+        record = store.read_run()
+        assert record.status == "complete" and record.model.step == step
+        assert record.training is not None
+        assert {k: record.training[k] for k in ("job", "kind", "step", "format", "tags_kept", "attempt")} == {
+            "job": "job", "kind": "train", "step": step, "format": "repro", "tags_kept": True, "attempt": "A"}
+        assert record.training["rows_seen"] == record.training["rows_stored"] == 12
+        assert keys(run) == sorted(("dapo", f"p{p}", s) for p in range(3) for s in range(N))
+        assert len(store.part_paths()) == 1, "a complete step's parts are compacted into one"
+        summary = record.training["summary"]
+        assert summary["n_samples"] == 12 and summary["n_problems"] == 3 and summary["k"] == N
+        assert summary["reward_mean"] == pytest.approx(sum(range(N)) / N)  # rewards 0..3 in every group
+        assert summary["parallel_ratio"] == pytest.approx(0.5) and summary["accuracy"] == pytest.approx(0.5)
+        assert record.tasks["dapo"].k == N and record.tasks["dapo"].n_problems == 3
+        responses = {r.response for r in store.read_records()}
+        assert all(f"step {step} " in text for text in responses)
+
+
+def test_a_step_cut_short_stays_running_and_a_restarted_writer_adds_no_duplicate(tmp_path: Path) -> None:
+    rows = step_rows(5)
+    first = RolloutRunWriter(options(tmp_path), attempt="A", background=False)
+    for row in rows[:7]:
+        first.add(row)
+    first.close()
+    run = first.run_dir("train", 5)
+    record = RunStore(run).read_run()
+    assert record.status == "running" and record.training is not None and record.training["rows_seen"] == 7
+    assert "summary" not in record.training
+    again = RolloutRunWriter(options(tmp_path), attempt="A", background=False)  # a restarted reward worker
+    for row in rows[3:]:  # four rollouts delivered a second time, then the five missing ones
+        again.add(row)
+    again.close()
+    record = RunStore(run).read_run()
+    assert record.status == "complete" and record.training is not None
+    assert record.training["rows_seen"] == record.training["rows_stored"] == 12
+    assert keys(run) == sorted(set(keys(run))) and len(keys(run)) == 12
+    late = RolloutRunWriter(options(tmp_path), attempt="A", background=False)
+    late.add(rows[0])
+    late.close()
+    assert len(keys(run)) == 12, "a delivery after completion changes nothing"
+
+
+def test_a_resumed_job_redoes_the_step_and_the_old_attempt_moves_aside(tmp_path: Path) -> None:
+    old = RolloutRunWriter(options(tmp_path), attempt="A", background=False)
+    for row in step_rows(3)[:5]:
+        old.add(row)
+    old.close()
+    resumed = RolloutRunWriter(options(tmp_path), attempt="B", background=False)
+    fresh = [rollout(3, p, s, uid=f"B-u{p}", reward=2.0) for p in range(3) for s in range(N)]
+    for row in fresh:
+        resumed.add(row)
+    resumed.close()
+    run = resumed.run_dir("train", 3)
+    record = RunStore(run).read_run()
+    assert record.status == "complete" and record.training is not None and record.training["attempt"] == "B"
+    assert len(keys(run)) == 12 and {r.reward for r in RunStore(run).read_records()} == {2.0}
+    aside = list((Path(str(tmp_path.resolve()) + ".superseded") / "train").iterdir())
+    assert len(aside) == 1 and len(RunStore(aside[0]).read_records()) == 5
+
+
+def test_every_nth_group_keeps_whole_groups_by_problem_and_still_completes(tmp_path: Path) -> None:
+    prompts = 40
+    writer = RolloutRunWriter(options(tmp_path, prompts=prompts, every=4, chunk=17), attempt="A", background=False)
+    for row in step_rows(1, prompts):
+        writer.add(row)
+    writer.close()
+    run = writer.run_dir("train", 1)
+    record = RunStore(run).read_run()
+    expected = {f"p{p}" for p in range(prompts)
+                if int.from_bytes(hashlib.sha256(f"dapo\tp{p}".encode()).digest()[:8], "big") % 4 == 0}
+    stored = keys(run)
+    assert 0 < len(expected) < prompts
+    assert {pid for _, pid, _ in stored} == expected and len(stored) == len(expected) * N
+    assert record.status == "complete" and record.training is not None
+    assert record.training["rows_seen"] == prompts * N and record.training["every"] == 4
+
+
+def test_a_problem_drawn_twice_in_a_step_keeps_both_groups(tmp_path: Path) -> None:
+    writer = RolloutRunWriter(options(tmp_path, prompts=2), attempt="A", background=False)
+    for uid in ("first", "second"):
+        for s in range(N):
+            writer.add(rollout(1, 0, s, uid=uid))
+    writer.close()
+    assert keys(writer.run_dir("train", 1)) == [("dapo", "p0", i) for i in range(2 * N)]
+
+
+def test_validation_is_its_own_run_and_never_thinned(tmp_path: Path) -> None:
+    writer = RolloutRunWriter(options(tmp_path, every=1000), attempt="A", background=False)
+    for p in range(2):
+        for s in range(3):
+            writer.add(rollout(10, p, s, kind="validation"))
+    writer.close()
+    record = RunStore(writer.run_dir("validation", 10)).read_run()
+    assert writer.run_dir("validation", 10).parent.name == "val"
+    assert record.status == "complete" and record.training is not None and record.training["kind"] == "validation"
+    assert len(keys(writer.run_dir("validation", 10))) == 6 and record.training["every"] == 1
+    assert (writer.run_dir("validation", 10) / LEDGER).is_file()
+
+
+def _write_half(root: str, half: int) -> None:
+    writer = RolloutRunWriter(options(Path(root), prompts=10, chunk=3), attempt="A", background=False)
+    for row in step_rows(1, 10)[half::2]:
+        writer.add(row)
+        writer.flush(force=False)
+    writer.close()
+
+
+def test_two_processes_writing_one_step_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    procs = [context.Process(target=_write_half, args=(str(tmp_path), half)) for half in (0, 1)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    run = tmp_path / "train" / "step-000001"
+    record = RunStore(run).read_run()
+    assert record.status == "complete" and len(keys(run)) == 40 == len(set(keys(run)))
+
+
+def test_the_validation_size_is_read_from_the_files(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with_n = tmp_path / "val.parquet"
+    pq.write_table(pa.Table.from_pylist([{"q": "a", "__rollout_n__": 16}, {"q": "b", "__rollout_n__": 1}]), with_n)
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.Table.from_pylist([{"q": "a"}, {"q": "b"}, {"q": "c"}]), plain)
+    assert validation_size([str(with_n)], 1) == (17, 16)
+    assert validation_size(str(plain), 2) == (6, 2)
+    assert validation_size([str(tmp_path / "missing.parquet")], 2) == (None, 2)
