@@ -27,6 +27,7 @@ CPU_BENCHES=(
     "bench_analyze.py|--small"
     "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
     "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
+    "bench_rollout_runs.py|--rows 64 --n 8 --tokens 100"
 )
 # name|why it is skipped
 GPU_ONLY=(
