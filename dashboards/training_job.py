@@ -56,7 +56,8 @@ def job_steps(ctx: Context, max_blocks: int) -> pd.DataFrame:
 
 
 def figure(steps: pd.DataFrame, metric: str, marks: list[tuple[int, str]], title: str | None = None) -> go.Figure:
-    """One metric over steps, a line per kind, the stage boundaries as dashed vertical lines."""
+    """One metric over steps, a line per kind, the stage boundaries as dashed vertical lines;
+    ``title`` is plotly markup already made safe (:func:`trend_title`), else the metric's label."""
     fig = go.Figure()
     for kind, group in steps.groupby("kind", sort=True):
         values = pd.to_numeric(group[metric], errors="coerce")
@@ -67,19 +68,20 @@ def figure(steps: pd.DataFrame, metric: str, marks: list[tuple[int, str]], title
     for step, label in marks:
         fig.add_vline(x=step, line_dash="dash", line_color="#555", annotation_text=plot_text(label),
                       annotation_position="top left", annotation_font_size=10)
-    fig.update_layout(title=plot_text(title or STEP_METRICS[metric]), xaxis_title="training step", height=340,
+    fig.update_layout(title=title or plot_text(STEP_METRICS[metric]), xaxis_title="training step", height=340,
                       margin={"t": 60, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
 def trend_title(trends: pd.DataFrame, metric: str) -> str:
-    """The metric's label with ρ and p of each series, as the paper's position figure states them."""
+    """The metric's label with ρ and p of each series, as the paper's position figure states them
+    (plotly markup: the label and the values escaped, the line break and small print plotly's own)."""
     parts = []
     for row in trends[trends["metric"] == metric].itertuples():
         if row.spearman_rho is not None and not pd.isna(row.spearman_rho):
             parts.append(f"{row.kind}: ρ = {float(row.spearman_rho):+.2f}, p = {fmt(row.p_value, 3)}")
-    label = STEP_METRICS[metric]
-    return f"{label}<br><sup>{'; '.join(parts)}</sup>" if parts else label
+    label = plot_text(STEP_METRICS[metric])
+    return f"{label}<br><sup>{plot_text('; '.join(parts))}</sup>" if parts else label
 
 
 def sidebar() -> tuple[list[str], int, list[int]]:
