@@ -43,9 +43,9 @@ import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
 from analysis.loader import LoadedRuns, load_runs, runs_signature
+from analysis.training_steps import CACHE, step_row, training_section
 from dashboards.command import DEFAULT_RUNS
 from dashboards.components import widget_default
-from analysis.training_steps import CACHE, step_row, training_section
 
 _CONTEXT_KEY = "pr1_context"
 T = TypeVar("T")

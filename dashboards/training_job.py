@@ -68,8 +68,8 @@ def figure(steps: pd.DataFrame, metric: str, marks: list[tuple[int, str]], title
     for step, label in marks:
         fig.add_vline(x=step, line_dash="dash", line_color="#555", annotation_text=plot_text(label),
                       annotation_position="top left", annotation_font_size=10)
-    fig.update_layout(title=title or plot_text(STEP_METRICS[metric]), xaxis_title="training step", height=340,
-                      margin={"t": 60, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
+    fig.update_layout(title=title or plot_text(STEP_METRICS[metric]), xaxis_title="training step", height=360,
+                      margin={"t": 80, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
     return fig
 
 
@@ -77,9 +77,10 @@ def trend_title(trends: pd.DataFrame, metric: str) -> str:
     """The metric's label with ρ and p of each series, as the paper's position figure states them
     (plotly markup: the label and the values escaped, the line break and small print plotly's own)."""
     parts = []
-    for row in trends[trends["metric"] == metric].itertuples():
-        if row.spearman_rho is not None and not pd.isna(row.spearman_rho):
-            parts.append(f"{row.kind}: ρ = {float(row.spearman_rho):+.2f}, p = {fmt(row.p_value, 3)}")
+    chosen = trends[trends["metric"] == metric]
+    for kind, rho, p in zip(chosen["kind"], chosen["spearman_rho"], chosen["p_value"], strict=True):
+        if rho is not None and not pd.isna(rho):
+            parts.append(f"{kind}: ρ = {float(rho):+.2f}, p = {fmt(p, 3)}")
     label = plot_text(STEP_METRICS[metric])
     return f"{label}<br><sup>{plot_text('; '.join(parts))}</sup>" if parts else label
 

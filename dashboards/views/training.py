@@ -109,6 +109,8 @@ def render() -> None:
         render_job(ctx)
     if ctx.loaded.samples.empty or not ctx.runs or not ctx.tasks:
         return
+    if ctx.training and set(ctx.loaded.samples["run_path"].unique()) <= set(ctx.training):
+        return  # every loaded run is a training step: no evaluated checkpoint to draw
     with st.sidebar:
         chosen = st.multiselect("Metrics", list(METRICS), default=list(METRICS), format_func=lambda m: METRICS[m],
                                 key="td_metrics")

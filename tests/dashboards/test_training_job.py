@@ -22,7 +22,6 @@ from dashboards.components import fmt, md_unescape
 from dashboards.data import MEMO
 from dashboards.launch import app_path
 from tests.support.training_job_fixtures import (
-    JOB,
     STEPS,
     SWITCH_STEP,
     StepDesign,
