@@ -127,18 +127,24 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def floor_seconds(runs: list[Path]) -> tuple[float, int, int]:
-    """Seconds to read every stored response with pyarrow and count its blocks; responses; blocks."""
+def floor_seconds(runs: list[Path], repeats: int = 3) -> tuple[float, float]:
+    """Wall and CPU seconds to read every stored response with pyarrow and count its blocks: the
+    best of ``repeats`` (a shared machine's load inflates single wall times several fold)."""
+    times = [_floor_once(runs) for _ in range(repeats)]
+    return min(t[0] for t in times), min(t[1] for t in times)
+
+
+def _floor_once(runs: list[Path]) -> tuple[float, float]:
     import pyarrow.parquet as pq
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     n_responses = n_blocks = 0
     for run in runs:
         for part in sorted((run / "samples.parquet").glob("part-*.parquet")):
             for text in pq.read_table(part, columns=["response"]).column("response").to_pylist():
                 n_responses += 1
                 n_blocks += text.count("<Parallel>") if text else 0
-    return time.perf_counter() - started, n_responses, n_blocks
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def child_load(root: str, cache: bool) -> dict[str, Any]:
@@ -284,8 +290,8 @@ def measure(args: argparse.Namespace) -> bool:
         stale.unlink()
     env = {**os.environ, "PR1_LOADER_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     build_job(root / "job", args.job_steps, args.job_rollouts)
-    floor, _, _ = floor_seconds(runs)
-    results = {"floor": {"seconds": floor}, "baseline": run_child("load-baseline", root, env),
+    floor, floor_cpu = floor_seconds(runs)
+    results = {"floor": {"seconds": floor, "cpu_seconds": floor_cpu}, "baseline": run_child("load-baseline", root, env),
                "cold": run_child("load-cache", root, env),
                "warm": run_child("load-cache", root, env)}
     for stale in cache.glob("*.parquet"):
@@ -312,8 +318,11 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"{name:<38}{r['seconds']:>8.1f}{r['cpu_seconds']:>8.1f}{1000 * r['cpu_seconds'] / n:>12.3f}"
               f"{base['cpu_seconds'] / r['cpu_seconds']:>18.2f}{r['seconds'] / floor:>9.1f}{r['peak_mb']:>9.0f}")
     cold_wall, cold_cpu = results["dashboard_cold"]["timings"]["first load (leaderboard)"]
-    print(f"\nfirst page, cold caches (fresh server, empty sidecar): {cold_wall:.2f} s wall, {cold_cpu:.2f} s CPU = "
-          f"{cold_wall / floor:.1f}× floor (target ≤ 30×: {'met' if cold_wall <= 30 * floor else 'NOT met'})")
+    floor_cpu = results["floor"]["cpu_seconds"]
+    print(f"\nfloor (best of 3): {floor:.2f} s wall, {floor_cpu:.2f} s CPU")
+    print(f"first page, cold caches (fresh server, empty sidecar): {cold_wall:.2f} s wall = {cold_wall / floor:.1f}× "
+          f"the floor's wall, {cold_cpu:.2f} s CPU = {cold_cpu / floor_cpu:.1f}× its CPU (target ≤ 30×: "
+          f"{'met' if max(cold_wall / floor, cold_cpu / floor_cpu) <= 30 else 'NOT met'})")
     dash = results["dashboard"]
     print(f"\n{'dashboard (AppTest, warm sidecar)':<38}{'wall s':>8}{'CPU s':>8}")
     for name, (seconds, cpu) in dash["timings"].items():
