@@ -14,13 +14,19 @@ then measures, each in a fresh child process so its peak memory is its own:
    importing as the records evolve);
 3. ``cold cache`` — the first load ever (parse + write the sidecar cache);
 4. ``warm cache`` — every later load (a dashboard restart, a notebook, ``analyze``);
-5. ``dashboard`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with a warm
-   sidecar: the first run (load + leaderboard), then each page twice — the first render computes
-   its tables, the second is the cached render a user sees afterwards. No embeddings.
+5. ``dashboard, cold`` — :class:`streamlit.testing.v1.AppTest` on ``dashboards/app.py`` with the
+   sidecar cache emptied first: the first page a user opens after a fresh start on new runs
+   (load + parse + leaderboard), against the target of 30× the floor;
+6. ``dashboard`` — the same with a warm sidecar: the first run (load + leaderboard), then each
+   page twice — the first render computes its tables, the second is the cached render a user
+   sees afterwards, against the target of 1 s. No embeddings;
+7. ``training job`` — a job of ``--job-steps`` step runs (``--job-rollouts`` rollouts each, the
+   summary stored in run.json as the writers store it): the Training page's first render and
+   its cached render, against the target of 2 s.
 
-Ratios are against the baseline run in the same invocation. Prints a table; ``--json`` too.
-``--small`` (2 × 10 × 4 in a temporary folder) is the size ``.ci/run`` executes; it fails when a
-page raises.
+Ratios are against the floor and baseline measured in the same invocation. Prints a table;
+``--json`` too. ``--small`` (2 × 10 × 4, a 20-step job, in a temporary folder) is the size
+``.ci/run`` executes; it fails when a page raises.
 
     .venv/bin/python bench/bench_dashboard.py [--runs 12] [--problems 500] [--k 16] [--dir DIR] [--small]
 """
@@ -121,18 +127,24 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def floor_seconds(runs: list[Path]) -> tuple[float, int, int]:
-    """Seconds to read every stored response with pyarrow and count its blocks; responses; blocks."""
+def floor_seconds(runs: list[Path], repeats: int = 3) -> tuple[float, float]:
+    """Wall and CPU seconds to read every stored response with pyarrow and count its blocks: the
+    best of ``repeats`` (a shared machine's load inflates single wall times several fold)."""
+    times = [_floor_once(runs) for _ in range(repeats)]
+    return min(t[0] for t in times), min(t[1] for t in times)
+
+
+def _floor_once(runs: list[Path]) -> tuple[float, float]:
     import pyarrow.parquet as pq
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     n_responses = n_blocks = 0
     for run in runs:
         for part in sorted((run / "samples.parquet").glob("part-*.parquet")):
             for text in pq.read_table(part, columns=["response"]).column("response").to_pylist():
                 n_responses += 1
                 n_blocks += text.count("<Parallel>") if text else 0
-    return time.perf_counter() - started, n_responses, n_blocks
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def child_load(root: str, cache: bool) -> dict[str, Any]:
@@ -165,6 +177,65 @@ def child_dashboard(root: str) -> dict[str, Any]:
     return {"timings": timings, "peak_mb": _peak_mb(), "errors": errors, "load_average": os.getloadavg()[0]}
 
 
+def build_job(root: Path, n_steps: int, n_rollouts: int) -> list[Path]:
+    """A training job's step runs under ``root/train`` (reused when one of these sizes is there):
+    blocks open later and more often as steps go on; every run.json holds the step's summary."""
+    from pr1_eval.grading.annotate import annotate_structure
+    from pr1_eval.records.run import RunRecord
+    from pr1_eval.records.sample import SampleRecord
+    from pr1_eval.report.step_summary import step_summary
+    from pr1_eval.store.run_store import RunStore
+
+    manifest = root / "bench.json"
+    wanted = {"steps": n_steps, "rollouts": n_rollouts, "version": 1}
+    runs = [root / "train" / f"step-{step:06d}" for step in range(n_steps)]
+    if manifest.is_file() and json.loads(manifest.read_text()) == wanted:
+        return runs
+    shutil.rmtree(root, ignore_errors=True)
+    rng = random.Random(1)
+    pool = paragraphs(rng, 400)
+    for step, run in enumerate(runs):
+        progress = step / max(n_steps - 1, 1)
+        records = []
+        for i in range(n_rollouts):
+            answer, correct = i % 50, rng.random() < 0.2 + 0.5 * progress
+            record = SampleRecord(task="dapo", problem_id=f"q{i // 8:04d}", sample_idx=i % 8, gold=str(answer),
+                                  response=response(rng, pool, answer, progress, correct), finish_reason="stop",
+                                  correct=correct, reward=float(correct), grade_status="ok")
+            annotate_structure(record)
+            record.n_response_tokens = len(record.response) // 4
+            records.append(record)
+        training = {"job": "bench-job", "kind": "train", "step": step, "tags_kept": True,
+                    "reward_mode": "parallel_accuracy" if step < n_steps // 2 else "accuracy",
+                    "summary": step_summary(records)}
+        store = RunStore(run)
+        store.write_run(RunRecord.from_dict({"name": f"bench-job-train-step-{step:06d}", "status": "complete",
+                                             "model": {"step": step, "family": "bench-job"}, "k": 8,
+                                             "training": training}))
+        store.rewrite(records)
+    manifest.write_text(json.dumps(wanted))
+    return runs
+
+
+def child_training(root: str) -> dict[str, Any]:
+    """The Training page on the job: first render (summaries, sampled diversity), then cached."""
+    from streamlit.testing.v1 import AppTest
+
+    sys.argv = ["app.py", root]
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboards" / "app.py"), default_timeout=900)
+    timings: dict[str, Any] = {}
+    errors: list[str] = []
+    for attempt in ("start (leaderboard)", "training (first)", "training (cached)", "training (cached, again)"):
+        started, cpu = time.perf_counter(), time.process_time()
+        if attempt.startswith("start"):
+            app.run()
+        else:
+            app.switch_page("views/training.py").run()
+        timings[attempt] = (time.perf_counter() - started, time.process_time() - cpu)
+        errors += [f"{attempt}: {str(e.value)[:300]}" for e in app.exception]
+    return {"timings": timings, "peak_mb": _peak_mb(), "errors": errors}
+
+
 def run_child(kind: str, root: Path, env: dict[str, str]) -> dict[str, Any]:
     out = subprocess.run([sys.executable, __file__, "--child", kind, "--dir", str(root)], env=env,
                          capture_output=True, text=True, check=False)
@@ -180,17 +251,24 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--dir", default="/tmp/pr1-bench-dashboard", help="where the sweep and the caches live")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--small", action="store_true", help="2 × 10 × 4 in a temporary folder (CI)")
-    parser.add_argument("--child", choices=["load-baseline", "load-cache", "dashboard"], help=argparse.SUPPRESS)
+    parser.add_argument("--job-steps", type=int, default=300, help="steps of the training job (Training page)")
+    parser.add_argument("--job-rollouts", type=int, default=200,
+                        help="rollouts per step of the training job (300 × 200 is over the dashboard's full-load limit, "
+                             "as a real job is: the Training page reads the summaries)")
+    parser.add_argument("--small", action="store_true", help="2 × 10 × 4 and a 20-step job in a temporary folder (CI)")
+    parser.add_argument("--child", choices=["load-baseline", "load-cache", "dashboard", "training"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         sweep = str(Path(args.dir) / "sweep")
         result = (child_load(sweep, cache=False) if args.child == "load-baseline" else
-                  child_load(sweep, cache=True) if args.child == "load-cache" else child_dashboard(sweep))
+                  child_load(sweep, cache=True) if args.child == "load-cache" else
+                  child_training(str(Path(args.dir) / "job")) if args.child == "training" else child_dashboard(sweep))
         print(json.dumps(result))
         return
     if args.small:
         args.runs, args.problems, args.k, args.dir = 2, 10, 4, tempfile.mkdtemp(prefix="pr1-bench-dashboard-")
+        args.job_steps, args.job_rollouts = 20, 8
     try:
         failed = measure(args)
     finally:
@@ -211,12 +289,18 @@ def measure(args: argparse.Namespace) -> bool:
     for stale in cache.glob("*.parquet") if cache.is_dir() else []:
         stale.unlink()
     env = {**os.environ, "PR1_LOADER_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    floor, _, _ = floor_seconds(runs)
-    results = {"floor": {"seconds": floor}, "baseline": run_child("load-baseline", root, env),
+    build_job(root / "job", args.job_steps, args.job_rollouts)
+    floor, floor_cpu = floor_seconds(runs)
+    results = {"floor": {"seconds": floor, "cpu_seconds": floor_cpu}, "baseline": run_child("load-baseline", root, env),
                "cold": run_child("load-cache", root, env),
-               "warm": run_child("load-cache", root, env), "dashboard": run_child("dashboard", root, env)}
+               "warm": run_child("load-cache", root, env)}
+    for stale in cache.glob("*.parquet"):
+        stale.unlink()
+    results["dashboard_cold"] = run_child("dashboard", root, env)
+    results["dashboard"] = run_child("dashboard", root, env)
+    results["training"] = run_child("training", root, env)
     report(results, args)
-    return bool(results["dashboard"]["errors"])
+    return any(results[key]["errors"] for key in ("dashboard_cold", "dashboard", "training"))
 
 
 def report(results: dict[str, Any], args: argparse.Namespace) -> None:
@@ -233,12 +317,28 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         r = results[key]
         print(f"{name:<38}{r['seconds']:>8.1f}{r['cpu_seconds']:>8.1f}{1000 * r['cpu_seconds'] / n:>12.3f}"
               f"{base['cpu_seconds'] / r['cpu_seconds']:>18.2f}{r['seconds'] / floor:>9.1f}{r['peak_mb']:>9.0f}")
+    cold_wall, cold_cpu = results["dashboard_cold"]["timings"]["first load (leaderboard)"]
+    floor_cpu = results["floor"]["cpu_seconds"]
+    print(f"\nfloor (best of 3): {floor:.2f} s wall, {floor_cpu:.2f} s CPU")
+    print(f"first page, cold caches (fresh server, empty sidecar): {cold_wall:.2f} s wall = {cold_wall / floor:.1f}× "
+          f"the floor's wall, {cold_cpu:.2f} s CPU = {cold_cpu / floor_cpu:.1f}× its CPU (target ≤ 30×: "
+          f"{'met' if max(cold_wall / floor, cold_cpu / floor_cpu) <= 30 else 'NOT met'})")
     dash = results["dashboard"]
     print(f"\n{'dashboard (AppTest, warm sidecar)':<38}{'wall s':>8}{'CPU s':>8}")
     for name, (seconds, cpu) in dash["timings"].items():
-        print(f"{name:<38}{seconds:>8.2f}{cpu:>8.2f}  ({seconds / floor:.1f}× floor)")
+        target = "" if "cached" not in name else f"  target < 1 s: {'met' if seconds < 1 else 'NOT met'}"
+        print(f"{name:<38}{seconds:>8.2f}{cpu:>8.2f}  ({seconds / floor:.1f}× floor){target}")
+    slowest = max((t for n, t in dash["timings"].items() if "cached" in n), key=lambda t: t[0])
+    print(f"slowest cached page: {slowest[0]:.2f} s wall ({slowest[1]:.2f} s CPU)")
     print(f"peak memory of the dashboard process: {dash['peak_mb']:.0f} MB (load average then {dash['load_average']:.1f})")
-    for error in dash["errors"]:
+    job = results["training"]
+    print(f"\n{'training job: ' + str(args.job_steps) + ' steps × ' + str(args.job_rollouts) + ' rollouts':<38}"
+          f"{'wall s':>8}{'CPU s':>8}")
+    for name, (seconds, cpu) in job["timings"].items():
+        target = "" if "cached" not in name else f"  target < 2 s: {'met' if seconds < 2 else 'NOT met'}"
+        print(f"{name:<38}{seconds:>8.2f}{cpu:>8.2f}{target}")
+    print(f"peak memory of the training-page process: {job['peak_mb']:.0f} MB")
+    for error in results["dashboard_cold"]["errors"] + dash["errors"] + job["errors"]:
         print(f"ERROR {error}")
     if args.json:
         print(json.dumps(results, indent=2))

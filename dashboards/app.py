@@ -1,7 +1,8 @@
 """The dashboard's entry script: ``streamlit run dashboards/app.py -- RUNS…`` (or ``pr1-eval dashboard``).
 
 It loads the runs named after ``--`` (``./runs`` when none), renders the sidebar filters every
-page shares (:func:`dashboards.data.build_context`), and hands over to the chosen page.
+page shares (:func:`dashboards.data.build_context`), and hands over to the chosen page. With
+``--follow SECONDS`` among them it also watches the folders for new runs (:mod:`dashboards.follow`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 import streamlit as st
 
 from dashboards.data import build_context
+from dashboards.follow import watch
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: (file, title, url path) of every page, in the sidebar's order; the first is the home page.
@@ -29,11 +31,24 @@ def main() -> None:
     pages = [st.Page(path, title=title, url_path=url, default=i == 0) for i, (path, title, url) in enumerate(PAGES)]
     navigation = st.navigation(pages)
     context = build_context(sys.argv[1:])
+    if context.follow is not None:
+        with st.sidebar:
+            watch(context.paths, context.signature, context.follow)
+    training_page = navigation.url_path == "training"
+    if context.loaded.samples.empty and context.training and training_page:
+        navigation.run()  # a job's steps too many to load in full: the Training page reads their summaries
+        return
     if context.loaded.samples.empty:
-        st.error("No run could be loaded. Start the dashboard with run directories or folders holding them, e.g. "
-                 "`pr1-eval dashboard pr1-demo`; the sidebar lists what was tried and why it failed.")
+        if context.training:
+            st.info(f"{len(context.training)} training-step run(s), shown on the Training dynamics page from their "
+                    "summaries; they hold too many samples to load here.")
+        elif context.follow is not None:
+            st.info("No run yet in the followed folder(s); this page shows the runs as soon as they are written.")
+        else:
+            st.error("No run could be loaded. Start the dashboard with run directories or folders holding them, "
+                     "e.g. `pr1-eval dashboard pr1-demo`; the sidebar lists what was tried and why it failed.")
         st.stop()
-    if not context.runs or not context.tasks:
+    if (not context.runs or not context.tasks) and not (training_page and context.training):
         st.info("Select at least one run and one task in the sidebar.")
         st.stop()
     address = str(st.get_option("server.address") or "")

@@ -22,7 +22,10 @@ DESCRIPTION = ("Serve a Streamlit dashboard of the runs: the leaderboard, traini
                "comparison, and every trace with its blocks. Open the printed address in a browser; "
                "Ctrl-C stops it.")
 EXAMPLES = (f"  pr1-eval dashboard            # the runs under ./{DEFAULT_RUNS}\n"
-            "  pr1-eval dashboard runs/sweep --port 8600")
+            "  pr1-eval dashboard runs/sweep --port 8600\n"
+            "  pr1-eval dashboard --follow runs/job   # a running job: new steps show within --poll seconds")
+#: Seconds between scans of a followed folder (a new step shows within this plus its own read).
+DEFAULT_POLL_S = 30.0
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +37,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 exposes every response "
                         "to the network)")
+    p.add_argument("--follow", action="append", default=[], metavar="DIR",
+                   help="a folder a running job (or `import-verl --follow`) writes runs into: served like RUNS, "
+                        "and scanned every --poll seconds, so new steps show without a restart; it may be empty "
+                        "at first")
+    p.add_argument("--poll", type=float, default=DEFAULT_POLL_S, metavar="SECONDS",
+                   help=f"seconds between scans of the --follow folders (default {DEFAULT_POLL_S:g})")
     p.set_defaults(func=_run_dashboard)
 
 
@@ -41,4 +50,6 @@ def _run_dashboard(args: argparse.Namespace) -> int:
     """The ``dashboard`` handler: serve until Ctrl-C (:func:`dashboards.launch.run_dashboard`)."""
     from dashboards.launch import run_dashboard
 
-    return run_dashboard(args.runs or [DEFAULT_RUNS], host=args.host, port=args.port)
+    runs = [*args.runs, *args.follow] or [DEFAULT_RUNS]
+    return run_dashboard(runs, host=args.host, port=args.port, follow=args.poll if args.follow else None,
+                         follow_dirs=list(args.follow))

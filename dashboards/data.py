@@ -11,6 +11,17 @@ reloaded on the next rerun, and nothing stale is ever shown.
 Only runs given on the command line are ever loaded: pages select among their *names*
 (query parameters included); no path from a browser is opened.
 
+Loaded run by run: each run's frames are kept under its own signature, so when one run changes
+(a followed job lands a step, a run is regraded) only that run is read again and the rest are
+reused; the merged frames of the previous state are dropped with everything derived from them.
+
+Training-step runs (a ``training`` section with a kind and a step, one run per step of a job:
+:mod:`analysis.training_steps`) are indexed from their run.json for the Training page. They
+join the loaded frames too (so the other pages and the trace viewer see them) while all of them
+together hold at most :data:`TRAINING_LOAD_LIMIT` samples; a real job's 4,096 rollouts × 300
+steps are far beyond what a page can hold, and then only the Training page shows them, from
+their summaries, and the sidebar says so.
+
 Completeness: every page reads :attr:`Context.completeness` (the loader's check against each
 ``run.json``, laid out by :func:`analysis.completeness.loaded_completeness`), marks an incomplete
 run × task where its numbers appear (:meth:`Context.mark`, :meth:`Context.incomplete_caption`) and
@@ -24,6 +35,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -31,11 +43,15 @@ import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
 from analysis.loader import LoadedRuns, load_runs, runs_signature
+from analysis.training_steps import CACHE, step_row, training_section
 from dashboards.command import DEFAULT_RUNS
 from dashboards.components import widget_default
 
 _CONTEXT_KEY = "pr1_context"
 T = TypeVar("T")
+#: Most samples, over all training-step runs together, that are loaded in full (see the module docstring).
+TRAINING_LOAD_LIMIT = 50_000
+FOLLOW_FLAG = "--follow"
 
 
 class Memo:
@@ -62,30 +78,102 @@ class Memo:
         with self._lock:
             self._values.clear()
 
+    def drop(self, stale: Callable[[Hashable], bool]) -> None:
+        """Forget every value whose key is ``stale``."""
+        with self._lock:
+            for key in [k for k in self._values if stale(k)]:
+                del self._values[key]
+
 
 MEMO = Memo()
 
 
 def run_arguments(argv: Sequence[str]) -> tuple[str, ...]:
-    """The runs given after ``--`` to the app (``./runs`` when none)."""
-    return tuple(argv) or (DEFAULT_RUNS,)
+    """The runs given after ``--`` to the app (``./runs`` when none), without the follow option."""
+    return app_options(argv)[0]
 
 
-def load(paths: tuple[str, ...]) -> tuple[LoadedRuns, Any]:
-    """The loaded runs and their signature; the first load shows a progress bar."""
+def app_options(argv: Sequence[str]) -> tuple[tuple[str, ...], float | None]:
+    """The runs and, with ``--follow SECONDS`` (as ``pr1-eval dashboard --follow`` passes it), how
+    often the run folders are scanned for new or changed runs."""
+    items, follow = list(argv), None
+    if FOLLOW_FLAG in items:
+        at = items.index(FOLLOW_FLAG)
+        follow = float(items[at + 1])
+        del items[at:at + 2]
+    return tuple(items) or (DEFAULT_RUNS,), follow
+
+
+@dataclass
+class RunSet:
+    """What the runs given on the command line hold, at one signature."""
+
+    loaded: LoadedRuns
+    signature: Any
+    training: dict[str, Any]  # run directory → its signature, for every training-step run
+    training_left_out: int = 0  # samples of training-step runs not loaded (over TRAINING_LOAD_LIMIT)
+
+
+_CURRENT: dict[tuple[str, ...], RunSet] = {}
+_CURRENT_LOCK = threading.RLock()
+
+
+def load(paths: tuple[str, ...]) -> RunSet:
+    """The runs under ``paths`` at their current signature; a changed run is read again (with a
+    progress bar), the others come from memory."""
     signature = runs_signature(paths)
+    with _CURRENT_LOCK:
+        held = _CURRENT.get(paths)
+        if held is not None and held.signature == signature:
+            return held
+        found = _load(signature)
+        _CURRENT[paths] = found
+        if held is not None:  # everything derived from the previous state goes with it
+            MEMO.drop(lambda key: isinstance(key, tuple) and len(key) > 0 and key[0] == held.signature)
+        return found
 
-    def compute() -> LoadedRuns:
-        bar = st.progress(0.0, text="Loading runs…")
 
-        def progress(done: int, total: int, what: str) -> None:
-            bar.progress(done / max(total, 1), text=f"Loading runs: {what} ({done}/{total})")
-
-        loaded = load_runs(list(paths), tokenizer=None, progress=progress)
+def _load(signature: tuple[Any, ...]) -> RunSet:
+    runs = [(Path(d), s) for d, s in signature if not isinstance(s, str)]
+    failures = [(str(p), str(r)) for p, r in signature if isinstance(r, str)]
+    CACHE.forget_others([d for d, _ in runs])
+    training = {str(d): s for d, s in runs if training_section(d, s) is not None}
+    rows = sum(int((step_row(Path(d), s) or {}).get("n_samples") or 0) for d, s in training.items())
+    left_out = rows if rows > TRAINING_LOAD_LIMIT else 0
+    wanted = [(d, s) for d, s in runs if not (left_out and str(d) in training)]
+    bar = None
+    parts = []
+    for i, (run_dir, run_sig) in enumerate(wanted):
+        def read(run_dir: Path = run_dir) -> LoadedRuns:
+            return load_runs([run_dir], tokenizer=None)
+        if bar is None:
+            bar = st.progress(0.0, text="Loading runs…")
+        bar.progress(i / max(len(wanted), 1), text=f"Loading runs: {run_dir.name} ({i}/{len(wanted)})")
+        parts.append(CACHE.get(run_dir, run_sig, "loaded", read))
+    if bar is not None:
         bar.empty()
-        return loaded
+    return RunSet(loaded=merge_loaded(parts, [d for d, _ in wanted], failures), signature=signature,
+                  training=training, training_left_out=left_out)
 
-    return MEMO.get(("runs", paths, signature), compute), signature
+
+def merge_loaded(parts: list[LoadedRuns], run_dirs: list[Path], failures: list[tuple[str, str]]) -> LoadedRuns:
+    """One :class:`LoadedRuns` of runs loaded one by one (as :func:`load_runs` of all of them
+    gives it); when two runs share a name, they are loaded together, which names them by path."""
+    names = [name for part in parts for name in part.run_info]
+    if len(names) != len(set(names)):
+        merged = load_runs(run_dirs, tokenizer=None)
+        merged.failures[:0] = [f for f in failures if f not in merged.failures]
+        return merged
+    samples = [p.samples for p in parts if not p.samples.empty]
+    blocks = [p.blocks for p in parts if not p.blocks.empty]
+    empty = load_runs([], tokenizer=None)  # the frames' columns, when no run gives any
+    return LoadedRuns(
+        samples=pd.concat(samples, ignore_index=True) if samples else empty.samples,
+        blocks=pd.concat(blocks, ignore_index=True) if blocks else empty.blocks,
+        failures=failures + [f for p in parts for f in p.failures],
+        notes=[n for p in parts for n in p.notes],
+        run_info={k: v for p in parts for k, v in p.run_info.items()},
+        completeness={k: v for p in parts for k, v in p.completeness.items()})
 
 
 @dataclass
@@ -99,6 +187,11 @@ class Context:
     all_runs: list[str] = field(default_factory=list)
     completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
     include_incomplete: bool = False
+    #: Every training-step run found (run directory → signature), loaded in full or not.
+    training: dict[str, Any] = field(default_factory=dict)
+    training_left_out: int = 0
+    paths: tuple[str, ...] = ()
+    follow: float | None = None
 
     def key(self, *parts: Hashable) -> tuple[Hashable, ...]:
         return (self.signature, tuple(self.runs), tuple(self.tasks), *parts)
@@ -171,17 +264,31 @@ def _keep_valid(key: str, options: list[str]) -> None:
         st.session_state[key] = [v for v in st.session_state[key] if v in options]
 
 
+def _select_new(key: str, options: list[str]) -> None:
+    """Add options that appeared since the last rerun to a remembered selection: a followed job's
+    new steps are shown without a click (an option the reader removed stays removed)."""
+    seen_key = f"{key}__seen"
+    seen = st.session_state.get(seen_key)
+    if key in st.session_state and seen is not None:
+        st.session_state[key] = [*st.session_state[key], *(o for o in options if o not in seen)]
+    st.session_state[seen_key] = list(options)
+
+
 def build_context(argv: Sequence[str]) -> Context:
     """Load the runs and render the sidebar filters; every page reads the result via :func:`context`."""
-    loaded, signature = load(run_arguments(argv))
+    paths, follow = app_options(argv)
+    found = load(paths)
+    loaded, signature = found.loaded, found.signature
     names = run_order(loaded.samples) if not loaded.samples.empty else []
     with st.sidebar:
         _keep_valid("filter_runs", names)
+        _select_new("filter_runs", names)
         runs = st.multiselect("Runs", names, default=widget_default("filter_runs", names), key="filter_runs",
                               help="runs given on the command line; every page shows only these")
         present = loaded.samples[loaded.samples["run"].isin(runs)]["task"].unique().tolist()
         tasks = sorted(str(t) for t in present)
         _keep_valid("filter_tasks", tasks)
+        _select_new("filter_tasks", tasks)
         chosen_tasks = st.multiselect("Tasks", tasks, default=widget_default("filter_tasks", tasks), key="filter_tasks")
         include = st.toggle(INCLUDE_LABEL, value=False, key="include_incomplete",
                             help="runs or tasks holding fewer samples than their run.json declares (a killed run, a "
@@ -201,8 +308,13 @@ def build_context(argv: Sequence[str]) -> Context:
             with st.expander(f"{len(loaded.notes)} note(s) on loaded runs"):
                 for note in loaded.notes:
                     st.text(note)
+        if found.training_left_out:
+            st.caption(f"{len(found.training)} training-step run(s) hold {found.training_left_out:,} samples, more "
+                       f"than the {TRAINING_LOAD_LIMIT:,} loaded in full: the Training page shows them from their "
+                       "summaries; pass one step's run folder to read its rollouts on the other pages.")
     context = Context(loaded=loaded, signature=signature, runs=list(runs), tasks=list(chosen_tasks), all_runs=names,
-                      completeness=completeness, include_incomplete=bool(include))
+                      completeness=completeness, include_incomplete=bool(include), training=found.training,
+                      training_left_out=found.training_left_out, paths=paths, follow=follow)
     st.session_state[_CONTEXT_KEY] = context
     return context
 

@@ -66,11 +66,13 @@ def app_path() -> Path:
     return Path(__file__).resolve().with_name("app.py")
 
 
-def streamlit_command(runs: Sequence[str], host: str, port: int) -> list[str]:
-    """The ``python -m streamlit run`` command line serving ``runs``."""
+def streamlit_command(runs: Sequence[str], host: str, port: int, follow: float | None = None) -> list[str]:
+    """The ``python -m streamlit run`` command line serving ``runs`` (rescanned every ``follow``
+    seconds when given: the app's ``--follow SECONDS``)."""
     options = {**SERVER_OPTIONS, "server.address": host, "server.port": str(port)}
     flags = [f"--{key}={value}" for key, value in options.items()]
-    return [sys.executable, "-m", "streamlit", "run", str(app_path()), *flags, "--", *runs]
+    following = [] if follow is None else ["--follow", f"{follow:g}"]
+    return [sys.executable, "-m", "streamlit", "run", str(app_path()), *flags, "--", *following, *runs]
 
 
 def check_port(host: str, port: int) -> None:
@@ -91,10 +93,17 @@ def check_port(host: str, port: int) -> None:
                                f"--port {port + 1}") from None
 
 
-def resolve_runs(runs: Sequence[str]) -> list[str]:
-    """Absolute paths of the given runs or roots; fails when nothing under them is a run."""
+def resolve_runs(runs: Sequence[str], follow_dirs: Sequence[str] = ()) -> list[str]:
+    """Absolute paths of the given runs or roots; fails when nothing under them is a run, unless
+    a followed folder exists (a job that has not written its first step yet)."""
     from analysis.loader import discover_runs
 
+    for folder in follow_dirs:
+        if not Path(folder).expanduser().is_dir():
+            raise Pr1EvalError(f"--follow {folder}: not a folder; create it, or pass the folder the job (or "
+                               "`pr1-eval import-verl --follow --out`) writes its runs into")
+    if follow_dirs:
+        return [str(Path(r).expanduser().resolve()) for r in runs if Path(r).expanduser().exists()]
     found, failures = discover_runs(runs)
     for path, reason in failures:
         print(f"warning: {path}: {reason}", file=sys.stderr)
@@ -130,15 +139,21 @@ def child_setup() -> Callable[[], None]:
     return setup
 
 
-def run_dashboard(runs: Sequence[str], host: str, port: int) -> int:
+def run_dashboard(runs: Sequence[str], host: str, port: int, follow: float | None = None,
+                  follow_dirs: Sequence[str] = ()) -> int:
     """Serve the dashboard until Ctrl-C, SIGTERM or SIGHUP (exit 0) or until Streamlit stops (its
-    exit status)."""
-    paths = resolve_runs(runs)
+    exit status); with ``follow``, the app rescans its folders every ``follow`` seconds."""
+    if follow is not None and not 0 < follow <= 3600:
+        raise Pr1EvalError(f"--poll {follow:g}: give the seconds between scans, more than 0 and at most 3600 (e.g. 30)")
+    paths = resolve_runs(runs, follow_dirs)
     check_port(host, port)
-    process = subprocess.Popen(streamlit_command(paths, host, port), preexec_fn=child_setup())  # noqa: PLW1509
+    command = streamlit_command(paths, host, port, follow)
+    process = subprocess.Popen(command, preexec_fn=child_setup())  # noqa: PLW1509
     previous = {signum: signal.signal(signum, _request_stop) for signum in FORWARDED}
     try:
-        print(f"pr1-eval dashboard: {url(host, port)}  (runs from {', '.join(paths)}; Ctrl-C stops it)", flush=True)
+        watching = "" if follow is None else f"; following {', '.join(follow_dirs)} every {follow:g} s"
+        print(f"pr1-eval dashboard: {url(host, port)}  (runs from {', '.join(paths)}{watching}; Ctrl-C stops it)",
+              flush=True)
         return process.wait()
     except (_StopRequested, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, _StopRequested) else signal.SIGINT

@@ -1,4 +1,8 @@
-"""Training dynamics: how accuracy and branching move with the checkpoint step, one line per model family.
+"""Training dynamics: a training job's own steps (:mod:`dashboards.training_job`), then how accuracy
+and branching move with the checkpoint step of evaluated checkpoints, one line per model family.
+
+Training-step runs (a job's rollouts or validation, one run per step) appear only in the first
+part; the checkpoint part is about runs that evaluated a checkpoint.
 
 Structure metrics come from :func:`analysis.stats.structure_stats`, accuracy from the report's
 :func:`pr1_eval.report.run_report.run_report` and path diversity from :mod:`analysis.diversity`, all per
@@ -23,6 +27,7 @@ from analysis.stats import structure_stats
 from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample
+from dashboards.training_job import render_job
 from pr1_eval.report.names import metric_name
 from pr1_eval.report.run_report import run_report
 
@@ -42,7 +47,7 @@ METRICS: dict[str, str] = {
 def step_points(ctx: Context, max_blocks: int) -> pd.DataFrame:
     """One row per family × decoding × task × step with every metric of :data:`METRICS`."""
     samples = ctx.trend_samples()
-    stepped = samples[samples["step"].notna()]
+    stepped = samples[samples["step"].notna() & ~samples["run_path"].isin(set(ctx.training))]
     if stepped.empty:
         return pd.DataFrame(columns=KEYS + list(METRICS) + ["complete"])
     stepped = stepped.assign(_complete=cell_flags(stepped, ctx.completeness))
@@ -100,6 +105,12 @@ def figure(points: pd.DataFrame, metric: str) -> go.Figure:
 def render() -> None:
     ctx = context()
     st.title("Training dynamics")
+    if ctx.training:
+        render_job(ctx)
+    if ctx.loaded.samples.empty or not ctx.runs or not ctx.tasks:
+        return
+    if ctx.training and set(ctx.loaded.samples["run_path"].unique()) <= set(ctx.training):
+        return  # every loaded run is a training step: no evaluated checkpoint to draw
     with st.sidebar:
         chosen = st.multiselect("Metrics", list(METRICS), default=list(METRICS), format_func=lambda m: METRICS[m],
                                 key="td_metrics")
@@ -107,10 +118,14 @@ def render() -> None:
                                          step=100, key="td_max_blocks"))
     with st.spinner("Computing metrics per checkpoint step…"):
         points = ctx.cached("step_points", lambda: step_points(ctx, max_blocks), max_blocks, ctx.include_incomplete)
+    if points.empty and ctx.training:
+        return
     if points.empty:
         st.info("None of the selected runs carries a checkpoint step (run.json model.step, or global_step_N in "
                 "the model path). Select runs of a training job to see its dynamics.")
         return
+    if ctx.training:
+        st.header("Evaluated checkpoints")
     st.caption(f"{points['step'].nunique()} step(s); one line per model family × decoding × task. Path diversity "
                "is the mean symmetrised BLEU (0–1) of sibling paths.")
     if (sentence := ctx.incomplete_caption("these points and trends")) is not None:

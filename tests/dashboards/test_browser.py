@@ -50,6 +50,7 @@ from tests.support.hostile_fixtures import (
     build_hostile_runs,
     payload,
 )
+from tests.support.training_job_fixtures import STEPS, build_job, write_step
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -351,3 +352,37 @@ def test_leaderboard_and_analyze_html_show_hostile_text_inert(report_pages: dict
         missing = [text for text in HTML_TEXTS.get(name, ()) if text not in dom["text"]]
         assert not missing, f"{name}: not on the page as literal text: {missing}"
         assert RUN_ATTACK in dom["text"] or name.startswith("analyze"), name
+
+
+def test_a_followed_job_shows_new_steps_without_a_reload(browser: DevTools, tmp_path: Path) -> None:
+    """``pr1-eval dashboard --follow JOB --poll 2`` on the Training page: a step written while the page
+    is open appears on it, no reload, no click; the screenshot shows the job's figures."""
+    job = tmp_path / "job"
+    build_job(job)
+    port = free_port()
+    log = tmp_path / "server.log"
+    env = {**os.environ, "PR1_LOADER_CACHE": str(tmp_path / "cache")}
+    with log.open("w", encoding="utf-8") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", "--follow", str(job),
+                                    "--poll", "2", "--port", str(port)], env=env, stdout=sink,
+                                   stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_healthy(process, base, log)
+        before = f"training rollouts: {len(STEPS)} step(s)"
+        state = browser.open(base + "training", (before, "reward: parallel_accuracy → accuracy", "Following"))
+        assert state["title"] == "Training dynamics"
+        assert before in browser.evaluate(TEXT)
+        browser.screenshot(artifacts() / "training-job.png")
+        write_step(job, "train", 300, len(STEPS), with_summary=True)
+        after = f"training rollouts: {len(STEPS) + 1} step(s)"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and after not in browser.evaluate(TEXT):
+            time.sleep(1.0)
+        assert after in browser.evaluate(TEXT), "the new step did not appear within 60 s"
+        assert_inert(browser.evaluate(ATTACKS), "training job")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    output = log.read_text(encoding="utf-8")
+    assert "Traceback" not in output and "following" in output, output

@@ -131,3 +131,17 @@ def test_killing_the_dashboard_frees_its_port(tmp_path: Path, signum: signal.Sig
             process.kill()
     if signum != signal.SIGKILL:
         assert process.returncode == 0 and f"dashboard stopped ({signum.name})" in output, output
+
+
+def test_follow_passes_its_period_to_the_app_and_serves_an_empty_folder(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["dashboard", "--follow", str(tmp_path), "--poll", "5"])
+    assert (args.runs, args.follow, args.poll) == ([], [str(tmp_path)], 5.0)
+    command = streamlit_command([str(tmp_path)], "127.0.0.1", 8765, follow=5.0)
+    assert command[command.index("--") + 1:] == ["--follow", "5", str(tmp_path)]
+    assert resolve_runs([str(tmp_path)], follow_dirs=[str(tmp_path)]) == [str(tmp_path.resolve())]  # no run yet: fine
+    with pytest.raises(Pr1EvalError, match="--follow .*not a folder"):
+        resolve_runs([str(tmp_path / "nowhere")], follow_dirs=[str(tmp_path / "nowhere")])
+    from dashboards.data import app_options
+
+    assert app_options(["--follow", "5", "/r/a"]) == (("/r/a",), 5.0)
+    assert app_options(["/r/a"]) == (("/r/a",), None)
