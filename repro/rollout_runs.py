@@ -75,6 +75,8 @@ class RolloutRunsOptions:
     chunk: int = 256
     max_wait_s: float = 2.0
     response_budget: int | None = None
+    reward_mode: str | None = None  # the stage's reward mode (reward_kwargs.mode), recorded per step
+    switch_step: int | None = None  # mid_training: the step after which the reward is accuracy only
 
 
 def validation_size(files: Any, default_n: int) -> tuple[int | None, int]:
@@ -105,12 +107,18 @@ def options_from_config(config: Any) -> RolloutRunsOptions | None:
     val_n = int(rollout.val_kwargs.get("n", 1) or 1)
     val_rows, val_most = (int(section["val_rows"]), val_n) if section.get("val_rows") else validation_size(
         config.data.get("val_files"), val_n)
+    reward = dict(((config.get("reward", {}) or {}).get("custom_reward_function", {}) or {}).get("reward_kwargs", {})
+                  or {})
+    mode = reward.get("mode")
     return RolloutRunsOptions(
         root=Path(str(section["dir"])).expanduser().resolve(), job=str(config.trainer.get("experiment_name") or "job"),
         train_rows=int(config.data.train_batch_size) * int(rollout.n), train_n=int(rollout.n), val_rows=val_rows,
         val_n=val_most, every=max(1, int(section.get("every", 1) or 1)), chunk=int(section.get("chunk", 256) or 256),
         max_wait_s=float(section.get("max_wait_s", 2.0) or 2.0),
         response_budget=int(rollout.get("response_length") or config.data.get("max_response_length") or 0) or None,
+        reward_mode=None if mode is None else str(mode),
+        switch_step=int(reward["switch_step"]) if mode == "mid_training" and reward.get("switch_step") is not None
+        else None,
     )
 
 
@@ -255,7 +263,10 @@ class RolloutRunWriter:
             packages=package_versions(), started_at=now_iso(), position_unit=None,
             training={"job": o.job, "kind": kind, "step": step, "format": FORMAT, "tags_kept": True,
                       "structure_measurable": True, "attempt": self.attempt, "expected_rows": expected,
-                      "rows_seen": 0, "rows_stored": 0, "every": o.every if kind == "train" else 1},
+                      "rows_seen": 0, "rows_stored": 0, "every": o.every if kind == "train" else 1,
+                      # what the Training page marks as the curriculum's switch (analysis.training_steps)
+                      **({"reward_mode": o.reward_mode} if o.reward_mode else {}),
+                      **({"switch_step": o.switch_step} if o.switch_step is not None else {})},
         )
 
     def _complete(self, store: RunStore, record: RunRecord) -> RunRecord:

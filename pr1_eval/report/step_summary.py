@@ -12,7 +12,10 @@ Every value is over the step's samples as stored: a pooled share or mean over sa
 problem of a training step holds its group of rollouts), ``best_at_k`` the mean over problems
 of VERL's best@k with k = the step's samples per problem (None when that is 1). Structure
 values are None when the dump lost the tags (``tags_kept`` False): a stripped response has no
-blocks to count, and 0 would read as "the model stopped branching".
+blocks to count, and 0 would read as "the model stopped branching". Accuracy is the grader's
+verdict (could-not-score counts as wrong, as in the report); for a sample left ungraded (an
+import without grading) it is the job's own reward accuracy (``reward_acc``), and a sample with
+neither is left out, so an ungraded step never reads as all wrong.
 """
 
 from __future__ import annotations
@@ -35,24 +38,35 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _verdict(record: SampleRecord) -> bool | None:
+    """The grader's verdict, else (ungraded) the job's reward accuracy, else unknown."""
+    if record.grade_status != "ungraded":
+        return bool(record.correct)
+    return record.reward_acc
+
+
 def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> dict[str, Any]:
     """The summary of one step's samples (see the module docstring for each value)."""
     samples = list(records)
     groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    sizes: dict[tuple[str, str], int] = defaultdict(int)
     for r in samples:
-        groups[(r.task, r.problem_id)].append(bool(r.correct))
-    k = max((len(g) for g in groups.values()), default=0)
+        sizes[(r.task, r.problem_id)] += 1
+        verdict = _verdict(r)
+        if verdict is not None:
+            groups[(r.task, r.problem_id)].append(verdict)
+    k = max(sizes.values(), default=0)
     rewards = [float(r.reward) for r in samples if r.reward is not None]
     tokens = [float(r.n_response_tokens) for r in samples if r.n_response_tokens is not None]
     firsts = [r.block_rel_starts[0] for r in samples if r.block_rel_starts]
     summary: dict[str, Any] = {
         "version": STEP_SUMMARY_VERSION,
         "n_samples": len(samples),
-        "n_problems": len(groups),
+        "n_problems": len(sizes),
         "k": k,
         "reward_mean": _mean(rewards),
-        "accuracy": _mean([float(bool(r.correct)) for r in samples]),
-        "best_at_k": (_mean([best_at_k(len(g), sum(g), len(g)) for g in groups.values()]) if k > 1 else None),
+        "accuracy": _mean([float(v) for g in groups.values() for v in g]),
+        "best_at_k": (_mean([best_at_k(len(g), sum(g), len(g)) for g in groups.values() if g]) if k > 1 else None),
         "parallel_ratio": parallel_ratio(sum(r.has_parallel for r in samples), len(samples))
         if tags_kept and samples else None,
         "blocks_per_response": _mean([float(r.n_blocks) for r in samples]) if tags_kept else None,

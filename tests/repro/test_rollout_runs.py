@@ -183,3 +183,25 @@ def test_the_validation_size_is_read_from_the_files(tmp_path: Path) -> None:
     assert validation_size([str(with_n)], 1) == (17, 16)
     assert validation_size(str(plain), 2) == (6, 2)
     assert validation_size([str(tmp_path / "missing.parquet")], 2) == (None, 2)
+
+
+def test_the_stage_config_names_the_sizes_and_the_mid_training_switch(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from repro.rollout_runs import options_from_config
+
+    def config(mode: str) -> object:
+        return OmegaConf.create({
+            "repro": {"rollout_runs": {"dir": str(tmp_path), "every": 2, "val_rows": 64}},
+            "actor_rollout_ref": {"rollout": {"n": 8, "val_kwargs": {"n": 1}, "response_length": 3000}},
+            "data": {"train_batch_size": 512, "val_files": None},
+            "trainer": {"experiment_name": "s2"},
+            "reward": {"custom_reward_function": {"reward_kwargs": {"mode": mode, "switch_step": 200}}},
+        })
+
+    mid = options_from_config(config("mid_training"))
+    assert mid is not None
+    assert (mid.job, mid.train_rows, mid.train_n, mid.val_rows, mid.every) == ("s2", 512 * 8, 8, 64, 2)
+    assert (mid.reward_mode, mid.switch_step, mid.response_budget) == ("mid_training", 200, 3000)
+    plain = options_from_config(config("accuracy"))
+    assert plain is not None and (plain.reward_mode, plain.switch_step) == ("accuracy", None)  # no switch to mark

@@ -9,8 +9,9 @@ from pr1_eval.report.step_summary import STEP_SUMMARY_KEYS, step_summary, stored
 
 
 def _sample(pid: str, idx: int, *, correct: bool, blocks: list[float], tokens: int, cut: bool = False,
-            reward: float | None = None) -> SampleRecord:
-    return SampleRecord(task="train", problem_id=pid, sample_idx=idx, correct=correct, has_parallel=bool(blocks),
+            reward: float | None = None, graded: bool = True, reward_acc: bool | None = None) -> SampleRecord:
+    return SampleRecord(task="train", problem_id=pid, sample_idx=idx, correct=correct if graded else None,
+                        grade_status="ok" if graded else "ungraded", reward_acc=reward_acc, has_parallel=bool(blocks),
                         n_blocks=len(blocks), block_rel_starts=blocks, n_response_tokens=tokens,
                         finish_reason="length" if cut else "stop", reward=reward)
 
@@ -40,3 +41,14 @@ def test_stripped_tags_give_no_structure_and_one_sample_per_problem_no_best() ->
     assert s["parallel_ratio"] is None and s["blocks_per_response"] is None and s["first_block_rel_pos"] is None
     assert s["best_at_k"] is None and s["k"] == 1 and s["reward_mean"] is None
     assert stored_summary({"summary": {**s, "version": 0}}) is None and stored_summary(None) is None
+
+
+def test_an_ungraded_step_reads_the_jobs_reward_accuracy() -> None:
+    samples = [_sample("a", 0, correct=False, blocks=[], tokens=5, graded=False, reward_acc=True),
+               _sample("a", 1, correct=False, blocks=[], tokens=5, graded=False, reward_acc=False),
+               _sample("b", 0, correct=False, blocks=[], tokens=5, graded=False, reward_acc=None),
+               _sample("b", 1, correct=False, blocks=[], tokens=5, graded=False, reward_acc=None)]
+    s = step_summary(samples)
+    assert s["accuracy"] == pytest.approx(0.5)  # b's samples know no verdict: left out, not counted wrong
+    assert s["best_at_k"] == pytest.approx(0.75)  # a alone: 1 − (1 − 1/2)^2
+    assert (s["n_problems"], s["k"]) == (2, 2)
