@@ -81,11 +81,12 @@ import pandas as pd
 from analysis.completeness import run_lines
 from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
-from analysis.loader import LoadedRuns, load_runs
+from analysis.loader import RESPONSE_CHARS, LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.stats import structure_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
+from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
@@ -135,6 +136,12 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
 
 
+#: The sample columns the leaderboard reads: every stored one but the texts (the problem and the
+#: response, whose Python strings are most of a sweep's memory), and the responses' lengths
+#: (the structure statistics' in-block share). No blocks frame is built: nothing here reads it.
+LEADERBOARD_COLUMNS = (*(c for c in COLUMN_DOCS if c not in ("problem", "response")), RESPONSE_CHARS)
+
+
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
                       tasks: Sequence[str] | None = None, intersect: bool = False,
                       average: str = "task_mean", include_incomplete: bool = False) -> dict[str, Any]:
@@ -149,7 +156,8 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     """The leaderboard document plus the per-problem table behind it."""
     if average not in AVERAGES:
         raise Pr1EvalError(f"unknown average {average!r}; choose one of {', '.join(AVERAGES)}")
-    loaded = runs if isinstance(runs, LoadedRuns) else load_runs(runs, tokenizer=None)
+    loaded = runs if isinstance(runs, LoadedRuns) else load_runs(runs, tokenizer=None, columns=LEADERBOARD_COLUMNS,
+                                                                 blocks=False)
     if loaded.samples.empty:
         reasons = "; ".join(f"{p}: {r}" for p, r in loaded.failures) or "nothing given"
         raise Pr1EvalError(f"no run could be loaded ({reasons})")

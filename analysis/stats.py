@@ -126,15 +126,14 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
         for nb, ts in zip(group["n_blocks"].fillna(0).astype(int), group["block_token_starts"], strict=True)
     )
     inside = total = 0
-    row: Any
-    for row in group.itertuples(index=False):
-        starts: list[int]
-        ends: list[int]
-        if token_ok:
-            starts, ends, length = row.block_token_starts or [], row.block_token_ends or [], int(row.n_response_tokens)
-        else:
-            starts, ends = row.block_char_starts or [], row.block_char_ends or []
-            length = len(row.response) if isinstance(row.response, str) else 0
-        inside += sum(int(e) - int(s) for s, e in zip(starts, ends, strict=False))
-        total += length
+    lengths: Sequence[Any]
+    if token_ok:
+        starts_of, ends_of, lengths = group["block_token_starts"], group["block_token_ends"], group["n_response_tokens"]
+    else:  # a projected load (analysis.loader.RESPONSE_CHARS) holds the lengths, not the texts
+        starts_of, ends_of = group["block_char_starts"], group["block_char_ends"]
+        lengths = group["response_chars"] if "response_chars" in group else [
+            len(r) if isinstance(r, str) else 0 for r in group["response"]]
+    for starts, ends, length in zip(starts_of, ends_of, lengths, strict=True):
+        inside += sum(int(e) - int(s) for s, e in zip(starts or [], ends or [], strict=False))
+        total += int(length)
     return (inside / total if total else None), ("token" if token_ok else "char")
