@@ -126,7 +126,7 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
         for nb, ts in zip(group["n_blocks"].fillna(0).astype(int), group["block_token_starts"], strict=True)
     )
     inside = total = 0
-    lengths: Sequence[Any]
+    lengths: Any
     if token_ok:
         starts_of, ends_of, lengths = group["block_token_starts"], group["block_token_ends"], group["n_response_tokens"]
     else:  # a projected load (analysis.loader.RESPONSE_CHARS) holds the lengths, not the texts
