@@ -3,7 +3,9 @@
 A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
 ``analysis``), which builds its parser on every start; so this module imports only light leaves
 at the top, and the analysis stack (pandas, scipy, sentence-transformers) loads inside the
-handler, when ``analyze`` runs. What it writes and prints: :mod:`analysis.output`.
+handler, when ``analyze`` runs, and not at all when :mod:`analysis.output_cache` holds this exact
+analysis (same runs, files, code and options): its files are then copied to ``--out`` and its
+document printed. What it writes and prints: :mod:`analysis.output`.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
 analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
@@ -12,12 +14,16 @@ analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from analysis import output_cache
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
+from analysis.output_cache import Entry
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 
@@ -48,8 +54,6 @@ def register(subparsers: Any) -> None:
 def run_analyze(args: argparse.Namespace) -> int:
     """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
     unchanged runs is answered from :mod:`analysis.output_cache` without loading anything."""
-    from analysis import output_cache
-
     out = Path(args.out)
     include = bool(getattr(args, "include_incomplete", False))
     key = None
@@ -66,7 +70,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     return _finish(entry, bool(args.json), out)
 
 
-def _finish(entry: Any, as_json: bool, out: Path) -> int:
+def _finish(entry: Entry, as_json: bool, out: Path) -> int:
     """Print what an analysis prints once its files are written: the document or the tables, then
     the summary line; the exit status."""
     if as_json:
@@ -77,16 +81,12 @@ def _finish(entry: Any, as_json: bool, out: Path) -> int:
     return int(entry.status)
 
 
-def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Any, list[Path]]:
+def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
     """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
-    import contextlib
-    import io
-
     from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
     from analysis.output import group_notes, print_tables, write_tables
-    from analysis.output_cache import Entry
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import output_cache
+from analysis import output_cache, summary
+from analysis.leaderboard import build_leaderboard
 from analysis.loader import RESPONSE_CHARS, load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.cli.main import main
@@ -61,9 +62,7 @@ def test_a_second_analysis_is_restored_whole_and_a_changed_sample_misses(
     first, _ = _analyze(root, tmp_path / "out1", capsys)
     calls: list[int] = []
     monkeypatch.setattr(output_cache, "store", lambda *a, **k: calls.append(1))
-    import analysis.summary
-
-    monkeypatch.setattr(analysis.summary, "analyze", lambda *a, **k: pytest.fail("a kept analysis was recomputed"))
+    monkeypatch.setattr(summary, "analyze", lambda *a, **k: pytest.fail("a kept analysis was recomputed"))
     second, err = _analyze(root, tmp_path / "out2", capsys)
     assert second == first and not calls and "out2" in err
     names = sorted(p.name for p in (tmp_path / "out1").iterdir())
@@ -119,3 +118,13 @@ def test_a_load_without_blocks_gives_the_same_samples_and_notes(tmp_path: Path, 
     assert lean.blocks.empty and len(full.blocks) == 3
     assert lean.notes == full.notes and any("1 sample(s) whose stored block fields disagree" in n for n in lean.notes)
     assert lean.samples["correct"].tolist() == full.samples["correct"].tolist()
+
+
+def test_the_leaderboard_s_lean_load_gives_the_document_of_a_full_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    root = _root(tmp_path)
+    lean = build_leaderboard([root])
+    full = build_leaderboard(load_runs([root], tokenizer=None))
+    assert lean == full and [row["name"] for row in lean["runs"]]
+    assert {cell["parallel_ratio"] for row in lean["runs"] for cell in row["tasks"].values()} == {0.75}
