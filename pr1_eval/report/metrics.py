@@ -30,8 +30,8 @@ Decisions that make the same samples always give the same numbers:
 from __future__ import annotations
 
 from collections import Counter
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import lru_cache
 from math import comb
 from typing import Any
 
