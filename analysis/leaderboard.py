@@ -44,7 +44,7 @@ Conventions, and why:
   on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
   bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
   states how maj@K breaks ties). Parallel ratio and first-block position are
-  :func:`analysis.stats.structure_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
+  :func:`analysis.stats.branching_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
   position. Runs whose positions are in different units are not converted (an import can be given
   ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
   the runs in each unit, so positions are only read against positions of the same unit.
@@ -81,12 +81,11 @@ import pandas as pd
 from analysis.completeness import run_lines
 from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
-from analysis.loader import RESPONSE_CHARS, LoadedRuns, load_runs
+from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
-from analysis.stats import structure_stats
+from analysis.stats import branching_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
-from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
@@ -136,10 +135,13 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
 
 
-#: The sample columns the leaderboard reads: every stored one but the texts (the problem and the
-#: response, whose Python strings are most of a sweep's memory), and the responses' lengths
-#: (the structure statistics' in-block share). No blocks frame is built: nothing here reads it.
-LEADERBOARD_COLUMNS = (*(c for c in COLUMN_DOCS if c not in ("problem", "response")), RESPONSE_CHARS)
+#: The sample columns the leaderboard reads: what the report's metrics read
+#: (:func:`pr1_eval.report.run_report.metrics_of`) and the branching statistics
+#: (:func:`analysis.stats.branching_stats`). No text: reading a sweep's responses is most of the
+#: time of loading it, and their Python strings most of its memory. No blocks frame either.
+LEADERBOARD_COLUMNS = ("correct", "correct_paper", "answer_class", "has_parallel", "format_ok", "n_response_tokens",
+                       "finish_reason", "grade_status", "engine_calls", "critical_path_tokens", "n_blocks",
+                       "block_rel_starts", "position_unit")
 
 
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
@@ -381,7 +383,7 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
     """One leaderboard row, every metric from the report on exactly the compared samples (for an
     incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k).
     Cells and average are typed here; :func:`_row_json` writes them."""
-    structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
+    structure = {task: branching_stats(group) for task, group in samples.groupby("task", sort=True)}
     cells = {}
     for task in tasks:
         k = meta.task_k[task]

@@ -12,7 +12,8 @@ invocation so the ratios share the machine's load:
 4. ``leaderboard`` — ``pr1-eval leaderboard RUNS --json``, with an empty loader cache (a first
    look at a sweep) and with the one the analyses filled.
 
-Each child's wall time and peak RSS (``os.wait4``, as ``/usr/bin/time`` reports it) are printed
+Each child's wall time and peak RSS (``os.wait4`` in a small launcher, as ``/usr/bin/time``
+reports it) are printed
 with the ratio to the floor; the cold and warm ``--json`` documents must be identical (the caches
 change no number), else the bench fails. ``--small`` is the size ``.ci/run`` executes.
 
@@ -45,22 +46,32 @@ def run_analyze(root: Path, env: dict[str, str]) -> dict[str, Any]:
         return run_child(["analyze", str(root), "--no-embeddings", "--json", "--out", out], env)
 
 
+#: Runs ``argv[2:]`` and writes its wall seconds, CPU seconds and peak RSS (KB) to ``argv[1]``. Why a
+#: launcher: Linux reports a child's peak RSS as at least its parent's RSS at the fork, and this
+#: bench holds every response after the floor; a child of this small process is measured alone.
+LAUNCHER = """import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+json.dump({"seconds": time.perf_counter() - started, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+           "peak_kb": usage.ru_maxrss, "code": os.waitstatus_to_exitcode(status)}, open(sys.argv[1], "w"))
+"""
+
+
 def run_child(arguments: list[str], env: dict[str, str]) -> dict[str, Any]:
     """One ``pr1-eval ARGUMENTS`` child: wall and CPU seconds, peak RSS (MB), its ``--json`` document."""
     code = "import sys; from pr1_eval.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    command = [sys.executable, "-c", code, *arguments]
-    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-        started = time.perf_counter()
-        child = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr, \
+            tempfile.NamedTemporaryFile(suffix=".json") as measured:
+        command = [sys.executable, "-c", LAUNCHER, measured.name, sys.executable, "-c", code, *arguments]
+        subprocess.run(command, env=env, stdout=stdout, stderr=stderr, check=False)
+        result = json.loads(Path(measured.name).read_text() or "{}")
         stdout.seek(0)
         stderr.seek(0)
         text, errors = stdout.read().decode(), stderr.read().decode()
-    if child.returncode != 0:
-        raise SystemExit(f"bench_analyze: {arguments[0]} exited {child.returncode}:\n{errors[-3000:]}")
-    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
+    if result.get("code") != 0:
+        raise SystemExit(f"bench_analyze: {arguments[0]} exited {result.get('code')}:\n{errors[-3000:]}")
+    return {"seconds": result["seconds"], "cpu_seconds": result["cpu_seconds"], "peak_mb": result["peak_kb"] / 1024,
             "document": json.loads(text)}
 
 

@@ -123,8 +123,15 @@ def test_a_load_without_blocks_gives_the_same_samples_and_notes(tmp_path: Path, 
 def test_the_leaderboard_s_lean_load_gives_the_document_of_a_full_one(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_LOADER_CACHE", "off")
-    root = _root(tmp_path)
+    root = tmp_path / "runs"
+    for step in (10, 20):
+        records = _records(step)
+        for i, record in enumerate(records):  # every column the report reads holds a value
+            record.engine_calls, record.critical_path_tokens, record.n_response_tokens = 1 + i, 10 * i + step, 40 + i
+            record.answer_class, record.correct_paper = i % 2, bool(i % 2)
+            record.finish_reason, record.grade_status = ("length", "no_answer") if i == 3 else ("stop", "ok")
+        write_run(root, f"ck{step}", records, model=f"/ck/e/global_step_{step}/hf")
     lean = build_leaderboard([root])
     full = build_leaderboard(load_runs([root], tokenizer=None))
-    assert lean == full and [row["name"] for row in lean["runs"]]
+    assert lean == full and [row["name"] for row in lean["runs"]] == ["ck10", "ck20"]
     assert {cell["parallel_ratio"] for row in lean["runs"] for cell in row["tasks"].values()} == {0.75}
