@@ -58,7 +58,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     include = bool(getattr(args, "include_incomplete", False))
     key = None
     if args.no_embeddings:
-        key = output_cache.inputs_key(list(map(str, args.runs)), {"include_incomplete": include})
+        key = output_cache.inputs_key(list(map(str, args.runs)), {"include_incomplete": include}, out)
         if (hit := output_cache.lookup(key)) is not None:
             output_cache.restore(*hit, out)
             for warning in hit[1].warnings:

@@ -68,12 +68,13 @@ def _stat_line(path: Path) -> list[Any] | None:
     return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
 
 
-def _tree(root: Path) -> list[Any]:
+def _tree(root: Path, skip: Path | None = None) -> list[Any]:
     """Every entry at or below ``root``: files with their stat, folders by name (links to folders
-    are not followed, as run discovery does not follow them; the samples folder of a run is)."""
+    are not followed, as run discovery does not follow them; the samples folder of a run is).
+    ``skip``: a folder left out (the analysis's own ``--out``, which holds no run)."""
     lines: list[Any] = []
     for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if skip is None or Path(folder, d) != skip)
         base = Path(folder)
         if "run.json" in files and "samples.parquet" in dirs and (base / "samples.parquet").is_symlink():
             files = [*files, *(f"samples.parquet/{p.name}" for p in (base / "samples.parquet").iterdir())]
@@ -119,13 +120,17 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def inputs_key(runs: Sequence[str], options: dict[str, Any]) -> str:
-    """The key of an analysis of ``runs`` (as given on the command line) with ``options``."""
+def inputs_key(runs: Sequence[str], options: dict[str, Any], out: Path | None = None) -> str:
+    """The key of an analysis of ``runs`` (as given on the command line) with ``options``; the
+    files of ``out`` (where it writes) are not part of it, even when ``out`` lies below a run folder
+    argument (a folder holding no ``run.json`` is not a run, and it is skipped only when it holds none)."""
     items: list[Any] = [FORMAT, os.getcwd(), sorted(options.items()), code_fingerprint()]
+    skip = out.expanduser().resolve() if out is not None and not (out / "run.json").exists() else None
     for arg in runs:
         path = Path(arg).expanduser()
-        tree = _tree(path.resolve()) if path.is_dir() else []
-        items.append([arg, str(path.resolve()), _stat_line(path), tree, _model_folders(tree)])
+        tree = _tree(path.resolve(), skip) if path.is_dir() else []
+        items.append([arg, str(path.resolve()), "dir" if path.is_dir() else _stat_line(path), tree,
+                      _model_folders(tree)])
     return hashlib.sha256(json.dumps(items, default=str).encode()).hexdigest()[:32]
 
 

@@ -103,6 +103,10 @@ def test_the_key_follows_files_options_and_the_model_folder(tmp_path: Path) -> N
     key = output_cache.inputs_key([str(root)], {})
     (model / "tokenizer.json").write_text("{}")  # the run's tokenizer gives its token lengths
     assert key != output_cache.inputs_key([str(root)], {})
+    key = output_cache.inputs_key([str(root)], {}, root / "out")
+    (root / "out").mkdir()
+    (root / "out" / "analysis.json").write_text("{}")  # what the analysis writes below its runs changes nothing
+    assert key == output_cache.inputs_key([str(root)], {}, root / "out") != output_cache.inputs_key([str(root)], {})
 
 
 @pytest.mark.parametrize("cache", ["off", "on"])
