@@ -99,6 +99,21 @@ def read(run_dir: Path, signature: Any) -> tuple[pd.DataFrame, int] | None:
     return frame.astype(DTYPES), mismatched
 
 
+def read_counts(run_dir: Path, signature: Any) -> tuple[int, int] | None:
+    """(mismatch count, blocks) of the cached parse of this exact run state, from the file's footer
+    alone (for callers that need the loader's notes but not the blocks), or ``None``."""
+    entry = _entry(run_dir, signature)
+    if entry is None or not entry[0].is_file():
+        return None
+    try:
+        footer = pq.read_metadata(entry[0])
+        if footer.schema.to_arrow_schema().remove_metadata() != SCHEMA:
+            return None
+        return int((footer.metadata or {}).get(_MISMATCHED_KEY, b"0")), int(footer.num_rows)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
 def write(run_dir: Path, signature: Any, frame: pd.DataFrame, mismatched: int) -> None:
     """Store a parse (atomically) and drop the entries of older states of the same run."""
     entry = _entry(run_dir, signature)

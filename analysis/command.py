@@ -3,7 +3,9 @@
 A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
 ``analysis``), which builds its parser on every start; so this module imports only light leaves
 at the top, and the analysis stack (pandas, scipy, sentence-transformers) loads inside the
-handler, when ``analyze`` runs. What it writes and prints: :mod:`analysis.output`.
+handler, when ``analyze`` runs, and not at all when :mod:`analysis.output_cache` holds this exact
+analysis (same runs, files, code and options): its files are then copied to ``--out`` and its
+document printed. What it writes and prints: :mod:`analysis.output`.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
 analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
@@ -12,12 +14,16 @@ analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from analysis import output_cache
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
+from analysis.output_cache import Entry
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 
@@ -46,30 +52,64 @@ def register(subparsers: Any) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    """The ``analyze`` handler (see the module docstring for its exit status)."""
+    """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
+    unchanged runs is answered from :mod:`analysis.output_cache` without loading anything."""
+    out = Path(args.out)
+    include = bool(getattr(args, "include_incomplete", False))
+    key = None
+    if args.no_embeddings:
+        key = output_cache.inputs_key(list(map(str, args.runs)), {"include_incomplete": include}, out)
+        if (hit := output_cache.lookup(key)) is not None:
+            output_cache.restore(*hit, out)
+            for warning in hit[1].warnings:
+                print(warning, file=sys.stderr)
+            return _finish(hit[1], bool(args.json), out)
+    entry, files = _analyze(args, out, include)
+    if key is not None:
+        output_cache.store(key, out, files, entry)
+    return _finish(entry, bool(args.json), out)
+
+
+def _finish(entry: Entry, as_json: bool, out: Path) -> int:
+    """Print what an analysis prints once its files are written: the document or the tables, then
+    the summary line; the exit status."""
+    if as_json:
+        print(json.dumps(entry.document, indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(entry.tables_text)
+    print(f"{entry.summary} {out}", file=sys.stderr)
+    return int(entry.status)
+
+
+def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
+    """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
     from analysis.diversity import Embedder
-    from analysis.figures import write_figures
+    from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
     from analysis.output import group_notes, print_tables, write_tables
-    from analysis.summary import analyze, to_json
+    from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
-    loaded = load_runs(args.runs)
-    for path, reason in loaded.failures:
-        print(f"warning: run not loaded: {path}: {reason}", file=sys.stderr)
+    loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS)
+    warnings = [f"warning: run not loaded: {path}: {reason}" for path, reason in loaded.failures]
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
     embedder = None if args.no_embeddings else Embedder(args.embedding_model)
-    analysis = analyze(loaded, embedder, include_incomplete=bool(getattr(args, "include_incomplete", False)))
-    out = Path(args.out)
+    analysis = analyze(loaded, embedder, include_incomplete=include)
     document = to_json(analysis)
     written = write_tables(analysis, out)
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
     (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(document, indent=2, ensure_ascii=False))
-    else:
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
         print_tables(analysis, document["notes"])
-    print(f"wrote {len(written)} tables, {len(figures)} figures and analysis.json to {out}", file=sys.stderr)
-    return 1 if loaded.failures else 0
+    files = [*written, *(p.with_suffix(".csv") for p in written), *figures, out / "analysis.json"]
+    if figures:
+        files.append(out / PLOTLY_JS)
+    entry = Entry(files=[p.name for p in files], document=document, tables_text=text.getvalue(), warnings=warnings,
+                  summary=f"wrote {len(written)} tables, {len(figures)} figures and analysis.json to",
+                  status=1 if loaded.failures else 0)
+    return entry, files

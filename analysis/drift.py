@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata, spearmanr
 
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.steps import checkpoint_step, starred_steps
@@ -97,6 +96,8 @@ def exact_spearman_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
     n = len(x)
     if n > EXACT_MAX_STEPS or n < 2 or len(y) != n:
         return None
+    from scipy.stats import rankdata  # scipy.stats takes seconds to import; the loader imports this module
+
     a = rankdata(np.asarray(x, dtype=float))
     b = rankdata(np.asarray(y, dtype=float))
     a, b = a - a.mean(), b - b.mean()
@@ -121,6 +122,8 @@ def spearman_test(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarr
     ``p_value`` and ``p_method`` (exact up to :data:`EXACT_MAX_STEPS` points, else scipy's t
     approximation; see the module docstring). Nulls when ρ is undefined (a constant series)."""
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    from scipy.stats import spearmanr
+
     result = spearmanr(xs, ys)
     rho = float(result.statistic)
     if math.isnan(rho):

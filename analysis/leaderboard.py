@@ -44,7 +44,7 @@ Conventions, and why:
   on math-verify) and ``mean@K_paper`` come with it. ``ci95`` is the report's
   bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
   states how maj@K breaks ties). Parallel ratio and first-block position are
-  :func:`analysis.stats.structure_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
+  :func:`analysis.stats.branching_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
   position. Runs whose positions are in different units are not converted (an import can be given
   ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
   the runs in each unit, so positions are only read against positions of the same unit.
@@ -83,7 +83,7 @@ from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
-from analysis.stats import structure_stats
+from analysis.stats import branching_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
@@ -135,6 +135,15 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
 
 
+#: The sample columns the leaderboard reads: what the report's metrics read
+#: (:func:`pr1_eval.report.run_report.metrics_of`) and the branching statistics
+#: (:func:`analysis.stats.branching_stats`). No text: reading a sweep's responses is most of the
+#: time of loading it, and their Python strings most of its memory. No blocks frame either.
+LEADERBOARD_COLUMNS = ("correct", "correct_paper", "answer_class", "has_parallel", "format_ok", "n_response_tokens",
+                       "finish_reason", "grade_status", "engine_calls", "critical_path_tokens", "n_blocks",
+                       "block_rel_starts", "position_unit")
+
+
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
                       tasks: Sequence[str] | None = None, intersect: bool = False,
                       average: str = "task_mean", include_incomplete: bool = False) -> dict[str, Any]:
@@ -149,7 +158,8 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     """The leaderboard document plus the per-problem table behind it."""
     if average not in AVERAGES:
         raise Pr1EvalError(f"unknown average {average!r}; choose one of {', '.join(AVERAGES)}")
-    loaded = runs if isinstance(runs, LoadedRuns) else load_runs(runs, tokenizer=None)
+    loaded = runs if isinstance(runs, LoadedRuns) else load_runs(runs, tokenizer=None, columns=LEADERBOARD_COLUMNS,
+                                                                 blocks=False)
     if loaded.samples.empty:
         reasons = "; ".join(f"{p}: {r}" for p, r in loaded.failures) or "nothing given"
         raise Pr1EvalError(f"no run could be loaded ({reasons})")
@@ -373,7 +383,7 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
     """One leaderboard row, every metric from the report on exactly the compared samples (for an
     incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k).
     Cells and average are typed here; :func:`_row_json` writes them."""
-    structure: dict[Any, dict[str, Any]] = structure_stats(samples, by=["task"]).set_index("task").to_dict("index")  # type: ignore[assignment]
+    structure = {task: branching_stats(group) for task, group in samples.groupby("task", sort=True)}
     cells = {}
     for task in tasks:
         k = meta.task_k[task]

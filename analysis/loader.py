@@ -31,7 +31,7 @@ responses each time), while object columns share their strings and copy only poi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +41,7 @@ import pandas as pd
 import analysis.block_cache as block_cache
 from analysis.drift import model_family, resolve_step
 from analysis.tokens import TokenCounter, auto_token_counter
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import Block, parse_structure
@@ -99,6 +100,14 @@ _BLOCK_TOKEN = ("path_token_lengths", "summary_token_length")
 #: What the parse produces and the sidecar stores: the rest, plus the summary text (for token counts).
 PARSED_COLUMNS: tuple[str, ...] = tuple(c for c in BLOCK_COLUMNS if c not in _BLOCK_META + _BLOCK_TOKEN) + (
     "summary_text",)
+
+#: The column a projected load (``load_runs(columns=...)``) gives in place of ``response``.
+RESPONSE_CHARS = "response_chars"
+RESPONSE_CHARS_DOC = "Characters of the response (its length: a projected load holds no response text)."
+#: Sample columns every load reads (keys, and what the completeness check, the block parse's
+#: agreement check and the unit notes read), whatever the projection.
+_ALWAYS_READ = ("task", "problem_id", "sample_idx", "n_blocks", "block_rel_starts", "block_token_starts",
+                "block_token_ends", "position_unit")
 
 _LIST_COLUMNS = ("paths_per_block", "block_char_starts", "block_char_ends", "block_token_starts",
                  "block_token_ends", "block_rel_starts")
@@ -165,7 +174,8 @@ def runs_signature(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[A
 
 def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
               tokenizer: Literal["auto"] | TokenCounter | None = "auto", *, cache: bool = True,
-              progress: Callable[[int, int, str], None] | None = None) -> LoadedRuns:
+              progress: Callable[[int, int, str], None] | None = None,
+              columns: Sequence[str] | None = None, blocks: bool = True) -> LoadedRuns:
     """Load every run named or found under ``paths_or_roots``.
 
     ``tokenizer`` gives path and summary token lengths: ``"auto"`` uses each run's own
@@ -173,6 +183,13 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     every run; ``None`` leaves token lengths null (character lengths are always there).
     ``cache``: reuse (and write) the parsed blocks in the sidecar cache (see the module docstring).
     ``progress(done, total, what)`` is called as each run is read and as its blocks are ready.
+    ``columns``: keep only these sample columns (besides the run metadata and the keys), read with
+    pyarrow's column projection; :data:`RESPONSE_CHARS` among them gives each response's length
+    without holding its text (a sweep's responses as Python strings are most of a load's memory).
+    The blocks frame is the same either way (on a cache miss each run's responses are read for
+    its parse, one run at a time). ``blocks=False``: the blocks frame is left empty (the notes are
+    the same: the agreement of stored and parsed structure is still checked), for callers that
+    need only the samples, such as the leaderboard.
     """
     run_dirs, failures = discover_runs(paths_or_roots)
     report = progress or (lambda done, total, what: None)
@@ -180,7 +197,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     for i, run_dir in enumerate(run_dirs):
         report(i, 2 * len(run_dirs), f"reading {run_dir.name}")
         try:
-            samples, info = _read_run(run_dir)
+            samples, info = _read_run(run_dir, columns)
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the others
             failures.append((str(run_dir), f"{type(exc).__name__}: {exc}"))
             continue
@@ -205,18 +222,24 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     for i, (samples, info, run_dir) in enumerate(loaded):
         report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
-        parsed, n_mismatched = _parsed_blocks(samples, run_dir, cache)
-        blocks = finish_blocks(parsed, samples, counter)
+        if blocks:
+            parsed, n_mismatched = _parsed_blocks(samples, run_dir, cache)
+            block_parts.append(finish_blocks(parsed, samples, counter))
+            n_found = len(block_parts[-1])
+        else:
+            n_mismatched, n_found = _block_counts(samples, run_dir, cache)
         run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
         run_notes += _unit_notes(samples, info)
-        if counter is None and not blocks.empty:
+        if counter is None and n_found:
             run_notes.append("no tokenizer available: path and summary token lengths are null")
-        block_parts.append(blocks)
         notes.extend(f"{samples['run'].iat[0]}: {note}" for note in run_notes)
     frames = [samples for samples, _, _ in loaded]
+    if columns is not None:
+        frames = [frame[_projected(frame, columns)] for frame in frames]
     report(2 * len(run_dirs), 2 * len(run_dirs), "done")
+    empty = SAMPLE_COLUMNS if columns is None else [c for c in (*RUN_COLUMN_DOCS, *_ALWAYS_READ[:3], *columns)]
     return LoadedRuns(
-        samples=pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(SAMPLE_COLUMNS)),
+        samples=pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(dict.fromkeys(empty))),
         blocks=pd.concat(block_parts, ignore_index=True) if block_parts else pd.DataFrame(columns=list(BLOCK_COLUMNS)),
         failures=failures, notes=notes,
         run_info={str(samples["run"].iat[0]): info for samples, info, _ in loaded},
@@ -248,18 +271,47 @@ def drop_undeclared(samples: pd.DataFrame, run: RunRecord) -> tuple[pd.DataFrame
                            f"of every number ({name_ids(ids, len(ids))})")
 
 
-def _read_run(run_dir: Path) -> tuple[pd.DataFrame, RunRecord]:
-    """One run's samples with run metadata joined (raises when the run cannot be read)."""
+def _projected(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns a projected load keeps, in the loader's order: metadata, keys, then the asked ones."""
+    asked = set(columns)
+    return [c for c in (*SAMPLE_COLUMNS, RESPONSE_CHARS) if c in frame and (c in RUN_COLUMN_DOCS or c in asked
+                                                                           or c in _ALWAYS_READ[:3])]
+
+
+def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
+    """The asked stored columns (and those every load reads) of one run; ``response_chars``
+    computed by pyarrow, so no response becomes a Python string; keys checked for duplicates."""
+    import pyarrow.compute as pc
+
+    wanted = set(columns) | set(_ALWAYS_READ)
+    stored = [c for c in COLUMN_DOCS if c in wanted or (c == "response" and RESPONSE_CHARS in wanted)]
+    table = store.read_table(columns=stored)
+    if RESPONSE_CHARS in wanted:
+        lengths = pc.fill_null(pc.utf8_length(table.column("response")), 0)
+        table = table.append_column(RESPONSE_CHARS, lengths)
+        if "response" not in columns:
+            table = table.drop_columns(["response"])
+    frame = table.to_pandas()
+    duplicated = frame.duplicated(subset=["task", "problem_id", "sample_idx"], keep=False)
+    if duplicated.any():
+        first = frame.loc[duplicated, ["task", "problem_id", "sample_idx"]].iloc[0].tolist()
+        raise Pr1EvalError(f"{store.samples_dir}: duplicated sample key {first}; the run store is corrupt")
+    return frame
+
+
+def _read_run(run_dir: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, RunRecord]:
+    """One run's samples with run metadata joined (raises when the run cannot be read); only
+    the projection's columns when ``columns`` is given (see :func:`load_runs`)."""
     store = RunStore(run_dir)
     info = store.read_run()
-    frame = store.read_frame()
+    frame = store.read_frame() if columns is None else _read_projection(store, columns)
     name = info.name or run_dir.name
     meta = {
         "run": name, "run_path": str(run_dir), "model": info.model.path,
         "model_family": model_family(info, name), "step": resolve_step(info, run_dir),
         "decoding": str(info.decoding.get("mode") or "unknown"),
     }
-    for column in _LIST_COLUMNS:
+    for column in (c for c in _LIST_COLUMNS if c in frame):
         frame[column] = pd.Series([None if v is None else v.tolist() if hasattr(v, "tolist") else list(v)
                                    for v in frame[column]], index=frame.index, dtype=object)
     for key, value in meta.items():
@@ -268,7 +320,7 @@ def _read_run(run_dir: Path) -> tuple[pd.DataFrame, RunRecord]:
         if pd.api.types.is_string_dtype(frame[column].dtype) and frame[column].dtype != object:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     frame["step"] = frame["step"].astype("Int64")
-    return frame[list(SAMPLE_COLUMNS)], info
+    return frame[[c for c in (*SAMPLE_COLUMNS, RESPONSE_CHARS) if c in frame]], info
 
 
 def _unit_notes(samples: pd.DataFrame, info: RunRecord) -> list[str]:
@@ -289,16 +341,50 @@ def _mismatch_note(count: int) -> str:
 
 
 def _parsed_blocks(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[pd.DataFrame, int]:
-    """The parsed block columns of one run, from the sidecar cache when it holds this exact run."""
+    """The parsed block columns of one run, from the sidecar cache when it holds this exact run
+    (a projected load holds no response texts: on a miss this run's are read for its parse)."""
     signature = run_signature(run_dir) if cache else None
     if signature is not None:
         hit = block_cache.read(run_dir, signature)
         if hit is not None and len(hit[0].columns) == len(PARSED_COLUMNS):
             return hit
-    parsed, mismatched = parse_blocks(samples)
+    parsed, mismatched = parse_blocks(_with_responses(samples, run_dir))
     if signature is not None:
         block_cache.write(run_dir, signature, parsed, mismatched)
     return parsed, mismatched
+
+
+def _with_responses(samples: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
+    """``samples`` of a projected load with this run's response texts (rows by their position in the store)."""
+    if "response" in samples:
+        return samples
+    responses = RunStore(run_dir).read_table(columns=["response"]).column("response")
+    return samples.assign(response=pd.Series(responses.take(samples.index.to_numpy()).to_pylist(),
+                                             index=samples.index, dtype=object))
+
+
+def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[int, int]:
+    """(samples whose stored structure disagrees with the text, blocks) without building the
+    blocks frame: from the sidecar cache's footer when it holds this run, else by parsing only
+    the structure (no path texts, no answers)."""
+    signature = run_signature(run_dir) if cache else None
+    if signature is not None and (counts := block_cache.read_counts(run_dir, signature)) is not None:
+        return counts
+    samples = _with_responses(samples, run_dir)
+    mismatched = found = 0
+    for response, n_blocks, rel_starts in zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"],
+                                              strict=True):
+        text = response if isinstance(response, str) else ""
+        n = parse_structure(text).n_blocks if T.PARALLEL_OPEN in text else 0
+        mismatched += not _stored_agrees(n_blocks, rel_starts, n)
+        found += n
+    return mismatched, found
+
+
+def _stored_agrees(n_blocks: Any, rel_starts: Any, n_parsed: int) -> bool:
+    """Whether a sample's stored block count and positions match the ``n_parsed`` blocks of its text."""
+    n_stored = 0 if n_blocks is None or pd.isna(n_blocks) else int(n_blocks)
+    return n_stored == n_parsed and len(rel_starts if rel_starts is not None else []) == n_parsed
 
 
 def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -312,12 +398,11 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
                  samples["block_token_ends"], samples["position_unit"], strict=True)
     for key, (response, n_blocks, rel_starts, token_starts, token_ends, unit) in zip(keys, stored, strict=True):
         text = response if isinstance(response, str) else ""
-        n_stored = 0 if n_blocks is None or pd.isna(n_blocks) else int(n_blocks)
         if T.PARALLEL_OPEN not in text:  # no block can exist: skip the parser
-            mismatched += n_stored != 0 or len(rel_starts or []) != 0
+            mismatched += not _stored_agrees(n_blocks, rel_starts, 0)
             continue
         structure = parse_structure(text)
-        stored_ok = n_stored == structure.n_blocks and len(rel_starts or []) == structure.n_blocks
+        stored_ok = _stored_agrees(n_blocks, rel_starts, structure.n_blocks)
         mismatched += not stored_ok
         positions = (rel_starts, token_starts, token_ends, str(unit)) if stored_ok else None
         for i, block in enumerate(structure.blocks):

@@ -71,13 +71,20 @@ def group_notes(notes: Sequence[str], n_rows: int, runs: Sequence[str] = ()) -> 
     return grouped + other
 
 
+#: Rows written to a CSV at a time: the text of list columns (the blocks' path texts) is made one
+#: chunk at a time, not for the whole table at once (a sweep's paths as JSON are hundreds of MB).
+CSV_CHUNK = 20_000
+
+
 def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:
     """Each table as ``<name>.parquet`` and ``<name>.csv`` (list columns as JSON in the CSV)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, table in analysis.tables().items():
         table.to_parquet(out_dir / f"{name}.parquet", index=False)
-        _csv_ready(table).to_csv(out_dir / f"{name}.csv", index=False)
+        with open(out_dir / f"{name}.csv", "w", encoding="utf-8", newline="") as handle:
+            for start in range(0, max(len(table), 1), CSV_CHUNK):
+                _csv_ready(table.iloc[start:start + CSV_CHUNK]).to_csv(handle, index=False, header=start == 0)
         written.append(out_dir / f"{name}.parquet")
     return written
 

@@ -64,34 +64,44 @@ def group_stats(group: pd.DataFrame) -> dict[str, Any]:
     n_blocks = group["n_blocks"].fillna(0).astype(int)
     rel_lists = [list(r or []) for r in group["block_rel_starts"]]
     total_paths = sum(sum(p or []) for p in group["paths_per_block"])
-    firsts = [r[0] for r in rel_lists if r]
     all_rel = [x for r in rel_lists for x in r]
     if n == 1:
         notes.append("single sample: ratios are 0 or 1")
     if not has_block.any():
         notes.append("no parallel blocks: paths_per_block and positions are null")
     share, share_unit = in_block_share(group)
-    units = {str(u) for u, nb in zip(group["position_unit"], n_blocks, strict=True) if nb}
-    unit = None if not units else (units.pop() if len(units) == 1 else "mixed")
+    branching = branching_stats(group)
+    unit = branching["position_unit"]
     if unit == "mixed":
         notes.append("positions mix token and character units")
     accuracy = _accuracy(group, has_block, notes)
     return {
         "n_samples": n,
         "n_parallel": int(has_block.sum()),
-        "parallel_ratio": parallel_ratio(int(has_block.sum()), n),
+        "parallel_ratio": branching["parallel_ratio"],
         "blocks_per_response": float(n_blocks.mean()),
         "blocks_per_parallel_response": _mean(n_blocks[has_block].tolist()),
         "paths_per_block": total_paths / int(n_blocks.sum()) if n_blocks.sum() else None,
         "in_block_share": share,
         "in_block_unit": share_unit,
-        "first_block_rel_pos": _mean(firsts),
+        "first_block_rel_pos": branching["first_block_rel_pos"],
         "block_rel_pos": _mean(all_rel),
         "position_unit": unit,
         "format_ok_ratio": float(group["format_ok"].astype(bool).mean()),
         **accuracy,
         "notes": "; ".join(notes),
     }
+
+
+def branching_stats(group: pd.DataFrame) -> dict[str, Any]:
+    """``parallel_ratio``, ``first_block_rel_pos`` and ``position_unit`` of one group, as
+    :func:`group_stats` gives them: the statistics that need no response text (the leaderboard's)."""
+    has_block = parallel_mask(group)
+    n_blocks = group["n_blocks"].fillna(0).astype(int)
+    units = {str(u) for u, nb in zip(group["position_unit"], n_blocks, strict=True) if nb}
+    return {"parallel_ratio": parallel_ratio(int(has_block.sum()), len(group)),
+            "first_block_rel_pos": _mean([r[0] for r in group["block_rel_starts"] if r is not None and len(r)]),
+            "position_unit": None if not units else (units.pop() if len(units) == 1 else "mixed")}
 
 
 def _accuracy(group: pd.DataFrame, has_block: pd.Series, notes: list[str]) -> dict[str, Any]:
@@ -126,15 +136,14 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
         for nb, ts in zip(group["n_blocks"].fillna(0).astype(int), group["block_token_starts"], strict=True)
     )
     inside = total = 0
-    row: Any
-    for row in group.itertuples(index=False):
-        starts: list[int]
-        ends: list[int]
-        if token_ok:
-            starts, ends, length = row.block_token_starts or [], row.block_token_ends or [], int(row.n_response_tokens)
-        else:
-            starts, ends = row.block_char_starts or [], row.block_char_ends or []
-            length = len(row.response) if isinstance(row.response, str) else 0
-        inside += sum(int(e) - int(s) for s, e in zip(starts, ends, strict=False))
-        total += length
+    lengths: Any
+    if token_ok:
+        starts_of, ends_of, lengths = group["block_token_starts"], group["block_token_ends"], group["n_response_tokens"]
+    else:  # a projected load (analysis.loader.RESPONSE_CHARS) holds the lengths, not the texts
+        starts_of, ends_of = group["block_char_starts"], group["block_char_ends"]
+        lengths = group["response_chars"] if "response_chars" in group else [
+            len(r) if isinstance(r, str) else 0 for r in group["response"]]
+    for starts, ends, length in zip(starts_of, ends_of, lengths, strict=True):
+        inside += sum(int(e) - int(s) for s, e in zip(starts or [], ends or [], strict=False))
+        total += int(length)
     return (inside / total if total else None), ("token" if token_ok else "char")

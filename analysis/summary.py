@@ -22,7 +22,7 @@ import pandas as pd
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
 from analysis.diversity import Embedder, block_diversity, diversity
 from analysis.drift import drift_json, drift_trends
-from analysis.loader import LoadedRuns
+from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, assign_roles, role_shares, summary_consistency
 from analysis.stats import structure_stats
 
@@ -31,6 +31,13 @@ STEP_KEYS = ["model_family", "decoding", "task", "step"]
 #: Keys of each object in ``runs`` of ``analyze --json`` (spec order).
 JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                  "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing")
+
+
+#: The sample columns :func:`analyze` reads (``load_runs(..., columns=ANALYSIS_COLUMNS)`` loads
+#: just these: no response or problem text, whose Python strings are most of a sweep's memory).
+ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_starts", "block_char_starts",
+                    "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
+                    "format_ok", "correct", "extracted_answer", RESPONSE_CHARS)
 
 
 @dataclass

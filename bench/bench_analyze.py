@@ -8,9 +8,12 @@ invocation so the ratios share the machine's load:
    Python (in this process): the least any analysis of the responses must do;
 2. ``cold`` — ``pr1-eval analyze RUNS --no-embeddings --json`` in a child process with empty
    loader and analysis caches (a first run);
-3. ``warm`` — the same command again (every cache filled by the cold run).
+3. ``warm`` — the same command again (every cache filled by the cold run);
+4. ``leaderboard`` — ``pr1-eval leaderboard RUNS --json``, with an empty loader cache (a first
+   look at a sweep) and with the one the analyses filled.
 
-Each child's wall time and peak RSS (``os.wait4``, as ``/usr/bin/time`` reports it) are printed
+Each child's wall time and peak RSS (``os.wait4`` in a small launcher, as ``/usr/bin/time``
+reports it) are printed
 with the ratio to the floor; the cold and warm ``--json`` documents must be identical (the caches
 change no number), else the bench fails. ``--small`` is the size ``.ci/run`` executes.
 
@@ -39,21 +42,36 @@ from bench_dashboard import build, floor_seconds  # noqa: E402
 
 def run_analyze(root: Path, env: dict[str, str]) -> dict[str, Any]:
     """One ``analyze --no-embeddings --json`` child: wall seconds, peak RSS (MB), its document."""
-    code = "import sys; from pr1_eval.cli.main import main; sys.exit(main(sys.argv[1:]))"
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-c", code, "analyze", str(root), "--no-embeddings", "--json", "--out", out]
-        with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-            started = time.perf_counter()
-            child = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr)
-            _, status, usage = os.wait4(child.pid, 0)
-            seconds = time.perf_counter() - started
-            child.returncode = os.waitstatus_to_exitcode(status)
-            stdout.seek(0)
-            stderr.seek(0)
-            text, errors = stdout.read().decode(), stderr.read().decode()
-    if child.returncode != 0:
-        raise SystemExit(f"bench_analyze: analyze exited {child.returncode}:\n{errors[-3000:]}")
-    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
+        return run_child(["analyze", str(root), "--no-embeddings", "--json", "--out", out], env)
+
+
+#: Runs ``argv[2:]`` and writes its wall seconds, CPU seconds and peak RSS (KB) to ``argv[1]``. Why a
+#: launcher: Linux reports a child's peak RSS as at least its parent's RSS at the fork, and this
+#: bench holds every response after the floor; a child of this small process is measured alone.
+LAUNCHER = """import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+json.dump({"seconds": time.perf_counter() - started, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+           "peak_kb": usage.ru_maxrss, "code": os.waitstatus_to_exitcode(status)}, open(sys.argv[1], "w"))
+"""
+
+
+def run_child(arguments: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """One ``pr1-eval ARGUMENTS`` child: wall and CPU seconds, peak RSS (MB), its ``--json`` document."""
+    code = "import sys; from pr1_eval.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr, \
+            tempfile.NamedTemporaryFile(suffix=".json") as measured:
+        command = [sys.executable, "-c", LAUNCHER, measured.name, sys.executable, "-c", code, *arguments]
+        subprocess.run(command, env=env, stdout=stdout, stderr=stderr, check=False)
+        result = json.loads(Path(measured.name).read_text() or "{}")
+        stdout.seek(0)
+        stderr.seek(0)
+        text, errors = stdout.read().decode(), stderr.read().decode()
+    if result.get("code") != 0:
+        raise SystemExit(f"bench_analyze: {arguments[0]} exited {result.get('code')}:\n{errors[-3000:]}")
+    return {"seconds": result["seconds"], "cpu_seconds": result["cpu_seconds"], "peak_mb": result["peak_kb"] / 1024,
             "document": json.loads(text)}
 
 
@@ -81,10 +99,17 @@ def main() -> int:
         cpu = time.process_time()
         floor, n_responses, n_blocks = floor_seconds(runs)
         floor_cpu = time.process_time() - cpu
+        board_cold = run_child(["leaderboard", str(root / "sweep"), "--json"],
+                               {**env, "PR1_LOADER_CACHE": str(caches / "leaderboard-loader")})
         cold = run_analyze(root / "sweep", env)
         warm = run_analyze(root / "sweep", env)
+        board_warm = run_child(["leaderboard", str(root / "sweep"), "--json"], env)
         floor_again, _, _ = floor_seconds(runs)
-        report(floor, floor_again, floor_cpu, n_responses, n_blocks, cold, warm)
+        report(floor, floor_again, floor_cpu, n_responses, n_blocks,
+               {"analyze --no-embeddings, cold caches": cold, "analyze --no-embeddings, warm caches": warm,
+                "leaderboard --json, cold loader cache": board_cold, "leaderboard --json, warm loader cache": board_warm})
+        if board_cold["document"] != board_warm["document"]:
+            raise SystemExit("bench_analyze: the leaderboard differs with a warm loader cache")
         if cold["document"] != warm["document"]:
             raise SystemExit("bench_analyze: the warm run's numbers differ from the cold run's")
     finally:
@@ -94,7 +119,7 @@ def main() -> int:
 
 
 def report(floor: float, floor_again: float, floor_cpu: float, n_responses: int, n_blocks: int,
-           cold: dict[str, Any], warm: dict[str, Any]) -> None:
+           results: dict[str, dict[str, Any]]) -> None:
     """The table: seconds, × floor, peak memory; CPU seconds too (the child's and its grading
     workers'), the steadier figure on a shared machine."""
     base = min(floor, floor_again)
@@ -102,16 +127,20 @@ def report(floor: float, floor_again: float, floor_cpu: float, n_responses: int,
           f"{os.cpu_count()} CPUs; floor measured before and after the analyses: {floor:.2f} s, {floor_again:.2f} s")
     print(f"{'what':<44}{'wall s':>9}{'× floor':>9}{'CPU s':>9}{'× floor CPU':>12}{'peak MB':>9}")
     print(f"{'floor: pyarrow read + count blocks':<44}{base:>9.2f}{1:>9.1f}{floor_cpu:>9.2f}{1:>12.1f}{'':>9}")
-    for name, r in (("analyze --no-embeddings, cold caches", cold), ("analyze --no-embeddings, warm caches", warm)):
+    for name, r in results.items():
         print(f"{name:<44}{r['seconds']:>9.2f}{r['seconds'] / base:>9.1f}{r['cpu_seconds']:>9.2f}"
               f"{r['cpu_seconds'] / floor_cpu:>12.1f}{r['peak_mb']:>9.0f}")
+    cold, warm = results["analyze --no-embeddings, cold caches"], results["analyze --no-embeddings, warm caches"]
+    board = results["leaderboard --json, cold loader cache"]
     print("cold and warm documents identical:", cold["document"] == warm["document"])
     print(json.dumps({"responses": n_responses, "floor_s": round(base, 3), "cold_s": round(cold["seconds"], 2),
                       "warm_s": round(warm["seconds"], 2), "cold_x_floor": round(cold["seconds"] / base, 1),
                       "warm_x_floor": round(warm["seconds"] / base, 1),
                       "cold_cpu_s": round(cold["cpu_seconds"], 2), "warm_cpu_s": round(warm["cpu_seconds"], 2),
                       "floor_cpu_s": round(floor_cpu, 3), "cold_peak_mb": round(cold["peak_mb"]),
-                      "warm_peak_mb": round(warm["peak_mb"])}))
+                      "warm_peak_mb": round(warm["peak_mb"]), "leaderboard_s": round(board["seconds"], 2),
+                      "leaderboard_x_floor": round(board["seconds"] / base, 1),
+                      "leaderboard_peak_mb": round(board["peak_mb"])}))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from math import comb
 from typing import Any
 
@@ -133,13 +134,27 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
         raise ValueError("per-problem values must be finite numbers")
     if values.size < 2:
         return None
-    rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        stop = min(start + _CHUNK, n_resamples)
-        means[start:stop] = values[rng.integers(0, values.size, size=(stop - start, values.size))].mean(axis=1)
+    for start, draws in zip(range(0, n_resamples, _CHUNK), _resample_draws(values.size, n_resamples, seed), strict=True):
+        means[start:start + len(draws)] = values[draws].mean(axis=1)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
+
+
+@lru_cache(maxsize=4)
+def _resample_draws(size: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The positions every resample draws, chunk by chunk, as ``default_rng(seed)`` gives them.
+
+    Why kept: they depend only on the number of problems, the resamples and the seed, so every
+    interval over the same number of problems (each metric of each run of a leaderboard) draws the
+    same positions, and drawing them was most of an interval's time. int32 holds any position."""
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for start in range(0, n_resamples, _CHUNK):
+        draws = rng.integers(0, size, size=(min(start + _CHUNK, n_resamples) - start, size))
+        chunks.append(draws.astype(np.int32) if size < 2**31 else draws)
+        chunks[-1].setflags(write=False)
+    return tuple(chunks)
 
 
 def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:

@@ -60,6 +60,19 @@ def test_ngram_counts_equal_sacrebleu_s() -> None:
             assert fast_bleu.ngram_counts(text) == expected
 
 
+def test_fast_tokenizer_equals_sacrebleu_s_13a() -> None:
+    """Every ASCII character (each of the first rule's class among them), the entities, line breaks
+    and the digit/period/comma/dash contexts the other rules look at, in random strings."""
+    bleu = fast_bleu.scorer()
+    assert fast_bleu._tokenizer() is fast_bleu.tokenize_13a  # the installed sacrebleu's rules are the expected ones
+    pieces = [chr(c) for c in range(32, 127)] + ["\n", "\t", "é", "—", "数", "&quot;", "&amp;", "&lt;", "&gt;",
+                                                  "<skipped>", "-\n", "1.5", "a.,b", "3-4", "  ", ".."]
+    rng = random.Random(3)
+    texts = _texts(4, 200) + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 80))) for _ in range(5000)]
+    for text in texts:
+        assert fast_bleu.tokenize_13a(text) == bleu._preprocess_segment(text), repr(text)
+
+
 def test_ngrams_are_counted_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     real = fast_bleu._Counted.__init__
