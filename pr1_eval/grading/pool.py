@@ -71,6 +71,7 @@ class _Job:
     answer: str
     timeout_s: float
     future: Future[Verdict]
+    passed_over: int = 0  # times another job was taken while this one was at the queue's head
 
 
 @dataclass
@@ -246,14 +247,19 @@ class GradingPool:
     def _take_for(self, worker: _Worker) -> _Job:
         """Remove and return the queued job ``worker`` parses least for: of the first
         :data:`AFFINITY_WINDOW`, the earliest with the most texts it has seen (see the module
-        docstring); the queue's head when none has any."""
+        docstring); the queue's head when none has any, or when it has been passed over
+        :data:`AFFINITY_WINDOW` times (so a lone check, e.g. one reward call, never waits long)."""
+        head = self._pending[0]
         best, best_score = 0, 0
-        for index, job in enumerate(itertools.islice(self._pending, AFFINITY_WINDOW)):
+        window = AFFINITY_WINDOW if head.passed_over < AFFINITY_WINDOW else 1
+        for index, job in enumerate(itertools.islice(self._pending, window)):
             score = worker.affinity(job)
             if score > best_score:
                 best, best_score = index, score
                 if score == 2:
                     break
+        if best:
+            head.passed_over += 1
         job = self._pending[best]
         del self._pending[best]
         return job
