@@ -12,6 +12,12 @@ Path texts are real teacher paths from ``parallel_gsm8k.jsonl`` (891 distinct, m
 characters), each suffixed with a block-unique tag so that all 2N texts are distinct: the
 cache and deduplication get no free wins, the comparison is batching against per-pair calls.
 
+It also prints the embedding cost per 10,000 distinct paths (the cold run's model and cache
+time over its texts), the same at the model's 256-token cap (``--long-sample`` texts of six
+joined paths each: a long path costs what a 256-token one does, since the model truncates),
+and, from both, what embedding the ``--sweep-paths`` distinct paths of a 12 × 500 × 16 sweep
+costs on a first analysis and on a second one (every vector from the cache).
+
     .venv/bin/python bench/bench_diversity.py [--blocks 10000] [--naive-sample 300] [--batch-size 64]
 """
 
@@ -88,6 +94,11 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=10_000)
     parser.add_argument("--naive-sample", type=int, default=300, help="blocks timed for the naive baseline")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--long-sample", type=int, default=400,
+                        help="texts at the 256-token cap timed (at most --blocks)")
+    parser.add_argument("--sweep-paths", type=int, default=327_000,
+                        help="distinct paths of the sweep to extrapolate to (bench_dashboard's 12 x 500 x 16 sweep: "
+                             "148,705 blocks x 2.2 paths per block)")
     parser.add_argument("--source", default=None, metavar="FILE",
                         help="traces with <Path> blocks (default: parallel_gsm8k.jsonl of the training folder, "
                              "else the tests' slice of it)")
@@ -115,6 +126,10 @@ def main() -> int:
         again = diversity(blocks, warm)
         warm_s = time.perf_counter() - start
         assert not warm.model_loaded and np.allclose(again["cosine"], pairs["cosine"])
+    long_texts = [" ".join(texts[(i + j) % len(texts)] for j in range(6)) + f" [{i}]"
+                  for i in range(min(args.long_sample, args.blocks))]
+    capped = Embedder("all-MiniLM-L6-v2", cache_dir=False, batch_size=args.batch_size, model=model)
+    capped.embed(long_texts)
     sample = blocks.sample(n=min(args.naive_sample, len(blocks)), random_state=0)
     naive_s = naive_seconds_per_block(model, sample) * len(blocks)
     result = {"blocks": args.blocks, "ours_cold_s": round(ours_s, 1), "ours_bleu_only_s": round(bleu_s, 1),
@@ -128,6 +143,21 @@ def main() -> int:
     print(f"naive baseline   : {naive_s:8.1f} s  EXTRAPOLATED from {len(sample)} blocks timed "
           f"({naive_s / len(blocks) * 1000:.1f} ms/block x {len(blocks)})")
     print(f"speed-up vs naive: {naive_s / ours_s:.2f}x cold, {naive_s / warm_s:.0f}x warm")
+    per_10k = cold.encode_seconds / cold.n_encoded * 10_000
+    long_10k = capped.encode_seconds / max(1, capped.n_encoded) * 10_000
+    warm_10k = warm_s / (2 * args.blocks) * 10_000
+    threads = torch.get_num_threads()
+    print(f"embeddings: {per_10k:.0f} s per 10,000 distinct paths (batch {args.batch_size}, threads {threads}; "
+          f"these paths: mean {np.mean([len(t) for t in texts]):.0f} chars)")
+    print(f"embeddings at the 256-token cap: {long_10k:.0f} s per 10,000 distinct paths ({capped.n_encoded} timed)")
+    print(f"warm cache: {warm_10k:.1f} s per 10,000 paths (BLEU, cache read and cosines, no model)")
+    sweep = args.sweep_paths / 10_000
+    print(f"sweep of {args.sweep_paths:,} distinct paths: first analysis {sweep:.1f} x {per_10k:.0f} s = "
+          f"{sweep * per_10k / 3600:.1f} h (short paths) to {sweep:.1f} x {long_10k:.0f} s = "
+          f"{sweep * long_10k / 3600:.1f} h (paths at the cap) of embedding; a second analysis reads every vector "
+          f"from the cache")
+    result.update({"embed_s_per_10k": round(per_10k, 1), "embed_s_per_10k_at_cap": round(long_10k, 1),
+                   "batch_size": args.batch_size, "torch_threads": threads})
     print(json.dumps(result))
     return 0
 

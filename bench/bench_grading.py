@@ -6,7 +6,8 @@ Builds ``--n`` varied responses (4 samples per problem) from the MATH-500 gold a
 answers, wrong answers, boxed-only answers, answers hidden in paths, no answer; some with
 parallel blocks and long reasoning), then grades them three ways in this one process:
 
-- sequential: ``grade_responses(..., workers=0)``, math-verify on this main thread;
+- sequential: ``grade_responses(..., workers=0)``, math-verify on this main thread, warmed
+  up as a worker is (``worker.warm_up``), so the ratios compare steady states;
 - pool (cold): ``grade_responses(..., workers=N)``, a dedicated pool started for the call;
 - pool (warm): the shared pool, already started, with N workers.
 
@@ -102,9 +103,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["PR1_EVAL_GRADING_WORKERS"] = str(args.workers)  # size of the shared (warm) pool
 
-    from pr1_eval.grading import grade_responses, math_equal, shared_pool
+    from pr1_eval.grading import grade_responses, shared_pool
     from pr1_eval.grading.grade import _prepare
-    from pr1_eval.grading.verify import _parse
+    from pr1_eval.grading.worker import warm_up
 
     pairs = build(args.n, args.seed)
     keys = {p.key for p, v in (_prepare(r, g) for r, g in pairs) if v is None}
@@ -118,8 +119,7 @@ def main() -> None:
         flush=True,
     )
 
-    math_equal("1", "1.0")  # import and warm math-verify in this process, as a warm worker is
-    _parse.cache_clear()
+    warm_up()  # import and warm math-verify in this process exactly as each worker warms itself
     cpu_start = time.process_time()
     sequential, t_seq = timed("sequential, in-process", grade_responses, pairs, workers=0)
     seq_cpu = time.process_time() - cpu_start
@@ -129,8 +129,10 @@ def main() -> None:
     pids = shared_pool().worker_pids
     assert len(pids) == args.workers
     cpu_before = [_cpu_seconds(pid) for pid in pids]
+    sent_before = shared_pool().texts_sent
     warm, t_warm = timed(f"pool, {args.workers} workers, warm", grade_responses, pairs)
     worker_cpu = [_cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+    parsed = [after - before for after, before in zip(shared_pool().texts_sent, sent_before, strict=True)]
 
     mismatches = sum(a != b or a != c for a, b, c in zip(sequential, cold, warm, strict=True))
     statuses: dict[str, int] = {}
@@ -149,6 +151,12 @@ def main() -> None:
         f"(extraction, paper checker: it stays in this process) and {checks_cpu:.1f} s math-verify; on {cores} cores "
         f"the best a pool can do is {bound:.2f}x (parent and workers share the cores; IPC and the dispatcher add "
         f"{max(0.0, sum(worker_cpu) - checks_cpu):.1f} s of worker CPU on top)"
+    )
+    texts = len({text for key in keys for text in key})
+    print(
+        f"math-verify parses (each several times a comparison): one process {texts} distinct texts; the warm "
+        f"pool's workers {' + '.join(map(str, parsed))} = {sum(parsed)} ({sum(parsed) / texts - 1:+.0%}: a text "
+        f"that reaches both workers is parsed twice, e.g. a gold that is another problem's wrong answer)"
     )
     print(f"verdict mismatches between modes: {mismatches}; statuses: {statuses}")
     print(

@@ -33,6 +33,8 @@ _SPACED_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\d.,])")
 _COMMA_THOUSANDS = re.compile(r"(?<![\d.])[1-9]\d{0,2}(?:(?:,|\{,\})\d{3})+(?!\d)(?!(?:,|\{,\})\d)")
 _DIGIT_COMMA_DIGIT = re.compile(r"\d(?:,|\{,\})(?=\d)")
 _BRACKETS = ("(", "[", "\\{")
+#: Parses a process keeps (:func:`_parse`); the pool routes items by what each worker holds.
+PARSE_CACHE_SIZE = 4096
 
 
 class Verdict(NamedTuple):
@@ -85,7 +87,7 @@ def _config() -> list[Any]:
     return [LatexExtractionConfig(), ExprExtractionConfig()]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=PARSE_CACHE_SIZE)
 def _parse(text: str, op_timeout: int) -> tuple[Any, ...]:
     """math-verify's parse of ``text`` (cached: the same gold is checked k times).
 

@@ -153,5 +153,11 @@ COLUMN_DOCS: dict[str, str] = {f.name: f.metadata["doc"] for f in dataclasses.fi
 
 
 def records_to_table(records: list[SampleRecord]) -> pa.Table:
-    """Records as an Arrow table with the declared schema."""
-    return pa.Table.from_pylist([r.to_row() for r in records], schema=SAMPLE_SCHEMA)
+    """Records as an Arrow table with the declared schema, built column by column.
+
+    Why not rows of :meth:`SampleRecord.to_row`: ``dataclasses.asdict`` deep-copies every list
+    field of every record, which was over half of ``import-verl``'s time; Arrow copies the values
+    into its buffers anyway, so reading each attribute once per column gives the same table.
+    """
+    columns = {name: [getattr(r, name) for r in records] for name in SAMPLE_COLUMNS}
+    return pa.Table.from_pydict(columns, schema=SAMPLE_SCHEMA)

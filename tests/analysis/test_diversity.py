@@ -61,6 +61,21 @@ def test_each_distinct_text_is_embedded_once_and_cached(tmp_path: Path, monkeypa
     assert again.n_encoded == 0 and again.n_from_cache == 3 and not again.model_loaded
 
 
+def test_missing_texts_are_encoded_longest_first_in_stored_chunks(tmp_path: Path) -> None:
+    """Length-sorted chunks, each stored before the next; rows still in the caller's order."""
+    model = FakeModel()
+    embedder = div.Embedder("fake", cache_dir=tmp_path, model=model, chunk_texts=2)
+    texts = ["bb", "a", "dddd", "ccc", "a", "eeeee"]
+    EmbeddingCache(tmp_path).add([text_key("ccc")], model.encode(["ccc"]))  # already cached
+    model.calls.clear()
+    vectors = embedder.embed(texts)
+    assert model.calls == [["eeeee", "dddd"], ["bb", "a"]]
+    assert len(list(tmp_path.glob("shard-*.npz"))) == 3  # the seeded one and one per chunk
+    assert embedder.n_encoded == 4 and embedder.n_from_cache == 1 and embedder.encode_seconds > 0
+    expected = FakeModel().encode(texts)
+    np.testing.assert_array_equal(vectors, expected)
+
+
 def test_cache_location_and_bad_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(embed_cache.CACHE_ENV, str(tmp_path / "c"))
     assert default_cache_dir("all-MiniLM-L6-v2") == tmp_path / "c" / "all-MiniLM-L6-v2"
