@@ -23,7 +23,7 @@ DESCRIPTION = ("Serve a Streamlit dashboard of the runs: the leaderboard, traini
                "Ctrl-C stops it.")
 EXAMPLES = (f"  pr1-eval dashboard            # the runs under ./{DEFAULT_RUNS}\n"
             "  pr1-eval dashboard runs/sweep --port 8600\n"
-            "  pr1-eval dashboard --follow runs/job   # a running job: new steps show within --poll seconds")
+            "  pr1-eval dashboard --follow runs/job   # new steps show as they land")
 #: Seconds between scans of a followed folder (a new step shows within this plus its own read).
 DEFAULT_POLL_S = 30.0
 

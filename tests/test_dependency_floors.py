@@ -29,6 +29,8 @@ CHECKED_STREAMLIT_CALLS = {
     "page_link(label,query_params)", "plotly_chart(key)", "progress(text)", "radio(format_func,horizontal,key)",
     "selectbox(index,key)", "set_page_config(layout,page_title)", "spinner()", "stop()", "subheader()", "success()",
     "table(hide_index)", "text()", "title()", "toggle(help,key,value)", "warning()",
+    # the Training page and --follow; bench/check_streamlit_floor.py on 1.55.0 and 1.56.0: 1.56.0 has all
+    "fragment(run_every)", "header()", "rerun(scope)", "text_input(help,key,value)",
 }
 STRING_METHODS = {"startswith()", "endswith()"}  # str methods on a variable named like a container
 

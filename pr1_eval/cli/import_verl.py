@@ -37,7 +37,7 @@ DESCRIPTION = (
 EXAMPLES = (
     "  pr1-eval import-verl ckpt/Parallel-R1-S1 --out runs/s1 --data val.parquet\n"
     "  pr1-eval import-verl ckpt/job/rollout-log --out runs/job --final\n"
-    "  pr1-eval import-verl ckpt/job --out runs/job --follow 60   # while the job runs; Ctrl-C stops"
+    "  pr1-eval import-verl ckpt/job --out runs/job --follow 60   # Ctrl-C stops"
 )
 #: Seconds between rounds of ``--follow`` given without a number.
 FOLLOW_DEFAULT_S = 60.0

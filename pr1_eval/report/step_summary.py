@@ -39,10 +39,13 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _verdict(record: SampleRecord) -> bool | None:
-    """The grader's verdict, else (ungraded) the job's reward accuracy, else unknown."""
-    if record.grade_status != "ungraded":
+    """The grader's verdict; for an ungraded sample the job's reward accuracy (None: unknown); a
+    sample the grader could not score (timeout, error) counts as wrong, as in the report."""
+    if record.correct is not None:
         return bool(record.correct)
-    return record.reward_acc
+    if record.grade_status == "ungraded":
+        return record.reward_acc
+    return False
 
 
 def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Run text stays text in the notebooks' HTML too: every notebook runs top to bottom on the two
-hostile runs of :mod:`hostile_fixtures` (attacks in every untrusted field), and every output
-is searched for an element made from data.
+hostile runs of :mod:`hostile_fixtures` (attacks in every untrusted field; the training-dynamics
+notebook, which reads training-step runs, on a training job whose name is the attack), and every
+output is searched for an element made from data.
 
 Why here and not in the browser test: a notebook's figures are plotly JSON that plotly.js turns
 into SVG when the notebook is opened, and plotly.js draws ``<a href>``, ``<img>`` and other tags
@@ -22,7 +23,8 @@ from typing import Any
 
 import nbformat
 import pytest
-from tests.support.hostile_fixtures import MARKER, build_hostile_runs
+from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, build_hostile_runs
+from tests.support.training_job_fixtures import build_job
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
@@ -52,11 +54,22 @@ def hostile_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "runs"
 
 
+@pytest.fixture(scope="module")
+def hostile_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile-training-job") / "runs"
+    build_job(root / "job", steps=(0, 50, 100, 150), job=f"job {RUN_ATTACK}")
+    return root
+
+
+#: Notebooks that read a training job's step runs rather than evaluation runs.
+TRAINING_NOTEBOOKS = {"04_training_dynamics"}
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_no_output_of_a_notebook_makes_an_element_from_run_text(notebook: Path, hostile_root: Path, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_output_of_a_notebook_makes_an_element_from_run_text(notebook: Path, hostile_root: Path, hostile_job: Path,
+                                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nb = nbformat.read(notebook, as_version=4)
-    monkeypatch.setenv("PR1_RUNS", str(hostile_root))
+    monkeypatch.setenv("PR1_RUNS", str(hostile_job if notebook.stem in TRAINING_NOTEBOOKS else hostile_root))
     monkeypatch.setenv("PR1_EMBEDDINGS", "0")  # the attack is in the text, not in the cosine
     monkeypatch.setenv("PR1_EMBED_CACHE", str(tmp_path / "embeddings"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

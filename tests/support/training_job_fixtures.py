@@ -90,16 +90,16 @@ def step_samples(kind: str, step: int, index: int) -> tuple[list[SampleRecord], 
 
 
 def write_step(root: Path, kind: str, step: int, index: int, with_summary: bool,
-               status: str = "complete") -> tuple[Path, StepDesign]:
+               status: str = "complete", job: str = JOB) -> tuple[Path, StepDesign]:
     """One step's run at ``root/<train|val>/step-N`` (the layout ``import-verl`` writes)."""
     records, design = step_samples(kind, step, index)
     folder = root / ("train" if kind == "train" else "val") / f"step-{step:06d}"
-    training = {"job": JOB, "kind": kind, "step": step, "format": "synthetic", "tags_kept": True,
+    training = {"job": job, "kind": kind, "step": step, "format": "synthetic", "tags_kept": True,
                 "structure_measurable": True, "stage": "mid_training", "reward_mode": reward_mode(step),
                 "rows": len(records)}
     if with_summary:
         training["summary"] = step_summary(records)
-    info = {"name": f"{JOB}-{kind}-step-{step:06d}", "status": status, "model": {"step": step, "family": JOB},
+    info = {"name": f"{job}-{kind}-step-{step:06d}", "status": status, "model": {"step": step, "family": job},
             "decoding": {"mode": "unknown"}, "k": design.k, "position_unit": "char", "training": training,
             "tasks": {records[0].task: {"k": design.k, "n_problems": PROBLEMS,
                                         "problem_ids": [f"q{p}" for p in range(PROBLEMS)]}}}
@@ -109,13 +109,15 @@ def write_step(root: Path, kind: str, step: int, index: int, with_summary: bool,
     return folder, design
 
 
-def build_job(root: Path, steps: tuple[int, ...] = STEPS) -> dict[tuple[str, int], StepDesign]:
-    """The job's step runs under ``root``; the design of each (kind, step)."""
+def build_job(root: Path, steps: tuple[int, ...] = STEPS, job: str = JOB) -> dict[tuple[str, int], StepDesign]:
+    """The job's step runs under ``root``; the design of each (kind, step). ``job`` names the job
+    (the hostile-text tests give it an attack)."""
     designs = {}
     for index, step in enumerate(steps):
-        designs[("train", step)] = write_step(root, "train", step, index, with_summary=index % 2 == 0)[1]
+        designs[("train", step)] = write_step(root, "train", step, index, with_summary=index % 2 == 0, job=job)[1]
         if index % 3 == 0:
-            designs[("validation", step)] = write_step(root, "validation", step, index, with_summary=True)[1]
+            designs[("validation", step)] = write_step(root, "validation", step, index, with_summary=True,
+                                                       job=job)[1]
     return designs
 
 
