@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_dashboard import build, floor_seconds  # noqa: E402
+from bench_dashboard import build, floor_counts  # noqa: E402
 
 
 def run_analyze(root: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -97,14 +97,14 @@ def main() -> int:
         env = {**os.environ, "PR1_LOADER_CACHE": str(caches / "loader"), "PR1_ANALYSIS_CACHE": str(caches / "analysis"),
                "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(HERE.parent)}
         cpu = time.process_time()
-        floor, n_responses, n_blocks = floor_seconds(runs)
+        floor, n_responses, n_blocks = floor_counts(runs)
         floor_cpu = time.process_time() - cpu
         board_cold = run_child(["leaderboard", str(root / "sweep"), "--json"],
                                {**env, "PR1_LOADER_CACHE": str(caches / "leaderboard-loader")})
         cold = run_analyze(root / "sweep", env)
         warm = run_analyze(root / "sweep", env)
         board_warm = run_child(["leaderboard", str(root / "sweep"), "--json"], env)
-        floor_again, _, _ = floor_seconds(runs)
+        floor_again, _, _ = floor_counts(runs)
         report(floor, floor_again, floor_cpu, n_responses, n_blocks,
                {"analyze --no-embeddings, cold caches": cold, "analyze --no-embeddings, warm caches": warm,
                 "leaderboard --json, cold loader cache": board_cold, "leaderboard --json, warm loader cache": board_warm})

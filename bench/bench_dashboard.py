@@ -134,7 +134,14 @@ def floor_seconds(runs: list[Path], repeats: int = 3) -> tuple[float, float]:
     return min(t[0] for t in times), min(t[1] for t in times)
 
 
-def _floor_once(runs: list[Path]) -> tuple[float, float]:
+def floor_counts(runs: list[Path]) -> tuple[float, int, int]:
+    """One floor pass: its wall seconds, and the responses and ``<Parallel>`` blocks it counted
+    (the size a bench reports beside its ratios)."""
+    seconds, _, n_responses, n_blocks = _floor_once(runs)
+    return seconds, n_responses, n_blocks
+
+
+def _floor_once(runs: list[Path]) -> tuple[float, float, int, int]:
     import pyarrow.parquet as pq
 
     started, cpu = time.perf_counter(), time.process_time()
@@ -144,7 +151,7 @@ def _floor_once(runs: list[Path]) -> tuple[float, float]:
             for text in pq.read_table(part, columns=["response"]).column("response").to_pylist():
                 n_responses += 1
                 n_blocks += text.count("<Parallel>") if text else 0
-    return time.perf_counter() - started, time.process_time() - cpu
+    return time.perf_counter() - started, time.process_time() - cpu, n_responses, n_blocks
 
 
 def child_load(root: str, cache: bool) -> dict[str, Any]:

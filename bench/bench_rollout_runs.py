@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from pr1_eval.grading.annotate import annotate_structure  # noqa: E402
 from pr1_eval.inputs.paths import resolve_training_dir  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 from pr1_eval.records.sample import SampleRecord  # noqa: E402
 from repro.rollout_records import Rollout  # noqa: E402
 from repro.rollout_runs import RolloutRunsOptions, RolloutRunWriter  # noqa: E402
@@ -60,8 +62,9 @@ def main() -> None:
     parser.add_argument("--training-dir", default=None)
     args = parser.parse_args()
     training_dir = Path(args.training_dir) if args.training_dir else resolve_training_dir()
-    if training_dir is None:
-        raise SystemExit("no training folder: pass --training-dir (the folder holding parallel_gsm8k.jsonl)")
+    if training_dir is None:  # a fresh clone has no training folder: the tests' slice of the same file
+        training_dir = FIXTURES
+        print(f"no training folder (PR1_TRAINING_DIR): traces from the test slice {FIXTURES / 'parallel_gsm8k.jsonl'}")
     texts = responses(training_dir, args.tokens, args.rows)
     root = Path(tempfile.mkdtemp(prefix="bench-rollout-runs-"))
     opts = RolloutRunsOptions(root=root, job="bench", train_rows=args.rows, train_n=args.n, val_rows=None,

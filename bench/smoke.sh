@@ -68,12 +68,13 @@ run_bench() {  # run one "name|args" entry; print its line; non-zero exit when i
     start=$(date +%s.%N)
     log="$(mktemp)"
     # shellcheck disable=SC2086
-    if timeout 300 python "bench/$name" $args >"$log" 2>&1; then
+    code=0
+    timeout 300 python "bench/$name" $args >"$log" 2>&1 || code=$?
+    if [ "$code" -eq 0 ]; then
         printf 'bench smoke: ok   %-22s %6.1f s\n' "$name" "$(awk "BEGIN{print $(date +%s.%N) - $start}")"
         rm -f "$log"
         return 0
     fi
-    code=$?
     printf 'bench smoke: FAIL %-22s exit %s; its last lines:\n%s\n' "$name" "$code" "$(tail -n 20 "$log")" >&2
     rm -f "$log"
     return 1
