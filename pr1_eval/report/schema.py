@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pr1_eval.report.completeness import PartOf
 from pr1_eval.report.metrics import PER_PROBLEM_METRICS
 from pr1_eval.report.names import metric_name
+
+if TYPE_CHECKING:  # an annotation only: the completeness check brings pandas, which readers of the schema
+    # (the lm-eval hooks, imported once per task by lm-eval) need not load
+    from pr1_eval.report.completeness import PartOf
 
 #: Version of the shape :meth:`RunReport.to_json` writes (not written into it; see the module docstring).
 REPORT_SCHEMA_VERSION = 1
