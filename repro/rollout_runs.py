@@ -53,6 +53,7 @@ from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.step_summary import step_summary
 from pr1_eval.store.run_store import RunStore, write_json_atomic
 from repro.data import ROLLOUT_N_KEY
+from repro.rollout_journal import Journal, dead_journals
 from repro.rollout_records import Rollout
 
 FORMAT = "repro"
@@ -149,6 +150,9 @@ class RolloutRunWriter:
         self._wake = threading.Event()
         self._closed = False
         options.root.mkdir(parents=True, exist_ok=True)
+        self._journal: Journal | None = Journal(options.root)
+        self._journal_failed = False
+        self.recover()  # a worker that died before this one started may have left rows in its journal
         self._thread = threading.Thread(target=self._loop, name="rollout-runs", daemon=True) if background else None
         if self._thread is not None:
             self._thread.start()
@@ -156,45 +160,87 @@ class RolloutRunWriter:
 
     # ----- the buffer ------------------------------------------------------------------------
     def add(self, rollout: Rollout) -> None:
+        """Journal the rollout (on disk when this returns, rollout_journal) and buffer it."""
         key = (rollout.kind, rollout.step)
         with self._mutex:
+            self._journal_row(rollout)
             self._buffers.setdefault(key, []).append(rollout)
             self._since.setdefault(key, time.monotonic())
             full = len(self._buffers[key]) >= self.options.chunk
         if full:
             self._wake.set()
 
-    def _due(self, force: bool) -> list[tuple[tuple[str, int], list[Rollout]]]:
+    def _journal_row(self, rollout: Rollout) -> None:
+        if self._journal is None:
+            return
+        try:
+            self._journal.append(rollout, self.attempt)
+        except OSError:  # a full disk must not stop the job: the row is still buffered, said once
+            if not self._journal_failed:
+                log.exception("rollout runs: cannot journal rollouts under %s; rows buffered in memory are lost "
+                              "if this worker dies", self.options.root)
+            self._journal_failed = True
+
+    def _due(self, force: bool) -> list[tuple[tuple[str, int], list[Rollout], Path | None]]:
         now = time.monotonic()
         with self._mutex:
             keys = [k for k, rows in self._buffers.items() if force or len(rows) >= self.options.chunk
                     or now - self._since[k] >= self.options.max_wait_s]
             for key in keys:
                 del self._since[key]
-            return [(key, self._buffers.pop(key)) for key in keys]
+            return [(key, self._buffers.pop(key), self._seal(key)) for key in keys]
+
+    def _seal(self, key: tuple[str, int]) -> Path | None:
+        try:
+            return None if self._journal is None else self._journal.seal(key)
+        except OSError:
+            log.exception("rollout runs: cannot seal the journal of %s step %d", *key)
+            return None
 
     def flush(self, force: bool = True) -> None:
-        """Write every buffered rollout (``force``) or the buffers that are due."""
-        for (kind, step), rows in self._due(force):
+        """Write every buffered rollout (``force``) or the buffers that are due; a chunk's journal
+        segment goes once its rows are in the run (a failed chunk's stays, for the next writer)."""
+        for (kind, step), rows, segment in self._due(force):
             try:
                 self._write(kind, step, rows)
             except Exception:  # a lost chunk must not stop the training job; it is logged loudly
-                log.exception("rollout runs: could not write %d rollouts of %s step %d to %s", len(rows), kind,
-                              step, self.options.root)
+                log.exception("rollout runs: could not write %d rollouts of %s step %d to %s (kept in %s for "
+                              "the next writer)", len(rows), kind, step, self.options.root, segment)
+                continue
+            if segment is not None:
+                segment.unlink(missing_ok=True)
 
     def _loop(self) -> None:
         while not self._closed:
             self._wake.wait(timeout=min(1.0, self.options.max_wait_s))
             self._wake.clear()
+            with self._mutex:
+                self._sync_journal()
             self.flush(force=False)
 
+    def _sync_journal(self) -> None:
+        try:
+            if self._journal is not None:
+                self._journal.sync()
+        except OSError:
+            log.exception("rollout runs: cannot fsync the journal under %s", self.options.root)
+
     def close(self) -> None:
-        """Flush everything and stop the background thread."""
+        """Flush everything, stop the background thread, and close the journal."""
         self._closed = True
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=30)
         self.flush(force=True)
+        with self._mutex:
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+
+    def recover(self) -> int:
+        """Write the rows dead writers left in their journals (each once); returns how many were read."""
+        with self._locked():
+            return self._recover_locked()
 
     # ----- one step's run, under the lock ----------------------------------------------------
     def run_dir(self, kind: str, step: int) -> Path:
@@ -209,31 +255,62 @@ class RolloutRunWriter:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    def _recover_locked(self) -> int:
+        own = None if self._journal is None else self._journal.token
+        read = 0
+        for dead in dead_journals(self.options.root, own):
+            groups: dict[tuple[str, str, int], list[Rollout]] = {}
+            for attempt, row in dead.rows():
+                groups.setdefault((attempt, row.kind, row.step), []).append(row)
+            for (attempt, kind, step), rows in sorted(groups.items(), key=lambda item: (item[0][1], item[0][2])):
+                self._write_locked(kind, step, rows, attempt, replay=True)
+                read += len(rows)
+            log.info("rollout runs: replayed %d rollouts of the dead writer %s", sum(map(len, groups.values())),
+                     dead.token)
+            dead.remove()
+        return read
+
     def _write(self, kind: str, step: int, rows: list[Rollout]) -> None:
-        out = self.run_dir(kind, step)
         with self._locked():
-            store = RunStore(out)
-            record = store.read_run() if store.exists() else None
-            training = (record.training or {}) if record is not None else {}
-            if record is not None and training.get("format") != FORMAT:
-                raise RuntimeError(f"{out} holds a run that is not repro's rollouts; pass another rollout_runs.dir")
-            if record is not None and training.get("attempt") != self.attempt:
-                supersede(out, self.options.root, kind)  # an earlier attempt's step: this attempt redoes it
-                record = None
-            if record is not None and record.status == "complete":
-                return  # every rollout of the step is in: these are deliveries again
-            ledger = _read_ledger(out)
-            fresh = self._admit(kind, rows, ledger)
-            store.append(fresh)
-            write_json_atomic(out / LEDGER, ledger)
-            seen = sum(len(v) for v in ledger["seen"].values())
-            record = record or self._new_record(kind, step)
-            stored = int((record.training or {}).get("rows_stored") or 0) + len(fresh)
-            record = replace(record, training={**(record.training or {}), "rows_seen": seen, "rows_stored": stored})
-            expected = record.training["expected_rows"] if record.training else None
-            if expected is not None and seen >= int(expected):
-                record = self._complete(store, record)
-            store.write_run(record)
+            self._recover_locked()
+            self._write_locked(kind, step, rows, self.attempt, replay=False)
+
+    def _write_locked(self, kind: str, step: int, rows: list[Rollout], attempt: str, replay: bool) -> None:
+        """Store ``rows`` of one step (those not in its ledger yet); complete the step when all are in.
+        A replayed journal's rows join their own attempt's run only: they never move a later one aside."""
+        out = self.run_dir(kind, step)
+        store = RunStore(out)
+        record = store.read_run() if store.exists() else None
+        training = (record.training or {}) if record is not None else {}
+        if record is not None and training.get("format") != FORMAT:
+            raise RuntimeError(f"{out} holds a run that is not repro's rollouts; pass another rollout_runs.dir")
+        if record is not None and training.get("attempt") != attempt:
+            if replay:
+                log.info("rollout runs: %d journal rows of attempt %s for %s are not this run's attempt; dropped",
+                         len(rows), attempt, out)
+                return
+            supersede(out, self.options.root, kind)  # an earlier attempt's step: this attempt redoes it
+            record, training = None, {}
+        if record is not None and record.status == "complete":
+            return  # every rollout of the step is in: these are deliveries again
+        ledger = _read_ledger(out, stored=int(training.get("rows_stored") or 0))
+        _drop_uncommitted_parts(store, ledger)
+        fresh = self._admit(kind, rows, ledger)
+        part = store.append(fresh)
+        if part is not None and ledger["parts"] is not None:
+            ledger["parts"].append(part.name)
+        ledger["stored"] += len(fresh)
+        seen = sum(len(v) for v in ledger["seen"].values())
+        record = record or self._new_record(kind, step, attempt)
+        record = replace(record, training={**(record.training or {}), "rows_seen": seen,
+                                           "rows_stored": ledger["stored"]})
+        expected = record.training["expected_rows"] if record.training else None
+        done = expected is not None and seen >= int(expected)
+        ledger["compacting"] = bool(ledger.get("compacting") or done)
+        write_json_atomic(out / LEDGER, ledger)  # the rows are the run's from here on (their journal may go)
+        if done:
+            record = self._complete(store, record)
+        store.write_run(record)
 
     def _admit(self, kind: str, rows: list[Rollout], ledger: dict[str, Any]) -> list[SampleRecord]:
         """The rollouts not seen before, with their sample index (``rollout n`` × group ordinal +
@@ -254,7 +331,7 @@ class RolloutRunWriter:
             fresh.append(replace(row.record, sample_idx=owners.index(row.uid) * stride + session))
         return fresh
 
-    def _new_record(self, kind: str, step: int) -> RunRecord:
+    def _new_record(self, kind: str, step: int, attempt: str) -> RunRecord:
         o = self.options
         expected = o.train_rows if kind == "train" else o.val_rows
         return RunRecord(
@@ -262,7 +339,7 @@ class RolloutRunWriter:
             engine={"backend": "verl", "source": "repro-rollouts"}, decoding={"mode": "rl-rollout", "tags_kept": True},
             packages=package_versions(), started_at=now_iso(), position_unit=None,
             training={"job": o.job, "kind": kind, "step": step, "format": FORMAT, "tags_kept": True,
-                      "structure_measurable": True, "attempt": self.attempt, "expected_rows": expected,
+                      "structure_measurable": True, "attempt": attempt, "expected_rows": expected,
                       "rows_seen": 0, "rows_stored": 0, "every": o.every if kind == "train" else 1,
                       # what the Training page marks as the curriculum's switch (analysis.training_steps)
                       **({"reward_mode": o.reward_mode} if o.reward_mode else {}),
@@ -283,9 +360,30 @@ class RolloutRunWriter:
                        position_unit=records[0].position_unit if records else None, training=training)
 
 
-def _read_ledger(out: Path) -> dict[str, Any]:
+def _read_ledger(out: Path, stored: int = 0) -> dict[str, Any]:
+    """The step's ledger: ``seen`` (uid -> sessions), ``groups`` (problem -> uids, for sample
+    indices), ``parts`` (the parts whose rows it accounts for; None in a ledger that predates the
+    list), ``stored`` and ``compacting`` (the step is complete and its parts are being compacted)."""
     path = out / LEDGER
     if not path.is_file():
-        return {"seen": {}, "groups": {}}
+        return {"seen": {}, "groups": {}, "parts": [], "stored": 0, "compacting": False}
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {"seen": dict(data.get("seen") or {}), "groups": dict(data.get("groups") or {})}
+    parts = data.get("parts")
+    return {"seen": dict(data.get("seen") or {}), "groups": dict(data.get("groups") or {}),
+            "parts": None if parts is None else list(parts), "stored": int(data.get("stored", stored) or 0),
+            "compacting": bool(data.get("compacting"))}
+
+
+def _drop_uncommitted_parts(store: RunStore, ledger: dict[str, Any]) -> None:
+    """Delete the parts a writer killed between writing a part and its ledger left: their rows are
+    not in the ledger, so they come again (from that writer's journal) and would be stored twice."""
+    if ledger["parts"] is None or ledger["compacting"]:
+        return
+    committed = set(ledger["parts"])
+    for part in store.part_paths():
+        if part.name not in committed:
+            log.warning("rollout runs: %s was written by a writer that died before recording it; removed (its "
+                        "rows are written again from that writer's journal)", part)
+            part.unlink()
+    for stray in store.samples_dir.glob(".part-*.parquet.tmp") if store.samples_dir.is_dir() else []:
+        stray.unlink(missing_ok=True)
