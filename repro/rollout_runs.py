@@ -8,21 +8,30 @@ run store (``run.json`` + durable parquet parts) whose ``RunRecord.training`` sa
 (:func:`pr1_eval.report.step_summary.step_summary`).
 
 Many writers, one run. VERL 0.9.1 scores rollouts one at a time in ``reward.num_workers``
-processes, so no process sees a step whole. Each process buffers its rollouts and flushes a
-step's buffer (when it holds ``chunk`` rows, or ``max_wait_s`` after its first row) under one
-exclusive ``flock`` on ``DIR/.rollout-runs.lock``, which keeps the run store's one-writer rule.
-Under the lock a ledger in the run folder (``rollouts-seen.json``) holds every rollout seen,
-stored or not, by (uid, session): a rollout delivered twice is stored once, and the run is marked
-``complete`` when the ledger holds the step's every rollout (training: ``data.train_batch_size``
-× ``rollout.n``; validation: the validation files' rows × their ``__rollout_n__``, read once).
-Then its parts are compacted into one and its summary computed. Until then ``status`` is
-``running``.
+processes, so no process sees a step whole. Each process journals every rollout it is handed
+(:mod:`repro.rollout_journal`: on disk when ``add`` returns, so a killed worker loses nothing),
+buffers it, and flushes a step's buffer (when it holds ``chunk`` rows, or ``max_wait_s`` after its
+first row) under one exclusive ``flock`` on ``DIR/.rollout-runs.lock``, which keeps the run store's
+one-writer rule. Under the lock a ledger in the run folder (``rollouts-seen.json``) holds every
+rollout seen, stored or not, by (uid, session), and the parts whose rows it accounts for: a
+rollout delivered twice, or replayed from a dead worker's journal, is stored once, and a part a
+writer wrote but died before recording is removed (its rows come back from that journal). Every
+writer replays the journals of dead writers (under the lock) when it starts and before each
+flush. The run is marked ``complete`` when the ledger holds the step's every rollout (training:
+``data.train_batch_size`` × ``rollout.n``; validation: the rows VERL's own validation dataset keeps
+after its overlong-prompt filter × their ``__rollout_n__``, :func:`validated_size`). Then its
+parts are compacted into one and its summary computed. Until then ``status`` is ``running``.
+
+Dynamic sampling (``algorithm.filter_groups``, DAPO) is refused when the config is read
+(:func:`refuse_dynamic_sampling` says why): the trainer decides which scored groups a step keeps
+after the reward has scored them, out of the reward workers' sight.
 
 Volume: ``every`` = n keeps about one training group in n, chosen by problem (a stable hash of
 task and problem id, so a kept problem is kept at every step it is drawn), and every validation
 rollout. Attempts: the job's Ray job id; a step written by an earlier attempt of the job (a
 resumed job redoing the steps after its checkpoint) is moved to ``DIR.superseded/`` and written
-again, so a step's run is always one attempt's, never two mixed.
+again, so a step's run is always one attempt's, never two mixed; an earlier attempt's journal
+only joins a run of its own attempt.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import ray
 
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import KIND_DIRS
 from pr1_eval.ingest.verl_groups import declared_tasks
 from pr1_eval.ingest.verl_import import supersede
@@ -99,15 +109,69 @@ def validation_size(files: Any, default_n: int) -> tuple[int | None, int]:
     return (total or None), most
 
 
-def options_from_config(config: Any) -> RolloutRunsOptions | None:
-    """The options a stage config asks for, or None when ``repro.rollout_runs.dir`` is null (off)."""
+def validated_size(config: Any, tokenizer: Any, default_n: int) -> tuple[int | None, int]:
+    """(rollouts of one validation, most per prompt) counted on the dataset VERL's trainer validates:
+    VERL 0.9.1's own ``create_rl_dataset`` on ``data.val_files`` with the trainer's arguments
+    (``is_train=False``, ``max_samples=data.val_max_samples``), so its ``filter_overlong_prompts``
+    (the chat-templated prompt longer than ``data.max_prompt_length`` tokens is dropped, and so is
+    a row it cannot template), ``val_max_samples`` and ``data.custom_cls`` are VERL's, not a copy
+    that could drift. The validation loader keeps every row (``drop_last=False``), so each kept row
+    is validated with its ``__rollout_n__`` (else ``val_kwargs.n``) rollouts. Text models only: the
+    trainer passes a multimodal processor, this count does not (repro trains Qwen3-Base).
+    Falls back to the files' rows (:func:`validation_size`) when the dataset cannot be built."""
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    files = config.data.get("val_files")
+    try:
+        dataset = create_rl_dataset(files, config.data, tokenizer, None, is_train=False,
+                                    max_samples=int(config.data.get("val_max_samples", -1) or -1))
+        frame = dataset.dataframe
+        given = frame[ROLLOUT_N_KEY] if ROLLOUT_N_KEY in frame.column_names else [None] * len(frame)
+    except Exception as exc:  # the trainer reports its own failure to load; here the count is only a hint
+        log.warning("rollout runs: cannot build the validation dataset from %s (%s); counting the files' rows "
+                    "(a validation whose prompts VERL drops then stays 'running')", files, exc)
+        return validation_size(files, default_n)
+    counts = [default_n if c is None else int(c) for c in given]
+    return (sum(counts) or None), max([default_n, *counts])
+
+
+def refuse_dynamic_sampling(config: Any) -> None:
+    """Dynamic sampling (DAPO's ``algorithm.filter_groups``) is refused: in VERL 0.9.1's V1 trainer
+    the replay buffer (``ReplayBufferSync.sample``, in the trainer process) decides which scored
+    groups a step trains on *after* the reward workers scored them: it evicts the groups whose
+    metric is the same across their rollouts, refills with fresh prompts (2k for k evicted) and,
+    once enough groups are left, discards the surplus. The reward workers see every scored rollout
+    and none of those decisions, so they can neither tell a step's rows from discarded ones nor
+    know how many rollouts a step will score (when it is complete). Supporting it would take a
+    sampler subclass that writes the kept uids per step, and repro's stages (GRPO, as the paper)
+    never turn it on."""
+    section = (config.get("algorithm", {}) or {}).get("filter_groups", None) or {}
+    if bool(section.get("enable", False)):
+        raise Pr1EvalError(
+            "repro.rollout_runs cannot record a job with dynamic sampling (algorithm.filter_groups.enable=true): "
+            "VERL's trainer picks the groups a step keeps after the reward has scored them, so the rollout runs "
+            "could not tell a step's rollouts from discarded ones nor when a step is complete. Set "
+            "algorithm.filter_groups.enable=false, or turn the rollout runs off (pr1-repro run --no-rollout-runs, "
+            "i.e. repro.rollout_runs.dir=null) and read the job's own dumps with `pr1-eval import-verl`")
+
+
+def options_from_config(config: Any, tokenizer: Any = None) -> RolloutRunsOptions | None:
+    """The options a stage config asks for, or None when ``repro.rollout_runs.dir`` is null (off).
+    With ``tokenizer`` (the reward manager's), the validation size is what VERL will validate
+    (:func:`validated_size`); without, the validation files' rows (:func:`validation_size`)."""
     section = dict((config.get("repro", {}) or {}).get("rollout_runs", {}) or {})
     if not section.get("dir"):
         return None
+    refuse_dynamic_sampling(config)
     rollout = config.actor_rollout_ref.rollout
     val_n = int(rollout.val_kwargs.get("n", 1) or 1)
-    val_rows, val_most = (int(section["val_rows"]), val_n) if section.get("val_rows") else validation_size(
-        config.data.get("val_files"), val_n)
+    val_rows: int | None
+    if section.get("val_rows"):
+        val_rows, val_most = int(section["val_rows"]), val_n
+    elif tokenizer is not None and config.data.get("val_files"):
+        val_rows, val_most = validated_size(config, tokenizer, val_n)
+    else:
+        val_rows, val_most = validation_size(config.data.get("val_files"), val_n)
     reward = dict(((config.get("reward", {}) or {}).get("custom_reward_function", {}) or {}).get("reward_kwargs", {})
                   or {})
     mode = reward.get("mode")
