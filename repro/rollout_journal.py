@@ -6,8 +6,8 @@ out-of-memory kill, a Ray actor restart) would take its buffer with it and leave
 ``running`` forever. So each admitted rollout is first appended, as one JSON line, to a segment
 file of the worker's journal (``DIR/.journal/<token>.<kind>.<step>.<seq>.jsonl``). Each line is
 one ``write(2)`` of an ``O_APPEND`` descriptor: once ``add`` returns, the row survives the death
-of the process; the segments are ``fsync``-ed every ``sync_s`` (and when sealed), so a machine
-crash loses at most that interval. A segment is sealed when its rows are handed to a flush and
+of the process; the writer's background loop ``fsync``-s the segments about once a second (and a
+segment when it is sealed), so a machine crash loses at most that second. A segment is sealed when its rows are handed to a flush and
 deleted once they are in the run (the run's ledger records them first), so the journal holds
 only the rows not yet in a run: about ``chunk`` rows per step in flight per worker.
 
