@@ -9,8 +9,10 @@ It is VERL's own ``NaiveRewardManager`` with two inputs fixed, not a copy of it:
   field VERL's V1 trainer stamps on every dispatched prompt) and a marker that the tags were kept.
 
 With ``repro.rollout_runs.dir`` set (every repro RL stage sets it), each scored rollout is also
-handed to :class:`repro.rollout_runs.RolloutRunWriter`, which stores it in its step's pr1-eval
-run; a rollout the writer cannot place (no step: scored outside a trainer) is only scored.
+handed to :class:`repro.rollout_runs.RolloutRunWriter`, which journals it on disk before the
+reward is returned and stores it in its step's pr1-eval run; a rollout the writer cannot place
+(no step: scored outside a trainer) is only scored. The validation size the writer waits for is
+counted on VERL's own validation dataset, built with this manager's tokenizer.
 
 Configure with ``reward.reward_manager.source=importlib``,
 ``reward.reward_manager.module.path=pkg://repro.reward_manager`` and
@@ -79,7 +81,7 @@ class TagPreservingRewardManager(NaiveRewardManager):
 
     def __init__(self, config: Any, tokenizer: Any, compute_score: Any, **kwargs: Any) -> None:
         super().__init__(config, TagKeepingTokenizer(tokenizer), compute_score, **kwargs)
-        options = options_from_config(config)
+        options = options_from_config(config, tokenizer)
         self.rollout_runs = None if options is None else RolloutRunWriter(options)
         if options is not None:
             log.info("rollout runs: every rollout's run goes to %s (every %d-th training group)", options.root,
@@ -89,12 +91,15 @@ class TagPreservingRewardManager(NaiveRewardManager):
         stamped = stamp_rows(data)
         result = await super().run_single(stamped)
         if self.rollout_runs is not None:
-            budget = self.rollout_runs.options.response_budget
-            try:  # decoding and re-tokenising take milliseconds: off the event loop, as the reward's decode
-                rollout = await self.loop.run_in_executor(None, rollout_of, stamped, result, self.tokenizer, budget)
+            try:  # decoding, re-tokenising and journaling take a fraction of a millisecond: off the event loop
+                await self.loop.run_in_executor(None, self._record, stamped, result)
             except Exception:  # recording must never cost the job its reward
                 log.exception("rollout runs: could not record a rollout")
-                rollout = None
-            if rollout is not None:
-                self.rollout_runs.add(rollout)
         return result
+
+    def _record(self, stamped: DataProto, result: dict) -> None:
+        """The scored row as a rollout of its step, handed to the writer (journaled when this returns)."""
+        assert self.rollout_runs is not None
+        rollout = rollout_of(stamped, result, self.tokenizer, self.rollout_runs.options.response_budget)
+        if rollout is not None:
+            self.rollout_runs.add(rollout)

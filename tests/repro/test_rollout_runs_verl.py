@@ -50,7 +50,8 @@ def job(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("job")
     val = base / "rl_val.parquet"
-    pq.write_table(pa.Table.from_pylist([{"problem": "x", "__rollout_n__": 2}]), val)
+    prompt = [{"role": "user", "content": PROMPTS["p1"][0]}]  # VERL's own dataset counts what it validates
+    pq.write_table(pa.Table.from_pylist([{"data_source": "aime24", "prompt": prompt, "__rollout_n__": 2}]), val)
     path = tiny_model_dir()
     overrides = [
         f"actor_rollout_ref.model.path={path}", f"data.max_response_length={RESPONSE_LENGTH}",
