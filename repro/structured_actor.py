@@ -53,6 +53,8 @@ def response_starts(micro_batch: Any, lengths: Sequence[int]) -> list[int]:
         resp_mask = micro_batch["response_mask"]
         if getattr(resp_mask, "is_nested", False):
             resp = resp_mask.offsets().diff().tolist()
+        elif "attention_mask" in keys:  # V0 trainer: responses right-padded to R, the padded mask beside them
+            resp = micro_batch["attention_mask"][:, -resp_mask.shape[-1]:].sum(-1).tolist()
         else:  # equal-length rows were stacked into a dense [B, R] tensor: every response has R tokens
             resp = [int(resp_mask.shape[-1])] * len(lengths)
         return [max(0, int(n) - int(r)) for n, r in zip(lengths, resp, strict=True)]
@@ -113,21 +115,40 @@ def attention_mask_for(mask: torch.Tensor, attn_implementation: str, dtype: torc
     )
 
 
-def batch_spans(micro_batch: Any, rows: int) -> list[list[PathSpan] | None] | None:
-    """The rollout's path spans per row when the micro-batch carries them (``pr1_path_spans``,
-    the fork-join agent loop's extra field), else ``None`` (SFT and imported data: the parse).
+def _column(micro_batch: Any, key: str) -> list[Any]:
+    """One non-tensor column as a Python list, one entry per row (a TensorDict's ``NonTensorStack``,
+    a ``DataProto``-style array or a plain list)."""
+    value = micro_batch.get(key) if hasattr(micro_batch, "get") else micro_batch[key]
+    return list(value.tolist()) if hasattr(value, "tolist") else list(value)
 
-    Which one a forward used is logged once per process, since VERL 0.9.1's trainer chooses which
-    fields reach the actor and an agent loop's extra field is not known to be among them."""
-    found = SPANS_KEY in set(micro_batch.keys())
+
+def batch_spans(micro_batch: Any, rows: int) -> list[list[PathSpan] | None] | None:
+    """The rollout's path spans per row when the micro-batch carries them, else ``None`` (SFT and
+    imported data: the parse).
+
+    The fork-join agent loop returns them as the extra field ``pr1_path_spans``, and the two VERL
+    0.9.1 trainers carry that field differently: the V1 trainer (the default) stores the whole
+    ``extra_fields`` dict per sample in TransferQueue and hands it to the actor as one column,
+    the V0 trainer flattens extra fields into ``non_tensor_batch`` columns of their own. Both are
+    read here (``tests/repro/test_spans_verl_path.py`` drives each through VERL's batching). Which
+    reading a forward used is logged once per process."""
+    keys = set(micro_batch.keys())
+    values: list[Any] | None = None
+    if SPANS_KEY in keys:
+        values = _column(micro_batch, SPANS_KEY)
+    elif "extra_fields" in keys:
+        fields = _column(micro_batch, "extra_fields")
+        values = [f.get(SPANS_KEY) if isinstance(f, Mapping) else None for f in fields]
+        if all(v is None for v in values):
+            values = None
     global _SPANS_LOGGED
     if not _SPANS_LOGGED:
         logger.warning("repro: structured forward builds positions and mask from %s",
-                       "the rollout's path spans" if found else "a parse of the tokens (no path spans in the batch)")
+                       "the rollout's path spans" if values is not None
+                       else "a parse of the tokens (no path spans in the batch)")
         _SPANS_LOGGED = True
-    if not found:
+    if values is None:
         return None
-    values = list(micro_batch[SPANS_KEY])
     if len(values) != rows:
         raise ValueError(f"{SPANS_KEY} has {len(values)} rows for a micro-batch of {rows}")
     return [None if v is None else [tuple(int(x) for x in span) for span in v] for v in values]  # type: ignore[misc]

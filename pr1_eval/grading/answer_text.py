@@ -19,7 +19,8 @@ Rules, tried in this order on one answer line:
 - ``sentence``: a line of prose yields the value it states: in its first sentence that has a
   value, what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
   the last value of the sentence; a negation there (``It is not 5.``, ``no es 5``) states no
-  value, and the line is read whole. Sentences in other languages read the same way: accented
+  value: a sentence that only rejects one is passed over, a line of nothing else has no answer
+  (``negated``, :mod:`pr1_eval.grading.negation`), any other is read whole. Sentences in other languages read the same way: accented
   Latin words and words of other scripts (Cyrillic, CJK, …; not Greek, which is math) are prose,
   a few short function words and copulas of Spanish, French, Italian, Portuguese and German are
   known (``La respuesta es 5`` → ``5``, ``答案是5。`` → ``5``), and single letters before a number
@@ -39,8 +40,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pr1_eval.grading.negation import NEGATED_RULE, rejects_one_value
+
 #: Every rule :func:`read_answer` may report (see the module docstring), plus ``'none'``.
-RULES: tuple[str, ...] = ("line", "boxed", "boxed_set", "trailing_prose", "math_spans", "sentence", "none")
+RULES: tuple[str, ...] = ("line", "boxed", "boxed_set", "trailing_prose", "math_spans", "sentence", NEGATED_RULE,
+                          "none")
 
 _MAX_SPAN = 4000
 _MAX_BOX_SCAN = 20_000
@@ -208,6 +212,8 @@ def read_answer(raw: str) -> Reading:
     found = list(values(cut))
     if _is_prose(cut):
         stated = _read_prose(cut)
+        if stated is None:
+            return Reading(None, NEGATED_RULE)
         if stated:
             return _joined(stated, "sentence")
     elif len(found) > 1 and all(connected for _, connected in found[1:]):
@@ -384,15 +390,20 @@ def _is_value(run: str) -> bool:
     return bool(run) and (any(ch.isdigit() for ch in run) or _COMMAND_RE.search(run) is not None)
 
 
-def _read_prose(line: str) -> list[str]:
+def _read_prose(line: str) -> list[str] | None:
     """The value a prose line states: the first sentence with a value; in it, what follows the
     last copula (``is``, ``are``, ``equals``, ``:``…) if that holds a value, else the whole
-    sentence; of those values, the last group joined by connectives."""
+    sentence; of those values, the last group joined by connectives. ``None``: every sentence
+    with a value only rejects it (:mod:`pr1_eval.grading.negation`)."""
+    rejected = False
     for sentence in _sentences(line):
         tail = _after_last_copula(sentence)
         found = list(values(tail)) or list(values(sentence))
         if found and (_negated(tail if list(values(tail)) else sentence) or _negated_copula(sentence)):
-            return []  # "it is not 5": no value is stated
+            if rejects_one_value(sentence, list(values(sentence))):
+                rejected = True  # "it is not 5": no value is stated here
+                continue
+            return []
         if found:
             group: list[str] = []
             for value, connected in reversed(found):
@@ -400,7 +411,7 @@ def _read_prose(line: str) -> list[str]:
                 if not connected:
                     break
             return group
-    return []
+    return None if rejected else []
 
 
 def _negated(text: str) -> bool:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, read_answer, read_boxes
+from pr1_eval.grading.negation import NEGATED_RULE
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import outside_paths
 
@@ -82,6 +83,8 @@ def _extract(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
     answer = _final_answer(text)
     if answer.text is not None:
         return ExtractedAnswer(answer.text, "final_answer", answer.rule)
+    if answer.rule == NEGATED_RULE:  # the last answer line rejects a value: no answer (grading.negation)
+        return ExtractedAnswer(None, "none", NEGATED_RULE)
     boxed = read_boxes(box_chain(text))
     if boxed.text is not None:
         return ExtractedAnswer(boxed.text, "boxed", boxed.rule)
@@ -117,7 +120,7 @@ def _final_answer(text: str) -> Reading:
     ends = [m.end() for m in _FINAL_RE.finditer(text)]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
         reading = read_answer(_answer_after(text, end))
-        if reading.text is not None:
+        if reading.text is not None or reading.rule == NEGATED_RULE:
             return reading
     return Reading(None, "none")
 
