@@ -51,14 +51,18 @@ def test_13a_splits_raw_tokens_alike() -> None:
         assert fast_bleu.split_13a(prepared) == pieces, repr(text)
 
 
-@pytest.mark.parametrize("separators", [None, ("a", "\x00")])  # None: the module's; ("a", "\x00"): none free
-def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, separators: tuple[str, ...] | None) -> None:
+@pytest.mark.parametrize(("separators", "whole"), [(None, False), (("a", "\x00"), False), (None, True)])
+def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, separators: tuple[str, ...] | None,
+                                                  whole: bool) -> None:
+    """Separators: the module's, or none free (each candidate occurs: text by text). ``whole``: the
+    scorer's whole tokenisation per text (the splitter used when its rules are not the 13a ones)."""
     if separators is not None:
         monkeypatch.setattr(bleu_counts, "_SEPARATORS", separators)
     bleu = fast_bleu.scorer()
     texts = _random_texts(1, 1500)
     rng = random.Random(2)
-    ids = TokenIds(fast_bleu.prepare_13a, fast_bleu.split_13a, max_memo=300)  # the memo is cleared on the way
+    prepare, split = (bleu._preprocess_segment, str.split) if whole else (fast_bleu.prepare_13a, fast_bleu.split_13a)
+    ids = TokenIds(prepare, split, max_memo=300)  # the memo is cleared on the way
     start = 0
     while start < len(texts):
         chunk = texts[start : start + rng.choice([1, 2, 7, 100, 400])]
