@@ -50,7 +50,7 @@ class TokenIds:
     """
 
     def __init__(self, prepare: Callable[[str], str], split: Callable[[str], list[str]],
-                 max_memo: int = 1_000_000) -> None:
+                 max_memo: int = 200_000) -> None:
         self._prepare = prepare
         self._split = split
         self._max_memo = max_memo
