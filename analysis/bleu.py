@@ -1,14 +1,17 @@
-"""Symmetrised sentence BLEU of sibling paths, with each path's n-grams counted once.
+"""Symmetrised sentence BLEU of sibling paths, many pairs at once, each text tokenised once.
 
 Why not ``BLEU.sentence_score`` per pair: it re-tokenises and re-counts both texts' n-grams
-for every pair and both directions (a sweep's 150,000 pairs spent most of BLEU's time there),
-and its n-gram extraction builds every n-gram tuple in a Python loop. Here each text is
-tokenised once with sacrebleu's own tokenizer and its n-grams counted once per order in C
-(the same counts as ``extract_all_word_ngrams``), the clipped matches of a pair are counted
-once (they are the same in both directions: ``min(count_a, count_b)``), and the score comes from sacrebleu's own
-``_compute_score_from_stats`` on exactly the statistics ``sentence_score`` would build, so every
-number equals ``sacrebleu.sentence_bleu`` to the last bit (``tests/analysis/test_fast_paths.py``).
-Scores are also cached on disk by the pair's text hashes (:mod:`analysis.result_cache`).
+for every pair and both directions, building every n-gram tuple in a Python loop; and counting
+each text's n-grams once in ``Counter`` objects still costs a tuple and a dict entry per n-gram
+(a sweep's 200,000 pairs of 325,000 paths spent ~100 s there, a tenth of it freeing them). Here
+pairs are scored in batches: the batch's distinct texts are tokenised together (sacrebleu's
+``13a`` rules run once per distinct raw token, :func:`split_13a`), the tokens become integer ids,
+the clipped matches of every pair are counted with integer arrays (:mod:`analysis.bleu_counts`;
+the same for both directions: ``min(count_a, count_b)``), and the score comes from exactly the
+statistics ``sentence_score`` would build, through a copy of sacrebleu's ``compute_bleu`` that is
+checked against it, so every number equals ``sacrebleu.sentence_bleu`` to the last bit
+(``tests/analysis/test_bleu_batch.py``, ``tests/analysis/test_fast_paths.py``). Scores are also
+cached on disk by the pair's text hashes (:mod:`analysis.result_cache`).
 """
 
 from __future__ import annotations
@@ -18,18 +21,20 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
+from analysis.bleu_counts import KeysTooLarge, TokenIds, clipped_matches, score_function
 from analysis.result_cache import ResultCache, hash_key
 
 #: What a cached score depends on (this module's code and sacrebleu's version).
-SOURCES = ("analysis.bleu",)
+SOURCES = ("analysis.bleu", "analysis.bleu_counts")
 PACKAGES = ("sacrebleu",)
-#: Texts whose n-gram counts are held at once: counts take ~100 bytes per n-gram, so holding every
-#: path of a sweep would take gigabytes, while a pair's texts are always sibling paths, seen together.
-_MAX_COUNTED = 256
+#: Pairs scored at once: their tokens' arrays take tens of bytes per token (a few megabytes),
+#: and a pair's texts are sibling paths, neighbours in the list, so few texts straddle two batches.
+_BATCH_PAIRS = 2048
 
 
 @lru_cache(maxsize=1)
@@ -57,19 +62,35 @@ _RULES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
 )
 
 
-def tokenize_13a(text: str) -> str:
-    """sacrebleu's ``13a`` tokenisation of ``text`` as ``BLEU._preprocess_segment`` applies it
-    (trailing white space stripped first), the same string, faster (``tests/analysis/test_fast_paths.py``)."""
+def prepare_13a(text: str) -> str:
+    """The first steps of sacrebleu's ``13a`` tokenisation (trailing white space, ``<skipped>``,
+    line breaks, the four entities): the text whose whitespace-separated raw tokens the padding
+    and the rules then split (:func:`split_13a`)."""
     line = text.rstrip().replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
     if "&" in line:
         line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-    line = f" {line} "
+    return line
+
+
+def split_13a(raw: str) -> list[str]:
+    """The ``13a`` tokens of ``raw``, the output of :func:`prepare_13a` or any whitespace-separated
+    piece of it: every pattern looks at two adjacent characters, and white space is a non-digit
+    that is neither ``.``, ``,`` nor ``-`` and never the second character of a match that could
+    start at the character before it, so no match spans a space and pieces split alike
+    (``tests/analysis/test_bleu_batch.py`` checks this on random texts)."""
+    line = f" {raw} "
     for char in _PADDED:
         if char in line:
             line = line.replace(char, f" {char} ")
     for pattern, replace in _RULES:
         line = pattern.sub(replace, line)
-    return " ".join(line.split())
+    return line.split()
+
+
+def tokenize_13a(text: str) -> str:
+    """sacrebleu's ``13a`` tokenisation of ``text`` as ``BLEU._preprocess_segment`` applies it
+    (trailing white space stripped first), the same string, faster (``tests/analysis/test_fast_paths.py``)."""
+    return " ".join(split_13a(prepare_13a(text)))
 
 
 @lru_cache(maxsize=1)
@@ -93,7 +114,8 @@ def symmetric_bleu(a: str, b: str) -> float | None:
 class _Counted:
     """A text's n-gram counts per order, per-order totals and length, as sacrebleu computes them
     (``extract_all_word_ngrams``: whitespace tokens of the tokenised text, orders 1..4), built
-    with ``Counter(zip(...))`` so the counting runs in C."""
+    with ``Counter(zip(...))`` so the counting runs in C: the path for a batch whose integer keys
+    would not fit int64 (:class:`~analysis.bleu_counts.KeysTooLarge`), and the tests' reference."""
 
     __slots__ = ("by_order", "length", "totals")
 
@@ -106,16 +128,51 @@ class _Counted:
         self.totals = [max(0, self.length - n + 1) for n in range(1, bleu.max_ngram_order + 1)]
 
 
-def _score(hyp: _Counted, ref: _Counted, correct: list[int]) -> float:
-    return float(scorer()._compute_score_from_stats([hyp.length, ref.length, *correct, *hyp.totals]).score)
-
-
 def _pair_bleu(a: _Counted, b: _Counted) -> float:
     """Both directions from one count of the clipped matches (``min`` is symmetric)."""
     correct = []
     for ca, cb in zip(a.by_order, b.by_order, strict=True):
         correct.append(sum(min(ca[g], cb[g]) for g in ca.keys() & cb.keys()))
-    return (_score(a, b, correct) + _score(b, a, correct)) / 200.0
+    score = _score_function()
+    return (score(a.length, b.length, correct) + score(b.length, a.length, correct)) / 200.0
+
+
+@lru_cache(maxsize=1)
+def _score_function() -> Callable[[int, int, Sequence[int]], float]:
+    return score_function(scorer())
+
+
+@lru_cache(maxsize=1)
+def _token_splitter() -> tuple[Callable[[str], str], Callable[[str], list[str]]]:
+    """(prepare, split) for :class:`~analysis.bleu_counts.TokenIds`: the 13a steps where
+    :func:`_tokenizer` is :func:`tokenize_13a`, else the scorer's whole tokenisation per text."""
+    tokenize = _tokenizer()
+    if tokenize is tokenize_13a:
+        return prepare_13a, split_13a
+    return tokenize, str.split
+
+
+def batch_bleu(pairs: Sequence[tuple[str, str]], ids: TokenIds | None = None) -> list[float]:
+    """:func:`symmetric_bleu` of each pair of non-empty texts, all at once: each distinct text
+    tokenised once, the clipped matches counted with integer arrays (:mod:`analysis.bleu_counts`),
+    the scores from exactly the statistics ``sentence_score`` builds. ``ids``: a tokeniser to reuse
+    (it remembers the raw tokens it has split)."""
+    if ids is None:
+        ids = TokenIds(*_token_splitter())
+    index: dict[str, int] = {}
+    first = np.fromiter((index.setdefault(a, len(index)) for a, _ in pairs), dtype=np.int64, count=len(pairs))
+    second = np.fromiter((index.setdefault(b, len(index)) for _, b in pairs), dtype=np.int64, count=len(pairs))
+    tokens, lengths = ids.encode(list(index))
+    try:
+        matches = clipped_matches(tokens, lengths, first, second, ids.size).tolist()
+    except KeysTooLarge:
+        counted = {text: _Counted(text) for text in index}
+        return [_pair_bleu(counted[a], counted[b]) for a, b in pairs]
+    score = _score_function()
+    out = []
+    for len_a, len_b, correct in zip(lengths[first].tolist(), lengths[second].tolist(), matches, strict=True):
+        out.append((score(len_a, len_b, correct) + score(len_b, len_a, correct)) / 200.0)
+    return out
 
 
 class PairBleu:
@@ -123,8 +180,8 @@ class PairBleu:
 
     def __init__(self, cache: ResultCache | None = None) -> None:
         self.cache = cache if cache is not None else ResultCache.named("bleu", SOURCES, PACKAGES)
-        self._texts: dict[str, _Counted | None] = {}
         self._keys: dict[str, str] = {}
+        self._ids = TokenIds(*_token_splitter())
 
     def _key(self, text: str) -> str:
         key = self._keys.get(text)
@@ -132,33 +189,38 @@ class PairBleu:
             key = self._keys[text] = hash_key(text)
         return key
 
-    def _counted(self, text: str) -> _Counted | None:
-        if text not in self._texts:
-            if len(self._texts) >= _MAX_COUNTED:  # pairs come block by block: recent texts are the ones reused
-                self._texts.clear()
-            self._texts[text] = _Counted(text) if text.strip() else None
-        return self._texts[text]
-
     def score(self, a: str, b: str) -> float | None:
         """The symmetrised BLEU of one pair (``None`` if either text is empty)."""
-        if not a.strip() or not b.strip():
-            return None
-        key = hash_key(*sorted((self._key(a), self._key(b))))  # the score is symmetric
-        cached = self.cache.get(key)
-        if cached is not None:
-            return float(cached)
-        first, second = self._counted(a), self._counted(b)
-        assert first is not None and second is not None
-        value = _pair_bleu(first, second)
-        self.cache.put(key, value)
+        value = self._scores([(a, b)])[0]
+        self._keys.clear()
         return value
 
     def scores(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
-        """:meth:`score` of each pair, then the new scores written to the cache."""
-        out = [self.score(a, b) for a, b in pairs]
+        """:meth:`score` of each pair, then the new scores written to the cache. Pairs missing from
+        the cache are scored :data:`_BATCH_PAIRS` at a time, in their order (a block's pairs,
+        which share their texts, are neighbours)."""
+        out = self._scores(pairs)
         self.cache.flush()
-        self._texts.clear()
         self._keys.clear()
+        return out
+
+    def _scores(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
+        out: list[float | None] = [None] * len(pairs)
+        todo: list[tuple[int, str]] = []
+        for i, (a, b) in enumerate(pairs):
+            if not a.strip() or not b.strip():
+                continue
+            key = hash_key(*sorted((self._key(a), self._key(b))))  # the score is symmetric
+            cached = self.cache.get(key)
+            if cached is not None:
+                out[i] = float(cached)
+            else:
+                todo.append((i, key))
+        for start in range(0, len(todo), _BATCH_PAIRS):
+            batch = todo[start : start + _BATCH_PAIRS]
+            for (i, key), value in zip(batch, batch_bleu([pairs[i] for i, _ in batch], self._ids), strict=True):
+                out[i] = value
+                self.cache.put(key, value)
         return out
 
 

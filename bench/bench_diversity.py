@@ -12,6 +12,11 @@ Path texts are real teacher paths from ``parallel_gsm8k.jsonl`` (891 distinct, m
 characters), each suffixed with a block-unique tag so that all 2N texts are distinct: the
 cache and deduplication get no free wins, the comparison is batching against per-pair calls.
 
+BLEU alone is compared with the baseline scorer (:class:`BaselinePairBleu`: each text's n-grams
+in ``Counter`` objects, a 256-text memo, sacrebleu's ``_compute_score_from_stats`` per direction),
+in CPU seconds of this one process, on the same pairs (every score checked identical); with
+``--bleu-runs DIR`` on the blocks of stored runs instead (e.g. a sweep), ``--bleu-pairs`` at most.
+
 It also prints the embedding cost per 10,000 distinct paths (the cold run's model and cache
 time over its texts), the same at the model's 256-token cap (``--long-sample`` texts of six
 joined paths each: a long path costs what a 256-token one does, since the model truncates),
@@ -19,6 +24,7 @@ and, from both, what embedding the ``--sweep-paths`` distinct paths of a 12 × 5
 costs on a first analysis and on a second one (every vector from the cache).
 
     .venv/bin/python bench/bench_diversity.py [--blocks 10000] [--naive-sample 300] [--batch-size 64]
+        [--bleu-runs DIR [--bleu-pairs N]]
 """
 
 from __future__ import annotations
@@ -38,8 +44,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from analysis.bleu import PairBleu, _Counted, scorer  # noqa: E402
 from analysis.diversity import Embedder, diversity, load_embedding_model, symmetric_bleu  # noqa: E402
 from analysis.real_data import default_source  # noqa: E402
+from analysis.result_cache import ResultCache, hash_key  # noqa: E402
 from pr1_eval.errors import Pr1EvalError  # noqa: E402
 
 #: The 34-row slice of the same file that the tests use: a fresh clone (CI) has no training folder.
@@ -89,6 +97,69 @@ def naive_seconds_per_block(model: object, blocks: pd.DataFrame) -> float:
     return (time.perf_counter() - start) / len(blocks)
 
 
+class BaselinePairBleu:
+    """The baseline BLEU scorer: per distinct text, ``Counter`` n-grams (``analysis.bleu._Counted``),
+    at most 256 texts held; per pair, clipped matches by set intersection and sacrebleu's
+    ``_compute_score_from_stats`` for each direction; no cache."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, _Counted] = {}
+
+    def _counted(self, text: str) -> _Counted:
+        if text not in self._texts:
+            if len(self._texts) >= 256:
+                self._texts.clear()
+            self._texts[text] = _Counted(text)
+        return self._texts[text]
+
+    def scores(self, pairs: list[tuple[str, str]]) -> list[float | None]:
+        out: list[float | None] = []
+        bleu = scorer()
+        for a, b in pairs:
+            if not a.strip() or not b.strip():
+                out.append(None)
+                continue
+            hash_key(*sorted((hash_key(a), hash_key(b))))  # the cache key, as the scorer computes it
+            first, second = self._counted(a), self._counted(b)
+            correct = [sum(min(ca[g], cb[g]) for g in ca.keys() & cb.keys())
+                       for ca, cb in zip(first.by_order, second.by_order, strict=True)]
+            one = bleu._compute_score_from_stats([first.length, second.length, *correct, *first.totals]).score
+            two = bleu._compute_score_from_stats([second.length, first.length, *correct, *second.totals]).score
+            out.append((float(one) + float(two)) / 200.0)
+        self._texts.clear()
+        return out
+
+
+def sibling_pairs(path_lists: list[list[str]]) -> list[tuple[str, str]]:
+    """Every pair of sibling paths, block by block (as :func:`analysis.diversity.diversity` lists them)."""
+    return [(paths[i], paths[j]) for paths in path_lists for i in range(len(paths)) for j in range(i + 1, len(paths))]
+
+
+def bleu_ratio(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """CPU seconds of the scorer (memory-only cache) and of the baseline on ``pairs``; identical scores."""
+    start = time.process_time()
+    ours = PairBleu(ResultCache(None)).scores(pairs)
+    ours_s = time.process_time() - start
+    start = time.process_time()
+    baseline = BaselinePairBleu().scores(pairs)
+    baseline_s = time.process_time() - start
+    if ours != baseline:
+        raise SystemExit("bench_diversity: the BLEU scores differ from the baseline's")
+    texts = len({t for pair in pairs for t in pair})
+    print(f"BLEU, {len(pairs)} pairs of {texts} distinct texts, CPU of this process: ours {ours_s:.2f} s, "
+          f"baseline {baseline_s:.2f} s: {baseline_s / max(ours_s, 1e-9):.1f}x less; every score identical")
+    return {"bleu_pairs": len(pairs), "bleu_cpu_s": round(ours_s, 3), "bleu_baseline_cpu_s": round(baseline_s, 3),
+            "bleu_ratio": round(baseline_s / max(ours_s, 1e-9), 2)}
+
+
+def run_blocks(runs: str, limit: int) -> list[tuple[str, str]]:
+    """The sibling pairs of the stored runs under ``runs``, the first ``limit``."""
+    from analysis.loader import load_runs
+
+    loaded = load_runs(runs, tokenizer=None)
+    return sibling_pairs([list(p) for p in loaded.blocks["path_texts"]])[:limit]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=10_000)
@@ -102,6 +173,9 @@ def main() -> int:
     parser.add_argument("--source", default=None, metavar="FILE",
                         help="traces with <Path> blocks (default: parallel_gsm8k.jsonl of the training folder, "
                              "else the tests' slice of it)")
+    parser.add_argument("--bleu-runs", default=None, metavar="DIR",
+                        help="compare BLEU with the baseline on the blocks of these stored runs (e.g. a sweep)")
+    parser.add_argument("--bleu-pairs", type=int, default=1_000_000, help="at most this many pairs of --bleu-runs")
     args = parser.parse_args()
     import torch
 
@@ -156,6 +230,9 @@ def main() -> int:
           f"{sweep * per_10k / 3600:.1f} h (short paths) to {sweep:.1f} x {long_10k:.0f} s = "
           f"{sweep * long_10k / 3600:.1f} h (paths at the cap) of embedding; a second analysis reads every vector "
           f"from the cache")
+    pairs_for_bleu = (run_blocks(args.bleu_runs, args.bleu_pairs) if args.bleu_runs
+                      else sibling_pairs([list(p) for p in blocks["path_texts"]]))
+    result.update(bleu_ratio(pairs_for_bleu))
     result.update({"embed_s_per_10k": round(per_10k, 1), "embed_s_per_10k_at_cap": round(long_10k, 1),
                    "batch_size": args.batch_size, "torch_threads": threads})
     print(json.dumps(result))
