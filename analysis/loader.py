@@ -35,7 +35,9 @@ responses each time), while object columns share their strings and copy only poi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -198,6 +200,42 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     need only the samples, such as the leaderboard.
     """
     run_dirs, failures = discover_runs(paths_or_roots)
+    counting_ahead = not blocks and columns is not None and "response" not in columns
+    with _counting_ahead(run_dirs if counting_ahead else [], cache) as ahead:
+        return _load(run_dirs, failures, tokenizer, cache, progress, columns, blocks, ahead)
+
+
+@contextmanager
+def _counting_ahead(run_dirs: Sequence[Path], cache: bool) -> Iterator[dict[Path, Future[np.ndarray]]]:
+    """Each run's ``<Parallel>`` counts (:func:`_stored_tag_counts`), computed on a thread while
+    the main one reads and checks the samples, for the runs the sidecar cache cannot answer.
+
+    Why a thread: reading a sweep's responses and counting their tags is most of a load without
+    blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load."""
+    if not run_dirs:
+        yield {}
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="pr1-block-counts") as pool:
+        futures = {run_dir: pool.submit(_stored_tag_counts, run_dir) for run_dir in run_dirs
+                   if not _counts_cached(run_dir, cache)}
+        try:
+            yield futures
+        finally:
+            for future in futures.values():
+                future.cancel()
+
+
+def _counts_cached(run_dir: Path, cache: bool) -> bool:
+    try:
+        return cache and block_cache.read_counts(run_dir, run_signature(run_dir)) is not None
+    except OSError:
+        return False
+
+
+def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Literal["auto"] | TokenCounter | None,
+          cache: bool, progress: Callable[[int, int, str], None] | None, columns: Sequence[str] | None, blocks: bool,
+          ahead: dict[Path, Future[np.ndarray]]) -> LoadedRuns:
+    """:func:`load_runs` on the discovered runs; ``ahead`` holds tag counts being computed for them."""
     report = progress or (lambda done, total, what: None)
     loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
     for i, run_dir in enumerate(run_dirs):
@@ -233,7 +271,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
             block_parts.append(finish_blocks(parsed, samples, counter))
             n_found = len(block_parts[-1])
         else:
-            n_mismatched, n_found = _block_counts(samples, run_dir, cache)
+            n_mismatched, n_found = _block_counts(samples, run_dir, cache, ahead.get(run_dir))
         run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
         run_notes += _unit_notes(samples, info)
         if counter is None and n_found:
@@ -372,15 +410,20 @@ def _with_responses(samples: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
                                              index=samples.index, dtype=object))
 
 
-def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[int, int]:
+def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool,
+                  ahead: Future[np.ndarray] | None = None) -> tuple[int, int]:
     """(samples whose stored structure disagrees with the text, blocks) without building the
     blocks frame: from the sidecar cache's footer when it holds this run, else by counting each
     response's ``<Parallel>`` tags, which is the parser's block count
-    (:func:`pr1_eval.protocol.scan.count_blocks`); agreement needs only that count."""
+    (:func:`pr1_eval.protocol.scan.count_blocks`); agreement needs only that count. ``ahead``:
+    this run's counts in store order, being computed (see :func:`_counting_ahead`)."""
     signature = run_signature(run_dir) if cache else None
     if signature is not None and (counts := block_cache.read_counts(run_dir, signature)) is not None:
         return counts
-    parsed = _parallel_counts(samples, run_dir)
+    if ahead is not None and "response" not in samples:
+        parsed = ahead.result()[samples.index.to_numpy()]
+    else:
+        parsed = _parallel_counts(samples, run_dir)
     n_stored = samples["n_blocks"].fillna(0).astype("int64").to_numpy()
     n_rel = np.fromiter((0 if v is None else len(v) for v in samples["block_rel_starts"]), dtype=np.int64,
                         count=len(samples))
@@ -394,12 +437,17 @@ def _parallel_counts(samples: pd.DataFrame, run_dir: Path) -> np.ndarray:
     if "response" in samples:
         return np.fromiter((t.count(T.PARALLEL_OPEN) if isinstance(t, str) else 0 for t in samples["response"]),
                            dtype=np.int64, count=len(samples))
+    return _stored_tag_counts(run_dir)[samples.index.to_numpy()]
+
+
+def _stored_tag_counts(run_dir: Path) -> np.ndarray:
+    """The ``<Parallel>`` count of every stored response of ``run_dir`` (0 for null), in store order."""
     import pyarrow.compute as pc
 
     responses = RunStore(run_dir).read_table(columns=["response"]).column("response")
     # the regex kernel finds a literal many times faster than count_substring, with the same count
-    counts = pc.count_substring_regex(responses, re.escape(T.PARALLEL_OPEN)).take(samples.index.to_numpy())
-    return np.asarray(pc.fill_null(counts, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    counts = pc.fill_null(pc.count_substring_regex(responses, re.escape(T.PARALLEL_OPEN)), 0)
+    return np.asarray(counts.to_numpy(), dtype=np.int64)
 
 
 def _stored_agrees(n_blocks: Any, rel_starts: Any, n_parsed: int) -> bool:
