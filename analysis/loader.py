@@ -207,15 +207,16 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
 
 @contextmanager
 def _counting_ahead(run_dirs: Sequence[Path], cache: bool) -> Iterator[dict[Path, Future[np.ndarray]]]:
-    """Each run's ``<Parallel>`` counts (:func:`_stored_tag_counts`), computed on a thread while
+    """Each run's ``<Parallel>`` counts (:func:`_stored_tag_counts`), computed on two threads while
     the main one reads and checks the samples, for the runs the sidecar cache cannot answer.
 
-    Why a thread: reading a sweep's responses and counting their tags is most of a load without
-    blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load."""
+    Why threads: reading a sweep's responses and counting their tags is most of a load without
+    blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load and
+    uses a second core. Each worker holds one run's responses at a time."""
     if not run_dirs:
         yield {}
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="pr1-block-counts") as pool:
+    with ThreadPoolExecutor(2, thread_name_prefix="pr1-block-counts") as pool:
         futures = {run_dir: pool.submit(_stored_tag_counts, run_dir) for run_dir in run_dirs
                    if not _counts_cached(run_dir, cache)}
         try:
