@@ -62,7 +62,7 @@ def code_version() -> str:
     hashing its source must not need it loaded."""
     digest = hashlib.sha256()
     # answer_text decides how an answer line is read, so a change there changes path_answers too.
-    for name in ("pr1_eval.protocol.parse", "pr1_eval.grading.extract", "pr1_eval.grading.answer_text", "analysis.loader"):
+    for name in ("pr1_eval.protocol.parse", "pr1_eval.protocol.scan", "pr1_eval.grading.extract", "pr1_eval.grading.answer_text", "analysis.loader"):
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             raise RuntimeError(f"cannot find the source of {name} to version the block cache; reinstall pr1-eval")

@@ -22,7 +22,10 @@ large run (about 80 % of it for 96,000 responses), and the dashboard, the notebo
 ``analyze`` reload the same runs again and again. So each run's blocks are parsed once and
 kept as parquet, keyed by the run's file signature (:func:`run_signature`: the size,
 modification time and inode of every part); a rewritten or appended part changes the key.
-Responses without a ``<Parallel>`` tag skip the parser (they cannot have a block).
+Responses without a ``<Parallel>`` tag skip the parser (they cannot have a block); well-formed
+ones are read by :func:`pr1_eval.protocol.scan.scan_well_formed`, which gives exactly the parser's
+blocks, and only the others go through the parser. Counting blocks needs no parse at all: it is
+the number of ``<Parallel>`` tags (:func:`pr1_eval.protocol.scan.count_blocks`).
 
 Text columns are Python objects (``str`` or None), not pandas' Arrow-backed strings: every
 filter, group-by and sort of an Arrow string column copies its bytes (hundreds of MB of
@@ -31,11 +34,15 @@ responses each time), while object columns share their strings and copy only poi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 import analysis.block_cache as block_cache
@@ -44,7 +51,8 @@ from analysis.tokens import TokenCounter, auto_token_counter
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
-from pr1_eval.protocol.parse import Block, parse_structure
+from pr1_eval.protocol.parse import parse_structure
+from pr1_eval.protocol.scan import scan_well_formed
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
@@ -192,6 +200,43 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     need only the samples, such as the leaderboard.
     """
     run_dirs, failures = discover_runs(paths_or_roots)
+    counting_ahead = not blocks and columns is not None and "response" not in columns
+    with _counting_ahead(run_dirs if counting_ahead else [], cache) as ahead:
+        return _load(run_dirs, failures, tokenizer, cache, progress, columns, blocks, ahead)
+
+
+@contextmanager
+def _counting_ahead(run_dirs: Sequence[Path], cache: bool) -> Iterator[dict[Path, Future[np.ndarray]]]:
+    """Each run's ``<Parallel>`` counts (:func:`_stored_tag_counts`), computed on two threads while
+    the main one reads and checks the samples, for the runs the sidecar cache cannot answer.
+
+    Why threads: reading a sweep's responses and counting their tags is most of a load without
+    blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load and
+    uses a second core. Each worker holds one run's responses at a time."""
+    if not run_dirs:
+        yield {}
+        return
+    with ThreadPoolExecutor(2, thread_name_prefix="pr1-block-counts") as pool:
+        futures = {run_dir: pool.submit(_stored_tag_counts, run_dir) for run_dir in run_dirs
+                   if not _counts_cached(run_dir, cache)}
+        try:
+            yield futures
+        finally:
+            for future in futures.values():
+                future.cancel()
+
+
+def _counts_cached(run_dir: Path, cache: bool) -> bool:
+    try:
+        return cache and block_cache.read_counts(run_dir, run_signature(run_dir)) is not None
+    except OSError:
+        return False
+
+
+def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Literal["auto"] | TokenCounter | None,
+          cache: bool, progress: Callable[[int, int, str], None] | None, columns: Sequence[str] | None, blocks: bool,
+          ahead: dict[Path, Future[np.ndarray]]) -> LoadedRuns:
+    """:func:`load_runs` on the discovered runs; ``ahead`` holds tag counts being computed for them."""
     report = progress or (lambda done, total, what: None)
     loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
     for i, run_dir in enumerate(run_dirs):
@@ -227,7 +272,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
             block_parts.append(finish_blocks(parsed, samples, counter))
             n_found = len(block_parts[-1])
         else:
-            n_mismatched, n_found = _block_counts(samples, run_dir, cache)
+            n_mismatched, n_found = _block_counts(samples, run_dir, cache, ahead.get(run_dir))
         run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
         run_notes += _unit_notes(samples, info)
         if counter is None and n_found:
@@ -291,7 +336,10 @@ def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
         table = table.append_column(RESPONSE_CHARS, lengths)
         if "response" not in columns:
             table = table.drop_columns(["response"])
-    frame = table.to_pandas()
+    lists = [c for c in _LIST_COLUMNS if c in table.column_names]  # Python lists straight from Arrow
+    frame = table.drop_columns(lists).to_pandas()
+    for column in lists:
+        frame[column] = pd.Series(table.column(column).to_pylist(), index=frame.index, dtype=object)
     duplicated = frame.duplicated(subset=["task", "problem_id", "sample_idx"], keep=False)
     if duplicated.any():
         first = frame.loc[duplicated, ["task", "problem_id", "sample_idx"]].iloc[0].tolist()
@@ -311,7 +359,7 @@ def _read_run(run_dir: Path, columns: Sequence[str] | None = None) -> tuple[pd.D
         "model_family": model_family(info, name), "step": resolve_step(info, run_dir),
         "decoding": str(info.decoding.get("mode") or "unknown"),
     }
-    for column in (c for c in _LIST_COLUMNS if c in frame):
+    for column in (c for c in _LIST_COLUMNS if c in frame and columns is None):  # a projection has lists
         frame[column] = pd.Series([None if v is None else v.tolist() if hasattr(v, "tolist") else list(v)
                                    for v in frame[column]], index=frame.index, dtype=object)
     for key, value in meta.items():
@@ -363,22 +411,44 @@ def _with_responses(samples: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
                                              index=samples.index, dtype=object))
 
 
-def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[int, int]:
+def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool,
+                  ahead: Future[np.ndarray] | None = None) -> tuple[int, int]:
     """(samples whose stored structure disagrees with the text, blocks) without building the
-    blocks frame: from the sidecar cache's footer when it holds this run, else by parsing only
-    the structure (no path texts, no answers)."""
+    blocks frame: from the sidecar cache's footer when it holds this run, else by counting each
+    response's ``<Parallel>`` tags, which is the parser's block count
+    (:func:`pr1_eval.protocol.scan.count_blocks`); agreement needs only that count. ``ahead``:
+    this run's counts in store order, being computed (see :func:`_counting_ahead`)."""
     signature = run_signature(run_dir) if cache else None
     if signature is not None and (counts := block_cache.read_counts(run_dir, signature)) is not None:
         return counts
-    samples = _with_responses(samples, run_dir)
-    mismatched = found = 0
-    for response, n_blocks, rel_starts in zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"],
-                                              strict=True):
-        text = response if isinstance(response, str) else ""
-        n = parse_structure(text).n_blocks if T.PARALLEL_OPEN in text else 0
-        mismatched += not _stored_agrees(n_blocks, rel_starts, n)
-        found += n
-    return mismatched, found
+    if ahead is not None and "response" not in samples:
+        parsed = ahead.result()[samples.index.to_numpy()]
+    else:
+        parsed = _parallel_counts(samples, run_dir)
+    n_stored = samples["n_blocks"].fillna(0).astype("int64").to_numpy()
+    n_rel = np.fromiter((0 if v is None else len(v) for v in samples["block_rel_starts"]), dtype=np.int64,
+                        count=len(samples))
+    return int(((n_stored != parsed) | (n_rel != parsed)).sum()), int(parsed.sum())
+
+
+def _parallel_counts(samples: pd.DataFrame, run_dir: Path) -> np.ndarray:
+    """Each sample's number of ``<Parallel>`` tags (0 for a null response), in row order. A projected
+    load holds no texts: pyarrow counts in the stored column (UTF-8 bytes; the tag is ASCII, so the
+    count is the same), and no response becomes a Python string."""
+    if "response" in samples:
+        return np.fromiter((t.count(T.PARALLEL_OPEN) if isinstance(t, str) else 0 for t in samples["response"]),
+                           dtype=np.int64, count=len(samples))
+    return _stored_tag_counts(run_dir)[samples.index.to_numpy()]
+
+
+def _stored_tag_counts(run_dir: Path) -> np.ndarray:
+    """The ``<Parallel>`` count of every stored response of ``run_dir`` (0 for null), in store order."""
+    import pyarrow.compute as pc
+
+    responses = RunStore(run_dir).read_table(columns=["response"]).column("response")
+    # the regex kernel finds a literal many times faster than count_substring, with the same count
+    counts = pc.fill_null(pc.count_substring_regex(responses, re.escape(T.PARALLEL_OPEN)), 0)
+    return np.asarray(counts.to_numpy(), dtype=np.int64)
 
 
 def _stored_agrees(n_blocks: Any, rel_starts: Any, n_parsed: int) -> bool:
@@ -387,11 +457,28 @@ def _stored_agrees(n_blocks: Any, rel_starts: Any, n_parsed: int) -> bool:
     return n_stored == n_parsed and len(rel_starts if rel_starts is not None else []) == n_parsed
 
 
+#: One block as :func:`parse_blocks` reads it, its first five fields: (start, end, closed, path
+#: contents, summary content or None); a :class:`~pr1_eval.protocol.scan.ScannedBlock` is one.
+_RawBlock = tuple[Any, ...]
+
+
+def _raw_blocks(text: str) -> Sequence[_RawBlock]:
+    """The blocks of ``text``: by the exact fast scan when it is well-formed, else by the parser."""
+    scanned = scan_well_formed(text)
+    if scanned is not None:
+        return scanned
+    return [(b.start, b.end, b.closed, [text[p.start:p.end] for p in b.paths],
+             None if b.summary is None else text[b.summary.start:b.summary.end])
+            for b in parse_structure(text).blocks]
+
+
 def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """The :data:`PARSED_COLUMNS` of every block of ``samples``, and how many samples' stored
     structure disagrees with a fresh parse of their response (the parse wins; token positions
-    are then dropped and positions fall back to characters)."""
-    columns: dict[str, list[Any]] = {name: [] for name in PARSED_COLUMNS}
+    are then dropped and positions fall back to characters).
+
+    Each block is one row tuple in :data:`PARSED_COLUMNS` order, turned into columns once at the end."""
+    rows: list[tuple[Any, ...]] = []
     mismatched = 0
     keys = zip(samples["task"], samples["problem_id"], samples["sample_idx"], strict=True)
     stored = zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"], samples["block_token_starts"],
@@ -401,39 +488,35 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         if T.PARALLEL_OPEN not in text:  # no block can exist: skip the parser
             mismatched += not _stored_agrees(n_blocks, rel_starts, 0)
             continue
-        structure = parse_structure(text)
-        stored_ok = _stored_agrees(n_blocks, rel_starts, structure.n_blocks)
+        blocks = _raw_blocks(text)
+        stored_ok = _stored_agrees(n_blocks, rel_starts, len(blocks))
         mismatched += not stored_ok
         positions = (rel_starts, token_starts, token_ends, str(unit)) if stored_ok else None
-        for i, block in enumerate(structure.blocks):
-            _append_block(columns, key, i, block, text, positions)
-    frame = pd.DataFrame({name: values if name in block_cache.DTYPES else pd.Series(values, dtype=object)
-                          for name, values in columns.items()}, columns=list(PARSED_COLUMNS))
+        _append_blocks(rows, (key[0], key[1], int(key[2])), blocks, len(text), positions)
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(PARSED_COLUMNS)
+    frame = pd.DataFrame({name: list(column) if name in block_cache.DTYPES else pd.Series(column, dtype=object)
+                          for name, column in zip(PARSED_COLUMNS, values, strict=True)}, columns=list(PARSED_COLUMNS))
     return frame.astype(block_cache.DTYPES), mismatched
 
 
-def _append_block(columns: dict[str, list[Any]], key: tuple[Any, Any, Any], i: int, block: Block, text: str,
-                  positions: tuple[Any, Any, Any, str] | None) -> None:
-    """Append one block's parsed values to ``columns`` (see :data:`BLOCK_COLUMN_DOCS`)."""
-    texts = [text[p.start:p.end].strip() for p in block.paths]
-    answers = [extract_answer(t) for t in texts]
-    summary = text[block.summary.start:block.summary.end].strip() if block.summary else None
-    if positions is not None:
-        rel_starts, token_starts, token_ends, unit = positions
-        rel, token_start = float(rel_starts[i]), None if token_starts is None else int(token_starts[i])
-        token_end = None if token_ends is None else int(token_ends[i])
-    else:
-        rel, unit, token_start, token_end = block.start / max(len(text), 1), "char", None, None
-    values = {
-        "task": key[0], "problem_id": key[1], "sample_idx": int(key[2]), "block_idx": i, "n_paths": len(block.paths),
-        "closed": block.closed, "char_start": block.start, "char_end": block.end, "token_start": token_start,
-        "token_end": token_end, "rel_start": rel, "position_unit": unit, "path_texts": texts,
-        "path_char_lengths": [len(t) for t in texts], "summary_char_length": None if summary is None else len(summary),
-        "path_answers": [a.text for a in answers], "path_answer_sources": [a.source for a in answers],
-        "summary_text": summary,
-    }
-    for name, value in values.items():
-        columns[name].append(value)
+def _append_blocks(rows: list[tuple[Any, ...]], key: tuple[Any, Any, int], blocks: Sequence[_RawBlock], length: int,
+                   positions: tuple[Any, Any, Any, str] | None) -> None:
+    """Append one response's blocks to ``rows`` (see :data:`BLOCK_COLUMN_DOCS`)."""
+    task, problem_id, sample_idx = key
+    for i, block in enumerate(blocks):
+        start, end, closed, contents, summary_content = block[:5]
+        texts = [t.strip() for t in contents]
+        answers = [extract_answer(t) for t in texts]
+        summary = None if summary_content is None else summary_content.strip()
+        if positions is not None:
+            rel_starts, token_starts, token_ends, unit = positions
+            rel, token_start = float(rel_starts[i]), None if token_starts is None else int(token_starts[i])
+            token_end = None if token_ends is None else int(token_ends[i])
+        else:
+            rel, unit, token_start, token_end = start / max(length, 1), "char", None, None
+        rows.append((task, problem_id, sample_idx, i, len(texts), closed, start, end, token_start, token_end, rel,
+                     unit, texts, [len(t) for t in texts], None if summary is None else len(summary),
+                     [a.text for a in answers], [a.source for a in answers], summary))
 
 
 def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCounter | None) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 
 import pandas as pd
@@ -82,20 +83,63 @@ def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:
     written = []
     for name, table in analysis.tables().items():
         table.to_parquet(out_dir / f"{name}.parquet", index=False)
-        with open(out_dir / f"{name}.csv", "w", encoding="utf-8", newline="") as handle:
-            for start in range(0, max(len(table), 1), CSV_CHUNK):
-                _csv_ready(table.iloc[start:start + CSV_CHUNK]).to_csv(handle, index=False, header=start == 0)
+        write_csv(table, out_dir / f"{name}.csv")
         written.append(out_dir / f"{name}.parquet")
     return written
 
 
+def write_csv(table: pd.DataFrame, path: Path) -> None:
+    """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        for start in range(0, max(len(table), 1), CSV_CHUNK):
+            _csv_ready(table.iloc[start:start + CSV_CHUNK]).to_csv(handle, index=False, header=start == 0)
+
+
 def _csv_ready(table: pd.DataFrame) -> pd.DataFrame:
-    """Lists become JSON text so the CSV stays one value per cell and is parseable."""
+    """Lists become JSON text (``json.dumps``) so the CSV stays one value per cell and is parseable.
+
+    Only object columns are looked at (a numeric, boolean, string or date column cannot hold a
+    list; other extension dtypes take the general way), each by the set of its value types, not
+    one ``isinstance`` per cell: on a sweep's blocks table that check, not the writing, was most
+    of the time."""
     out = table.copy()
     for column in out.columns:
-        if out[column].map(lambda v: isinstance(v, (list, tuple))).any():
-            out[column] = out[column].map(lambda v: json.dumps(list(v)) if isinstance(v, (list, tuple)) else v)
+        series = out[column]
+        if series.dtype == object:
+            values = series.to_numpy()
+            kinds = set(map(type, values))
+            if kinds == {list}:  # the blocks' list columns: no cell to test
+                out[column] = pd.Series(list(map(_json_list, values)), index=series.index, dtype=object)
+            elif any(issubclass(kind, (list, tuple)) for kind in kinds):
+                out[column] = pd.Series([_json_list(v) if isinstance(v, (list, tuple)) else v for v in values],
+                                        index=series.index, dtype=object)
+        elif not _cannot_hold_lists(series) and series.map(lambda v: isinstance(v, (list, tuple))).any():
+            out[column] = series.map(lambda v: json.dumps(list(v)) if isinstance(v, (list, tuple)) else v)
     return out
+
+
+def _cannot_hold_lists(series: pd.Series) -> bool:
+    """A column whose every value is a number, a bool, a string, a date or missing."""
+    return (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+            or isinstance(series.dtype, pd.StringDtype) or pd.api.types.is_datetime64_any_dtype(series))
+
+
+_NONE = type(None)
+
+
+def _json_list(value: list[object] | tuple[object, ...]) -> str:
+    """``json.dumps(list(value))``, built directly for lists of plain strings (or None) and of plain
+    ints (the blocks' path texts, answers and lengths); anything else goes through ``json.dumps``."""
+    try:  # strings only (the encoder json.dumps uses for them refuses anything else)
+        return "[" + ", ".join(map(encode_basestring_ascii, value)) + "]"  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    kinds = set(map(type, value))
+    if kinds <= {str, _NONE}:
+        return "[" + ", ".join("null" if v is None else encode_basestring_ascii(v) for v in value) + "]"  # type: ignore[arg-type]
+    if kinds <= {int}:
+        return "[" + ", ".join(map(int.__repr__, value)) + "]"  # type: ignore[arg-type]
+    return json.dumps(list(value))
 
 
 def _show(title: str, table: pd.DataFrame, columns: list[str]) -> None:
