@@ -116,8 +116,9 @@ def conclude_blocks(blocks: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_roles(concluded: pd.DataFrame, classes: Sequence[list[int | None]]) -> pd.DataFrame:
-    """:func:`conclude_blocks`'s frame with the class and role columns, given each block's
-    classes (:func:`equivalence_classes_many` of its ``path_conclusions``)."""
+    """:func:`conclude_blocks`'s frame with the class and role columns added (to that frame, which
+    is already a copy), given each block's classes (:func:`equivalence_classes_many` of its
+    ``path_conclusions``)."""
     out = concluded
     out["path_answer_classes"] = pd.Series(list(classes), index=out.index, dtype=object)
     out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
