@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pr1_eval.grading.answer_text import box_chain, clean_value, read_answer, read_boxes, values
+from pr1_eval.grading.answer_text import box_chain, clean_value, last_value, may_hold, read_answer, read_boxes, values
 
 #: Every ``Conclusion.source``, in the order the rules are tried.
 CONCLUSION_SOURCES: tuple[str, ...] = ("boxed", "final_answer", "answer_is", "last_equals", "last_number", "none")
@@ -82,6 +82,8 @@ def _conclude(path_text: str) -> Conclusion:
 
 def _explicit_answer(text: str) -> Conclusion:
     """The last ``Final Answer:`` line or "answer is …" statement, read to its sentence end."""
+    if not may_hold(text, "answer"):  # both statements need the word: skip their scans
+        return Conclusion(None, "none")
     best: tuple[int, str] | None = None
     finals = [m.span() for m in _FINAL_RE.finditer(text)]
     if finals:
@@ -111,11 +113,20 @@ def _closing_value(text: str) -> Conclusion:
         after = [v for v, _ in values(sentence[sentence.rindex("=") + 1 :])]
         if len(after) == 1:  # the sentence ends on the computed value
             return _conclusion(after[0], "last_equals")
-    found = [v for v, _ in values(sentence)]
-    if found and "\\" in found[-1]:
-        return _conclusion(found[-1], "last_number")
+    latex = _last_latex_value(sentence)
+    if latex is not None:
+        return _conclusion(latex, "last_number")
     numbers = _NUMBER_RE.findall(sentence)
     return _conclusion(numbers[-1], "last_number") if numbers else Conclusion(None, "none")
+
+
+def _last_latex_value(sentence: str) -> str | None:
+    """The last of the sentence's :func:`values` when it holds a LaTeX backslash, else ``None``.
+    Values are pieces of the sentence, so a sentence without a backslash (most closing
+    sentences) is answered without reading its values; else only its last value is read
+    (:func:`~pr1_eval.grading.answer_text.last_value`)."""
+    last = last_value(sentence) if "\\" in sentence else None
+    return last if last is not None and "\\" in last else None
 
 
 def _conclusion(raw: str, source: str) -> Conclusion:

@@ -19,8 +19,10 @@ Parallel-R1 teacher traces, labelled by reading the paths (see ``tests/analysis/
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import pandas as pd
@@ -97,17 +99,84 @@ def block_role(classes: Sequence[int | None]) -> str:
 
 def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
     """``blocks`` (with ``path_texts``) with the :data:`ROLE_COLUMN_DOCS` columns added."""
+    concluded = conclude_blocks(blocks)
+    groups = [list(answers) for answers in concluded["path_conclusions"]]
+    return with_roles(concluded, equivalence_classes_many(groups))
+
+
+def conclude_blocks(blocks: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``blocks`` with ``path_conclusions`` and ``path_conclusion_sources``: the part of
+    :func:`assign_roles` that runs in this process (the rest waits on math-verify)."""
     out = blocks.copy()
     conclusions = path_conclusions([list(texts) for texts in out["path_texts"]])
     out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index, dtype=object)
     out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
                                                dtype=object)
-    classes = equivalence_classes_many([list(answers) for answers in out["path_conclusions"]])
-    out["path_answer_classes"] = pd.Series(classes, index=out.index, dtype=object)
+    return out
+
+
+def with_roles(concluded: pd.DataFrame, classes: Sequence[list[int | None]]) -> pd.DataFrame:
+    """:func:`conclude_blocks`'s frame with the class and role columns added (to that frame, which
+    is already a copy), given each block's classes (:func:`equivalence_classes_many` of its
+    ``path_conclusions``)."""
+    out = concluded
+    out["path_answer_classes"] = pd.Series(list(classes), index=out.index, dtype=object)
     out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
     out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
     out["role"] = [block_role(cs) for cs in classes]
     return out
+
+
+class StartedRoles:
+    """Block roles and summary consistency with their math-verify checks already under way.
+
+    Why: the checks run in the grading pool's processes while this one would only wait, so
+    :func:`start_roles` reads the conclusions, then hands every block's and every response's
+    group to :func:`equivalence_classes_many` on a background thread (one call, so a pair
+    shared by a block and its response is checked once) and returns at once; the caller
+    computes other tables (BLEU, …) meanwhile and asks for :meth:`roles` and
+    :meth:`consistency` when it needs them. The classes are those of :func:`assign_roles` and
+    :func:`summary_consistency`: each group is classed on its own, in the same comparison order.
+    """
+
+    def __init__(self, blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None) -> None:
+        self._blocks = conclude_blocks(blocks)
+        self._heads, groups = consistency_groups(samples, self._blocks)
+        role_groups = [list(answers) for answers in self._blocks["path_conclusions"]]
+        self._n_roles = len(role_groups)
+        self._groups = groups
+        self._classes = classes_in_background([*role_groups, *groups], verdicts)
+
+    def roles(self) -> pd.DataFrame:
+        """What :func:`assign_roles` returns for the blocks (waits for their checks)."""
+        return with_roles(self._blocks, self._classes.result()[: self._n_roles])
+
+    def consistency(self) -> pd.DataFrame:
+        """What :func:`summary_consistency` returns for the samples (waits for the checks)."""
+        if self._blocks.empty:
+            return pd.DataFrame(columns=_KEYS + list(CONSISTENCY_COLUMN_DOCS))
+        return consistency_table(self._heads, self._groups, self._classes.result()[self._n_roles :])
+
+
+def start_roles(blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None) -> StartedRoles:
+    """:class:`StartedRoles` of ``blocks`` (the loader's, with ``path_texts``) and ``samples``."""
+    return StartedRoles(blocks, samples, verdicts)
+
+
+def classes_in_background(groups: Sequence[Sequence[str | None]],
+                          verdicts: VerdictCache | None = None) -> Future[list[list[int | None]]]:
+    """:func:`equivalence_classes_many` of ``groups`` computed on a daemon thread (it mostly
+    waits on the grading pool, so it takes little of this process's time); its future."""
+    future: Future[list[list[int | None]]] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(equivalence_classes_many(groups, verdicts))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="pr1-analysis-classes", daemon=True).start()
+    return future
 
 
 def role_shares(blocks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
@@ -127,17 +196,25 @@ def role_shares(blocks: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 def summary_consistency(samples: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     """One row per response with at least one block (:data:`CONSISTENCY_COLUMN_DOCS`); ``blocks``
     as :func:`assign_roles` returns them (their ``path_conclusions``)."""
-    columns = _KEYS + list(CONSISTENCY_COLUMN_DOCS)
     if blocks.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=_KEYS + list(CONSISTENCY_COLUMN_DOCS))
     if "path_conclusions" not in blocks.columns:
         blocks = assign_roles(blocks)
+    heads, groups = consistency_groups(samples, blocks)
+    return consistency_table(heads, groups, equivalence_classes_many(groups))
+
+
+def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
+                       ) -> tuple[list[tuple[dict[str, Any], str | None]], list[list[str | None]]]:
+    """Per response with blocks: its key columns and final answer, and the group to class (every
+    path conclusion of its blocks, then the final answer); ``blocks`` with ``path_conclusions``."""
     answers_by_response: dict[tuple[Any, ...], list[str | None]] = {}
     block: Any
     for block in blocks.itertuples(index=False):
         key = (block.run, block.task, block.problem_id, block.sample_idx)
         answers_by_response.setdefault(key, []).extend(block.path_conclusions)
-    heads, groups = [], []
+    heads: list[tuple[dict[str, Any], str | None]] = []
+    groups: list[list[str | None]] = []
     sample: Any
     for sample in samples.itertuples(index=False):
         key = (sample.run, sample.task, sample.problem_id, sample.sample_idx)
@@ -145,10 +222,15 @@ def summary_consistency(samples: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataF
             final = sample.extracted_answer if isinstance(sample.extracted_answer, str) else None
             heads.append(({k: getattr(sample, k) for k in _KEYS}, final))
             groups.append([*answers_by_response[key], final])
-    classes = equivalence_classes_many(groups)
+    return heads, groups
+
+
+def consistency_table(heads: Sequence[tuple[dict[str, Any], str | None]], groups: Sequence[Sequence[str | None]],
+                      classes: Sequence[Sequence[int | None]]) -> pd.DataFrame:
+    """The :func:`summary_consistency` frame from :func:`consistency_groups` and their classes."""
     rows = [{**head, **_consistency(group[:-1], final, cls)}
             for (head, final), group, cls in zip(heads, groups, classes, strict=True)]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=_KEYS + list(CONSISTENCY_COLUMN_DOCS))
 
 
 def response_consistency(path_answers: Sequence[str | None], final: str | None) -> dict[str, Any]:

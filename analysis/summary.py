@@ -23,7 +23,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_complet
 from analysis.diversity import Embedder, block_diversity, diversity
 from analysis.drift import drift_json, drift_trends
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
-from analysis.roles import ROLES, assign_roles, role_shares, summary_consistency
+from analysis.roles import ROLES, role_shares, start_roles
 from analysis.stats import structure_stats
 
 RUN_KEYS = ["run", "task"]
@@ -70,11 +70,11 @@ class Analysis:
 def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomplete: bool = False) -> Analysis:
     """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
     tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``."""
+    started = start_roles(loaded.blocks, loaded.samples)  # math-verify works while BLEU is computed here
     cells = loaded_completeness(loaded)
-    blocks = assign_roles(loaded.blocks)
-    pairs = diversity(blocks, embedder)
-    blocks = block_diversity(blocks, pairs)
-    responses = summary_consistency(loaded.samples, blocks)
+    pairs = diversity(loaded.blocks, embedder)
+    blocks = block_diversity(started.roles(), pairs)
+    responses = started.consistency()
     runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)
     runs = _with_completeness(runs, cells, include_incomplete)
     with_step = loaded.samples[loaded.samples["step"].notna()]

@@ -117,6 +117,15 @@ class Reading:
     rule: str
 
 
+def may_hold(text: str, word: str) -> bool:
+    """Whether ``text`` may hold ``word`` (lower-case ASCII) in any letter case, as a
+    case-insensitive regex needing ``word`` would find it: a pre-check that lets readers skip
+    their regex scans. Exact for ASCII text, where such a regex folds only ASCII letters, so a
+    match implies ``word in text.lower()``; any other text answers ``True`` (Unicode case folding
+    matches ``ſ`` for ``s`` and ``K`` for ``k``, which ``lower()`` does not map)."""
+    return not text.isascii() or word in text.lower()
+
+
 # ----- braces and boxes ----------------------------------------------------------------------------
 def matching_brace(text: str, open_brace: int) -> int | None:
     """Offset of the ``}`` closing the ``{`` at ``open_brace`` (escaped braces ignored), scanning
@@ -373,6 +382,30 @@ def values(text: str) -> Iterator[tuple[str, bool]]:
             gap, conjunction, seen = "", False, True
         else:
             gap += piece[pos:]
+
+
+def last_value(text: str) -> str | None:
+    """The last value :func:`values` yields for ``text`` (``None`` when it yields none), read
+    from the end. Why: a closing sentence can hold hundreds of words and only its last value is
+    wanted. Exact because, in text without a math span, :func:`values` splits one plain piece at
+    its non-math words and yields each run between two of them that :func:`_is_value` accepts,
+    whatever came before; so the last such run is the answer. Text with a math span is read in
+    full."""
+    if _MATH_SPAN_RE.search(text):
+        last = None
+        for value, _ in values(text):
+            last = value
+        return last
+    end = len(text)
+    for word in reversed(list(_WORD_RE.finditer(_plain_without_text_groups(text)))):
+        if _word_role(word.group()) == "math":
+            continue  # part of the run around it, as in values()
+        run = _tidy_run(text[word.end() : end])
+        if _is_value(run):
+            return run
+        end = word.start()
+    run = _tidy_run(text[:end])
+    return run if _is_value(run) else None
 
 
 def _tidy_run(run: str) -> str:

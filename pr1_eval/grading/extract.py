@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, read_answer, read_boxes
+from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, may_hold, read_answer, read_boxes
 from pr1_eval.grading.negation import NEGATED_RULE
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import outside_paths
@@ -117,7 +117,7 @@ def _final_answer(text: str) -> Reading:
     ``\\[``) is followed to its closing delimiter, and math the line leaves open (a ``$``, ``\\(``,
     ``\\begin{pmatrix}`` or ``{`` not closed on it) is followed over the next lines until it closes.
     """
-    ends = [m.end() for m in _FINAL_RE.finditer(text)]
+    ends = [m.end() for m in _FINAL_RE.finditer(text)] if may_hold(text, "final answer") else []
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
         reading = read_answer(_answer_after(text, end))
         if reading.text is not None or reading.rule == NEGATED_RULE:

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 from pr1_eval.grading.extract import ExtractedAnswer, extract_answer
@@ -241,6 +242,32 @@ def answer_classes_many(
 #: each to a sympy ``Integer`` and compares Integers exactly (checked against math-verify in
 #: ``tests/analysis/test_fast_paths.py``), so these pairs skip the pool.
 _PLAIN_INTEGER = re.compile(r"-?[1-9][0-9]{0,11}|0")
+#: A plain decimal: optional ``-``, at most 8 integer digits (no leading zero), at most 6 decimals.
+_PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,7})(?:\.[0-9]{1,6})?")
+
+
+def known_without_check(gold: str, answer: str) -> bool | None:
+    """math-verify's verdict on ``(gold, answer)`` where it is decided without running it, else ``None``.
+
+    Two plain integers (:data:`_PLAIN_INTEGER`): equal exactly when the strings are. Two plain
+    decimals (:data:`_PLAIN_DECIMAL`, integers among them): equal exactly when their decimal
+    values are (``0.5`` = ``0.50``, ``12`` = ``12.0``, ``0.5`` ≠ ``0.500001``). Why, from
+    math-verify's source (``grader.py``): each parses (``$d$``, which :func:`~.verify.as_math`
+    leaves alone: no space, comma or ``$``) to ``[Float(d) or Integer(d), "d"]``; ``verify`` tries
+    every pairing, the string pairings succeeding only on identical strings and the
+    string-expression ones never. For two numbers ``sympy_expr_eq`` reaches ``a == b``, then
+    ``sympy_numeric_eq``, which with a Float compares ``a.round(6) == b.round(6)`` (else exact
+    ``==``), then ``simplify(a - b).is_zero``. A decimal of at most 8 + 6 digits is held by a
+    15-digit Float to well under ``0.5e-6``, so rounding to 6 places gives back its own value:
+    equal values give equal Floats (every step true), unequal ones differ by at least ``1e-6``
+    after rounding and in ``a - b`` (every step false). Checked against math-verify on thousands
+    of generated pairs in ``tests/analysis/test_fast_paths.py``.
+    """
+    if _PLAIN_INTEGER.fullmatch(gold) and _PLAIN_INTEGER.fullmatch(answer):
+        return gold == answer  # math-verify compares two Integers exactly
+    if _PLAIN_DECIMAL.fullmatch(gold) and _PLAIN_DECIMAL.fullmatch(answer):
+        return Decimal(gold) == Decimal(answer)
+    return None
 
 
 def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
@@ -250,8 +277,9 @@ def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
     out: dict[tuple[str, str], bool] = {}
     todo: list[tuple[str, str]] = []
     for pair in pairs:
-        if _PLAIN_INTEGER.fullmatch(pair[0]) and _PLAIN_INTEGER.fullmatch(pair[1]):
-            out[pair] = pair[0] == pair[1]  # math-verify compares two Integers exactly
+        decided = known_without_check(*pair)
+        if decided is not None:
+            out[pair] = decided
             continue
         cached = known.get(pair) if known is not None else None
         if cached is None:

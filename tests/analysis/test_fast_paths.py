@@ -198,3 +198,50 @@ def test_plain_integer_shortcut_agrees_with_math_verify() -> None:
         assert verdict.status == "ok" and verdict.correct == (a == b), (a, b)
     for not_plain in ("012", "-0", "1,000", "1000000000000", "+5", "5.0", " 5"):
         assert not _PLAIN_INTEGER.fullmatch(not_plain)
+
+
+def _decimals(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for _ in range(n):
+        digits = rng.choice([0, 1, 2, 3, 6, 8])
+        whole = str(rng.randint(0, 10 ** digits - 1)) if digits else "0"
+        decimals = "".join(rng.choice("0123456789") for _ in range(rng.choice([0, 0, 1, 2, 3, 6])))
+        out.append(("-" if rng.random() < 0.3 else "") + whole + ("." + decimals if decimals else ""))
+    return out
+
+
+def test_plain_decimal_shortcut_agrees_with_math_verify() -> None:
+    """Every pair the shortcut decides gets math-verify's own verdict: random decimals, the same
+    value spelled otherwise (``0.5``/``0.50``, ``12``/``12.0``, ``-0``/``0``), values 1e-6 apart,
+    and the largest and smallest forms it accepts."""
+    from decimal import Decimal
+
+    from pr1_eval.grading.grade import known_without_check
+
+    rng = random.Random(7)
+    numbers = _decimals(rng, 300) + ["0", "-0", "0.0", "-0.0", "99999999.999999", "-99999999.999999", "0.000001",
+                                     "12", "12.0", "12.000000", "0.5", "0.50", "0.500001", "1", "1.000001"]
+    pairs = [(rng.choice(numbers), rng.choice(numbers)) for _ in range(1600)]
+    for a in numbers[:150]:
+        respelt = a + "0" if "." in a and len(a.split(".")[1]) < 6 else (a + ".0" if "." not in a else a)
+        pairs += [(a, respelt), (respelt, a), (a, str(Decimal(a) + Decimal("0.000001")))]
+    decided = 0
+    for a, b in pairs:
+        verdict = known_without_check(a, b)
+        if verdict is None:  # e.g. str(Decimal) of a tiny value: "-1E-6" goes to math-verify
+            continue
+        decided += 1
+        expected = verify_pair(a, b)
+        assert expected.status == "ok" and expected.correct is verdict, (a, b, expected)
+    assert decided >= 2000 and any(known_without_check(a, b) for a, b in pairs if a != b)
+
+
+def test_shortcut_leaves_everything_else_to_math_verify() -> None:
+    from pr1_eval.grading.grade import known_without_check
+
+    others = ["\\frac{m}{n}  7", "x^2", "\\frac{1}{2}", "1/2", "1e5", ".5", "5.", "+5", "1,000", "00.5", "0.1234567",
+              "123456789.5", "１２", "5%", "2 2", "7 3", " 5", "5 ", "π", "\\pi", "(1, 2)", "x = 5", "-", ""]
+    for other in others:
+        for number in ("12", "595", "0.5", "-3.25"):
+            assert known_without_check(other, number) is None and known_without_check(number, other) is None
+    assert known_without_check("12", "12") is True and known_without_check("595", "12") is False

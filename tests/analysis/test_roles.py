@@ -159,3 +159,29 @@ def test_role_shares_without_blocks_are_null(tmp_path: Path) -> None:
     row = to_json(analysis)["runs"][0]
     assert row["roles"] == {"verification": None, "exploration": None, "undetermined": None}
     assert row["paths_per_block"] is None and row["bleu_mean"] is None and row["first_block_rel_pos"] is None
+
+
+def test_started_roles_equal_the_sequential_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks run on a background thread while the caller works; the tables are those of
+    assign_roles and summary_consistency run one after the other (math-equal forms included)."""
+    from analysis.result_cache import CACHE_ENV, ResultCache
+    from analysis.roles import VerdictCache, start_roles, summary_consistency
+
+    monkeypatch.setenv(CACHE_ENV, "off")
+    records = [make_record("t", "p0", 0, response(block(["so x = 0.5", "Final Answer: \\frac{1}{2}"]), final="1/2")),
+               make_record("t", "p1", 0, response(block(["we get 12.", "we get 13."]),
+                                                  block(["Final Answer: 12", "nothing"]), final="13")),
+               make_record("t", "p2", 0, response(block(["\\boxed{x^2}", "\\boxed{x \\cdot x}"]), final="x^2")),
+               make_record("t", "p3", 0, response("no block", final="1"))]
+    write_run(tmp_path, "r", records)
+    loaded = load_runs(tmp_path, tokenizer=None)
+    expected_blocks = assign_roles(loaded.blocks)
+    expected_responses = summary_consistency(loaded.samples, expected_blocks)
+    started = start_roles(loaded.blocks, loaded.samples, VerdictCache(ResultCache(None)))
+    pd.testing.assert_frame_equal(started.roles(), expected_blocks)
+    pd.testing.assert_frame_equal(started.consistency(), expected_responses)
+    assert expected_blocks["role"].tolist() == ["verification", "exploration", "undetermined", "verification"]
+    assert expected_responses["consistent"].tolist() == [True, False, True]
+    empty = start_roles(loaded.blocks.iloc[:0], loaded.samples)
+    assert empty.roles().empty and empty.consistency().empty
+    assert list(empty.consistency().columns) == list(expected_responses.columns)

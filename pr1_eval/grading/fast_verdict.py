@@ -1,0 +1,98 @@
+"""math-verify's verdict on a number against a rational function, without ``sympy.simplify``.
+
+Why: in an analysis of sweep scale most equivalence checks are a number against an expression
+in symbols (``12`` against ``\\frac{m}{n} 7`` or ``x^2``), and math-verify spends nine tenths
+of such a check in ``simplify`` (about 10 ms of a worker's time) only to find they differ.
+For these pairs its verdict is decided by rational-function arithmetic (``cancel``, under a
+millisecond). Not wired into :func:`pr1_eval.grading.verify.math_equal` here: that is the
+grader's and the reward's checker; wiring is one call at its top (see :func:`decided`).
+
+The argument, from math-verify's ``grader.py`` (``verify`` with its defaults, ``strict=True``):
+``math_equal`` tries every pairing of the two parses (each ``[expression, matched string]``);
+a string against an expression is never equal, two strings are equal when identical after
+``strip`` (and non-empty). For a *number* ``N`` (``Integer``/``Rational``) against a *rational
+function* ``R`` over the rationals (built from integers, rationals and plain ``Symbol`` s by
+``Add``, ``Mul`` and ``Pow`` with a bounded integer exponent, not itself a bare ``Symbol``), in
+either order, ``sympy_expr_eq`` goes: no relation, set, tuple or symbol branch applies;
+``sympy_str_eq`` is structural ``==``; ``sympy_numeric_eq`` takes its ``Number`` branch, where
+without a ``Float`` it compares ``==`` (of ``doit()`` results); then ``sympy_symbolic_eq``
+answers ``simplify(N - R).is_zero``. Each step is true only when ``N`` and ``R`` are equal as
+rational functions, and when they are ``simplify`` returns ``0`` (``cancel``, which it tries,
+gives ``0`` and nothing measures shorter). So the verdict is ``cancel(N - R) == 0``. A pair of
+two rational functions is *not* decided here: there ``sympy_numeric_eq`` evaluates
+``(a - b).evalf(chop=True)``, which calls tiny non-zero differences zero. The one thing this
+changes is time: where math-verify's ``simplify`` would overrun its alarm (``timeout``), this
+answers. Checked against math-verify on thousands of generated pairs
+(``tests/pr1_eval/grading/test_fast_verdict.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: Largest integer exponent accepted (bounds the work of ``cancel`` on ``x^{1000000}``).
+MAX_EXPONENT = 64
+
+
+def decided(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool | None:
+    """``math_equal``'s verdict from the two math-verify parses when the module docstring's
+    argument covers them (exactly one expression in each parse: a number against a rational
+    function), else ``None`` (run math-verify)."""
+    from sympy import Number, cancel
+
+    gold_exprs = [e for e in gold_parsed if not isinstance(e, str)]
+    answer_exprs = [e for e in answer_parsed if not isinstance(e, str)]
+    if len(gold_exprs) != 1 or len(answer_exprs) != 1:
+        return None
+    gold, answer = gold_exprs[0], answer_exprs[0]
+    if not (_is_number(gold) and _is_rational_function(answer)) and not (
+        _is_number(answer) and _is_rational_function(gold)
+    ):
+        return None
+    if _same_string(gold_parsed, answer_parsed):
+        return True
+    difference = cancel(gold - answer)
+    return bool(isinstance(difference, Number) and difference == 0)
+
+
+def _same_string(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool:
+    """The string pairings of math-verify's ``verify``: equal when identical and non-empty."""
+    golds = [g.strip() for g in gold_parsed if isinstance(g, str)]
+    return any(g and g == t.strip() for g in golds for t in answer_parsed if isinstance(t, str))
+
+
+def _is_number(expr: Any) -> bool:
+    """An exact rational number (``Integer`` is a ``Rational``; a ``Float`` is not)."""
+    from sympy import Rational
+
+    return isinstance(expr, Rational)
+
+
+def _is_rational_function(expr: Any) -> bool:
+    """Built from integers, rationals and plain symbols by ``+``, ``*`` and bounded integer powers
+    (no zero base under a negative power), and not a bare symbol."""
+    from sympy import Symbol
+
+    return not isinstance(expr, Symbol) and _rational_tree(expr, 0)
+
+
+def _rational_tree(expr: Any, depth: int) -> bool:
+    from sympy import Add, Integer, Mul, Pow, Rational, Symbol
+
+    if depth > 200:
+        return False
+    if isinstance(expr, (Integer, Rational)):
+        return True
+    if type(expr) is Symbol:  # not Dummy/Wild, no function application
+        return True
+    if isinstance(expr, Pow):
+        exp = expr.exp
+        if not isinstance(exp, Integer) or abs(int(exp)) > MAX_EXPONENT:
+            return False
+        if int(exp) < 0 and isinstance(expr.base, (Integer, Rational)) and expr.base == 0:
+            return False
+        return _rational_tree(expr.base, depth + 1)
+    if type(expr) in (Add, Mul):
+        return all(_rational_tree(arg, depth + 1) for arg in expr.args)
+    return False

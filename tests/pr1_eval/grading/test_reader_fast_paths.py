@@ -1,0 +1,87 @@
+"""The answer-line readers' pre-checks skip work, never change a reading: on thousands of varied
+texts (markers in every letter case, Unicode case folds such as ``ſ`` and ``K``, LaTeX, paths,
+prose) the grader's ``extract_answer`` and the analysis's ``path_conclusion`` give what they give
+with every pre-check turned off."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+import analysis.conclusions as conclusions
+import pr1_eval.grading.extract as extract
+from pr1_eval.grading.answer_text import last_value, may_hold, values
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+_PIECES = [
+    "Final Answer:", "final answer :", "FINAL ANSWER**:", "Final  Answer:", "ﬁnal answer:", "final anſwer:",
+    "the answer is", "ANSWER:", "answer =", "Answer is", "answers", "\\boxed{12}", "\\boxed{\\frac{1}{2}}",
+    "\\fbox{3}", "$x$", "$\\frac{3}{4}$", "\\(5\\)", "\\[x^2\\]", "$$7$$", "12", "3.5", "-4", "1,000", "1/2", "=",
+    " = ", ".", ". ", "!", "?", "\n", "\n\n", ",", "(since 18 = 10 + 8)", "so", "we get", "total", "pages", "数学",
+    "答案是5。", "é", "K", "ſ", "\\sqrt{2}", "\\pi", "x", "and", "or", "not", "<Path>", "</Path>", "<Parallel>",
+    "</Parallel>", "<Summary>", "</Summary>", "<|im_end|>", " ", "\t", "{", "}", "\\", "$",
+]
+
+
+def _texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = ["", " ", "answer", "Final Answer: 5", "FINAL ANSWER: ſ5", "so the anſwer is 7.", "Final Answer: K"]
+    cases = json.loads((DATA / "block_role_labels.json").read_text(encoding="utf-8"))["blocks"]
+    texts += [path for case in cases for path in case["paths"]]
+    for _ in range(n):
+        words = [rng.choice(_PIECES) for _ in range(rng.choice([1, 3, 8, 20, 60]))]
+        texts.append(rng.choice(["", " "]).join(words))
+    return texts
+
+
+TEXTS = _texts(0, 4000)
+
+
+def test_texts_reach_every_rule() -> None:
+    sources = {conclusions.path_conclusion(t).source for t in TEXTS}
+    assert sources == set(conclusions.CONCLUSION_SOURCES)
+    assert {extract.extract_answer(t).source for t in TEXTS} == {"final_answer", "boxed", "none"}
+    assert sum(not t.isascii() for t in TEXTS) > 500 and sum(t.isascii() for t in TEXTS) > 500
+
+
+@pytest.mark.parametrize("pattern", [extract._FINAL_RE, conclusions._FINAL_RE, conclusions._ANSWER_IS_RE])
+def test_may_hold_is_true_wherever_the_regex_matches(pattern: re.Pattern[str]) -> None:
+    word = "final answer" if "final" in pattern.pattern else "answer"
+    texts = [*TEXTS, "FINAL ANSWER:", "Final Answer:", "ﬁnal answer:", "final anſwer:", "ANSWER IS", "anſwer is"]
+    for text in texts:
+        if pattern.search(text):
+            assert may_hold(text, word), repr(text)
+    assert pattern.search("final anſwer: is") and may_hold("final anſwer: is", word)  # a Unicode fold: no skip
+    assert not may_hold("no marker here", word)
+
+
+def test_fast_readers_equal_the_slow_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = [(extract.extract_answer(t, strict=True), conclusions.path_conclusion(t, strict=True)) for t in TEXTS]
+
+    def every_value(sentence: str) -> str | None:
+        found = [v for v, _ in values(sentence)]
+        return found[-1] if found and "\\" in found[-1] else None
+
+    monkeypatch.setattr(extract, "may_hold", lambda text, word: True)
+    monkeypatch.setattr(conclusions, "may_hold", lambda text, word: True)
+    monkeypatch.setattr(conclusions, "_last_latex_value", every_value)
+    slow = [(extract.extract_answer(t, strict=True), conclusions.path_conclusion(t, strict=True)) for t in TEXTS]
+    for text, a, b in zip(TEXTS, fast, slow, strict=True):
+        assert a == b and a[0].rule == b[0].rule, repr(text)
+
+
+def test_last_value_is_the_last_of_values() -> None:
+    rng = random.Random(5)
+    sentences = [*TEXTS, *(" ".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 40))) for _ in range(3000))]
+    sentences += [conclusions._MATH_DELIM_RE.sub(" ", s) for s in sentences[:3000]]  # as _closing_value reads them
+    seen = set()
+    for sentence in sentences:
+        found = [v for v, _ in values(sentence)]
+        expected = found[-1] if found else None
+        assert last_value(sentence) == expected, repr(sentence)
+        seen.add(expected is None)
+    assert seen == {True, False}
