@@ -72,7 +72,7 @@ class VerdictCache:
     """math-verify verdicts of gold-free ``(a, b)`` pairs on disk (:mod:`analysis.result_cache`),
     for the code and library versions that computed them."""
 
-    SOURCES = ("pr1_eval.grading.verify",)
+    SOURCES = ("pr1_eval.grading.verify", "pr1_eval.grading.fast_verdict")
     PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
 
     def __init__(self, cache: ResultCache | None = None) -> None:

@@ -4,8 +4,8 @@ Why: in an analysis of sweep scale most equivalence checks are a number against 
 in symbols (``12`` against ``\\frac{m}{n} 7`` or ``x^2``), and math-verify spends nine tenths
 of such a check in ``simplify`` (about 10 ms of a worker's time) only to find they differ.
 For these pairs its verdict is decided by rational-function arithmetic (``cancel``, under a
-millisecond). Not wired into :func:`pr1_eval.grading.verify.math_equal` here: that is the
-grader's and the reward's checker; wiring is one call at its top (see :func:`decided`).
+millisecond). :func:`pr1_eval.grading.verify.math_equal` (the grader's, the analysis' and the
+RL reward's checker) asks :func:`decided` first, so every caller gets the same verdict sooner.
 
 The argument, from math-verify's ``grader.py`` (``verify`` with its defaults, ``strict=True``):
 ``math_equal`` tries every pairing of the two parses (each ``[expression, matched string]``);

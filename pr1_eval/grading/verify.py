@@ -17,6 +17,8 @@ import time
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from pr1_eval.grading.fast_verdict import decided
+
 #: Environment variable that, set to "1" when a pool starts, arms the test-only answers below.
 TEST_HOOKS_ENV = "PR1_EVAL_GRADING_TEST_HOOKS"
 #: With test hooks armed, a worker given this answer sleeps forever (a hang no alarm breaks).
@@ -108,15 +110,19 @@ def _parse(text: str, op_timeout: int) -> tuple[Any, ...]:
 def math_equal(gold: str, answer: str, op_timeout: int = 5) -> bool:
     """Whether ``answer`` equals ``gold`` by math-verify (``gold`` first: verify is asymmetric).
 
-    Same result as ``verify(parse(gold), parse(answer))``, except that a step that timed out
-    raises :class:`VerifyTimeout` instead of silently counting as unequal, unless another
-    comparison already succeeded. Must run on a main thread (math-verify uses SIGALRM).
+    Same result as ``verify(parse(gold), parse(answer))`` (a number against a rational function
+    is decided by :mod:`.fast_verdict` without sympy's ``simplify``, with math-verify's verdict),
+    except that a step that timed out raises :class:`VerifyTimeout` instead of silently counting
+    as unequal, unless another comparison already succeeded. Must run on a main thread (math-verify uses SIGALRM).
     """
     from math_verify import verify
     from math_verify.errors import TimeoutException
 
     gold_parsed = _parse(gold, op_timeout)
     answer_parsed = _parse(answer, op_timeout)
+    quick = decided(gold_parsed, answer_parsed)  # a number against a rational function: no simplify
+    if quick is not None:
+        return quick
     timed_out = False
     for g in gold_parsed:
         for t in answer_parsed:
