@@ -25,12 +25,10 @@ Prints one table per format with seconds, rows/s, peak RSS and the ratio to the 
 linear extrapolation to 300 steps × 4,096 rows (import reads one step at a time: time grows with
 the rows, peak memory with the rows of one step).
 
-Measured at 20 steps × 4,096 rows on a shared 2-core machine (``--steps 20 --rows 4096``), records
-built by the store's ``records_to_table`` as it was then (about half of the V1 import's time is
-that function's ``dataclasses.asdict``): the fork's dumps (4.33 GB, 52.8 KB/row) import in 73 s
-against a floor of 25 s (2.9×), VERL 0.9.1's (0.38 GB, 4.6 KB/row) in 23 s against 2.9 s (8.0×);
-peak RSS 229 and 237 MB; 3 steps of the same fork files peak at 229 MB too (one step is held at a
-time). Linearly, 300 steps: about 18 min (fork) and 6 min (V1), under 250 MB.
+Measured at 20 steps × 4,096 rows on a shared 2-core machine (``--steps 20 --rows 4096``, beside
+a CI run): the fork's dumps (4.33 GB, 52.8 KB/row) import in 40.7 s against a floor of 12.0 s
+(3.4×), VERL 0.9.1's (0.38 GB, 4.6 KB/row) in 10.2 s against 2.0 s (5.2×); peak RSS 225 and
+234 MB (one step is held at a time). Linearly, 300 steps: about 10 min (fork) and 3 min (V1).
 
     .venv/bin/python bench/bench_verl_import.py [--steps 4] [--rows 1024] [--response-tokens 3000] [--dir DIR]
     .venv/bin/python bench/bench_verl_import.py --steps 300 --rows 4096   # the full job: ~14 GB + ~55 GB
