@@ -59,6 +59,9 @@ WIDTH = 1600  # a desktop browser window
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars", "--remote-debugging-port=0"]
+#: How long chromium may take to open its DevTools endpoint. A first start reads some 200 MB of
+#: browser from a cold disk; beside CI's other work one start took over 30 s.
+CHROMIUM_START_S = 120
 #: Streamlit marks its root with the script's state ('running' / 'notRunning'), as its own e2e tests use.
 READY = """(() => {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -122,13 +125,18 @@ class DevTools:
     def __init__(self, binary: str, profile: Path) -> None:
         from websockets.sync.client import connect
 
-        self.process = subprocess.Popen([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = profile.parent / f"{profile.name}-chromium.log"
+        with log.open("w") as sink:
+            self.process = subprocess.Popen([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                            stdout=sink, stderr=subprocess.STDOUT)
         port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + CHROMIUM_START_S
         while not port_file.is_file() or not port_file.read_text().strip():
             if time.monotonic() > deadline or self.process.poll() is not None:
-                raise RuntimeError("chromium did not start its DevTools endpoint")
+                self._stop()
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"chromium did not start its DevTools endpoint within {CHROMIUM_START_S} s "
+                                   f"(exit status {self.process.returncode}); its output ends:\n{tail}")
             time.sleep(0.1)
         port = int(port_file.read_text().split()[0])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
@@ -177,11 +185,16 @@ class DevTools:
 
     def close(self) -> None:
         self.socket.close()
+        self._stop()
+
+    def _stop(self) -> None:
+        """End chromium, also when it never came up (a leaked browser outlives the test run)."""
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait(timeout=10)
 
 
 def _wait_healthy(process: subprocess.Popen[str], base: str, log: Path) -> None:
