@@ -14,20 +14,21 @@ cd "$(dirname "$0")/.."
 
 # name|arguments (small size). Run in two lanes at once (the CI machine has two cores and most
 # benches wait on child processes or model loads part of the time); the lanes are balanced by
-# their measured times: the first five entries form lane 1, the rest lane 2.
-LANE1=5
+# their measured times (CI at load ~2: lane 1 about 76 s, lane 2 about 80 s): the first seven
+# entries form lane 1, the rest lane 2.
+LANE1=7
 CPU_BENCHES=(
     "bench_kill_resume.py|--kills 1 --cut-parts 1 --limit 1 -k 1 --max-new-tokens 4"
     "bench_dashboard.py|--small"
     "bench_grading.py|--n 24 --workers 2"
     "bench_mask.py|--length 300 --prompt 20 --blocks 2 --paths 2 --repeat 1"
     "bench_hf_batching.py|--problems 2 -k 1 --max-new-tokens 4"
+    "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
+    "bench_rollout_runs.py|--rows 64 --n 8 --tokens 100"
     "bench_ray.py|--problems 2 -k 1 --max-new-tokens 4 --sim-problems 64 --replicas 8 --repeats 1"
     "bench_diversity.py|--blocks 16 --naive-sample 4 --batch-size 16"
     "bench_analyze.py|--small"
-    "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
     "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
-    "bench_rollout_runs.py|--rows 64 --n 8 --tokens 100"
 )
 # name|why it is skipped
 GPU_ONLY=(
