@@ -52,7 +52,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import parse_structure
-from pr1_eval.protocol.scan import scan_well_formed
+from pr1_eval.protocol.scan import count_blocks, scan_well_formed
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
@@ -436,7 +436,7 @@ def _parallel_counts(samples: pd.DataFrame, run_dir: Path) -> np.ndarray:
     load holds no texts: pyarrow counts in the stored column (UTF-8 bytes; the tag is ASCII, so the
     count is the same), and no response becomes a Python string."""
     if "response" in samples:
-        return np.fromiter((t.count(T.PARALLEL_OPEN) if isinstance(t, str) else 0 for t in samples["response"]),
+        return np.fromiter((count_blocks(t) if isinstance(t, str) else 0 for t in samples["response"]),
                            dtype=np.int64, count=len(samples))
     return _stored_tag_counts(run_dir)[samples.index.to_numpy()]
 

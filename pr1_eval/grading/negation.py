@@ -15,7 +15,7 @@ What counts (:func:`rejects_one_value`): a negated sentence (see
 over; a later sentence that states a value gives the answer (``The answer is not 5. It is 6.``
 → ``6``), and a line of nothing else has none (rule ``negated``). A negated answer line is the
 model's last word, so the search does not fall back to an earlier ``Final Answer:`` line or box.
-Any other negated sentence (``x is not 0, so x = 5``: two values) is read whole, as before;
+Any other negated sentence (``x is not 0, so x = 5``: two values) is read whole;
 a negation after the value (``5, not 6``) is trailing prose and was cut before this is asked.
 """
 

@@ -5,9 +5,8 @@ general parser, a state machine fed one tag at a time, is most of that cost. Two
 parser make a scan with C-level string operations exact:
 
 * A block is opened by every ``<Parallel>`` tag and by nothing else, so the parser's block count
-  is the number of ``<Parallel>`` substrings and the blocks start where they occur (a tag holds
-  ``<`` only as its first character, so no tag match can hide one, and the string cannot overlap
-  itself). :func:`count_blocks` and :func:`block_starts` are that.
+  is the number of ``<Parallel>`` substrings (a tag holds ``<`` only as its first character, so
+  no tag match can hide one, and the string cannot overlap itself). :func:`count_blocks` is that.
 * On a well-formed response — tags in the order ``(<Parallel> (<Path></Path>){2,} </Parallel>
   <Summary></Summary>)*`` — the parser never reaches an error branch, so each block's spans
   follow from the tag positions alone. :func:`scan_well_formed` checks the tag order with one
@@ -51,16 +50,6 @@ class ScannedBlock(NamedTuple):
 def count_blocks(text: str) -> int:
     """``parse_structure(text).n_blocks``, without parsing."""
     return text.count(T.PARALLEL_OPEN)
-
-
-def block_starts(text: str) -> list[int]:
-    """``[b.start for b in parse_structure(text).blocks]``, without parsing."""
-    starts: list[int] = []
-    at = text.find(T.PARALLEL_OPEN)
-    while at >= 0:
-        starts.append(at)
-        at = text.find(T.PARALLEL_OPEN, at + len(T.PARALLEL_OPEN))
-    return starts
 
 
 def scan_well_formed(text: str) -> list[ScannedBlock] | None:
