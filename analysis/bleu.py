@@ -28,6 +28,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from analysis.bleu_counts import KeysTooLarge, TokenIds, clipped_matches, score_function
 from analysis.result_cache import ResultCache, hash_key
+from analysis.workers import Workers
 
 #: What a cached score depends on (this module's code and sacrebleu's version).
 SOURCES = ("analysis.bleu", "analysis.bleu_counts")
@@ -195,16 +196,17 @@ class PairBleu:
         self._keys.clear()
         return value
 
-    def scores(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
+    def scores(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None) -> list[float | None]:
         """:meth:`score` of each pair, then the new scores written to the cache. Pairs missing from
         the cache are scored :data:`_BATCH_PAIRS` at a time, in their order (a block's pairs,
-        which share their texts, are neighbours)."""
-        out = self._scores(pairs)
+        which share their texts, are neighbours); the batches are shared out over ``workers``
+        when given (each pair's score depends on its two texts only)."""
+        out = self._scores(pairs, workers)
         self.cache.flush()
         self._keys.clear()
         return out
 
-    def _scores(self, pairs: Sequence[tuple[str, str]]) -> list[float | None]:
+    def _scores(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None) -> list[float | None]:
         out: list[float | None] = [None] * len(pairs)
         todo: list[tuple[int, str]] = []
         for i, (a, b) in enumerate(pairs):
@@ -216,12 +218,29 @@ class PairBleu:
                 out[i] = float(cached)
             else:
                 todo.append((i, key))
-        for start in range(0, len(todo), _BATCH_PAIRS):
-            batch = todo[start : start + _BATCH_PAIRS]
-            for (i, key), value in zip(batch, batch_bleu([pairs[i] for i, _ in batch], self._ids), strict=True):
+        batches = [todo[start : start + _BATCH_PAIRS] for start in range(0, len(todo), _BATCH_PAIRS)]
+        texts = [[pairs[i] for i, _ in batch] for batch in batches]
+        if workers is None or len(batches) < 2:
+            values = [batch_bleu(batch_texts, self._ids) for batch_texts in texts]
+        else:
+            values = workers.map(worker_batch_bleu, texts)
+        for batch, batch_values in zip(batches, values, strict=True):
+            for (i, key), value in zip(batch, batch_values, strict=True):
                 out[i] = value
                 self.cache.put(key, value)
         return out
+
+
+#: A worker process's tokeniser, kept from batch to batch (it remembers the raw tokens it split).
+_WORKER_IDS: list[TokenIds] = []
+
+
+def worker_batch_bleu(pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """:func:`batch_bleu` of one batch in a worker process (:mod:`analysis.workers`), with that
+    process's own tokeniser: token ids differ from process to process, match counts do not."""
+    if not _WORKER_IDS:
+        _WORKER_IDS.append(TokenIds(*_token_splitter()))
+    return batch_bleu(pairs, _WORKER_IDS[0])
 
 
 def ngram_counts(text: str) -> Counter[tuple[str, ...]]:

@@ -19,13 +19,16 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis import output_cache
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
 from analysis.output_cache import Entry
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+
+if TYPE_CHECKING:
+    from analysis.workers import Workers
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -83,22 +86,33 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
 
 def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
     """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
+    import analysis.figures
+    import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
+    from analysis.workers import analysis_workers
+
+    with analysis_workers() as workers:  # forked now, before anything below starts a thread
+        return _analyze_with(args, out, include, workers)
+
+
+def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: Workers | None
+                  ) -> tuple[Entry, list[Path]]:
+    """:func:`_analyze` with its worker processes (``None``: everything in this one)."""
     from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
     from analysis.output import group_notes, print_tables, write_tables
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
-    loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS)
+    loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)
     warnings = [f"warning: run not loaded: {path}: {reason}" for path, reason in loaded.failures]
     for warning in warnings:
         print(warning, file=sys.stderr)
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
     embedder = None if args.no_embeddings else Embedder(args.embedding_model)
-    analysis = analyze(loaded, embedder, include_incomplete=include)
+    analysis = analyze(loaded, embedder, include_incomplete=include, workers=workers)
     document = to_json(analysis)
-    written = write_tables(analysis, out)
+    written = write_tables(analysis, out, workers)
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])

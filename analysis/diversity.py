@@ -23,6 +23,7 @@ import pandas as pd
 from analysis.bleu import PairBleu
 from analysis.bleu import symmetric_bleu as symmetric_bleu  # re-exported: the reference computation
 from analysis.embed_cache import DEFAULT_ALIASES, DEFAULT_EMBEDDING_MODEL, EmbeddingCache, default_cache_dir, text_key
+from analysis.workers import Workers
 from pr1_eval.errors import Pr1EvalError
 
 _KEYS = ["run", "task", "problem_id", "sample_idx", "block_idx", "model_family", "step", "decoding"]
@@ -116,9 +117,9 @@ class Embedder:
         return np.stack([known[k] for k in keys])
 
 
-def diversity(blocks: pd.DataFrame, embedder: Embedder | None) -> pd.DataFrame:
+def diversity(blocks: pd.DataFrame, embedder: Embedder | None, workers: Workers | None = None) -> pd.DataFrame:
     """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when
-    ``embedder`` is ``None``."""
+    ``embedder`` is ``None``; BLEU scored in ``workers`` when given (:mod:`analysis.workers`)."""
     rows: list[tuple[Any, ...]] = []
     texts: list[tuple[str, str]] = []
     block: Any
@@ -130,7 +131,7 @@ def diversity(blocks: pd.DataFrame, embedder: Embedder | None) -> pd.DataFrame:
                 rows.append((*head, i, j))
                 texts.append((paths[i], paths[j]))
     pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS[:-2]))
-    pairs["bleu"] = pd.Series(PairBleu().scores(texts), index=pairs.index, dtype=object)
+    pairs["bleu"] = pd.Series(PairBleu().scores(texts, workers), index=pairs.index, dtype=object)
     pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
     if embedder is not None and rows:
         pairs["cosine"] = pair_cosines(texts, embedder)

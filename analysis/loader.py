@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ import pandas as pd
 import analysis.block_cache as block_cache
 from analysis.drift import model_family, resolve_step
 from analysis.tokens import TokenCounter, auto_token_counter
+from analysis.workers import Workers
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
@@ -183,7 +185,8 @@ def runs_signature(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[A
 def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
               tokenizer: Literal["auto"] | TokenCounter | None = "auto", *, cache: bool = True,
               progress: Callable[[int, int, str], None] | None = None,
-              columns: Sequence[str] | None = None, blocks: bool = True) -> LoadedRuns:
+              columns: Sequence[str] | None = None, blocks: bool = True,
+              workers: Workers | None = None) -> LoadedRuns:
     """Load every run named or found under ``paths_or_roots``.
 
     ``tokenizer`` gives path and summary token lengths: ``"auto"`` uses each run's own
@@ -197,12 +200,13 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     The blocks frame is the same either way (on a cache miss each run's responses are read for
     its parse, one run at a time). ``blocks=False``: the blocks frame is left empty (the notes are
     the same: the agreement of stored and parsed structure is still checked), for callers that
-    need only the samples, such as the leaderboard.
+    need only the samples, such as the leaderboard. ``workers`` (:mod:`analysis.workers`): parse the
+    runs the cache does not hold in those processes, all at once (the frames are the same).
     """
     run_dirs, failures = discover_runs(paths_or_roots)
     counting_ahead = not blocks and columns is not None and "response" not in columns
     with _counting_ahead(run_dirs if counting_ahead else [], cache) as ahead:
-        return _load(run_dirs, failures, tokenizer, cache, progress, columns, blocks, ahead)
+        return _load(run_dirs, failures, tokenizer, cache, progress, columns, blocks, ahead, workers)
 
 
 @contextmanager
@@ -235,7 +239,7 @@ def _counts_cached(run_dir: Path, cache: bool) -> bool:
 
 def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Literal["auto"] | TokenCounter | None,
           cache: bool, progress: Callable[[int, int, str], None] | None, columns: Sequence[str] | None, blocks: bool,
-          ahead: dict[Path, Future[np.ndarray]]) -> LoadedRuns:
+          ahead: dict[Path, Future[np.ndarray]], workers: Workers | None = None) -> LoadedRuns:
     """:func:`load_runs` on the discovered runs; ``ahead`` holds tag counts being computed for them."""
     report = progress or (lambda done, total, what: None)
     loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
@@ -264,11 +268,12 @@ def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Lite
                     for samples, _, run_dir in loaded if samples.empty)
     loaded = [item for item in loaded if not item[0].empty]
     block_parts: list[pd.DataFrame] = []
+    parses = _parses(loaded, cache, workers) if blocks else []
     for i, (samples, info, run_dir) in enumerate(loaded):
         report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
         if blocks:
-            parsed, n_mismatched = _parsed_blocks(samples, run_dir, cache)
+            parsed, n_mismatched = parses[i]()
             block_parts.append(finish_blocks(parsed, samples, counter))
             n_found = len(block_parts[-1])
         else:
@@ -388,14 +393,37 @@ def _mismatch_note(count: int) -> str:
             "(character positions used)")
 
 
-def _parsed_blocks(samples: pd.DataFrame, run_dir: Path, cache: bool) -> tuple[pd.DataFrame, int]:
-    """The parsed block columns of one run, from the sidecar cache when it holds this exact run
-    (a projected load holds no response texts: on a miss this run's are read for its parse)."""
-    signature = run_signature(run_dir) if cache else None
-    if signature is not None:
-        hit = block_cache.read(run_dir, signature)
+def _parses(loaded: Sequence[tuple[pd.DataFrame, RunRecord, Path]], cache: bool,
+            workers: Workers | None) -> list[Callable[[], tuple[pd.DataFrame, int]]]:
+    """Each run's parsed block columns, to be asked for in order: from the sidecar cache when it
+    holds this exact run, else parsed (:func:`parse_run`); with ``workers`` every missing parse is
+    started at once, one run per worker at a time, and only the columns the parse reads travel."""
+    out: list[Callable[[], tuple[pd.DataFrame, int]]] = []
+    for samples, _, run_dir in loaded:
+        signature = run_signature(run_dir) if cache else None
+        hit = block_cache.read(run_dir, signature) if signature is not None else None
         if hit is not None and len(hit[0].columns) == len(PARSED_COLUMNS):
-            return hit
+            out.append(partial(_given, hit))
+        elif workers is None:
+            out.append(partial(parse_run, samples, run_dir, signature))
+        else:
+            needed = samples[[c for c in _PARSE_INPUT if c in samples]]
+            out.append(workers.submit(parse_run, needed, run_dir, signature).result)
+    return out
+
+
+def _given(value: tuple[pd.DataFrame, int]) -> tuple[pd.DataFrame, int]:
+    return value
+
+
+#: The sample columns :func:`parse_blocks` reads (``response`` is read from the store when absent).
+_PARSE_INPUT = ("task", "problem_id", "sample_idx", "response", "n_blocks", "block_rel_starts", "block_token_starts",
+                "block_token_ends", "position_unit")
+
+
+def parse_run(samples: pd.DataFrame, run_dir: Path, signature: Any) -> tuple[pd.DataFrame, int]:
+    """:func:`parse_blocks` of one run's samples (a projected load holds no response texts: this
+    run's are read for it), stored in the sidecar cache under ``signature`` (None: not stored)."""
     parsed, mismatched = parse_blocks(_with_responses(samples, run_dir))
     if signature is not None:
         block_cache.write(run_dir, signature, parsed, mismatched)
@@ -533,44 +561,6 @@ def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCou
         out["path_token_lengths"] = [[counter(t) for t in texts] for texts in out["path_texts"]]
         out["summary_token_length"] = [None if s is None else counter(s) for s in summaries]
     return out[list(BLOCK_COLUMNS)].astype({"step": "Int64"})
-
-
-@dataclass(frozen=True)
-class TraceSegment:
-    """One piece of a response in reading order, for showing a trace: a stretch of the main line
-    (``kind='main'``, its ``text``) or a block (``kind='block'``: each path's stripped ``paths``
-    and the ``summary``, None when it has none). Offsets are characters of the response; tags
-    themselves belong to no segment."""
-
-    kind: Literal["main", "block"]
-    start: int
-    end: int
-    text: str = ""
-    block_idx: int | None = None
-    paths: tuple[str, ...] = ()
-    summary: str | None = None
-    closed: bool = True
-
-
-def response_segments(response: str) -> list[TraceSegment]:
-    """``response`` split into main-line stretches and blocks, by the same parse as the blocks
-    frame (so a block's paths here equal its ``path_texts`` there). Empty main stretches are left out."""
-    text = response if isinstance(response, str) else ""
-    segments: list[TraceSegment] = []
-    position = 0
-    for i, block in enumerate(parse_structure(text).blocks):
-        if text[position:block.start].strip():
-            segments.append(TraceSegment("main", position, block.start, text=text[position:block.start].strip("\n")))
-        summary = text[block.summary.start:block.summary.end].strip() if block.summary else None
-        end = block.end
-        if block.summary is not None:
-            end = block.summary.end + (len(T.SUMMARY_CLOSE) if block.summary.closed else 0)
-        segments.append(TraceSegment("block", block.start, end, block_idx=i, closed=block.closed, summary=summary,
-                                     paths=tuple(text[p.start:p.end].strip() for p in block.paths)))
-        position = end
-    if text[position:].strip():
-        segments.append(TraceSegment("main", position, len(text), text=text[position:].strip("\n")))
-    return segments
 
 
 def _make_run_names_unique(frames: list[pd.DataFrame]) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from functools import partial
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.summary import Analysis
+from analysis.workers import Workers
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
@@ -77,13 +80,18 @@ def group_notes(notes: Sequence[str], n_rows: int, runs: Sequence[str] = ()) -> 
 CSV_CHUNK = 20_000
 
 
-def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:
-    """Each table as ``<name>.parquet`` and ``<name>.csv`` (list columns as JSON in the CSV)."""
+def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = None) -> list[Path]:
+    """Each table as ``<name>.parquet`` and ``<name>.csv`` (list columns as JSON in the CSV). With
+    ``workers`` the CSV text is made there, chunk by chunk, while this process writes the parquet."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    tables = analysis.tables()
+    texts = {name: _csv_texts(table, workers) for name, table in tables.items()}
     written = []
-    for name, table in analysis.tables().items():
+    for name, table in tables.items():
         table.to_parquet(out_dir / f"{name}.parquet", index=False)
-        write_csv(table, out_dir / f"{name}.csv")
+        with open(out_dir / f"{name}.csv", "w", encoding="utf-8", newline="") as handle:
+            for text in texts[name]:
+                handle.write(text() if callable(text) else text.result())
         written.append(out_dir / f"{name}.parquet")
     return written
 
@@ -91,8 +99,26 @@ def write_tables(analysis: Analysis, out_dir: Path) -> list[Path]:
 def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        for start in range(0, max(len(table), 1), CSV_CHUNK):
-            _csv_ready(table.iloc[start:start + CSV_CHUNK]).to_csv(handle, index=False, header=start == 0)
+        for text in _csv_texts(table, None):
+            handle.write(text() if callable(text) else text.result())
+
+
+def _csv_texts(table: pd.DataFrame, workers: Workers | None) -> list[Callable[[], str] | Future[str]]:
+    """The CSV text of ``table`` in :data:`CSV_CHUNK`-row pieces, the header with the first: each
+    made when called, or already under way in ``workers``."""
+    pieces: list[Callable[[], str] | Future[str]] = []
+    for start in range(0, max(len(table), 1), CSV_CHUNK):
+        chunk, header = table.iloc[start:start + CSV_CHUNK], start == 0
+        if workers is None:
+            pieces.append(partial(csv_text, chunk, header))
+        else:
+            pieces.append(workers.submit(csv_text, chunk, header))
+    return pieces
+
+
+def csv_text(chunk: pd.DataFrame, header: bool) -> str:
+    """One piece of a table's CSV (what :func:`write_csv` writes for these rows)."""
+    return str(_csv_ready(chunk).to_csv(index=False, header=header))
 
 
 def _csv_ready(table: pd.DataFrame) -> pd.DataFrame:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from analysis.conclusions import Conclusion, path_conclusion
 from analysis.result_cache import ResultCache, hash_key
+from analysis.workers import Workers, chunked, map_here_or_there
 from pr1_eval.grading.grade import answer_classes_many
 
 ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
@@ -104,11 +105,11 @@ def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
     return with_roles(concluded, equivalence_classes_many(groups))
 
 
-def conclude_blocks(blocks: pd.DataFrame) -> pd.DataFrame:
+def conclude_blocks(blocks: pd.DataFrame, workers: Workers | None = None) -> pd.DataFrame:
     """A copy of ``blocks`` with ``path_conclusions`` and ``path_conclusion_sources``: the part of
-    :func:`assign_roles` that runs in this process (the rest waits on math-verify)."""
+    :func:`assign_roles` that runs in this process or in ``workers`` (the rest waits on math-verify)."""
     out = blocks.copy()
-    conclusions = path_conclusions([list(texts) for texts in out["path_texts"]])
+    conclusions = path_conclusions([list(texts) for texts in out["path_texts"]], workers=workers)
     out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index, dtype=object)
     out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
                                                dtype=object)
@@ -139,8 +140,9 @@ class StartedRoles:
     :func:`summary_consistency`: each group is classed on its own, in the same comparison order.
     """
 
-    def __init__(self, blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None) -> None:
-        self._blocks = conclude_blocks(blocks)
+    def __init__(self, blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
+                 workers: Workers | None = None) -> None:
+        self._blocks = conclude_blocks(blocks, workers)
         self._heads, groups = consistency_groups(samples, self._blocks)
         role_groups = [list(answers) for answers in self._blocks["path_conclusions"]]
         self._n_roles = len(role_groups)
@@ -158,9 +160,11 @@ class StartedRoles:
         return consistency_table(self._heads, self._groups, self._classes.result()[self._n_roles :])
 
 
-def start_roles(blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None) -> StartedRoles:
-    """:class:`StartedRoles` of ``blocks`` (the loader's, with ``path_texts``) and ``samples``."""
-    return StartedRoles(blocks, samples, verdicts)
+def start_roles(blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
+                workers: Workers | None = None) -> StartedRoles:
+    """:class:`StartedRoles` of ``blocks`` (the loader's, with ``path_texts``) and ``samples``; the
+    conclusions are read in ``workers`` when given (:mod:`analysis.workers`)."""
+    return StartedRoles(blocks, samples, verdicts, workers)
 
 
 def classes_in_background(groups: Sequence[Sequence[str | None]],
@@ -266,27 +270,43 @@ class ConclusionCache:
     def __init__(self, cache: ResultCache | None = None) -> None:
         self.cache = cache if cache is not None else ResultCache.named("conclusions", self.SOURCES)
 
-    def conclude(self, texts: Sequence[str]) -> list[Conclusion]:
-        """:func:`path_conclusion` of each text; each distinct text read once, ever."""
+    def conclude(self, texts: Sequence[str], workers: Workers | None = None) -> list[Conclusion]:
+        """:func:`path_conclusion` of each text; each distinct text read once, ever (the ones the
+        cache lacks in ``workers``, :data:`CONCLUDE_CHUNK` or more per call, when given)."""
         found: dict[str, Conclusion] = {}
+        todo: dict[str, tuple[str, str]] = {}  # text -> (its plain text, its key)
         for text in texts:
-            if text in found:
+            if text in found or text in todo:
                 continue
             plain = text if isinstance(text, str) else ("" if text is None else str(text))
             key = hash_key(plain)
             cached = self.cache.get(key)
             if cached is None:
-                conclusion = path_conclusion(plain)
-                self.cache.put(key, [conclusion.text, conclusion.source])
+                todo[text] = (plain, key)
             else:
-                conclusion = Conclusion(cached[0], cached[1])
+                found[text] = Conclusion(cached[0], cached[1])
+        plains = [plain for plain, _ in todo.values()]
+        chunks = map_here_or_there(workers, conclude_all, chunked(plains, workers, CONCLUDE_CHUNK))
+        for (text, (_, key)), conclusion in zip(todo.items(), (c for chunk in chunks for c in chunk), strict=True):
+            self.cache.put(key, [conclusion.text, conclusion.source])
             found[text] = conclusion
         self.cache.flush()
         return [found[t] for t in texts]
 
 
-def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None) -> list[list[Conclusion]]:
-    """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk)."""
+#: Paths per call to a worker: enough that pickling them is a small part of reading them.
+CONCLUDE_CHUNK = 2_000
+
+
+def conclude_all(texts: Sequence[str]) -> list[Conclusion]:
+    """:func:`path_conclusion` of each text (what one worker does with one chunk)."""
+    return [path_conclusion(text) for text in texts]
+
+
+def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None,
+                     workers: Workers | None = None) -> list[list[Conclusion]]:
+    """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk;
+    read in ``workers`` when given)."""
     flat = [t for texts in blocks for t in texts]
-    done = iter((cache or ConclusionCache()).conclude(flat))
+    done = iter((cache or ConclusionCache()).conclude(flat, workers))
     return [[next(done) for _ in texts] for texts in blocks]

@@ -25,6 +25,7 @@ from analysis.drift import drift_json, drift_trends
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_roles
 from analysis.stats import structure_stats
+from analysis.workers import Workers
 
 RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
@@ -67,12 +68,14 @@ class Analysis:
                 "drift_points": self.drift_points, "drift_trends": self.drift_trends}
 
 
-def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomplete: bool = False) -> Analysis:
+def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomplete: bool = False,
+            workers: Workers | None = None) -> Analysis:
     """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
-    tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``."""
-    started = start_roles(loaded.blocks, loaded.samples)  # math-verify works while BLEU is computed here
+    tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``.
+    ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes."""
+    started = start_roles(loaded.blocks, loaded.samples, workers=workers)  # math-verify works while BLEU is scored
     cells = loaded_completeness(loaded)
-    pairs = diversity(loaded.blocks, embedder)
+    pairs = diversity(loaded.blocks, embedder, workers)
     blocks = block_diversity(started.roles(), pairs)
     responses = started.consistency()
     runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)

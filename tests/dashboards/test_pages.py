@@ -20,7 +20,8 @@ from sacrebleu.metrics import BLEU
 from streamlit.testing.v1 import AppTest
 
 from analysis.completeness import INCLUDE_LABEL, MARK
-from analysis.loader import load_runs, response_segments
+from analysis.loader import load_runs
+from analysis.trace_segments import response_segments
 from dashboards.components import fmt, fmt_interval, md_unescape
 from dashboards.data import MEMO
 from dashboards.launch import app_path

@@ -1,0 +1,107 @@
+"""Processes for the analysis's CPU-bound Python work: parsing blocks, reading path conclusions,
+scoring BLEU, formatting CSV, spread over every usable core.
+
+Why processes: each of those is pure Python per item and holds the GIL, so threads cannot share
+it; on a 12-checkpoint sweep they are most of a first ``analyze``, and a machine with N cores
+does them about N times sooner in N processes. Why forked, and forked first: a forked worker
+starts in milliseconds with every module already imported, and :func:`analysis_workers` forks
+them before anything in the process has started a thread (the loader's, the grading pool's,
+a tokenizer's), since forking a threaded process can deadlock the child.
+
+What each call costs: its arguments and results are pickled, so work is sent in chunks of
+thousands of items (:func:`chunked`), never one per item. Results come back in the order the
+work was given, and each worker runs the same pure function the process would, so the numbers are
+those of running it here. ``workers=None`` everywhere means "run here", which is what every
+caller but ``analyze`` (the dashboards, the notebooks, the tests) gets.
+
+How many: ``$PR1_ANALYSIS_WORKERS``, else the usable CPUs capped at :data:`MAX_WORKERS`;
+``1`` (or a platform without ``fork``) runs everything in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from pr1_eval.errors import Pr1EvalError
+
+WORKERS_ENV = "PR1_ANALYSIS_WORKERS"
+#: Beyond this the main process, which merges what the workers return, is the bottleneck.
+MAX_WORKERS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_workers() -> int:
+    """``$PR1_ANALYSIS_WORKERS`` (a positive integer), else the usable CPUs capped at :data:`MAX_WORKERS`."""
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise Pr1EvalError(f"{WORKERS_ENV}={env!r} is not a positive integer; set it to the number of "
+                               "analysis processes (1 runs everything in this process) or unset it")
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cpus))
+
+
+class Workers:
+    """A pool of forked worker processes (see the module docstring). ``size``: how many."""
+
+    def __init__(self, executor: ProcessPoolExecutor, size: int) -> None:
+        self._executor = executor
+        self.size = size
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        """``fn(*args)`` in a worker (``fn`` a module-level function, the arguments picklable)."""
+        return self._executor.submit(fn, *args)
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(item) for item in items]``, the items shared out over the workers, in order."""
+        futures = [self._executor.submit(fn, item) for item in items]
+        return [future.result() for future in futures]
+
+
+def map_here_or_there(workers: Workers | None, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """:meth:`Workers.map` when there are workers and more than one item, else the loop here."""
+    if workers is None or len(items) < 2:
+        return [fn(item) for item in items]
+    return workers.map(fn, items)
+
+
+def chunked(items: Sequence[T], workers: Workers | None, min_chunk: int) -> list[Sequence[T]]:
+    """``items`` cut into consecutive chunks: about four per worker, so a slow chunk does not leave
+    the others idle, and none under ``min_chunk`` items (one chunk when there are no workers)."""
+    if workers is None or len(items) <= min_chunk:
+        return [items] if len(items) else []
+    size = max(min_chunk, -(-len(items) // (4 * workers.size)))
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+@contextmanager
+def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
+    """Forked workers for one analysis, or ``None`` when one process is asked for (or fork is not
+    available). Call it before anything starts a thread; the workers are started at once and
+    stopped on exit."""
+    size = default_workers() if size is None else size
+    if size < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    executor = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork"))
+    try:
+        # with fork every worker starts on the first submit, before the executor's own thread
+        executor.submit(_ready).result()
+        yield Workers(executor, size)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
