@@ -1,4 +1,5 @@
-"""math-verify's verdict on a number against a rational function, without ``sympy.simplify``.
+"""math-verify's verdict on a number or a rational function against a rational function, without
+``sympy.simplify``.
 
 Why: in an analysis of sweep scale most equivalence checks are a number against an expression
 in symbols (``12`` against ``\\frac{m}{n} 7`` or ``x^2``), and math-verify spends nine tenths
@@ -18,11 +19,20 @@ either order, ``sympy_expr_eq`` goes: no relation, set, tuple or symbol branch a
 without a ``Float`` it compares ``==`` (of ``doit()`` results); then ``sympy_symbolic_eq``
 answers ``simplify(N - R).is_zero``. Each step is true only when ``N`` and ``R`` are equal as
 rational functions, and when they are ``simplify`` returns ``0`` (``cancel``, which it tries,
-gives ``0`` and nothing measures shorter). So the verdict is ``cancel(N - R) == 0``. A pair of
-two rational functions is *not* decided here: there ``sympy_numeric_eq`` evaluates
-``(a - b).evalf(chop=True)``, which calls tiny non-zero differences zero. The one thing this
-changes is time: where math-verify's ``simplify`` would overrun its alarm (``timeout``), this
-answers. Checked against math-verify on thousands of generated pairs
+gives ``0`` and nothing measures shorter). So the verdict is ``cancel(N - R) == 0``.
+
+For *two rational functions* ``G`` (gold) and ``A``, neither a number nor a bare symbol (both
+far more common in an analysis than a grader: ``\frac{m}{n}`` against ``x^2``), the same steps
+run, except that ``sympy_numeric_eq`` takes its last branch (neither side is a number or a
+percentage of one) and answers ``(G - A).evalf(chop=True, n=15) == 0``, which also calls a
+difference zero whose coefficients are all below the precision. So the verdict is: the strings
+agree, or ``cancel(G - A) == 0`` (then ``simplify`` gives ``0``), or that ``evalf`` is zero — the
+one branch repeated here as math-verify writes it. When ``G - A`` is not zero as a rational
+function, ``simplify`` returns an equal expression, which is not zero either, so nothing else
+can say equal.
+
+The one thing this changes is time: where math-verify's ``simplify`` would overrun its alarm
+(``timeout``), this answers. Checked against math-verify itself on thousands of generated pairs
 (``tests/pr1_eval/grading/test_fast_verdict.py``).
 """
 
@@ -38,7 +48,7 @@ MAX_EXPONENT = 64
 def decided(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool | None:
     """``math_equal``'s verdict from the two math-verify parses when the module docstring's
     argument covers them (exactly one expression in each parse: a number against a rational
-    function), else ``None`` (run math-verify)."""
+    function, or two rational functions), else ``None`` (run math-verify)."""
     from sympy import Number, cancel
 
     gold_exprs = [e for e in gold_parsed if not isinstance(e, str)]
@@ -46,14 +56,25 @@ def decided(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool | 
     if len(gold_exprs) != 1 or len(answer_exprs) != 1:
         return None
     gold, answer = gold_exprs[0], answer_exprs[0]
-    if not (_is_number(gold) and _is_rational_function(answer)) and not (
-        _is_number(answer) and _is_rational_function(gold)
-    ):
+    if not (_is_rational_function(gold) and _is_rational_function(answer)):
         return None
     if _same_string(gold_parsed, answer_parsed):
         return True
     difference = cancel(gold - answer)
-    return bool(isinstance(difference, Number) and difference == 0)
+    if isinstance(difference, Number) and difference == 0:
+        return True
+    if _is_number(gold) or _is_number(answer):
+        return False
+    return _numerically_zero(gold, answer)
+
+
+def _numerically_zero(gold: Any, answer: Any) -> bool:
+    """The last branch of math-verify's ``sympy_numeric_eq`` (``numeric_precision=15``), as it is
+    written there: a failure is "not equal"."""
+    try:
+        return bool((gold - answer).evalf(chop=True, n=15) == 0)
+    except Exception:  # noqa: BLE001 - math-verify counts a failed evaluation as unequal
+        return False
 
 
 def _same_string(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool:
