@@ -1,0 +1,101 @@
+"""The analysis's worker processes change where the work runs, never what it gives: an analysis
+with workers equals one without, table for table, with chunks small enough that every stage
+(parse, conclusions, BLEU, CSV) is split over several calls and both workers."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import analysis.bleu
+import analysis.output
+import analysis.roles
+from analysis.loader import load_runs
+from analysis.output import write_csv, write_tables
+from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
+from analysis.workers import WORKERS_ENV, analysis_workers, chunked, default_workers
+from pr1_eval.errors import Pr1EvalError
+from tests.support.analysis_fixtures import block, make_record, response, write_run
+
+_WORDS = ["so", "x", "=", "we", "get", "7", "12", "\\frac{m}{n}", "x^2", "then", "5", "area", "Final Answer: 3"]
+
+
+def _path(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 14)))
+
+
+def _sweep(root: Path) -> Path:
+    """Three runs whose responses hold one or two blocks of two to four random paths (some none)."""
+    rng = random.Random(5)
+    for step in (10, 20, 30):
+        records = []
+        for problem in range(8):
+            for sample in range(4):
+                blocks = [block([_path(rng) for _ in range(rng.randint(2, 4))]) for _ in range(rng.randint(0, 2))]
+                text = response(_path(rng), *blocks, _path(rng), final=str(rng.randint(1, 4)))
+                records.append(make_record("amc23", f"p{problem}", sample, text, correct=rng.random() < 0.5))
+        write_run(root / "runs", f"ck{step}", records, model=f"/ck/e/global_step_{step}/hf")
+    return root / "runs"
+
+
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
+def test_an_analysis_with_workers_equals_one_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
+    monkeypatch.setattr(analysis.bleu, "_BATCH_PAIRS", 16)
+    monkeypatch.setattr(analysis.roles, "CONCLUDE_CHUNK", 8)
+    runs = _sweep(tmp_path)
+    here = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS))
+    with analysis_workers(2) as workers:
+        assert workers is not None
+        pids = set(workers.map(_pid, list(range(40))))
+        there = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS, workers=workers), workers=workers)
+    assert os.getpid() not in pids
+    assert len(here.pairs) > 5 * 16 and here.blocks["path_texts"].map(len).sum() > 5 * 8  # several chunks each
+    assert to_json(there) == to_json(here)
+    for name, table in here.tables().items():
+        pd.testing.assert_frame_equal(there.tables()[name], table, obj=name)
+
+
+def test_csv_made_in_workers_is_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
+    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 7)
+    result = analyze(load_runs([_sweep(tmp_path)], tokenizer=None, columns=ANALYSIS_COLUMNS))
+    with analysis_workers(2) as workers:
+        write_tables(result, tmp_path / "out", workers)
+    for name, table in result.tables().items():
+        write_csv(table, tmp_path / f"{name}.csv")
+        assert (tmp_path / "out" / f"{name}.csv").read_bytes() == (tmp_path / f"{name}.csv").read_bytes(), name
+    assert len(result.blocks) > 3 * 7
+
+
+def test_one_worker_means_this_process() -> None:
+    with analysis_workers(1) as workers:
+        assert workers is None
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_bad_worker_count_is_refused_with_the_fix(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKERS_ENV, value)
+    with pytest.raises(Pr1EvalError, match=f"{WORKERS_ENV}=.*positive integer.*unset it"):
+        default_workers()
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert default_workers() == 3
+
+
+def test_chunks_cover_the_items_in_order() -> None:
+    items = list(range(1001))
+    with analysis_workers(2) as workers:
+        chunks = chunked(items, workers, 50)
+    assert [x for chunk in chunks for x in chunk] == items
+    assert len(chunks) == 8 and all(len(chunk) >= 50 for chunk in chunks)  # four per worker
+    assert chunked(items, None, 50) == [items] and chunked([], None, 5) == []
+    assert chunked(items[:40], workers, 50) == [items[:40]]
