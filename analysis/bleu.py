@@ -212,7 +212,8 @@ class PairBleu:
         for i, (a, b) in enumerate(pairs):
             if not a.strip() or not b.strip():
                 continue
-            key = hash_key(*sorted((self._key(a), self._key(b))))  # the score is symmetric
+            first, second = self._key(a), self._key(b)
+            key = first + second if first <= second else second + first  # the score is symmetric
             cached = self.cache.get(key)
             if cached is not None:
                 out[i] = float(cached)

@@ -120,22 +120,35 @@ class Embedder:
 def diversity(blocks: pd.DataFrame, embedder: Embedder | None, workers: Workers | None = None) -> pd.DataFrame:
     """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when
     ``embedder`` is ``None``; BLEU scored in ``workers`` when given (:mod:`analysis.workers`)."""
-    rows: list[tuple[Any, ...]] = []
-    texts: list[tuple[str, str]] = []
-    block: Any
-    for block in blocks.itertuples(index=False):
-        paths: list[str] = list(block.path_texts)
-        head = tuple(getattr(block, k) for k in _KEYS)
-        for i in range(len(paths)):
-            for j in range(i + 1, len(paths)):
-                rows.append((*head, i, j))
-                texts.append((paths[i], paths[j]))
-    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS[:-2]))
+    paths = blocks["path_texts"].tolist()
+    firsts, seconds, owners = _sibling_pairs([len(p) for p in paths])
+    texts = [(paths[b][i], paths[b][j]) for b, i, j in zip(owners, firsts, seconds, strict=True)]
+    columns = {k: blocks[k].to_numpy(dtype=object)[owners].tolist() for k in _KEYS}  # as row tuples would give
+    pairs = pd.DataFrame({**columns, "path_i": firsts, "path_j": seconds}, columns=list(PAIR_COLUMNS[:-2]))
     pairs["bleu"] = pd.Series(PairBleu().scores(texts, workers), index=pairs.index, dtype=object)
     pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
-    if embedder is not None and rows:
+    if embedder is not None and texts:
         pairs["cosine"] = pair_cosines(texts, embedder)
     return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})
+
+
+def _sibling_pairs(n_paths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """Every ``(i, j)`` with ``i < j`` of each block (``n_paths[b]`` paths), block by block, and the
+    block of each: the pairs' order, ``i`` then ``j``."""
+    by_size: dict[int, tuple[list[int], list[int]]] = {}
+    firsts: list[int] = []
+    seconds: list[int] = []
+    owners: list[int] = []
+    for b, n in enumerate(n_paths):
+        if n < 2:
+            continue
+        if n not in by_size:
+            by_size[n] = ([i for i in range(n) for _ in range(i + 1, n)], [j for i in range(n) for j in range(i + 1, n)])
+        first, second = by_size[n]
+        firsts += first
+        seconds += second
+        owners += [b] * len(first)
+    return firsts, seconds, owners
 
 
 def pair_cosines(pairs: Sequence[tuple[str, str]], embedder: Embedder) -> list[float | None]:

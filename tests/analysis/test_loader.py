@@ -14,10 +14,9 @@ from analysis.loader import (
     BLOCK_COLUMNS,
     SAMPLE_COLUMN_DOCS,
     SAMPLE_COLUMNS,
-    TraceSegment,
     load_runs,
-    response_segments,
 )
+from analysis.trace_segments import TraceSegment, response_segments
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 from tests.support.analysis_fixtures import block, make_record, response, write_run
