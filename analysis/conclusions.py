@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import islice
 
 from pr1_eval.grading.answer_text import box_chain, clean_value, last_value, may_hold, read_answer, read_boxes, values
 
@@ -109,8 +110,8 @@ def _closing_value(text: str) -> Conclusion:
     sentence = _MATH_DELIM_RE.sub(" ", sentence)
     without_aside = _TRAILING_ASIDE_RE.sub("", sentence)
     sentence = without_aside if _DIGIT_RE.search(without_aside) else sentence
-    if "=" in sentence:
-        after = [v for v, _ in values(sentence[sentence.rindex("=") + 1 :])]
+    if "=" in sentence:  # two values after it are enough to know it is not one (the rest is not read)
+        after = [v for v, _ in islice(values(sentence[sentence.rindex("=") + 1 :]), 2)]
         if len(after) == 1:  # the sentence ends on the computed value
             return _conclusion(after[0], "last_equals")
     latex = _last_latex_value(sentence)
