@@ -19,16 +19,14 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analysis import output_cache
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
 from analysis.output_cache import Entry
+from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
-
-if TYPE_CHECKING:
-    from analysis.workers import Workers
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -88,7 +86,6 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
     """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
     import analysis.figures
     import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
-    from analysis.workers import analysis_workers
 
     with analysis_workers() as workers:  # forked now, before anything below starts a thread
         return _analyze_with(args, out, include, workers)
