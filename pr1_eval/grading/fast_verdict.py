@@ -39,6 +39,7 @@ The one thing this changes is time: where math-verify's ``simplify`` would overr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 #: Largest integer exponent accepted (bounds the work of ``cancel`` on ``x^{1000000}``).
@@ -60,12 +61,55 @@ def decided(gold_parsed: Sequence[Any], answer_parsed: Sequence[Any]) -> bool | 
         return None
     if _same_string(gold_parsed, answer_parsed):
         return True
-    difference = cancel(gold - answer)
-    if isinstance(difference, Number) and difference == 0:
-        return True
+    if not _differ_at_a_point(gold, answer):  # else they differ as rational functions: cancel would not give 0
+        difference = cancel(gold - answer)
+        if isinstance(difference, Number) and difference == 0:
+            return True
     if _is_number(gold) or _is_number(answer):
         return False
     return _numerically_zero(gold, answer)
+
+
+#: The point at which two rational functions are first compared, one value per symbol in name
+#: order: any point serves (a difference there proves them different), so these need only be
+#: unlikely roots of the differences seen.
+_POINT = tuple(Fraction(p, q) for p, q in ((7, 3), (11, 5), (-13, 7), (17, 11), (19, 13), (-23, 17), (29, 19),
+                                            (31, 23), (-37, 29), (41, 31), (43, 37), (-47, 41)))
+
+
+def _differ_at_a_point(gold: Any, answer: Any) -> bool:
+    """Whether the two rational functions take different values at :data:`_POINT`, by exact rational
+    arithmetic: if so they are not equal (their ``cancel`` difference is not ``0``); ``False`` when
+    either is undefined there, when they agree there, or past the point's symbols (then ``cancel`` decides)."""
+    names = sorted({s.name for s in (gold.free_symbols | answer.free_symbols)})
+    if len(names) > len(_POINT):
+        return False
+    point = dict(zip(names, _POINT, strict=False))
+    try:
+        return _value(gold, point) != _value(answer, point)
+    except ZeroDivisionError:
+        return False
+
+
+def _value(expr: Any, point: dict[str, Fraction]) -> Fraction:
+    """The exact value of a rational function (:func:`_rational_tree`) at ``point``."""
+    from sympy import Add, Mul, Pow, Rational, Symbol
+
+    if isinstance(expr, Rational):
+        return Fraction(int(expr.p), int(expr.q))
+    if type(expr) is Symbol:
+        return point[expr.name]
+    if isinstance(expr, Pow):
+        return _value(expr.base, point) ** int(expr.exp)
+    values = [_value(arg, point) for arg in expr.args]
+    if type(expr) is Add:
+        return sum(values, Fraction(0))
+    if type(expr) is Mul:
+        product = Fraction(1)
+        for value in values:
+            product *= value
+        return product
+    raise TypeError(f"not a rational function: {type(expr).__name__}")
 
 
 def _numerically_zero(gold: Any, answer: Any) -> bool:

@@ -87,3 +87,26 @@ def test_other_forms_are_left_to_math_verify() -> None:
         assert decided(_parse(gold, 5), _parse(answer, 5)) is None, (gold, answer)
         assert decided(_parse(answer, 5), _parse(gold, 5)) is None, (answer, gold)
     assert decided((), _parse("1", 5)) is None
+
+
+def test_a_difference_at_the_point_means_cancel_is_not_zero() -> None:
+    """The first comparison at one exact point only ever rules equality out: on generated pairs,
+    wherever it says the two differ, ``cancel`` of their difference is not zero, and it says so for
+    most unequal pairs (else it would save nothing)."""
+    from sympy import cancel
+
+    from pr1_eval.grading.fast_verdict import _differ_at_a_point, _is_rational_function
+
+    rng = random.Random(13)
+    pairs = [(_expression(rng), _expression(rng)) for _ in range(400)] + _BOTH_EQUAL + _EQUAL
+    differ = unequal = 0
+    for gold, answer in pairs:
+        g, a = _parse(gold, 5)[0], _parse(answer, 5)[0]
+        if isinstance(g, str) or isinstance(a, str) or not (_is_rational_function(g) and _is_rational_function(a)):
+            continue
+        zero = cancel(g - a) == 0
+        unequal += not zero
+        if _differ_at_a_point(g, a):
+            differ += 1
+            assert not zero, (gold, answer)
+    assert unequal > 200 and differ >= 0.95 * unequal
