@@ -31,20 +31,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from math import comb
 from typing import Any
 
 import numpy as np
 
 from pr1_eval.report.names import metric_name
+from pr1_eval.report.resampling import resampled_means
 
 #: Resamples of every bootstrap interval (the report's and the paired comparison's).
 BOOTSTRAP_RESAMPLES = 10_000
 #: Seed of every bootstrap interval: the same values give the same interval on every machine.
 BOOTSTRAP_SEED = 0
-#: Resamples drawn at a time, so memory stays bounded for large problem sets (MATH-500 × 10,000).
-_CHUNK = 1_000
 #: The maj@K tie rule, as reports and the leaderboard state it.
 MAJ_TIE_RULE = ("maj@K ties: when several answers share the highest count, the problem counts as correct only if "
                 "every tied answer is correct (never decided by sample order); a missing answer never wins the vote")
@@ -126,6 +124,8 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
     Each resample draws ``len(per_problem)`` problems with replacement; the interval is the
     ``alpha/2`` and ``1 − alpha/2`` quantiles of the resampled means. Pass values in problem-id
     order (see the module docstring): the draws are positions, so another order draws other values.
+    The means come from :func:`pr1_eval.report.resampling.resampled_means` (exact counts where the
+    values allow, else the gather; the same floats either way).
     """
     values = np.asarray(per_problem, dtype=float)
     if values.ndim != 1:
@@ -134,27 +134,9 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
         raise ValueError("per-problem values must be finite numbers")
     if values.size < 2:
         return None
-    means = np.empty(n_resamples)
-    for start, draws in zip(range(0, n_resamples, _CHUNK), _resample_draws(values.size, n_resamples, seed), strict=True):
-        means[start:start + len(draws)] = values[draws].mean(axis=1)
+    means = resampled_means(values, n_resamples, seed)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
-
-
-@lru_cache(maxsize=4)
-def _resample_draws(size: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
-    """The positions every resample draws, chunk by chunk, as ``default_rng(seed)`` gives them.
-
-    Why kept: they depend only on the number of problems, the resamples and the seed, so every
-    interval over the same number of problems (each metric of each run of a leaderboard) draws the
-    same positions, and drawing them was most of an interval's time. int32 holds any position."""
-    rng = np.random.default_rng(seed)
-    chunks = []
-    for start in range(0, n_resamples, _CHUNK):
-        draws = rng.integers(0, size, size=(min(start + _CHUNK, n_resamples) - start, size))
-        chunks.append(draws.astype(np.int32) if size < 2**31 else draws)
-        chunks[-1].setflags(write=False)
-    return tuple(chunks)
 
 
 def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
