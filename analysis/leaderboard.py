@@ -165,7 +165,7 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
         reasons = "; ".join(f"{p}: {r}" for p, r in loaded.failures) or "nothing given"
         raise Pr1EvalError(f"no run could be loaded ({reasons})")
     metas, infos = _run_metas(loaded)
-    wanted = list(tasks) if tasks else list(dict.fromkeys(str(t) for t in loaded.samples["task"]))
+    wanted = list(tasks) if tasks else _tasks_in_order(loaded.samples)
     missing, status_notes, excluded = _completeness(loaded, metas, infos, wanted, include_incomplete)
     if excluded:
         metas = [m for m in metas if m.name not in {e["name"] for e in excluded}]
@@ -232,6 +232,11 @@ def _resolve_baseline(metas: list[RunMeta], wanted: str | None) -> RunMeta:
     return metas[0]
 
 
+def _tasks_in_order(samples: pd.DataFrame) -> list[str]:
+    """The tasks of ``samples`` as text, in order of first appearance (``unique`` keeps that order)."""
+    return list(dict.fromkeys(str(t) for t in samples["task"].unique()))
+
+
 def _problem_sets(samples: pd.DataFrame) -> dict[tuple[str, str], set[str]]:
     return {(str(r), str(t)): set(g["problem_id"].astype(str)) for (r, t), g in samples.groupby(["run", "task"])}
 
@@ -269,7 +274,7 @@ def _ids(ids: list[str]) -> str:
 def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: Sequence[str] | None,
             intersect: bool) -> tuple[pd.DataFrame, list[str], list[str]]:
     """The samples every number is computed on, the tasks, and notes; refuses mismatched runs."""
-    present = list(dict.fromkeys(str(t) for t in samples["task"]))
+    present = _tasks_in_order(samples)
     chosen = list(tasks) if tasks else present
     unknown = [t for t in chosen if t not in present]
     if unknown:

@@ -22,6 +22,7 @@ of zero. Everything here takes per-problem values (mean@K per problem, c/n) and 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,11 @@ MONTE_CARLO_DRAWS = 10_000
 SEED = BOOTSTRAP_SEED
 #: Resamples per chunk, so memory stays bounded for large problem sets (MATH-500 × 10,000).
 _CHUNK = 1_000
+#: Sign flips kept per seed (bytes): 10,000 patterns of 5,000 problems.
+FLIPS_KEPT = 50_000_000
+_FLIP_BLOCK = 1 << 20
+_FLIPS: dict[int, tuple[np.random.Generator, np.ndarray]] = {}
+_FLIPS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -94,12 +100,37 @@ def sign_flip_test(diffs: Sequence[float] | np.ndarray, weights: Sequence[float]
         totals = _all_sign_sums(terms[:half])[:, None] + _all_sign_sums(terms[half:])[None, :]
         hits = int((np.abs(totals) >= threshold).sum())
         return PermutationResult(hits / float(2 ** terms.size), "exact", int(terms.size), observed)
-    rng = np.random.default_rng(seed)
+    flips = sign_flips(seed, n_draws * terms.size).reshape(n_draws, terms.size)  # each flipped with chance 1/2
     total, hits = float(terms.sum()), 0
     for start in range(0, n_draws, _CHUNK):
-        flipped = rng.random((min(_CHUNK, n_draws - start), terms.size)) < 0.5  # each sign flipped with chance 1/2
-        hits += int((np.abs(total - 2.0 * (flipped @ terms)) >= threshold).sum())
+        hits += int((np.abs(total - 2.0 * (flips[start:start + _CHUNK] @ terms)) >= threshold).sum())
     return PermutationResult((1 + hits) / (1 + n_draws), "monte_carlo", int(terms.size), observed)
+
+
+def sign_flips(seed: int, count: int) -> np.ndarray:
+    """The first ``count`` sign flips of the seed's stream: ``default_rng(seed).random(count) < 0.5``.
+
+    Why a stream: ``Generator.random`` fills an array in C order from one sequence of doubles, so
+    the draws of ``n`` patterns of ``m`` signs, taken chunk by chunk, are the stream's first
+    ``n · m`` flips; every test with the same seed (each pair of a leaderboard) starts from the
+    same stream, and drawing it was most of a test's time. Kept per seed up to
+    :data:`FLIPS_KEPT` flips (more are drawn afresh), extended as longer tests ask."""
+    if count > FLIPS_KEPT:
+        return _draw_flips(np.random.default_rng(seed), count)
+    with _FLIPS_LOCK:
+        rng, kept = _FLIPS.get(seed) or (np.random.default_rng(seed), np.empty(0, dtype=bool))
+        if kept.size < count:
+            kept = np.concatenate([kept, _draw_flips(rng, min(max(count, 2 * kept.size), FLIPS_KEPT) - kept.size)])
+            kept.setflags(write=False)
+            _FLIPS[seed] = (rng, kept)
+        return kept[:count]
+
+
+def _draw_flips(rng: np.random.Generator, count: int) -> np.ndarray:
+    flips = np.empty(count, dtype=bool)
+    for start in range(0, count, _FLIP_BLOCK):  # bounded temporaries: a block of doubles at a time
+        flips[start:start + _FLIP_BLOCK] = rng.random(min(_FLIP_BLOCK, count - start)) < 0.5
+    return flips
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

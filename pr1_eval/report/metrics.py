@@ -31,20 +31,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from math import comb
 from typing import Any
 
 import numpy as np
 
 from pr1_eval.report.names import metric_name
+from pr1_eval.report.resampling import resampled_means
 
 #: Resamples of every bootstrap interval (the report's and the paired comparison's).
 BOOTSTRAP_RESAMPLES = 10_000
 #: Seed of every bootstrap interval: the same values give the same interval on every machine.
 BOOTSTRAP_SEED = 0
-#: Resamples drawn at a time, so memory stays bounded for large problem sets (MATH-500 × 10,000).
-_CHUNK = 1_000
 #: The maj@K tie rule, as reports and the leaderboard state it.
 MAJ_TIE_RULE = ("maj@K ties: when several answers share the highest count, the problem counts as correct only if "
                 "every tied answer is correct (never decided by sample order); a missing answer never wins the vote")
@@ -119,6 +117,30 @@ def majority_correct(answer_classes: Sequence[int | None], correct: Sequence[boo
     return correct_classes == tied
 
 
+def majority_correct_per_problem(classes: np.ndarray, answered: np.ndarray, correct: np.ndarray,
+                                 starts: np.ndarray) -> np.ndarray:
+    """:func:`majority_correct` of every problem at once: the samples of problem ``i`` are rows
+    ``starts[i]:starts[i + 1]`` (the last to the end) of ``classes`` (int), ``answered`` (False:
+    no answer, never a majority) and ``correct`` (bool).
+
+    Why a second form of the rule: a sweep holds thousands of problems, and one Python call per
+    problem was a large share of a report's time; tests hold it to :func:`majority_correct`."""
+    n_problems = len(starts)
+    problem = np.repeat(np.arange(n_problems), np.diff(np.append(starts, len(classes))))[answered]
+    if problem.size == 0:
+        return np.zeros(n_problems, dtype=bool)
+    _, cls = np.unique(classes[answered], return_inverse=True)
+    keys, group, votes = np.unique(problem * (int(cls.max()) + 1) + cls, return_inverse=True, return_counts=True)
+    group_problem = keys // (int(cls.max()) + 1)
+    class_correct = np.bincount(group, weights=correct[answered], minlength=keys.size) > 0
+    first = np.flatnonzero(np.diff(group_problem, prepend=-1))  # each answered problem's first class
+    top = np.maximum.reduceat(votes, first)
+    tied = votes == np.repeat(top, np.diff(np.append(first, keys.size)))
+    out = np.zeros(n_problems, dtype=bool)
+    out[group_problem[first]] = np.logical_and.reduceat(class_correct | ~tied, first)
+    return out
+
+
 def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
                  alpha: float = 0.05, seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the mean over problems (None with < 2 problems).
@@ -126,6 +148,8 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
     Each resample draws ``len(per_problem)`` problems with replacement; the interval is the
     ``alpha/2`` and ``1 − alpha/2`` quantiles of the resampled means. Pass values in problem-id
     order (see the module docstring): the draws are positions, so another order draws other values.
+    The means come from :func:`pr1_eval.report.resampling.resampled_means` (exact counts where the
+    values allow, else the gather; the same floats either way).
     """
     values = np.asarray(per_problem, dtype=float)
     if values.ndim != 1:
@@ -134,27 +158,9 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
         raise ValueError("per-problem values must be finite numbers")
     if values.size < 2:
         return None
-    means = np.empty(n_resamples)
-    for start, draws in zip(range(0, n_resamples, _CHUNK), _resample_draws(values.size, n_resamples, seed), strict=True):
-        means[start:start + len(draws)] = values[draws].mean(axis=1)
+    means = resampled_means(values, n_resamples, seed)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     return float(low), float(high)
-
-
-@lru_cache(maxsize=4)
-def _resample_draws(size: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
-    """The positions every resample draws, chunk by chunk, as ``default_rng(seed)`` gives them.
-
-    Why kept: they depend only on the number of problems, the resamples and the seed, so every
-    interval over the same number of problems (each metric of each run of a leaderboard) draws the
-    same positions, and drawing them was most of an interval's time. int32 holds any position."""
-    rng = np.random.default_rng(seed)
-    chunks = []
-    for start in range(0, n_resamples, _CHUNK):
-        draws = rng.integers(0, size, size=(min(start + _CHUNK, n_resamples) - start, size))
-        chunks.append(draws.astype(np.int32) if size < 2**31 else draws)
-        chunks[-1].setflags(write=False)
-    return tuple(chunks)
 
 
 def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:

@@ -30,33 +30,48 @@ from pr1_eval.report.metrics import (
     PER_PROBLEM_METRICS,
     bootstrap_ci,
     bootstrap_settings,
-    majority_correct,
+    majority_correct_per_problem,
     parallel_ratio,
     problem_values,
 )
 from pr1_eval.report.schema import Interval, RunReport, TaskMetrics, TaskReport
 
 
-def _verdicts(column: pd.Series) -> list[bool]:
+def _verdicts(column: pd.Series) -> np.ndarray:
     """None/NaN (could not score) counts as not correct."""
-    return [bool(x) if x is not None and not pd.isna(x) else False for x in column]
+    if column.dtype == bool:
+        return column.to_numpy(dtype=bool)
+    return np.array([bool(x) if x is not None and not pd.isna(x) else False for x in column], dtype=bool)
+
+
+def _answer_classes(column: pd.Series, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which samples (in ``order``) gave an answer, and their answer classes as ``int(...)`` reads them (0 where none)."""
+    answered = column.notna().to_numpy()[order]
+    values = column.to_numpy()
+    if values.dtype.kind in "iu":
+        return answered, values[order].astype(np.int64)
+    classes = np.zeros(len(order), dtype=np.int64)
+    classes[answered] = [int(c) for c in column.to_numpy(dtype=object)[order][answered]]
+    return answered, classes
 
 
 def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per problem, in problem-id order (so intervals do not depend on row order): n samples,
-    c correct (math-verify), c_paper (paper's checker), majority verdict. One sort and one pass over
-    the rows (a group-by per problem cost seconds on a sweep's thousands of problems)."""
+    c correct (math-verify), c_paper (paper's checker), majority verdict. One sort and array sums over
+    the problems' runs of rows (a group-by per problem cost seconds on a sweep's thousands of problems)."""
     ids = frame["problem_id"].astype(str)
     order = pd.DataFrame({"pid": ids.to_numpy(), "idx": frame["sample_idx"].to_numpy()}).sort_values(
         ["pid", "idx"], kind="stable").index.to_numpy()
     pids = ids.to_numpy()[order]
-    correct = np.array(_verdicts(frame["correct"]), dtype=bool)[order]
-    correct_paper = np.array(_verdicts(frame["correct_paper"]), dtype=bool)[order]
-    classes = [None if pd.isna(c) else int(c) for c in frame["answer_class"].to_numpy()[order]]
-    edges = [0, *(np.flatnonzero(pids[1:] != pids[:-1]) + 1).tolist(), len(pids)] if len(pids) else [0]
-    rows = [{"problem_id": str(pids[a]), "n": b - a, "c": int(correct[a:b].sum()), "c_paper": int(correct_paper[a:b].sum()),
-             "maj": majority_correct(classes[a:b], correct[a:b].tolist())} for a, b in zip(edges, edges[1:], strict=False)]
-    return pd.DataFrame(rows, columns=["problem_id", "n", "c", "c_paper", "maj"])
+    if not len(pids):
+        return pd.DataFrame(columns=["problem_id", "n", "c", "c_paper", "maj"])
+    correct, correct_paper = _verdicts(frame["correct"])[order], _verdicts(frame["correct_paper"])[order]
+    answered, classes = _answer_classes(frame["answer_class"], order)
+    starts = np.flatnonzero(np.r_[True, pids[1:] != pids[:-1]])
+    return pd.DataFrame({
+        "problem_id": [str(p) for p in pids[starts]], "n": np.diff(np.append(starts, len(pids))),
+        "c": np.add.reduceat(correct.astype(np.int64), starts), "c_paper": np.add.reduceat(correct_paper.astype(np.int64), starts),
+        "maj": majority_correct_per_problem(classes, answered, correct, starts)})
 
 
 def parallel_mask(frame: pd.DataFrame) -> pd.Series:
@@ -74,8 +89,12 @@ def metrics_of(frame: pd.DataFrame, k: int) -> TaskMetrics:
     """The metrics of samples in which every problem holds at least ``k`` samples."""
     problems = _problem_table(frame)
     per_problem: dict[str, list[float]] = {name: [] for name in PER_PROBLEM_METRICS}
-    for n, c, c_paper, maj in zip(problems["n"], problems["c"], problems["c_paper"], problems["maj"], strict=True):
-        for name, value in problem_values(int(n), int(c), int(c_paper), bool(maj), k).items():
+    seen: dict[tuple[int, int, int, bool], dict[str, float]] = {}  # few distinct problems: n, c ≤ k
+    for key in zip(problems["n"].tolist(), problems["c"].tolist(), problems["c_paper"].tolist(),
+                   problems["maj"].tolist(), strict=True):
+        if key not in seen:
+            seen[key] = problem_values(int(key[0]), int(key[1]), int(key[2]), bool(key[3]), k)
+        for name, value in seen[key].items():
             per_problem[name].append(value)
     means = {name: float(np.mean(values)) for name, values in per_problem.items()}
     return TaskMetrics(
