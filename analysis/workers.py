@@ -24,6 +24,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -103,5 +104,9 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
         # with fork every worker starts on the first submit, before the executor's own thread
         executor.submit(_ready).result()
         yield Workers(executor, size)
+    except BrokenProcessPool as exc:
+        raise Pr1EvalError(f"an analysis worker process died ({exc}); it was most likely killed for memory: "
+                           f"run again with fewer workers ({WORKERS_ENV}=1 does everything in one process, "
+                           "which holds the least memory)") from exc
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -77,6 +77,17 @@ def test_csv_made_in_workers_is_the_same_file(tmp_path: Path, monkeypatch: pytes
     assert len(result.blocks) > 3 * 7
 
 
+def _die(_: int) -> int:
+    os._exit(9)
+
+
+def test_a_worker_that_dies_is_reported_with_the_fix() -> None:
+    with pytest.raises(Pr1EvalError, match=f"worker process died.*memory.*{WORKERS_ENV}=1"), \
+            analysis_workers(2) as workers:
+        assert workers is not None
+        workers.map(_die, [1, 2])
+
+
 def test_one_worker_means_this_process() -> None:
     with analysis_workers(1) as workers:
         assert workers is None
