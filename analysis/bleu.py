@@ -192,21 +192,33 @@ class PairBleu:
 
     def score(self, a: str, b: str) -> float | None:
         """The symmetrised BLEU of one pair (``None`` if either text is empty)."""
-        value = self._scores([(a, b)])[0]
+        value = self._start([(a, b)])()[0]
         self._keys.clear()
         return value
 
     def scores(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None) -> list[float | None]:
-        """:meth:`score` of each pair, then the new scores written to the cache. Pairs missing from
-        the cache are scored :data:`_BATCH_PAIRS` at a time, in their order (a block's pairs,
-        which share their texts, are neighbours); the batches are shared out over ``workers``
-        when given (each pair's score depends on its two texts only)."""
-        out = self._scores(pairs, workers)
-        self.cache.flush()
-        self._keys.clear()
-        return out
+        """:meth:`score` of each pair, then the new scores written to the cache (:meth:`start`, collected)."""
+        return self.start(pairs, workers)()
 
-    def _scores(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None) -> list[float | None]:
+    def start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
+              ) -> Callable[[], list[float | None]]:
+        """:meth:`scores`, begun: pairs missing from the cache are scored :data:`_BATCH_PAIRS` at a
+        time, in their order (a block's pairs, which share their texts, are neighbours); with
+        ``workers`` the batches are handed to them now (each pair's score depends on its two texts
+        only), so this process can do other work. The function returned collects the scores and
+        writes the new ones to the cache."""
+        pending = self._start(pairs, workers)
+
+        def finish() -> list[float | None]:
+            out = pending()
+            self.cache.flush()
+            self._keys.clear()
+            return out
+
+        return finish
+
+    def _start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
+               ) -> Callable[[], list[float | None]]:
         out: list[float | None] = [None] * len(pairs)
         todo: list[tuple[int, str]] = []
         for i, (a, b) in enumerate(pairs):
@@ -221,15 +233,18 @@ class PairBleu:
                 todo.append((i, key))
         batches = [todo[start : start + _BATCH_PAIRS] for start in range(0, len(todo), _BATCH_PAIRS)]
         texts = [[pairs[i] for i, _ in batch] for batch in batches]
-        if workers is None or len(batches) < 2:
-            values = [batch_bleu(batch_texts, self._ids) for batch_texts in texts]
-        else:
-            values = workers.map(worker_batch_bleu, texts)
-        for batch, batch_values in zip(batches, values, strict=True):
-            for (i, key), value in zip(batch, batch_values, strict=True):
-                out[i] = value
-                self.cache.put(key, value)
-        return out
+        futures = None if workers is None or len(batches) < 2 else [workers.submit(worker_batch_bleu, t) for t in texts]
+
+        def collect() -> list[float | None]:
+            values = ([batch_bleu(batch_texts, self._ids) for batch_texts in texts] if futures is None
+                      else [future.result() for future in futures])
+            for batch, batch_values in zip(batches, values, strict=True):
+                for (i, key), value in zip(batch, batch_values, strict=True):
+                    out[i] = value
+                    self.cache.put(key, value)
+            return out
+
+        return collect
 
 
 #: A worker process's tokeniser, kept from batch to batch (it remembers the raw tokens it split).

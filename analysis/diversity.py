@@ -13,7 +13,7 @@ analysis, in length-sorted batches, and the vectors are cached on disk by the te
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +120,28 @@ class Embedder:
 def diversity(blocks: pd.DataFrame, embedder: Embedder | None, workers: Workers | None = None) -> pd.DataFrame:
     """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when
     ``embedder`` is ``None``; BLEU scored in ``workers`` when given (:mod:`analysis.workers`)."""
+    return start_diversity(blocks, embedder, workers)()
+
+
+def start_diversity(blocks: pd.DataFrame, embedder: Embedder | None,
+                    workers: Workers | None = None) -> Callable[[], pd.DataFrame]:
+    """:func:`diversity`, begun: the BLEU batches are handed to ``workers`` now (when given); the
+    function returned collects them (and embeds, with an ``embedder``) and gives the pairs frame."""
     paths = blocks["path_texts"].tolist()
     firsts, seconds, owners = _sibling_pairs([len(p) for p in paths])
     texts = [(paths[b][i], paths[b][j]) for b, i, j in zip(owners, firsts, seconds, strict=True)]
     columns = {k: blocks[k].to_numpy(dtype=object)[owners].tolist() for k in _KEYS}  # as row tuples would give
     pairs = pd.DataFrame({**columns, "path_i": firsts, "path_j": seconds}, columns=list(PAIR_COLUMNS[:-2]))
-    pairs["bleu"] = pd.Series(PairBleu().scores(texts, workers), index=pairs.index, dtype=object)
-    pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
-    if embedder is not None and texts:
-        pairs["cosine"] = pair_cosines(texts, embedder)
-    return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})
+    scoring = PairBleu().start(texts, workers)
+
+    def finish() -> pd.DataFrame:
+        pairs["bleu"] = pd.Series(scoring(), index=pairs.index, dtype=object)
+        pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
+        if embedder is not None and texts:
+            pairs["cosine"] = pair_cosines(texts, embedder)
+        return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})
+
+    return finish
 
 
 def _sibling_pairs(n_paths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:

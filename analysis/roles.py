@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.conclusions import Conclusion, path_conclusion
 from analysis.result_cache import ResultCache, hash_key
-from analysis.workers import Workers, chunked, map_here_or_there
+from analysis.workers import Workers, chunked
 from pr1_eval.grading.grade import answer_classes_many
 
 ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
@@ -108,12 +108,26 @@ def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
 def conclude_blocks(blocks: pd.DataFrame, workers: Workers | None = None) -> pd.DataFrame:
     """A copy of ``blocks`` with ``path_conclusions`` and ``path_conclusion_sources``: the part of
     :func:`assign_roles` that runs in this process or in ``workers`` (the rest waits on math-verify)."""
-    out = blocks.copy()
-    conclusions = path_conclusions([list(texts) for texts in out["path_texts"]], workers=workers)
-    out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index, dtype=object)
-    out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
-                                               dtype=object)
-    return out
+    return start_concluding(blocks, workers)()
+
+
+def start_concluding(blocks: pd.DataFrame, workers: Workers | None = None) -> Callable[[], pd.DataFrame]:
+    """:func:`conclude_blocks`, begun: the paths the cache lacks are handed to ``workers`` now (when
+    given), so this process can start other work; the function returned collects them."""
+    grouped = [list(texts) for texts in blocks["path_texts"]]
+    pending = ConclusionCache().start([t for texts in grouped for t in texts], workers)
+
+    def finish() -> pd.DataFrame:
+        done = iter(pending())
+        conclusions = [[next(done) for _ in texts] for texts in grouped]
+        out = blocks.copy()
+        out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index,
+                                            dtype=object)
+        out["path_conclusion_sources"] = pd.Series([[c.source for c in cs] for cs in conclusions], index=out.index,
+                                                   dtype=object)
+        return out
+
+    return finish
 
 
 def with_roles(concluded: pd.DataFrame, classes: Sequence[list[int | None]]) -> pd.DataFrame:
@@ -141,8 +155,8 @@ class StartedRoles:
     """
 
     def __init__(self, blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
-                 workers: Workers | None = None) -> None:
-        self._blocks = conclude_blocks(blocks, workers)
+                 workers: Workers | None = None, concluded: pd.DataFrame | None = None) -> None:
+        self._blocks = conclude_blocks(blocks, workers) if concluded is None else concluded
         self._heads, groups = consistency_groups(samples, self._blocks)
         role_groups = [list(answers) for answers in self._blocks["path_conclusions"]]
         self._n_roles = len(role_groups)
@@ -161,10 +175,11 @@ class StartedRoles:
 
 
 def start_roles(blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
-                workers: Workers | None = None) -> StartedRoles:
+                workers: Workers | None = None, concluded: pd.DataFrame | None = None) -> StartedRoles:
     """:class:`StartedRoles` of ``blocks`` (the loader's, with ``path_texts``) and ``samples``; the
-    conclusions are read in ``workers`` when given (:mod:`analysis.workers`)."""
-    return StartedRoles(blocks, samples, verdicts, workers)
+    conclusions are read in ``workers`` when given (:mod:`analysis.workers`), or are ``concluded``
+    (:func:`start_concluding`'s frame of these blocks)."""
+    return StartedRoles(blocks, samples, verdicts, workers, concluded)
 
 
 def classes_in_background(groups: Sequence[Sequence[str | None]],
@@ -273,6 +288,11 @@ class ConclusionCache:
     def conclude(self, texts: Sequence[str], workers: Workers | None = None) -> list[Conclusion]:
         """:func:`path_conclusion` of each text; each distinct text read once, ever (the ones the
         cache lacks in ``workers``, :data:`CONCLUDE_CHUNK` or more per call, when given)."""
+        return self.start(texts, workers)()
+
+    def start(self, texts: Sequence[str], workers: Workers | None = None) -> Callable[[], list[Conclusion]]:
+        """:meth:`conclude`, begun: the texts the cache lacks are handed to ``workers`` now; the
+        function returned collects them, stores them in the cache and gives every conclusion."""
         found: dict[str, Conclusion] = {}
         todo: dict[str, tuple[str, str]] = {}  # text -> (its plain text, its key)
         for text in texts:
@@ -285,13 +305,18 @@ class ConclusionCache:
                 todo[text] = (plain, key)
             else:
                 found[text] = Conclusion(cached[0], cached[1])
-        plains = [plain for plain, _ in todo.values()]
-        chunks = map_here_or_there(workers, conclude_all, chunked(plains, workers, CONCLUDE_CHUNK))
-        for (text, (_, key)), conclusion in zip(todo.items(), (c for chunk in chunks for c in chunk), strict=True):
-            self.cache.put(key, [conclusion.text, conclusion.source])
-            found[text] = conclusion
-        self.cache.flush()
-        return [found[t] for t in texts]
+        chunks = chunked([plain for plain, _ in todo.values()], workers, CONCLUDE_CHUNK)
+        futures = None if workers is None or len(chunks) < 2 else [workers.submit(conclude_all, c) for c in chunks]
+
+        def collect() -> list[Conclusion]:
+            read = [conclude_all(c) for c in chunks] if futures is None else [f.result() for f in futures]
+            for (text, (_, key)), conclusion in zip(todo.items(), (c for chunk in read for c in chunk), strict=True):
+                self.cache.put(key, [conclusion.text, conclusion.source])
+                found[text] = conclusion
+            self.cache.flush()
+            return [found[t] for t in texts]
+
+        return collect
 
 
 #: Paths per call to a worker: enough that pickling them is a small part of reading them.

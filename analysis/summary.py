@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
-from analysis.diversity import Embedder, block_diversity, diversity
+from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
-from analysis.roles import ROLES, role_shares, start_roles
+from analysis.roles import ROLES, role_shares, start_concluding, start_roles
 from analysis.stats import structure_stats
 from analysis.workers import Workers
 
@@ -73,9 +73,11 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
     tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``.
     ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes."""
-    started = start_roles(loaded.blocks, loaded.samples, workers=workers)  # math-verify works while BLEU is scored
-    cells = loaded_completeness(loaded)
-    pairs = diversity(loaded.blocks, embedder, workers)
+    concluding = start_concluding(loaded.blocks, workers)  # the workers read conclusions, then score BLEU,
+    scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can
+    started = start_roles(loaded.blocks, loaded.samples, workers=workers, concluded=concluding())
+    cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
+    pairs = scoring()
     blocks = block_diversity(started.roles(), pairs)
     responses = started.consistency()
     runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)

@@ -70,13 +70,6 @@ class Workers:
         return [future.result() for future in futures]
 
 
-def map_here_or_there(workers: Workers | None, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """:meth:`Workers.map` when there are workers and more than one item, else the loop here."""
-    if workers is None or len(items) < 2:
-        return [fn(item) for item in items]
-    return workers.map(fn, items)
-
-
 def chunked(items: Sequence[T], workers: Workers | None, min_chunk: int) -> list[Sequence[T]]:
     """``items`` cut into consecutive chunks: about four per worker, so a slow chunk does not leave
     the others idle, and none under ``min_chunk`` items (one chunk when there are no workers)."""
