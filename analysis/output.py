@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from functools import partial
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
@@ -91,7 +90,7 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         table.to_parquet(out_dir / f"{name}.parquet", index=False)
         with open(out_dir / f"{name}.csv", "w", encoding="utf-8", newline="") as handle:
             for text in texts[name]:
-                handle.write(text() if callable(text) else text.result())
+                handle.write(text())
         written.append(out_dir / f"{name}.parquet")
     return written
 
@@ -100,19 +99,17 @@ def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
     with open(path, "w", encoding="utf-8", newline="") as handle:
         for text in _csv_texts(table, None):
-            handle.write(text() if callable(text) else text.result())
+            handle.write(text())
 
 
-def _csv_texts(table: pd.DataFrame, workers: Workers | None) -> list[Callable[[], str] | Future[str]]:
+def _csv_texts(table: pd.DataFrame, workers: Workers | None) -> list[Callable[[], str]]:
     """The CSV text of ``table`` in :data:`CSV_CHUNK`-row pieces, the header with the first: each
-    made when called, or already under way in ``workers``."""
-    pieces: list[Callable[[], str] | Future[str]] = []
+    made when called, or already under way in ``workers`` (then the call waits for it)."""
+    pieces: list[Callable[[], str]] = []
     for start in range(0, max(len(table), 1), CSV_CHUNK):
         chunk, header = table.iloc[start:start + CSV_CHUNK], start == 0
-        if workers is None:
-            pieces.append(partial(csv_text, chunk, header))
-        else:
-            pieces.append(workers.submit(csv_text, chunk, header))
+        pieces.append(partial(csv_text, chunk, header) if workers is None
+                      else workers.submit(csv_text, chunk, header).result)
     return pieces
 
 

@@ -105,10 +105,10 @@ def assign_roles(blocks: pd.DataFrame) -> pd.DataFrame:
     return with_roles(concluded, equivalence_classes_many(groups))
 
 
-def conclude_blocks(blocks: pd.DataFrame, workers: Workers | None = None) -> pd.DataFrame:
+def conclude_blocks(blocks: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``blocks`` with ``path_conclusions`` and ``path_conclusion_sources``: the part of
-    :func:`assign_roles` that runs in this process or in ``workers`` (the rest waits on math-verify)."""
-    return start_concluding(blocks, workers)()
+    :func:`assign_roles` that runs in this process (the rest waits on math-verify)."""
+    return start_concluding(blocks)()
 
 
 def start_concluding(blocks: pd.DataFrame, workers: Workers | None = None) -> Callable[[], pd.DataFrame]:
@@ -155,8 +155,8 @@ class StartedRoles:
     """
 
     def __init__(self, blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
-                 workers: Workers | None = None, concluded: pd.DataFrame | None = None) -> None:
-        self._blocks = conclude_blocks(blocks, workers) if concluded is None else concluded
+                 concluded: pd.DataFrame | None = None) -> None:
+        self._blocks = conclude_blocks(blocks) if concluded is None else concluded
         self._heads, groups = consistency_groups(samples, self._blocks)
         role_groups = [list(answers) for answers in self._blocks["path_conclusions"]]
         self._n_roles = len(role_groups)
@@ -175,11 +175,11 @@ class StartedRoles:
 
 
 def start_roles(blocks: pd.DataFrame, samples: pd.DataFrame, verdicts: VerdictCache | None = None,
-                workers: Workers | None = None, concluded: pd.DataFrame | None = None) -> StartedRoles:
+                concluded: pd.DataFrame | None = None) -> StartedRoles:
     """:class:`StartedRoles` of ``blocks`` (the loader's, with ``path_texts``) and ``samples``; the
-    conclusions are read in ``workers`` when given (:mod:`analysis.workers`), or are ``concluded``
-    (:func:`start_concluding`'s frame of these blocks)."""
-    return StartedRoles(blocks, samples, verdicts, workers, concluded)
+    conclusions are read here, or are ``concluded`` (:func:`start_concluding`'s frame of these
+    blocks, read in worker processes)."""
+    return StartedRoles(blocks, samples, verdicts, concluded)
 
 
 def classes_in_background(groups: Sequence[Sequence[str | None]],
@@ -285,14 +285,14 @@ class ConclusionCache:
     def __init__(self, cache: ResultCache | None = None) -> None:
         self.cache = cache if cache is not None else ResultCache.named("conclusions", self.SOURCES)
 
-    def conclude(self, texts: Sequence[str], workers: Workers | None = None) -> list[Conclusion]:
-        """:func:`path_conclusion` of each text; each distinct text read once, ever (the ones the
-        cache lacks in ``workers``, :data:`CONCLUDE_CHUNK` or more per call, when given)."""
-        return self.start(texts, workers)()
+    def conclude(self, texts: Sequence[str]) -> list[Conclusion]:
+        """:func:`path_conclusion` of each text; each distinct text read once, ever."""
+        return self.start(texts)()
 
     def start(self, texts: Sequence[str], workers: Workers | None = None) -> Callable[[], list[Conclusion]]:
-        """:meth:`conclude`, begun: the texts the cache lacks are handed to ``workers`` now; the
-        function returned collects them, stores them in the cache and gives every conclusion."""
+        """:meth:`conclude`, begun: the texts the cache lacks are handed to ``workers`` now
+        (:data:`CONCLUDE_CHUNK` or more per call), when given; the function returned collects them,
+        stores them in the cache and gives every conclusion."""
         found: dict[str, Conclusion] = {}
         todo: dict[str, tuple[str, str]] = {}  # text -> (its plain text, its key)
         for text in texts:
@@ -328,10 +328,8 @@ def conclude_all(texts: Sequence[str]) -> list[Conclusion]:
     return [path_conclusion(text) for text in texts]
 
 
-def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None,
-                     workers: Workers | None = None) -> list[list[Conclusion]]:
-    """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk;
-    read in ``workers`` when given)."""
+def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None) -> list[list[Conclusion]]:
+    """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk)."""
     flat = [t for texts in blocks for t in texts]
-    done = iter((cache or ConclusionCache()).conclude(flat, workers))
+    done = iter((cache or ConclusionCache()).conclude(flat))
     return [[next(done) for _ in texts] for texts in blocks]

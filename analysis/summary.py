@@ -75,7 +75,7 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes."""
     concluding = start_concluding(loaded.blocks, workers)  # the workers read conclusions, then score BLEU,
     scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can
-    started = start_roles(loaded.blocks, loaded.samples, workers=workers, concluded=concluding())
+    started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
     cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
     pairs = scoring()
     blocks = block_diversity(started.roles(), pairs)

@@ -64,11 +64,6 @@ class Workers:
         """``fn(*args)`` in a worker (``fn`` a module-level function, the arguments picklable)."""
         return self._executor.submit(fn, *args)
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``[fn(item) for item in items]``, the items shared out over the workers, in order."""
-        futures = [self._executor.submit(fn, item) for item in items]
-        return [future.result() for future in futures]
-
 
 def chunked(items: Sequence[T], workers: Workers | None, min_chunk: int) -> list[Sequence[T]]:
     """``items`` cut into consecutive chunks: about four per worker, so a slow chunk does not leave

@@ -55,7 +55,7 @@ def test_an_analysis_with_workers_equals_one_without(tmp_path: Path, monkeypatch
     here = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS))
     with analysis_workers(2) as workers:
         assert workers is not None
-        pids = set(workers.map(_pid, list(range(40))))
+        pids = {workers.submit(_pid, i).result() for i in range(40)}
         there = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS, workers=workers), workers=workers)
     assert os.getpid() not in pids
     assert len(here.pairs) > 5 * 16 and here.blocks["path_texts"].map(len).sum() > 5 * 8  # several chunks each
@@ -85,7 +85,7 @@ def test_a_worker_that_dies_is_reported_with_the_fix() -> None:
     with pytest.raises(Pr1EvalError, match=f"worker process died.*memory.*{WORKERS_ENV}=1"), \
             analysis_workers(2) as workers:
         assert workers is not None
-        workers.map(_die, [1, 2])
+        [workers.submit(_die, i).result() for i in (1, 2)]
 
 
 def test_one_worker_means_this_process() -> None:
