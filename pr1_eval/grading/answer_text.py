@@ -52,6 +52,10 @@ _MAX_BOXES = 64
 _TRAILING_JUNK = " \t\r\n.,;。，；．"
 _RUN_JUNK = " \t\r\n.,;:!?\"'`“”‘’。，；：．！？"
 _BOX_OPEN_RE = re.compile(r"\\(?:boxed|fbox) ?\{")
+#: A bare number (ASCII digits, an optional minus and decimals): every rule of :func:`read_answer`
+#: leaves it as it is (no box, word, math span, cut or trailing junk to remove), so it reads
+#: as itself by the ``line`` rule without running them; most answer lines are one.
+_BARE_NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _MATH_SPAN_RE = re.compile(
     rf"(?<!\\)\$\$(?P<dd>[^$]{{1,{_MAX_SPAN}}}?)(?<!\\)\$\$"
     rf"|\\\[(?P<br>.{{1,{_MAX_SPAN}}}?)\\\]"
@@ -212,6 +216,8 @@ def read_answer(raw: str) -> Reading:
     """The answer stated by ``raw`` (the text after ``Final Answer:``, or a box's content) and the
     rule that found it; ``Reading(None, 'none')`` when nothing is left."""
     s = raw.strip().strip("*_").strip()
+    if _BARE_NUMBER_RE.fullmatch(s):
+        return Reading(s, "line")
     if "\\boxed" in s or "\\fbox" in s:
         boxed = read_boxes(box_chain(s))
         if boxed.text is not None:

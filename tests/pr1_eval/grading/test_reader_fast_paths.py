@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import analysis.conclusions as conclusions
+import pr1_eval.grading.answer_text as answer_text
 import pr1_eval.grading.extract as extract
-from pr1_eval.grading.answer_text import last_value, may_hold, values
+from pr1_eval.grading.answer_text import last_value, may_hold, read_answer, values
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 _PIECES = [
@@ -69,6 +70,7 @@ def test_fast_readers_equal_the_slow_ones(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(extract, "may_hold", lambda text, word: True)
     monkeypatch.setattr(conclusions, "may_hold", lambda text, word: True)
     monkeypatch.setattr(conclusions, "_last_latex_value", every_value)
+    monkeypatch.setattr(answer_text, "_BARE_NUMBER_RE", re.compile(r"(?!)"))
     slow = [(extract.extract_answer(t, strict=True), conclusions.path_conclusion(t, strict=True)) for t in TEXTS]
     for text, a, b in zip(TEXTS, fast, slow, strict=True):
         assert a == b and a[0].rule == b[0].rule, repr(text)
@@ -85,3 +87,22 @@ def test_last_value_is_the_last_of_values() -> None:
         assert last_value(sentence) == expected, repr(sentence)
         seen.add(expected is None)
     assert seen == {True, False}
+
+
+#: Answer lines around the bare-number fast path of ``read_answer``: numbers it takes, and near
+#: misses it must leave to the rules (signs, separators, junk, other digits, emphasis, boxes).
+_NUMBER_LINES = ["12", "0", "-4", "3.5", "-0.25", "007", " 12 ", "**7**", "_5_", "12.", "1.5.", "+5", "1e5", "1,000",
+                 "1 000", "٣", "１２", "12%", "-", ".5", "5.", "$5$", "\\boxed{5}", "5 since x", "12 apples", "--3",
+                 "3.5.6", "12\n", "12;", "-12.000", "99999999999999999999"]
+
+
+def test_bare_numbers_read_as_the_rules_read_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    lines = [*_NUMBER_LINES, *(rng.choice(["", "-"]) + str(rng.randint(0, 10**rng.randint(1, 12)))
+                               + rng.choice(["", f".{rng.randint(0, 999)}"]) for _ in range(500))]
+    fast = [read_answer(line) for line in lines]
+    monkeypatch.setattr(answer_text, "_BARE_NUMBER_RE", re.compile(r"(?!)"))
+    slow = [read_answer(line) for line in lines]
+    for line, a, b in zip(lines, fast, slow, strict=True):
+        assert a == b, repr(line)
+    assert sum(r.rule == "line" and r.text == line for r, line in zip(fast, lines, strict=True)) > 500
