@@ -201,7 +201,8 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     its parse, one run at a time). ``blocks=False``: the blocks frame is left empty (the notes are
     the same: the agreement of stored and parsed structure is still checked), for callers that
     need only the samples, such as the leaderboard. ``workers`` (:mod:`analysis.workers`): parse the
-    runs the cache does not hold in those processes, all at once (the frames are the same).
+    runs the cache does not hold in those processes, each as soon as it is read, so they parse
+    while the next runs are read here (the frames are the same).
     """
     run_dirs, failures = discover_runs(paths_or_roots)
     counting_ahead = not blocks and columns is not None and "response" not in columns
@@ -242,7 +243,8 @@ def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Lite
           ahead: dict[Path, Future[np.ndarray]], workers: Workers | None = None) -> LoadedRuns:
     """:func:`load_runs` on the discovered runs; ``ahead`` holds tag counts being computed for them."""
     report = progress or (lambda done, total, what: None)
-    loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
+    read: list[tuple[pd.DataFrame, pd.DataFrame, str | None, RunRecord, Path]] = []
+    parses: list[Callable[[], tuple[pd.DataFrame, int]]] = []
     for i, run_dir in enumerate(run_dirs):
         report(i, 2 * len(run_dirs), f"reading {run_dir.name}")
         try:
@@ -253,22 +255,26 @@ def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Lite
         if samples.empty:
             failures.append((str(run_dir), f"no samples stored ({SAMPLES_DIR} missing or empty)"))
             continue
-        loaded.append((samples, info, run_dir))
-    _make_run_names_unique([samples for samples, _, _ in loaded])
+        kept, note = drop_undeclared(samples, info)
+        if blocks and not kept.empty:  # started now: the workers parse while the next runs are read
+            parses.append(_parse(kept, run_dir, cache, workers))
+        read.append((samples, kept, note, info, run_dir))
+    _make_run_names_unique([samples for samples, _, _, _, _ in read])
     notes: list[str] = []
     checks: dict[str, RunCompleteness] = {}
-    for i, (samples, info, run_dir) in enumerate(loaded):
+    loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
+    for samples, kept, note, info, run_dir in read:
         name = str(samples["run"].iat[0])
         checks[name] = check_completeness(info, samples)
-        kept, note = drop_undeclared(samples, info)
         if note:
             notes.append(f"{name}: {note}")
-        loaded[i] = (kept, info, run_dir)
+        if kept is not samples and not kept.empty and str(kept["run"].iat[0]) != name:  # renamed above
+            kept = kept.assign(run=name)
+        loaded.append((kept, info, run_dir))
     failures.extend((str(run_dir), "every stored sample belongs to a problem run.json does not declare")
                     for samples, _, run_dir in loaded if samples.empty)
     loaded = [item for item in loaded if not item[0].empty]
     block_parts: list[pd.DataFrame] = []
-    parses = _parses(loaded, cache, workers) if blocks else []
     for i, (samples, info, run_dir) in enumerate(loaded):
         report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
@@ -393,23 +399,19 @@ def _mismatch_note(count: int) -> str:
             "(character positions used)")
 
 
-def _parses(loaded: Sequence[tuple[pd.DataFrame, RunRecord, Path]], cache: bool,
-            workers: Workers | None) -> list[Callable[[], tuple[pd.DataFrame, int]]]:
-    """Each run's parsed block columns, to be asked for in order: from the sidecar cache when it
-    holds this exact run, else parsed (:func:`parse_run`); with ``workers`` every missing parse is
-    started at once, one run per worker at a time, and only the columns the parse reads travel."""
-    out: list[Callable[[], tuple[pd.DataFrame, int]]] = []
-    for samples, _, run_dir in loaded:
-        signature = run_signature(run_dir) if cache else None
-        hit = block_cache.read(run_dir, signature) if signature is not None else None
-        if hit is not None and len(hit[0].columns) == len(PARSED_COLUMNS):
-            out.append(partial(_given, hit))
-        elif workers is None:
-            out.append(partial(parse_run, samples, run_dir, signature))
-        else:
-            needed = samples[[c for c in _PARSE_INPUT if c in samples]]
-            out.append(workers.submit(parse_run, needed, run_dir, signature).result)
-    return out
+def _parse(samples: pd.DataFrame, run_dir: Path, cache: bool,
+           workers: Workers | None) -> Callable[[], tuple[pd.DataFrame, int]]:
+    """One run's parsed block columns, to be asked for when needed: from the sidecar cache when it
+    holds this exact run, else parsed (:func:`parse_run`); with ``workers`` the parse is started
+    there at once, and only the columns the parse reads travel."""
+    signature = run_signature(run_dir) if cache else None
+    hit = block_cache.read(run_dir, signature) if signature is not None else None
+    if hit is not None and len(hit[0].columns) == len(PARSED_COLUMNS):
+        return partial(_given, hit)
+    if workers is None:
+        return partial(parse_run, samples, run_dir, signature)
+    needed = samples[[c for c in _PARSE_INPUT if c in samples]]
+    return workers.submit(parse_run, needed, run_dir, signature).result
 
 
 def _given(value: tuple[pd.DataFrame, int]) -> tuple[pd.DataFrame, int]:

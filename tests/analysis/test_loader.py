@@ -101,6 +101,19 @@ def test_same_name_runs_are_kept_apart(tmp_path: Path) -> None:
     assert set(loaded.blocks["run"]) == {str(one), str(two)} and len(loaded.blocks) == 4
 
 
+def test_same_name_runs_with_undeclared_samples_are_kept_apart(tmp_path: Path) -> None:
+    """The undeclared samples are dropped before the names are made unique (the parse starts as
+    each run is read): the kept samples and their blocks still carry the unique name."""
+    declared = {"tasks": {"t": {"n_problems": 1, "problem_ids": ["p0"], "k": 1}}}
+    records = [make_record("t", "p0", 0, TWO_BLOCKS), make_record("t", "p9", 0, TWO_BLOCKS)]
+    one = write_run(tmp_path / "x", "run", records, extra=declared)
+    two = write_run(tmp_path / "y", "run", records[:1])
+    loaded = load_runs(tmp_path, tokenizer=None)
+    assert sorted(loaded.samples["run"]) == sorted([str(one), str(two)])
+    assert sorted(loaded.blocks["run"]) == sorted([str(one)] * 2 + [str(two)] * 2)
+    assert any(note.startswith(f"{one}: 1 sample(s) of 1 problem(s)") for note in loaded.notes)
+
+
 def test_stored_structure_disagreeing_with_text_is_reparsed_with_a_note(tmp_path: Path) -> None:
     record = make_record("t", "p0", 0, TWO_BLOCKS)
     record.n_blocks, record.block_rel_starts = 0, []
