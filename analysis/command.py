@@ -97,7 +97,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
-    from analysis.output import group_notes, print_tables, write_tables
+    from analysis.output import CsvBegun, group_notes, print_tables, write_tables
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)
@@ -107,9 +107,13 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
     embedder = None if args.no_embeddings else Embedder(args.embedding_model)
-    analysis = analyze(loaded, embedder, include_incomplete=include, workers=workers)
-    document = to_json(analysis)
-    written = write_tables(analysis, out, workers)
+    begun = CsvBegun(workers, out)  # the big tables' CSV is made in the workers as each is ready
+    try:
+        analysis = analyze(loaded, embedder, include_incomplete=include, workers=workers, on_table=begun.begin)
+        document = to_json(analysis)
+        written = write_tables(analysis, out, workers, begun)
+    finally:
+        begun.close()
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from functools import partial
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 
@@ -78,44 +82,115 @@ def group_notes(notes: Sequence[str], n_rows: int, runs: Sequence[str] = ()) -> 
 #: chunk at a time, not for the whole table at once (a sweep's paths as JSON are hundreds of MB).
 CSV_CHUNK = 20_000
 
+#: A piece of a CSV file: called with the file (opened in binary), it writes its rows there.
+CsvPiece = Callable[[BinaryIO], None]
 
-def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = None) -> list[Path]:
+
+def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = None,
+                 begun: CsvBegun | None = None) -> list[Path]:
     """Each table as ``<name>.parquet`` and ``<name>.csv`` (list columns as JSON in the CSV). With
-    ``workers`` the CSV text is made there, chunk by chunk, while this process writes the parquet."""
+    ``workers`` the CSV is made there, chunk by chunk, while this process writes the parquet;
+    ``begun``: the CSV of tables already under way (:class:`CsvBegun`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    tables = analysis.tables()
-    texts = {name: _csv_texts(table, workers) for name, table in tables.items()}
-    written = []
-    for name, table in tables.items():
-        table.to_parquet(out_dir / f"{name}.parquet", index=False)
-        with open(out_dir / f"{name}.csv", "w", encoding="utf-8", newline="") as handle:
-            for text in texts[name]:
-                handle.write(text())
-        written.append(out_dir / f"{name}.parquet")
-    return written
+    own = CsvBegun(workers, out_dir) if begun is None else begun
+    try:
+        tables = analysis.tables()
+        pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
+        written = []
+        for name, table in tables.items():
+            table.to_parquet(out_dir / f"{name}.parquet", index=False)
+            with open(out_dir / f"{name}.csv", "wb") as handle:
+                for piece in pieces[name]:
+                    piece(handle)
+            written.append(out_dir / f"{name}.parquet")
+        return written
+    finally:
+        own.close()
 
 
 def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        for text in _csv_texts(table, None):
-            handle.write(text())
+    with open(path, "wb") as handle:
+        for start in range(0, max(len(table), 1), CSV_CHUNK):
+            handle.write(csv_text(table.iloc[start:start + CSV_CHUNK], start == 0).encode("utf-8"))
 
 
-def _csv_texts(table: pd.DataFrame, workers: Workers | None) -> list[Callable[[], str]]:
-    """The CSV text of ``table`` in :data:`CSV_CHUNK`-row pieces, the header with the first: each
-    made when called, or already under way in ``workers`` (then the call waits for it)."""
-    pieces: list[Callable[[], str]] = []
-    for start in range(0, max(len(table), 1), CSV_CHUNK):
-        chunk, header = table.iloc[start:start + CSV_CHUNK], start == 0
-        pieces.append(partial(csv_text, chunk, header) if workers is None
-                      else workers.submit(csv_text, chunk, header).result)
-    return pieces
+class CsvBegun:
+    """The CSV of an analysis' tables, begun in ``workers`` as soon as each table is final
+    (:func:`analysis.summary.analyze`'s ``on_table``), for :func:`write_tables`.
+
+    Why begun early: the blocks' CSV (every path text, as JSON) is most of what writing costs, and
+    it used to start only once every table was built, while the workers sat idle after BLEU and
+    this process built the small tables alone. Why each worker writes its chunk to a file of its
+    own (in a hidden folder under ``out_dir``, removed by :meth:`close`) that is then copied into
+    the table's CSV: the text (hundreds of MB for a sweep's blocks) neither travels back through a
+    pipe nor waits in this process's memory. A table's pieces are used only for the very frame
+    the analysis returns (``is``), so the CSV is always that of the table written. Without workers
+    each piece is made when the file is written."""
+
+    def __init__(self, workers: Workers | None, out_dir: Path) -> None:
+        self._workers = workers
+        self._out_dir = out_dir
+        self._parts: Path | None = None
+        self._begun: dict[str, tuple[pd.DataFrame, list[CsvPiece]]] = {}
+
+    def begin(self, name: str, table: pd.DataFrame) -> list[CsvPiece]:
+        """Start the CSV of ``table`` (the analysis' table ``name``); its pieces, in order."""
+        pieces: list[CsvPiece] = []
+        for start in range(0, max(len(table), 1), CSV_CHUNK):
+            chunk, header = table.iloc[start:start + CSV_CHUNK], start == 0
+            if self._workers is None:
+                pieces.append(partial(_write_text, chunk, header))
+            else:
+                part = self._folder() / f"{name}.{start // CSV_CHUNK:05d}.csv"
+                pieces.append(partial(_copy_part, self._workers.submit(write_csv_part, chunk, header, part)))
+        self._begun[name] = (table, pieces)
+        return pieces
+
+    def pieces(self, name: str, table: pd.DataFrame) -> list[CsvPiece] | None:
+        """The begun pieces of ``table``, or ``None`` when ``name`` was begun for no frame or another one."""
+        begun = self._begun.get(name)
+        return begun[1] if begun is not None and begun[0] is table else None
+
+    def close(self) -> None:
+        """Remove the workers' part files (those of pieces never written too)."""
+        for _, pieces in self._begun.values():
+            for piece in pieces:
+                future = getattr(piece, "args", (None,))[0]
+                if isinstance(future, Future) and not future.cancel():
+                    future.exception()  # a part being written: wait for it to be done (or to fail)
+        if self._parts is not None:
+            shutil.rmtree(self._parts, ignore_errors=True)
+            self._parts = None
+
+    def _folder(self) -> Path:
+        if self._parts is None:
+            self._out_dir.mkdir(parents=True, exist_ok=True)
+            self._parts = Path(tempfile.mkdtemp(prefix=".csv-parts-", dir=self._out_dir))
+        return self._parts
 
 
 def csv_text(chunk: pd.DataFrame, header: bool) -> str:
     """One piece of a table's CSV (what :func:`write_csv` writes for these rows)."""
     return str(_csv_ready(chunk).to_csv(index=False, header=header))
+
+
+def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path) -> Path:
+    """:func:`csv_text` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
+    path.write_bytes(csv_text(chunk, header).encode("utf-8"))
+    return path
+
+
+def _write_text(chunk: pd.DataFrame, header: bool, handle: BinaryIO) -> None:
+    handle.write(csv_text(chunk, header).encode("utf-8"))
+
+
+def _copy_part(future: Future[Path], handle: BinaryIO) -> None:
+    """Copy a worker's part file into ``handle`` (waiting for it) and remove it."""
+    part = future.result()
+    with open(part, "rb") as source:
+        shutil.copyfileobj(source, handle, 1 << 20)
+    part.unlink()
 
 
 def _csv_ready(table: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ out of the drift points and trends unless ``include_incomplete`` (``analyze --in
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,17 +70,23 @@ class Analysis:
 
 
 def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomplete: bool = False,
-            workers: Workers | None = None) -> Analysis:
+            workers: Workers | None = None, on_table: Callable[[str, pd.DataFrame], object] | None = None) -> Analysis:
     """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
     tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``.
-    ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes."""
+    ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes.
+    ``on_table(name, table)``: told of the big tables (``pairs``, ``blocks``, ``responses``) as each
+    is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then)."""
+    told = on_table or (lambda name, table: None)
     concluding = start_concluding(loaded.blocks, workers)  # the workers read conclusions, then score BLEU,
     scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can
     started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
     cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
     pairs = scoring()
+    told("pairs", pairs)
     blocks = block_diversity(started.roles(), pairs)
+    told("blocks", blocks)
     responses = started.consistency()
+    told("responses", responses)
     runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)
     runs = _with_completeness(runs, cells, include_incomplete)
     with_step = loaded.samples[loaded.samples["step"].notna()]

@@ -17,7 +17,7 @@ import analysis.bleu
 import analysis.output
 import analysis.roles
 from analysis.loader import load_runs
-from analysis.output import write_csv, write_tables
+from analysis.output import CsvBegun, write_csv, write_tables
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from analysis.workers import WORKERS_ENV, analysis_workers, chunked, default_workers
 from pr1_eval.errors import Pr1EvalError
@@ -77,6 +77,29 @@ def test_csv_made_in_workers_is_the_same_file(tmp_path: Path, monkeypatch: pytes
         write_csv(table, tmp_path / f"{name}.csv")
         assert (tmp_path / "out" / f"{name}.csv").read_bytes() == (tmp_path / f"{name}.csv").read_bytes(), name
     assert len(result.blocks) > 3 * 7
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        f"{name}.{suffix}" for name in result.tables() for suffix in ("csv", "parquet"))  # no part file is left
+
+
+def test_csv_begun_during_the_analysis_is_that_of_the_tables_written(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The big tables' CSV starts as analyze makes each; a table begun for another frame (here a
+    stale one) is not used: the file is that of the frame written."""
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
+    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 7)
+    loaded = load_runs([_sweep(tmp_path)], tokenizer=None, columns=ANALYSIS_COLUMNS)
+    told: list[str] = []
+    with analysis_workers(2) as workers:
+        begun = CsvBegun(workers, tmp_path / "out")
+        result = analyze(loaded, workers=workers, on_table=lambda name, table: told.append(name) or begun.begin(name, table))
+        begun.begin("runs", result.runs.head(1))  # not the frame written
+        write_tables(result, tmp_path / "out", workers, begun)
+    assert told == ["pairs", "blocks", "responses"]
+    for name, table in result.tables().items():
+        write_csv(table, tmp_path / f"{name}.csv")
+        assert (tmp_path / "out" / f"{name}.csv").read_bytes() == (tmp_path / f"{name}.csv").read_bytes(), name
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]
 
 
 def _die(_: int) -> int:
