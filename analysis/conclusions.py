@@ -30,7 +30,16 @@ import re
 from dataclasses import dataclass
 from itertools import islice
 
-from pr1_eval.grading.answer_text import box_chain, clean_value, last_value, may_hold, read_answer, read_boxes, values
+from pr1_eval.grading.answer_text import (
+    box_chain,
+    clean_value,
+    last_value,
+    marker_matches,
+    may_hold,
+    read_answer,
+    read_boxes,
+    values,
+)
 
 #: Every ``Conclusion.source``, in the order the rules are tried.
 CONCLUSION_SOURCES: tuple[str, ...] = ("boxed", "final_answer", "answer_is", "last_equals", "last_number", "none")
@@ -86,10 +95,10 @@ def _explicit_answer(text: str) -> Conclusion:
     if not may_hold(text, "answer"):  # both statements need the word: skip their scans
         return Conclusion(None, "none")
     best: tuple[int, str] | None = None
-    finals = [m.span() for m in _FINAL_RE.finditer(text)]
+    finals = [m.span() for m in marker_matches(_FINAL_RE, text, "final answer")]
     if finals:
         best = (finals[-1][1], "final_answer")
-    for match in _ANSWER_IS_RE.finditer(text):
+    for match in marker_matches(_ANSWER_IS_RE, text, "answer"):
         inside_final = any(start <= match.start() < end for start, end in finals[-8:])
         if not inside_final and (best is None or match.end() > best[0]):
             best = (match.end(), "answer_is")

@@ -130,6 +130,25 @@ def may_hold(text: str, word: str) -> bool:
     return not text.isascii() or word in text.lower()
 
 
+def marker_matches(pattern: re.Pattern[str], text: str, word: str) -> Iterator[re.Match[str]]:
+    """What ``pattern.finditer(text)`` yields, found faster: ``pattern`` is case-insensitive, each of
+    its matches starts with ``word`` (lower-case ASCII) and holds no later start of ``word``, such as
+    ``final answer[ \\t*_]*:``. In ASCII text every match then starts where ``text.lower()`` holds
+    ``word`` (the reasoning of :func:`may_hold`), so only those places are tried (``str.find``, in C),
+    each after the last match's end as ``finditer`` goes, instead of running the regex over the
+    whole text (about four times faster on a path of a few hundred words). Other text uses ``finditer``."""
+    if not text.isascii():
+        yield from pattern.finditer(text)
+        return
+    lower = text.lower()
+    at = lower.find(word)
+    while at >= 0:
+        match = pattern.match(text, at)
+        if match is not None:
+            yield match
+        at = lower.find(word, match.end() if match is not None else at + 1)
+
+
 # ----- braces and boxes ----------------------------------------------------------------------------
 def matching_brace(text: str, open_brace: int) -> int | None:
     """Offset of the ``}`` closing the ``{`` at ``open_brace`` (escaped braces ignored), scanning

@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pr1_eval.grading.answer_text import RULES, Reading, balanced_boxes, box_chain, may_hold, read_answer, read_boxes
+from pr1_eval.grading.answer_text import (
+    RULES,
+    Reading,
+    balanced_boxes,
+    box_chain,
+    marker_matches,
+    read_answer,
+    read_boxes,
+)
 from pr1_eval.grading.negation import NEGATED_RULE
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import outside_paths
@@ -117,7 +125,7 @@ def _final_answer(text: str) -> Reading:
     ``\\[``) is followed to its closing delimiter, and math the line leaves open (a ``$``, ``\\(``,
     ``\\begin{pmatrix}`` or ``{`` not closed on it) is followed over the next lines until it closes.
     """
-    ends = [m.end() for m in _FINAL_RE.finditer(text)] if may_hold(text, "final answer") else []
+    ends = [m.end() for m in marker_matches(_FINAL_RE, text, "final answer")]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
         reading = read_answer(_answer_after(text, end))
         if reading.text is not None or reading.rule == NEGATED_RULE:

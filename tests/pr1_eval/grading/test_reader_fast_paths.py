@@ -15,7 +15,7 @@ import pytest
 import analysis.conclusions as conclusions
 import pr1_eval.grading.answer_text as answer_text
 import pr1_eval.grading.extract as extract
-from pr1_eval.grading.answer_text import last_value, may_hold, read_answer, values
+from pr1_eval.grading.answer_text import last_value, marker_matches, may_hold, read_answer, values
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 _PIECES = [
@@ -60,6 +60,19 @@ def test_may_hold_is_true_wherever_the_regex_matches(pattern: re.Pattern[str]) -
     assert not may_hold("no marker here", word)
 
 
+@pytest.mark.parametrize(("pattern", "word"), [(extract._FINAL_RE, "final answer"), (conclusions._FINAL_RE, "final answer"),
+                                             (conclusions._ANSWER_IS_RE, "answer")])
+def test_marker_matches_are_what_finditer_finds(pattern: re.Pattern[str], word: str) -> None:
+    texts = [*TEXTS, "final answer final answer: 5", "Final Answer:: 4 final answer *: 3", "answer answer is 2",
+             "theanswer is 1. answer: 2; answer=3", "FINAL ANSWER:answer is", "ﬁnal answer: 1 Final Answer: 2"]
+    found = 0
+    for text in texts:
+        expected = [m.span() for m in pattern.finditer(text)]
+        assert [m.span() for m in marker_matches(pattern, text, word)] == expected, repr(text)
+        found += len(expected)
+    assert found > 1000
+
+
 def test_fast_readers_equal_the_slow_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     fast = [(extract.extract_answer(t, strict=True), conclusions.path_conclusion(t, strict=True)) for t in TEXTS]
 
@@ -67,8 +80,9 @@ def test_fast_readers_equal_the_slow_ones(monkeypatch: pytest.MonkeyPatch) -> No
         found = [v for v, _ in values(sentence)]
         return found[-1] if found and "\\" in found[-1] else None
 
-    monkeypatch.setattr(extract, "may_hold", lambda text, word: True)
     monkeypatch.setattr(conclusions, "may_hold", lambda text, word: True)
+    monkeypatch.setattr(extract, "marker_matches", lambda pattern, text, word: pattern.finditer(text))
+    monkeypatch.setattr(conclusions, "marker_matches", lambda pattern, text, word: pattern.finditer(text))
     monkeypatch.setattr(conclusions, "_last_latex_value", every_value)
     monkeypatch.setattr(answer_text, "_BARE_NUMBER_RE", re.compile(r"(?!)"))
     slow = [(extract.extract_answer(t, strict=True), conclusions.path_conclusion(t, strict=True)) for t in TEXTS]
