@@ -228,18 +228,17 @@ def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
     """Per response with blocks: its key columns and final answer, and the group to class (every
     path conclusion of its blocks, then the final answer); ``blocks`` with ``path_conclusions``."""
     answers_by_response: dict[tuple[Any, ...], list[str | None]] = {}
-    block: Any
-    for block in blocks.itertuples(index=False):
-        key = (block.run, block.task, block.problem_id, block.sample_idx)
-        answers_by_response.setdefault(key, []).extend(block.path_conclusions)
+    block_keys = zip(*(blocks[k].tolist() for k in _KEYS[:4]), strict=True)  # columns, not 30-field row tuples
+    for key, conclusions in zip(block_keys, blocks["path_conclusions"].tolist(), strict=True):
+        answers_by_response.setdefault(key, []).extend(conclusions)
     heads: list[tuple[dict[str, Any], str | None]] = []
     groups: list[list[str | None]] = []
-    sample: Any
-    for sample in samples.itertuples(index=False):
-        key = (sample.run, sample.task, sample.problem_id, sample.sample_idx)
+    columns = [samples[k].tolist() for k in _KEYS]
+    for values, extracted in zip(zip(*columns, strict=True), samples["extracted_answer"].tolist(), strict=True):
+        key = values[:4]
         if key in answers_by_response:
-            final = sample.extracted_answer if isinstance(sample.extracted_answer, str) else None
-            heads.append(({k: getattr(sample, k) for k in _KEYS}, final))
+            final = extracted if isinstance(extracted, str) else None
+            heads.append((dict(zip(_KEYS, values, strict=True)), final))
             groups.append([*answers_by_response[key], final])
     return heads, groups
 
