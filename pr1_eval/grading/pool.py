@@ -109,7 +109,9 @@ class GradingPool:
 
     Use as a context manager or call :meth:`close`. Workers start lazily, when work arrives.
     ``test_hooks`` (default: ``$PR1_EVAL_GRADING_TEST_HOOKS == "1"``) arms the test-only
-    answers of :mod:`.verify`.
+    answers of :mod:`.verify`. ``warm``: each worker grades :data:`~.worker.WARMUP_PAIRS` before
+    it reports ready (see :func:`~.worker.warm_up`); ``False`` for callers whose checks seldom
+    need those forms (see :func:`~.shared.use_cold_workers`).
     """
 
     def __init__(
@@ -119,11 +121,13 @@ class GradingPool:
         max_batch: int = 8,
         start_timeout_s: float = 180.0,
         test_hooks: bool | None = None,
+        warm: bool = True,
     ) -> None:
         self.n_workers = max(1, workers if workers is not None else default_workers())
         self.max_batch = max(1, max_batch)
         self.start_timeout_s = start_timeout_s
         self.test_hooks = os.environ.get(TEST_HOOKS_ENV) == "1" if test_hooks is None else test_hooks
+        self.warm = warm
         self.pid = os.getpid()
         self._inbox: SimpleQueue[_Job] = SimpleQueue()
         self._pending: deque[_Job] = deque()
@@ -223,7 +227,7 @@ class GradingPool:
         free = sum(1 for w in self._workers if not w.batch)
         wanted = min(self.n_workers - len(self._workers), len(self._pending) - free)
         for _ in range(max(0, wanted)):
-            self._workers.append(_spawn_worker(self.test_hooks))
+            self._workers.append(_spawn_worker(self.test_hooks, self.warm))
 
     def _dispatch(self) -> None:
         """Give each idle, ready worker a batch: large enough to amortise IPC, small enough
@@ -346,8 +350,8 @@ def _resolve(job: _Job, verdict: Verdict) -> None:
         job.future.set_result(verdict)
 
 
-def _spawn_worker(test_hooks: bool) -> _Worker:
-    process, conn = start_worker(test_hooks)
+def _spawn_worker(test_hooks: bool, warm: bool) -> _Worker:
+    process, conn = start_worker(test_hooks, warm)
     return _Worker(process, conn, time.monotonic())
 
 

@@ -1,5 +1,5 @@
 """Both ends of a grading worker process: how the pool starts and stops one, and what it runs
-(``python -m pr1_eval.grading._entry FD [--test-hooks]``).
+(``python -m pr1_eval.grading._entry FD [--test-hooks] [--no-warm-up]``).
 
 The pool starts workers as fresh interpreters on this module rather than through
 ``multiprocessing``'s spawn or forkserver, because those re-import the parent's ``__main__``
@@ -43,7 +43,7 @@ WARMUP_PAIRS: tuple[tuple[str, str], ...] = (
 )
 
 
-def start_worker(test_hooks: bool) -> tuple[subprocess.Popen[bytes], Connection]:
+def start_worker(test_hooks: bool, warm: bool = True) -> tuple[subprocess.Popen[bytes], Connection]:
     """Start a worker on one end of a socket pair; return it and our end of the pair.
 
     The worker gets this package's root on ``PYTHONPATH`` so it grades with this very code, and
@@ -53,6 +53,8 @@ def start_worker(test_hooks: bool) -> tuple[subprocess.Popen[bytes], Connection]
     args = [sys.executable, "-m", "pr1_eval.grading._entry", str(child_sock.fileno())]
     if test_hooks:
         args.append("--test-hooks")
+    if not warm:
+        args.append("--no-warm-up")
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
@@ -75,11 +77,12 @@ def stop_worker(process: subprocess.Popen[bytes], conn: Connection) -> None:
         conn.close()
 
 
-def worker_main(conn: Connection, test_hooks: bool) -> None:
-    """Serve batches on ``conn`` until told to stop or the parent goes away."""
+def worker_main(conn: Connection, test_hooks: bool, warm: bool = True) -> None:
+    """Serve batches on ``conn`` until told to stop or the parent goes away (``warm``: after :func:`warm_up`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-    warm_up()
+    if warm:
+        warm_up()
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -120,6 +123,6 @@ def _grade_batch(conn: Connection, batch: Sequence[tuple[int, str, str, float]],
 
 
 def main(argv: Sequence[str]) -> None:
-    """Parse ``FD [--test-hooks]`` and serve."""
+    """Parse ``FD [--test-hooks] [--no-warm-up]`` and serve."""
     fd = int(argv[0])
-    worker_main(Connection(fd), test_hooks="--test-hooks" in argv[1:])
+    worker_main(Connection(fd), test_hooks="--test-hooks" in argv[1:], warm="--no-warm-up" not in argv[1:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import pr1_eval.grading.shared as shared
 from pr1_eval.grading import (
     GradeResult,
     GradingPool,
@@ -228,6 +230,36 @@ def test_closed_pool_resolves_new_work_as_error() -> None:
     pool.close()
     verdict = pool.submit("1", "2").result(timeout=10)
     assert (verdict.status, verdict.correct) == ("error", None)
+
+
+def _worker_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_cold_workers_skip_the_warm_up_and_grade_alike() -> None:
+    """``warm=False`` (what ``analyze`` asks for, :func:`use_cold_workers`): the worker reports ready
+    without grading the warm-up pairs, about 1.5 s of CPU less, and its verdicts are the same."""
+    spent, verdicts = {}, {}
+    for warm in (True, False):
+        with GradingPool(1, warm=warm) as pool:
+            verdicts[warm] = [pool.submit(g, a).result(timeout=60) for g, a in [("1/2", "0.5"), ("3", "4")]]
+            spent[warm] = _worker_cpu_seconds(pool.worker_pids[0])
+    assert [(v.status, v.correct) for v in verdicts[False]] == [("ok", True), ("ok", False)]
+    assert verdicts[False] == verdicts[True]
+    assert spent[True] - spent[False] > 0.7, spent
+
+
+def test_use_cold_workers_applies_to_the_next_shared_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    close_shared_pool()
+    monkeypatch.setattr(shared, "_warm", True)
+    assert shared.shared_pool().warm
+    shared.use_cold_workers()
+    assert shared.shared_pool().warm  # the running pool is left as it is
+    close_shared_pool()
+    assert not shared.shared_pool().warm
+    close_shared_pool()
 
 
 def test_grade_result_fills_a_sample_record() -> None:
