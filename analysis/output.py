@@ -133,6 +133,7 @@ class CsvBegun:
         self._out_dir = out_dir
         self._parts: Path | None = None
         self._begun: dict[str, tuple[pd.DataFrame, list[CsvPiece]]] = {}
+        self._futures: list[Future[Path]] = []
 
     def begin(self, name: str, table: pd.DataFrame) -> list[CsvPiece]:
         """Start the CSV of ``table`` (the analysis' table ``name``); its pieces, in order."""
@@ -143,7 +144,8 @@ class CsvBegun:
                 pieces.append(partial(_write_text, chunk, header))
             else:
                 part = self._folder() / f"{name}.{start // CSV_CHUNK:05d}.csv"
-                pieces.append(partial(_copy_part, self._workers.submit(write_csv_part, chunk, header, part)))
+                self._futures.append(self._workers.submit(write_csv_part, chunk, header, part))
+                pieces.append(partial(_copy_part, self._futures[-1]))
         self._begun[name] = (table, pieces)
         return pieces
 
@@ -154,11 +156,9 @@ class CsvBegun:
 
     def close(self) -> None:
         """Remove the workers' part files (those of pieces never written too)."""
-        for _, pieces in self._begun.values():
-            for piece in pieces:
-                future = getattr(piece, "args", (None,))[0]
-                if isinstance(future, Future) and not future.cancel():
-                    future.exception()  # a part being written: wait for it to be done (or to fail)
+        for future in self._futures:
+            if not future.cancel():
+                future.exception()  # a part being written: wait for it to be done (or to fail)
         if self._parts is not None:
             shutil.rmtree(self._parts, ignore_errors=True)
             self._parts = None

@@ -166,3 +166,15 @@ def test_freed_memory_is_reused_not_faulted_in_again() -> None:
     # BLEU's batches reuse their arrays' memory instead (about half the faults here; the rest are
     # Python's own small-object arenas, which mallopt does not govern)
     assert kept * 3 < default * 2, (kept, default)
+
+
+def test_csv_parts_never_written_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An analysis that fails after its CSV was begun (``close`` without writing) leaves no part file."""
+    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 3)
+    table = pd.DataFrame({"x": range(20), "texts": [["a", "b"]] * 20})
+    with analysis_workers(2) as workers:
+        begun = CsvBegun(workers, tmp_path / "out")
+        assert len(begun.begin("blocks", table)) == 7
+        assert [p.name for p in (tmp_path / "out").iterdir()][0].startswith(".csv-parts-")
+        begun.close()
+    assert list((tmp_path / "out").iterdir()) == []
