@@ -143,7 +143,7 @@ class CsvBegun:
             if self._workers is None:
                 pieces.append(partial(_write_text, chunk, header))
             else:
-                part = self._folder() / f"{name}.{start // CSV_CHUNK:05d}.csv"
+                part = self._folder() / f"{len(self._futures):06d}.{name}.csv"  # unique: a name may be begun again
                 self._futures.append(self._workers.submit(write_csv_part, chunk, header, part))
                 pieces.append(partial(_copy_part, self._futures[-1]))
         self._begun[name] = (table, pieces)
