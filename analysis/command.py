@@ -27,7 +27,6 @@ from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.shared import use_cold_workers
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -87,8 +86,9 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
     """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
     import analysis.figures
     import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
+    from analysis.roles import use_cold_grading_workers
 
-    use_cold_workers()  # its checks are path conclusions: the grading warm-up's forms seldom occur
+    use_cold_grading_workers()
     with analysis_workers() as workers:  # forked now, before anything below starts a thread
         return _analyze_with(args, out, include, workers)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import pr1_eval.grading.shared as grading_shared
 from analysis import command, output
 from analysis import diversity as div
 from pr1_eval.cli.main import main
@@ -162,3 +163,11 @@ def test_runs_are_labelled_by_model_and_step() -> None:
                          "decoding": ["sequential", "sequential", "sequential", "forkjoin", "sequential", "sequential"]})
     assert run_labels(runs) == {"r1": "j · step 5", "r2": "x · sequential", "r3": "x · forkjoin", "r4": "y (r4)",
                                 "r5": "y (r5)"}
+
+
+def test_analyze_starts_its_grading_workers_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze`` asks for grading workers without the warm-up (see ``use_cold_grading_workers``)."""
+    monkeypatch.setattr(grading_shared, "_warm", True)
+    assert main(["analyze", str(_root(tmp_path)), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 1
+    assert grading_shared._warm is False
