@@ -35,7 +35,6 @@ from pr1_eval.grading.answer_text import (
     clean_value,
     last_value,
     marker_matches,
-    may_hold,
     read_answer,
     read_boxes,
     values,
@@ -92,8 +91,6 @@ def _conclude(path_text: str) -> Conclusion:
 
 def _explicit_answer(text: str) -> Conclusion:
     """The last ``Final Answer:`` line or "answer is …" statement, read to its sentence end."""
-    if not may_hold(text, "answer"):  # both statements need the word: skip their scans
-        return Conclusion(None, "none")
     best: tuple[int, str] | None = None
     finals = [m.span() for m in marker_matches(_FINAL_RE, text, "final answer")]
     if finals:

@@ -90,7 +90,7 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
                  begun: CsvBegun | None = None) -> list[Path]:
     """Each table as ``<name>.parquet`` and ``<name>.csv`` (list columns as JSON in the CSV). With
     ``workers`` the CSV is made there, chunk by chunk, while this process writes the parquet;
-    ``begun``: the CSV of tables already under way (:class:`CsvBegun`)."""
+    ``begun``: the CSV of tables already under way (:class:`CsvBegun`), closed here once written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     own = CsvBegun(workers, out_dir) if begun is None else begun
     try:

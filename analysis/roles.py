@@ -128,8 +128,7 @@ def start_concluding(blocks: pd.DataFrame, workers: Workers | None = None) -> Ca
     pending = ConclusionCache().start([t for texts in grouped for t in texts], workers)
 
     def finish() -> pd.DataFrame:
-        done = iter(pending())
-        conclusions = [[next(done) for _ in texts] for texts in grouped]
+        conclusions = _regrouped(pending(), grouped)
         out = blocks.copy()
         out["path_conclusions"] = pd.Series([[c.text for c in cs] for cs in conclusions], index=out.index,
                                             dtype=object)
@@ -339,6 +338,10 @@ def conclude_all(texts: Sequence[str]) -> list[Conclusion]:
 
 def path_conclusions(blocks: Sequence[Sequence[str]], cache: ConclusionCache | None = None) -> list[list[Conclusion]]:
     """:func:`path_conclusion` of every path of every block (through ``cache``, default on disk)."""
-    flat = [t for texts in blocks for t in texts]
-    done = iter((cache or ConclusionCache()).conclude(flat))
+    return _regrouped((cache or ConclusionCache()).conclude([t for texts in blocks for t in texts]), blocks)
+
+
+def _regrouped(flat: Sequence[Conclusion], blocks: Sequence[Sequence[str]]) -> list[list[Conclusion]]:
+    """The conclusions of every block's paths, in order, cut back into ``blocks``' groups."""
+    done = iter(flat)
     return [[next(done) for _ in texts] for texts in blocks]

@@ -121,22 +121,15 @@ class Reading:
     rule: str
 
 
-def may_hold(text: str, word: str) -> bool:
-    """Whether ``text`` may hold ``word`` (lower-case ASCII) in any letter case, as a
-    case-insensitive regex needing ``word`` would find it: a pre-check that lets readers skip
-    their regex scans. Exact for ASCII text, where such a regex folds only ASCII letters, so a
-    match implies ``word in text.lower()``; any other text answers ``True`` (Unicode case folding
-    matches ``ſ`` for ``s`` and ``K`` for ``k``, which ``lower()`` does not map)."""
-    return not text.isascii() or word in text.lower()
-
-
 def marker_matches(pattern: re.Pattern[str], text: str, word: str) -> Iterator[re.Match[str]]:
     """What ``pattern.finditer(text)`` yields, found faster: ``pattern`` is case-insensitive, each of
     its matches starts with ``word`` (lower-case ASCII) and holds no later start of ``word``, such as
-    ``final answer[ \\t*_]*:``. In ASCII text every match then starts where ``text.lower()`` holds
-    ``word`` (the reasoning of :func:`may_hold`), so only those places are tried (``str.find``, in C),
+    ``final answer[ \\t*_]*:``. In ASCII text such a regex folds only ASCII letters, so every match
+    starts where ``text.lower()`` holds ``word``: only those places are tried (``str.find``, in C),
     each after the last match's end as ``finditer`` goes, instead of running the regex over the
-    whole text (about four times faster on a path of a few hundred words). Other text uses ``finditer``."""
+    whole text (about four times faster on a path of a few hundred words). Other text uses
+    ``finditer``: Unicode case folding matches ``ſ`` for ``s`` and ``K`` for ``k``, which ``lower()``
+    does not map."""
     if not text.isascii():
         yield from pattern.finditer(text)
         return
