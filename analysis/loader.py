@@ -437,8 +437,10 @@ def _with_responses(samples: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
     if "response" in samples:
         return samples
     responses = RunStore(run_dir).read_table(columns=["response"]).column("response")
-    return samples.assign(response=pd.Series(responses.take(samples.index.to_numpy()).to_pylist(),
-                                             index=samples.index, dtype=object))
+    rows = samples.index.to_numpy()
+    if len(rows) != len(responses) or not np.array_equal(rows, np.arange(len(rows))):  # some rows were dropped
+        responses = responses.take(rows)  # (a copy of every kept text: skipped when all are kept, the usual case)
+    return samples.assign(response=pd.Series(responses.to_pylist(), index=samples.index, dtype=object))
 
 
 def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool,

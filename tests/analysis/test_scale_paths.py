@@ -48,6 +48,23 @@ def test_projected_load_gives_the_same_analysis_and_no_response_text(tmp_path: P
     assert to_json(analyze(slim)) == to_json(analyze(full))
 
 
+def test_projected_load_reads_the_right_responses_when_rows_are_dropped(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A problem run.json does not declare, stored between declared ones, is dropped: the projected
+    parse then reads each kept sample's own response by its row in the store, not its new position."""
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    records = _records(10)
+    stray = make_record("amc23", "p9", 0, response("x", block(["stray one", "stray two"]), "y"))
+    declared = {"tasks": {"amc23": {"n_problems": 2, "problem_ids": ["p0", "p1"], "k": 2}}}
+    root = tmp_path / "runs"
+    write_run(root, "ck", [records[0], stray, *records[1:]], extra=declared)
+    full = load_runs([root], tokenizer=None)
+    slim = load_runs([root], tokenizer=None, columns=ANALYSIS_COLUMNS)
+    assert slim.blocks.equals(full.blocks)
+    texts = [text for paths in slim.blocks["path_texts"] for text in paths]
+    assert texts == ["so x = 4", "\\boxed{4}", "so x = 4", "we get 5", "a b c d e", "a b c f g", "x"]
+
+
 def _analyze(root: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
     assert main(["analyze", str(root), "--json", "--no-embeddings", "--out", str(out)]) == 0
     captured = capsys.readouterr()
