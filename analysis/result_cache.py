@@ -127,7 +127,8 @@ class ResultCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile("w", dir=self.directory, suffix=".tmp", delete=False,
                                              encoding="utf-8") as handle:
-                json.dump({"keys": list(values), "values": list(values.values())}, handle, separators=(",", ":"))
+                # dumps, then one write: json.dump encodes in pure Python, piece by piece (5x slower)
+                handle.write(json.dumps({"keys": list(values), "values": list(values.values())}, separators=(",", ":")))
             os.replace(handle.name, self.directory / f"shard-{uuid.uuid4().hex}.json")
         except OSError:  # a cache is only a cache: an unwritable folder costs the next run time, not this one
             return
