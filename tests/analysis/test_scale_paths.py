@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import output_cache, summary
+from analysis import loader, output_cache, summary
 from analysis.leaderboard import build_leaderboard
 from analysis.loader import RESPONSE_CHARS, load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
@@ -46,6 +46,22 @@ def test_projected_load_gives_the_same_analysis_and_no_response_text(tmp_path: P
     assert slim.samples[RESPONSE_CHARS].tolist() == [len(r) for r in full.samples["response"]]
     assert slim.blocks.equals(full.blocks)
     assert to_json(analyze(slim)) == to_json(analyze(full))
+
+
+def test_response_lengths_are_the_same_from_the_parse_and_from_the_read(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first projected load takes each response's length from its parse, a second one (the
+    sidecar cache holds the parse) from the store: the same column either way."""
+    monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "loader"))
+    root = _root(tmp_path)
+    expected = [len(r) for r in load_runs([root], tokenizer=None, cache=False).samples["response"]]
+    first = load_runs([root], tokenizer=None, columns=ANALYSIS_COLUMNS)
+    monkeypatch.setattr(loader, "parse_blocks", lambda samples: pytest.fail("the second load must not parse"))
+    second = load_runs([root], tokenizer=None, columns=ANALYSIS_COLUMNS)
+    for loaded in (first, second):
+        assert loaded.samples[RESPONSE_CHARS].tolist() == expected
+        assert loaded.samples[RESPONSE_CHARS].dtype == "int64"
+    assert first.samples.equals(second.samples)
 
 
 def test_projected_load_reads_the_right_responses_when_rows_are_dropped(tmp_path: Path,
