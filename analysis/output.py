@@ -23,6 +23,7 @@ from typing import BinaryIO
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK
+from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
 
@@ -112,7 +113,7 @@ def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
     with open(path, "wb") as handle:
         for start in range(0, max(len(table), 1), CSV_CHUNK):
-            handle.write(csv_text(table.iloc[start:start + CSV_CHUNK], start == 0).encode("utf-8"))
+            handle.write(csv_bytes(table.iloc[start:start + CSV_CHUNK], start == 0))
 
 
 class CsvBegun:
@@ -171,18 +172,24 @@ class CsvBegun:
 
 
 def csv_text(chunk: pd.DataFrame, header: bool) -> str:
-    """One piece of a table's CSV (what :func:`write_csv` writes for these rows)."""
-    return str(_csv_ready(chunk).to_csv(index=False, header=header))
+    """One piece of a table's CSV (what :func:`write_csv` writes for these rows, as text)."""
+    return frame_csv_text(_csv_ready(chunk), header)
+
+
+def csv_bytes(chunk: pd.DataFrame, header: bool) -> bytes:
+    """:func:`csv_text` encoded as UTF-8, made as bytes: a sweep's blocks chunk is tens of MB of
+    text, and the files want bytes (see :mod:`analysis.csv_text` for how it equals pandas')."""
+    return frame_csv_bytes(_csv_ready(chunk), header)
 
 
 def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path) -> Path:
-    """:func:`csv_text` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
-    path.write_bytes(csv_text(chunk, header).encode("utf-8"))
+    """:func:`csv_bytes` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
+    path.write_bytes(csv_bytes(chunk, header))
     return path
 
 
 def _write_text(chunk: pd.DataFrame, header: bool, handle: BinaryIO) -> None:
-    handle.write(csv_text(chunk, header).encode("utf-8"))
+    handle.write(csv_bytes(chunk, header))
 
 
 def _copy_part(future: Future[Path], handle: BinaryIO) -> None:
