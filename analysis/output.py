@@ -16,13 +16,18 @@ import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
+from itertools import chain
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analysis.completeness import INCLUDE_FLAG, MARK
+from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
 
@@ -112,7 +117,7 @@ def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
     with open(path, "wb") as handle:
         for start in range(0, max(len(table), 1), CSV_CHUNK):
-            handle.write(csv_text(table.iloc[start:start + CSV_CHUNK], start == 0).encode("utf-8"))
+            handle.write(csv_bytes(table.iloc[start:start + CSV_CHUNK], start == 0))
 
 
 class CsvBegun:
@@ -171,18 +176,24 @@ class CsvBegun:
 
 
 def csv_text(chunk: pd.DataFrame, header: bool) -> str:
-    """One piece of a table's CSV (what :func:`write_csv` writes for these rows)."""
-    return str(_csv_ready(chunk).to_csv(index=False, header=header))
+    """One piece of a table's CSV (what :func:`write_csv` writes for these rows, as text)."""
+    return frame_csv_text(_csv_ready(chunk), header)
+
+
+def csv_bytes(chunk: pd.DataFrame, header: bool) -> bytes:
+    """:func:`csv_text` encoded as UTF-8, made as bytes: a sweep's blocks chunk is tens of MB of
+    text, and the files want bytes (see :mod:`analysis.csv_text` for how it equals pandas')."""
+    return frame_csv_bytes(_csv_ready(chunk), header)
 
 
 def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path) -> Path:
-    """:func:`csv_text` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
-    path.write_bytes(csv_text(chunk, header).encode("utf-8"))
+    """:func:`csv_bytes` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
+    path.write_bytes(csv_bytes(chunk, header))
     return path
 
 
 def _write_text(chunk: pd.DataFrame, header: bool, handle: BinaryIO) -> None:
-    handle.write(csv_text(chunk, header).encode("utf-8"))
+    handle.write(csv_bytes(chunk, header))
 
 
 def _copy_part(future: Future[Path], handle: BinaryIO) -> None:
@@ -207,7 +218,9 @@ def _csv_ready(table: pd.DataFrame) -> pd.DataFrame:
             values = series.to_numpy()
             kinds = set(map(type, values))
             if kinds == {list}:  # the blocks' list columns: no cell to test
-                out[column] = pd.Series(list(map(_json_list, values)), index=series.index, dtype=object)
+                texts = _json_int_lists(values)
+                out[column] = pd.Series(list(map(_json_list, values)) if texts is None else texts,
+                                        index=series.index, dtype=object)
             elif any(issubclass(kind, (list, tuple)) for kind in kinds):
                 out[column] = pd.Series([_json_list(v) if isinstance(v, (list, tuple)) else v for v in values],
                                         index=series.index, dtype=object)
@@ -238,6 +251,24 @@ def _json_list(value: list[object] | tuple[object, ...]) -> str:
     if kinds <= {int}:
         return "[" + ", ".join(map(int.__repr__, value)) + "]"  # type: ignore[arg-type]
     return json.dumps(list(value))
+
+
+def _json_int_lists(lists: np.ndarray) -> list[str] | None:
+    """:func:`_json_list` of every cell, made in arrow, when each cell is a list of plain ints and
+    None (the blocks' path lengths and answer classes); ``None`` otherwise.
+
+    Exact: ``json.dumps`` writes an int as ``int.__repr__`` and None as ``null``, arrow's cast of
+    an int64 to text gives the same digits, and an int beyond int64 makes arrow refuse the column.
+    A Python join per cell cost 2.5 us, most of a chunk's list columns after the path texts."""
+    if not set(map(type, chain.from_iterable(lists))) <= {int, _NONE}:
+        return None
+    try:
+        arrays = pa.array(list(lists), type=pa.list_(pa.int64()))
+    except (pa.ArrowException, OverflowError):
+        return None
+    items = pc.fill_null(pc.cast(arrays.values, pa.string()), "null")
+    joined = pc.binary_join(pa.ListArray.from_arrays(arrays.offsets, items), ", ")
+    return pc.binary_join_element_wise("[", joined, "]", "").to_pylist()  # type: ignore[no-any-return]
 
 
 def _show(title: str, table: pd.DataFrame, columns: list[str]) -> None:

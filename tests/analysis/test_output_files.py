@@ -114,3 +114,21 @@ def test_written_tables_equal_the_plain_way_byte_for_byte(tmp_path: Path) -> Non
 def test_json_list_is_json_dumps(values: list[object]) -> None:
     assert _json_list(values) == json.dumps(values)
     assert _json_list(tuple(values)) == json.dumps(values)
+
+
+_INT_CELLS = st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_INT_CELLS, max_size=8),
+       st.lists(st.one_of(st.integers(), st.booleans(), st.floats(), st.none()), max_size=3))
+def test_lists_of_ints_become_what_json_dumps_writes(cells: list[list[int | None]], odd: list[object]) -> None:
+    """Lists of plain ints (and None) are made in arrow; any other element (a bool, a float, an int
+    beyond int64) leaves the column to the general way: the text is json.dumps' in both cases."""
+    for column in (cells, cells + [odd]):
+        frame = pd.DataFrame({"lists": pd.Series(column, dtype=object)}) if column else pd.DataFrame({"lists": []})
+        values = frame["lists"].to_numpy()
+        fast = output._json_int_lists(values)
+        if column is cells:
+            assert fast == [json.dumps(v) for v in cells]  # the arrow way, not the fallback
+        assert list(output._csv_ready(frame)["lists"]) == [json.dumps(v) for v in column]

@@ -1,0 +1,179 @@
+"""A frame's CSV text built with pyarrow compute, byte for byte what ``DataFrame.to_csv`` writes.
+
+Why: the analysis' CSV files are a contract (their bytes are what pandas' ``to_csv(index=False)``
+writes), but on a sweep's blocks table (250 MB of CSV) pandas spends most of the CSV's time in the
+``csv`` module, one Python call per cell. Here each column becomes an arrow string array of its
+cell texts, quoted where needed, and the rows are joined in arrow; any column of a kind not
+handled below sends the whole frame to pandas' own ``to_csv``, so the text is always pandas'.
+
+The rules (pandas 3.1 ``get_values_for_csv`` and Python's ``csv`` writer, ``QUOTE_MINIMAL``,
+``lineterminator="\\n"``; each checked against ``to_csv`` in ``tests/analysis/test_csv_text.py``):
+
+* numpy ints: the decimal digits; numpy bools: ``True`` / ``False``.
+* numpy floats: ``values.astype(str)`` (numpy's shortest repr: ``1e-05``, ``1e+16``, ``-0.0``,
+  ``inf``), NaN as the empty field. That is the very call pandas makes, so it is done the same way.
+* nullable ``Int*`` / ``boolean`` and ``str`` / ``string`` columns: the value's text, NA empty.
+* object columns whose every value is exactly ``str``, ``int``, ``float`` or ``None``: the string,
+  ``str(int)``, ``repr(float)``, and the empty field for ``None`` and NaN.
+* a field is quoted when it holds ``,``, ``"`` or ``\\n`` (not ``\\r``, not other controls, not
+  ``\\u2028`` or ``\\x85``), with each ``"`` doubled; a row whose only field is empty is ``""``.
+* the header is the one pandas writes for the frame's labels (``to_csv`` of no rows).
+
+Everything else (datetimes, categories, nullable floats, object columns holding other values, no
+columns at all, a string arrow cannot hold such as a lone surrogate) is written by pandas.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_NEEDS_QUOTES = '[,"\n]'
+_PLAIN_OBJECT = frozenset({str, type(None)})
+_TEXT_OBJECT = frozenset({str, int, float, type(None)})
+
+
+def _text(value: str) -> pa.Scalar:
+    """A large-string scalar (arrow's joins want the separator of their inputs' type)."""
+    return pa.scalar(value, pa.large_string())
+
+
+def frame_csv_bytes(frame: pd.DataFrame, header: bool) -> bytes:
+    """``frame.to_csv(index=False, header=header)`` encoded as UTF-8 (the same error where that fails)."""
+    body = _arrow_body(frame)
+    if body is None:
+        return str(frame.to_csv(index=False, header=header)).encode("utf-8")
+    return (_header(frame) if header else b"") + body
+
+
+def frame_csv_text(frame: pd.DataFrame, header: bool) -> str:
+    """``frame.to_csv(index=False, header=header)``."""
+    body = _arrow_body(frame)
+    if body is None:
+        return str(frame.to_csv(index=False, header=header))
+    return ((_header(frame) if header else b"") + body).decode("utf-8")
+
+
+def _header(frame: pd.DataFrame) -> bytes:
+    """pandas' own header line: the labels go through the same formatting as values there."""
+    return str(frame.iloc[:0].to_csv(index=False, header=True)).encode("utf-8")
+
+
+def _arrow_body(frame: pd.DataFrame) -> bytes | None:
+    """The rows' text, or ``None`` when some column is of a kind this module does not write."""
+    if frame.shape[1] == 0:
+        return None
+    if len(frame) == 0:
+        return b""
+    fields: list[pa.Array] = []
+    for position in range(frame.shape[1]):
+        field = _field_texts(frame.iloc[:, position])
+        if field is None:
+            return None
+        fields.append(field)
+    if len(fields) == 1:
+        rows = pc.if_else(pc.equal(fields[0], ""), _text('""'), fields[0])
+    else:
+        rows = pc.binary_join_element_wise(*fields, _text(","))
+    lines = pc.binary_join_element_wise(rows, _text(""), _text("\n"))
+    return _concatenated(lines)
+
+
+def _concatenated(lines: pa.Array | pa.ChunkedArray) -> bytes:
+    """The bytes of every string of ``lines``, one after another (they lie so in its data buffer)."""
+    if isinstance(lines, pa.ChunkedArray):
+        return b"".join(_concatenated(chunk) for chunk in lines.chunks)
+    if len(lines) == 0:
+        return b""
+    _, offsets, data = lines.buffers()
+    ends = np.frombuffer(offsets, dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    start, stop = int(ends[0]), int(ends[-1])
+    return bytes(memoryview(data)[start:stop])
+
+
+def _field_texts(series: pd.Series) -> pa.Array | None:
+    """Each cell's field text, quoted as the ``csv`` writer quotes it (no nulls, large strings)."""
+    texts = _cell_texts(series)
+    if texts is None:
+        return None
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = pc.fill_null(texts.cast(pa.large_string()), "")
+    return _quoted(texts) if _may_need_quotes(series) else texts
+
+
+def _may_need_quotes(series: pd.Series) -> bool:
+    """Numbers and bools never hold a comma, a quote or a newline."""
+    dtype = series.dtype
+    return not (isinstance(dtype, np.dtype) and dtype.kind in "iufb") and not isinstance(
+        series.array, (pd.arrays.IntegerArray, pd.arrays.BooleanArray))
+
+
+def _quoted(texts: pa.Array) -> pa.Array:
+    needs = pc.match_substring_regex(texts, _NEEDS_QUOTES)
+    if not pc.any(needs).as_py():
+        return texts
+    doubled = pc.replace_substring(texts, '"', '""')
+    return pc.if_else(needs, pc.binary_join_element_wise(_text('"'), doubled, _text('"'), _text("")), texts)
+
+
+def _cell_texts(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
+    """The unquoted text of each cell (null where pandas writes the empty field), or ``None``."""
+    dtype, values = series.dtype, series.array
+    if isinstance(dtype, np.dtype):
+        return _numpy_texts(series.to_numpy())
+    if isinstance(dtype, pd.StringDtype):
+        return _arrow_or_none(values)
+    if isinstance(values, pd.arrays.IntegerArray):
+        return pc.cast(pa.array(values), pa.large_string())
+    if isinstance(values, pd.arrays.BooleanArray):
+        return _bool_texts(pa.array(values))
+    return None
+
+
+def _numpy_texts(values: np.ndarray) -> pa.Array | pa.ChunkedArray | None:
+    kind = values.dtype.kind
+    if kind in "iu":
+        return pc.cast(pa.array(values), pa.large_string())
+    if kind == "b":
+        return _bool_texts(pa.array(values))
+    if kind == "f":
+        texts = values.astype(str)  # what pandas does (get_values_for_csv)
+        return pa.array(texts, type=pa.large_string(), mask=np.isnan(values))
+    if kind == "O":
+        return _object_texts(values)
+    return None
+
+
+def _object_texts(values: np.ndarray) -> pa.Array | pa.ChunkedArray | None:
+    kinds = set(map(type, values))
+    if kinds <= _PLAIN_OBJECT:
+        return _arrow_or_none(values)
+    if kinds <= _TEXT_OBJECT:
+        return _arrow_or_none(list(map(_object_text, values)))
+    return None
+
+
+def _object_text(value: str | int | float | None) -> str | None:
+    """What the ``csv`` writer makes of a cell: ``repr`` for a float, ``str`` otherwise; NaN is missing."""
+    if value is None or type(value) is str:
+        return value  # type: ignore[return-value]
+    if type(value) is float:
+        return None if value != value else repr(value)
+    return str(value)
+
+
+def _arrow_or_none(values: object) -> pa.Array | pa.ChunkedArray | None:
+    """Strings as arrow (``None`` where arrow cannot hold one, e.g. a lone surrogate)."""
+    try:
+        return cast("pa.Array | pa.ChunkedArray", pa.array(values, type=pa.large_string(), from_pandas=True))
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        return None
+
+
+def _bool_texts(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    return pc.if_else(values, _text("True"), _text("False"))
