@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -84,13 +86,34 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
 
 def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
     """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
-    import analysis.figures
     import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
     from analysis.roles import use_cold_grading_workers
 
     use_cold_grading_workers()
     with analysis_workers() as workers:  # forked now, before anything below starts a thread
+        _import_in_background(_LATE_MODULES)
         return _analyze_with(args, out, include, workers)
+
+
+#: What an analysis needs only at its end, imported meanwhile (see :func:`_import_in_background`).
+_LATE_MODULES = ("analysis.figures", "scipy.stats")
+
+
+def _import_in_background(names: tuple[str, ...]) -> threading.Thread:
+    """Import ``names`` on a daemon thread. Why: plotly (the figures) and scipy.stats (the drift
+    p-values) take about two seconds to import and are needed only once every table is built,
+    after the workers are done, when this process alone works; imported while the runs load,
+    that time overlaps the workers' parse. The workers do not need them, so this starts after the
+    fork (a thread must not hold the import lock when a process forks). A later import of one of
+    them waits for this one to finish; a failure here leaves it to that import to raise."""
+    def run() -> None:
+        for name in names:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=run, name="pr1-analysis-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: Workers | None

@@ -539,8 +539,11 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     structure disagrees with a fresh parse of their response (the parse wins; token positions
     are then dropped and positions fall back to characters).
 
-    Each block is one row tuple in :data:`PARSED_COLUMNS` order, turned into columns once at the end."""
+    Each block is one row tuple in :data:`PARSED_COLUMNS` order, turned into columns once at the end.
+    Each distinct path text's answer is extracted once (a run's paths repeat: a third of them in a
+    sweep's runs, e.g. a lone ``\\boxed{4}``), which is most of the parse's time."""
     rows: list[tuple[Any, ...]] = []
+    answers: dict[str, tuple[str | None, str]] = {}
     mismatched = 0
     keys = zip(samples["task"], samples["problem_id"], samples["sample_idx"], strict=True)
     stored = zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"], samples["block_token_starts"],
@@ -554,7 +557,7 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         stored_ok = _stored_agrees(n_blocks, rel_starts, len(blocks))
         mismatched += not stored_ok
         positions = (rel_starts, token_starts, token_ends, str(unit)) if stored_ok else None
-        _append_blocks(rows, (key[0], key[1], int(key[2])), blocks, len(text), positions)
+        _append_blocks(rows, (key[0], key[1], int(key[2])), blocks, len(text), positions, answers)
     values = list(zip(*rows, strict=True)) if rows else [()] * len(PARSED_COLUMNS)
     frame = pd.DataFrame({name: list(column) if name in block_cache.DTYPES else pd.Series(column, dtype=object)
                           for name, column in zip(PARSED_COLUMNS, values, strict=True)}, columns=list(PARSED_COLUMNS))
@@ -562,13 +565,14 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def _append_blocks(rows: list[tuple[Any, ...]], key: tuple[Any, Any, int], blocks: Sequence[_RawBlock], length: int,
-                   positions: tuple[Any, Any, Any, str] | None) -> None:
-    """Append one response's blocks to ``rows`` (see :data:`BLOCK_COLUMN_DOCS`)."""
+                   positions: tuple[Any, Any, Any, str] | None, known: dict[str, tuple[str | None, str]]) -> None:
+    """Append one response's blocks to ``rows`` (see :data:`BLOCK_COLUMN_DOCS`); ``known``: the
+    (answer, source) of path texts already extracted, added to."""
     task, problem_id, sample_idx = key
     for i, block in enumerate(blocks):
         start, end, closed, contents, summary_content = block[:5]
         texts = [t.strip() for t in contents]
-        answers = [extract_answer(t) for t in texts]
+        answers = [known.get(t) or known.setdefault(t, _answer_of(t)) for t in texts]
         summary = None if summary_content is None else summary_content.strip()
         if positions is not None:
             rel_starts, token_starts, token_ends, unit = positions
@@ -578,7 +582,12 @@ def _append_blocks(rows: list[tuple[Any, ...]], key: tuple[Any, Any, int], block
             rel, unit, token_start, token_end = start / max(length, 1), "char", None, None
         rows.append((task, problem_id, sample_idx, i, len(texts), closed, start, end, token_start, token_end, rel,
                      unit, texts, [len(t) for t in texts], None if summary is None else len(summary),
-                     [a.text for a in answers], [a.source for a in answers], summary))
+                     [a[0] for a in answers], [a[1] for a in answers], summary))
+
+
+def _answer_of(text: str) -> tuple[str | None, str]:
+    answer = extract_answer(text)
+    return answer.text, answer.source
 
 
 def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCounter | None) -> pd.DataFrame:
