@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from functools import lru_cache
 
 import numpy as np
@@ -220,7 +221,8 @@ class PairBleu:
     def _start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
                ) -> Callable[[], list[float | None]]:
         out: list[float | None] = [None] * len(pairs)
-        todo: list[tuple[int, str]] = []
+        batches: list[list[tuple[int, str]]] = [[]]
+        futures: list[Future[list[float]]] = []
         for i, (a, b) in enumerate(pairs):
             if not a.strip() or not b.strip():
                 continue
@@ -229,14 +231,20 @@ class PairBleu:
             cached = self.cache.get(key)
             if cached is not None:
                 out[i] = float(cached)
-            else:
-                todo.append((i, key))
-        batches = [todo[start : start + _BATCH_PAIRS] for start in range(0, len(todo), _BATCH_PAIRS)]
-        texts = [[pairs[i] for i, _ in batch] for batch in batches]
-        futures = None if workers is None or len(batches) < 2 else [workers.submit(worker_batch_bleu, t) for t in texts]
+                continue
+            batches[-1].append((i, key))
+            if len(batches[-1]) == _BATCH_PAIRS:  # handed out now: the workers start while the rest is keyed
+                if workers is not None:
+                    futures.append(workers.submit(worker_batch_bleu, [pairs[j] for j, _ in batches[-1]]))
+                batches.append([])
+        if not batches[-1]:
+            batches.pop()
+        elif futures:
+            futures.append(workers.submit(worker_batch_bleu, [pairs[j] for j, _ in batches[-1]]))  # type: ignore[union-attr]
+        texts = [[pairs[i] for i, _ in batch] for batch in batches] if not futures else []
 
         def collect() -> list[float | None]:
-            values = ([batch_bleu(batch_texts, self._ids) for batch_texts in texts] if futures is None
+            values = ([batch_bleu(batch_texts, self._ids) for batch_texts in texts] if not futures
                       else [future.result() for future in futures])
             for batch, batch_values in zip(batches, values, strict=True):
                 for (i, key), value in zip(batch, batch_values, strict=True):

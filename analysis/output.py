@@ -102,12 +102,13 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         tables = analysis.tables()
         pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
         written = []
-        for name, table in tables.items():
+        for name, table in tables.items():  # every parquet first: here, while the workers make the CSV
             table.to_parquet(out_dir / f"{name}.parquet", index=False)
+            written.append(out_dir / f"{name}.parquet")
+        for name in tables:
             with open(out_dir / f"{name}.csv", "wb") as handle:
                 for piece in pieces[name]:
                     piece(handle)
-            written.append(out_dir / f"{name}.parquet")
         return written
     finally:
         own.close()

@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.conclusions import Conclusion, path_conclusion
 from analysis.result_cache import ResultCache, hash_key
-from analysis.workers import Workers, chunked
+from analysis.workers import Workers
 from pr1_eval.grading.grade import answer_classes_many
 from pr1_eval.grading.shared import use_cold_workers
 
@@ -298,27 +298,34 @@ class ConclusionCache:
         return self.start(texts)()
 
     def start(self, texts: Sequence[str], workers: Workers | None = None) -> Callable[[], list[Conclusion]]:
-        """:meth:`conclude`, begun: the texts the cache lacks are handed to ``workers`` now
-        (:data:`CONCLUDE_CHUNK` or more per call), when given; the function returned collects them,
+        """:meth:`conclude`, begun: the texts the cache lacks are handed to ``workers`` (when given)
+        :data:`CONCLUDE_CHUNK` at a time as they are found, so the workers start on the first
+        chunk while this process still hashes the rest; the function returned collects them,
         stores them in the cache and gives every conclusion."""
         found: dict[str, Conclusion] = {}
         todo: dict[str, tuple[str, str]] = {}  # text -> (its plain text, its key)
+        futures: list[Future[list[Conclusion]]] = []
+        chunk: list[str] = []
         for text in texts:
             if text in found or text in todo:
                 continue
             plain = text if isinstance(text, str) else ("" if text is None else str(text))
             key = hash_key(plain)
             cached = self.cache.get(key)
-            if cached is None:
-                todo[text] = (plain, key)
-            else:
+            if cached is not None:
                 found[text] = Conclusion(cached[0], cached[1])
-        chunks = chunked([plain for plain, _ in todo.values()], workers, CONCLUDE_CHUNK)
-        futures = None if workers is None or len(chunks) < 2 else [workers.submit(conclude_all, c) for c in chunks]
+                continue
+            todo[text] = (plain, key)
+            chunk.append(plain)
+            if workers is not None and len(chunk) == CONCLUDE_CHUNK:
+                futures.append(workers.submit(conclude_all, chunk))
+                chunk = []
+        if futures and chunk:  # the last, short chunk (all of it here when it is the only one)
+            futures.append(workers.submit(conclude_all, chunk))  # type: ignore[union-attr]
 
         def collect() -> list[Conclusion]:
-            read = [conclude_all(c) for c in chunks] if futures is None else [f.result() for f in futures]
-            for (text, (_, key)), conclusion in zip(todo.items(), (c for chunk in read for c in chunk), strict=True):
+            read = [f.result() for f in futures] if futures else [conclude_all(chunk)]
+            for (text, (_, key)), conclusion in zip(todo.items(), (c for part in read for c in part), strict=True):
                 self.cache.put(key, [conclusion.text, conclusion.source])
                 found[text] = conclusion
             self.cache.flush()

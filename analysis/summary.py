@@ -78,29 +78,22 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then)."""
     told = on_table or (lambda name, table: None)
     concluding = start_concluding(loaded.blocks, workers)  # the workers read conclusions, then score BLEU,
-    scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can
+    scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can:
     started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
     cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
+    structure = structure_stats(loaded.samples, by=RUN_KEYS)  # what needs no BLEU and no verdict
+    with_step = _stepped(loaded.samples, cells, include_incomplete)
+    step_structure = structure_stats(with_step, by=STEP_KEYS)
+    responses = started.consistency()  # the verdicts are usually in before BLEU: their tables first
+    told("responses", responses)
+    with_roles = started.roles()
     pairs = scoring()
     told("pairs", pairs)
-    blocks = block_diversity(started.roles(), pairs)
+    blocks = block_diversity(with_roles, pairs)
     told("blocks", blocks)
-    responses = started.consistency()
-    told("responses", responses)
-    runs = _run_table(loaded.samples, blocks, pairs, responses, embeddings_on=embedder is not None)
+    runs = _run_table(loaded.samples, structure, blocks, pairs, responses, embeddings_on=embedder is not None)
     runs = _with_completeness(runs, cells, include_incomplete)
-    with_step = loaded.samples[loaded.samples["step"].notna()]
-    with_step = with_step.assign(complete=cell_flags(with_step, cells))
-    stepped_blocks = blocks[blocks["step"].notna()]
-    if not include_incomplete:
-        with_step = with_step[with_step["complete"]]
-        stepped_blocks = stepped_blocks[cell_flags(stepped_blocks, cells)] if not stepped_blocks.empty else stepped_blocks
-    points = structure_stats(with_step, by=STEP_KEYS)
-    if not points.empty:
-        shares = role_shares(stepped_blocks, by=STEP_KEYS)
-        points = points.merge(shares, on=STEP_KEYS, how="left")
-        flags = with_step.groupby(STEP_KEYS, sort=False)["complete"].all().rename("complete").reset_index()
-        points = points.merge(flags, on=STEP_KEYS, how="left")
+    points = _drift_points(step_structure, with_step, blocks, cells, include_incomplete)
     embeddings = None
     if embedder is not None:
         embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
@@ -108,6 +101,28 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures), notes=list(loaded.notes),
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete)
+
+
+def _stepped(samples: pd.DataFrame, cells: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:
+    """The samples with a checkpoint step, with ``complete`` per sample; only the complete ones
+    unless ``include_incomplete`` (what the drift points are computed from)."""
+    with_step = samples[samples["step"].notna()]
+    with_step = with_step.assign(complete=cell_flags(with_step, cells))
+    return with_step if include_incomplete else with_step[with_step["complete"]]
+
+
+def _drift_points(step_structure: pd.DataFrame, with_step: pd.DataFrame, blocks: pd.DataFrame, cells: pd.DataFrame,
+                  include_incomplete: bool) -> pd.DataFrame:
+    """One row per family × decoding × task × step: ``step_structure`` (the structure statistics of
+    ``with_step``, :func:`_stepped`) with the role shares of those steps' blocks and ``complete``."""
+    if step_structure.empty:
+        return step_structure
+    stepped_blocks = blocks[blocks["step"].notna()]
+    if not include_incomplete and not stepped_blocks.empty:
+        stepped_blocks = stepped_blocks[cell_flags(stepped_blocks, cells)]
+    points = step_structure.merge(role_shares(stepped_blocks, by=STEP_KEYS), on=STEP_KEYS, how="left")
+    flags = with_step.groupby(STEP_KEYS, sort=False)["complete"].all().rename("complete").reset_index()
+    return points.merge(flags, on=STEP_KEYS, how="left")
 
 
 def _with_completeness(runs: pd.DataFrame, cells: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:
@@ -138,10 +153,11 @@ def _with_completeness(runs: pd.DataFrame, cells: pd.DataFrame, include_incomple
     return table
 
 
-def _run_table(samples: pd.DataFrame, blocks: pd.DataFrame, pairs: pd.DataFrame, responses: pd.DataFrame,
-               embeddings_on: bool) -> pd.DataFrame:
-    """Structure stats per run × task joined with metadata, diversity, roles and consistency."""
-    table = structure_stats(samples, by=RUN_KEYS)
+def _run_table(samples: pd.DataFrame, structure: pd.DataFrame, blocks: pd.DataFrame, pairs: pd.DataFrame,
+               responses: pd.DataFrame, embeddings_on: bool) -> pd.DataFrame:
+    """``structure`` (the structure stats of ``samples`` per run × task) joined with metadata,
+    diversity, roles and consistency."""
+    table = structure
     if table.empty:
         return table
     meta = samples.groupby("run", sort=False)[["model", "model_family", "step", "decoding"]].first().reset_index()

@@ -9,7 +9,7 @@ them before anything in the process has started a thread (the loader's, the grad
 a tokenizer's), since forking a threaded process can deadlock the child.
 
 What each call costs: its arguments and results are pickled, so work is sent in chunks of
-thousands of items (:func:`chunked`), never one per item. Results come back in the order the
+thousands of items, never one per item. Results come back in the order the
 work was given, and each worker runs the same pure function the process would, so the numbers are
 those of running it here. ``workers=None`` everywhere means "run here", which is what every
 caller but ``analyze`` (the dashboards, the notebooks, the tests) gets.
@@ -24,7 +24,7 @@ import ctypes
 import ctypes.util
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -36,7 +36,6 @@ WORKERS_ENV = "PR1_ANALYSIS_WORKERS"
 #: Beyond this the main process, which merges what the workers return, is the bottleneck.
 MAX_WORKERS = 8
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 
@@ -65,15 +64,6 @@ class Workers:
     def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
         """``fn(*args)`` in a worker (``fn`` a module-level function, the arguments picklable)."""
         return self._executor.submit(fn, *args)
-
-
-def chunked(items: Sequence[T], workers: Workers | None, min_chunk: int) -> list[Sequence[T]]:
-    """``items`` cut into consecutive chunks: about four per worker, so a slow chunk does not leave
-    the others idle, and none under ``min_chunk`` items (one chunk when there are no workers)."""
-    if workers is None or len(items) <= min_chunk:
-        return [items] if len(items) else []
-    size = max(min_chunk, -(-len(items) // (4 * workers.size)))
-    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 #: glibc's ``mallopt`` parameters (``malloc.h``) and the values :func:`keep_freed_memory` sets.

@@ -19,7 +19,7 @@ import analysis.roles
 from analysis.loader import load_runs
 from analysis.output import CsvBegun, write_csv, write_tables
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
-from analysis.workers import WORKERS_ENV, analysis_workers, chunked, default_workers
+from analysis.workers import WORKERS_ENV, analysis_workers, default_workers
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 
@@ -95,7 +95,7 @@ def test_csv_begun_during_the_analysis_is_that_of_the_tables_written(tmp_path: P
         result = analyze(loaded, workers=workers, on_table=lambda name, table: told.append(name) or begun.begin(name, table))
         begun.begin("runs", result.runs.head(1))  # not the frame written
         write_tables(result, tmp_path / "out", workers, begun)
-    assert told == ["pairs", "blocks", "responses"]
+    assert told == ["responses", "pairs", "blocks"]  # each as soon as it is final
     for name, table in result.tables().items():
         write_csv(table, tmp_path / f"{name}.csv")
         assert (tmp_path / "out" / f"{name}.csv").read_bytes() == (tmp_path / f"{name}.csv").read_bytes(), name
@@ -125,16 +125,6 @@ def test_a_bad_worker_count_is_refused_with_the_fix(value: str, monkeypatch: pyt
         default_workers()
     monkeypatch.setenv(WORKERS_ENV, "3")
     assert default_workers() == 3
-
-
-def test_chunks_cover_the_items_in_order() -> None:
-    items = list(range(1001))
-    with analysis_workers(2) as workers:
-        chunks = chunked(items, workers, 50)
-    assert [x for chunk in chunks for x in chunk] == items
-    assert len(chunks) == 8 and all(len(chunk) >= 50 for chunk in chunks)  # four per worker
-    assert chunked(items, None, 50) == [items] and chunked([], None, 5) == []
-    assert chunked(items[:40], workers, 50) == [items[:40]]
 
 
 _FAULTS_OF_BLEU_BATCHES = """
