@@ -215,8 +215,24 @@ def answer_classes_many(
     same order, so its classes are identical. ``known`` supplies verdicts already computed and
     receives the new ones (only successful checks: a timeout is not remembered).
     """
-    keys = [[a.strip() if isinstance(a, str) and a.strip() else None for a in group] for group in groups]
-    unplaced = [list(dict.fromkeys(k for k in group if k is not None)) for group in keys]
+    keys = [tuple(_answer_key(a) for a in group) for group in groups]
+    distinct = list(dict.fromkeys(keys))  # a group's classes depend on its keys alone: each kind once
+    classes = dict(zip(distinct, _classes_of_distinct(distinct, timeout_s, known), strict=True))
+    return [list(classes[k]) for k in keys]
+
+
+def _answer_key(answer: str | None) -> str | None:
+    """What an answer is compared as: stripped, ``None`` when missing or blank."""
+    if not isinstance(answer, str):
+        return None
+    stripped = answer.strip()
+    return stripped or None
+
+
+def _classes_of_distinct(groups: Sequence[tuple[str | None, ...]], timeout_s: float,
+                         known: VerdictStore | None) -> list[list[int | None]]:
+    """:func:`answer_classes_many` of groups of answer keys (:func:`_answer_key`)."""
+    unplaced = [list(dict.fromkeys(k for k in group if k is not None)) for group in groups]
     class_of: list[dict[str, int]] = [{} for _ in groups]
     n_classes = [0] * len(groups)
     active = [g for g, rest in enumerate(unplaced) if rest]
@@ -234,7 +250,7 @@ def answer_classes_many(
                     unplaced[g].append(other)
             n_classes[g] += 1
         active = [g for g in active if unplaced[g]]
-    return [[None if k is None else class_of[g][k] for k in group] for g, group in enumerate(keys)]
+    return [[None if k is None else class_of[g][k] for k in group] for g, group in enumerate(groups)]
 
 
 #: An integer written plainly (no sign on zero, no leading zero, no separators, at most 12 digits):

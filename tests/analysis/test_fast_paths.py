@@ -17,7 +17,7 @@ from analysis import bleu as fast_bleu
 from analysis.conclusions import path_conclusion
 from analysis.result_cache import CACHE_ENV, ResultCache, fingerprint, hash_key
 from analysis.roles import ConclusionCache, VerdictCache, assign_roles, equivalence_classes_many, path_conclusions
-from pr1_eval.grading.grade import answer_classes_many
+from pr1_eval.grading.grade import answer_classes, answer_classes_many
 from pr1_eval.grading.verify import verify_pair
 
 _WORDS = ["the", "sum", "is", "12", "so", "x", "=", "3", ".", "we", "get", "$\\frac{1}{2}$", "∑", "数学", "é", "🙂",
@@ -138,6 +138,28 @@ def test_each_distinct_pair_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> 
     groups = [["12", "13"]] * 50 + [["13", "12"]] * 50 + [["12", "12"]] * 10
     assert answer_classes_many(groups) == [[0, 1]] * 100 + [[0, 0]] * 10
     assert sorted(asked) == [("12", "13"), ("13", "12")]  # one round, two distinct pairs, for 100 groups
+
+
+def test_groups_alike_after_stripping_are_classed_once_and_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups whose answers are the same once stripped (blank and None alike) are classed once;
+    each still gets the classes answer_classes gives it alone, in a list of its own."""
+    from pr1_eval.grading import grade
+
+    groups = [["1/2", " 0.5", None, "x"], ["1/2", "0.5 ", "", "x"], ["0.5", "1/2"], ["1/2", "0.5", None, "x"]]
+    alone = [answer_classes(group) for group in groups]
+    seen: list[tuple[str | None, ...]] = []
+    real = grade._classes_of_distinct
+
+    def spy(distinct: list[tuple[str | None, ...]], timeout_s: float, known: object) -> list[list[int | None]]:
+        seen.extend(distinct)
+        return real(distinct, timeout_s, known)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grade, "_classes_of_distinct", spy)
+    together = answer_classes_many(groups)
+    assert together == alone == [[0, 0, None, 1], [0, 0, None, 1], [0, 0], [0, 0, None, 1]]
+    assert seen == [("1/2", "0.5", None, "x"), ("0.5", "1/2")]
+    together[0].append(9)
+    assert together[1] == [0, 0, None, 1]  # not one list shared by the alike groups
 
 
 def test_conclusion_cache_returns_the_reader_s_conclusions(tmp_path: Path) -> None:
