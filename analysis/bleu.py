@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from functools import lru_cache
 
 import numpy as np
@@ -29,7 +28,7 @@ from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from analysis.bleu_counts import KeysTooLarge, TokenIds, clipped_matches, score_function
 from analysis.result_cache import ResultCache, hash_key
-from analysis.workers import Workers
+from analysis.workers import Chunked, Workers
 
 #: What a cached score depends on (this module's code and sacrebleu's version).
 SOURCES = ("analysis.bleu", "analysis.bleu_counts")
@@ -221,8 +220,8 @@ class PairBleu:
     def _start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
                ) -> Callable[[], list[float | None]]:
         out: list[float | None] = [None] * len(pairs)
-        batches: list[list[tuple[int, str]]] = [[]]
-        futures: list[Future[list[float]]] = []
+        todo: list[tuple[int, str]] = []
+        scoring = Chunked(workers, worker_batch_bleu, _BATCH_PAIRS)
         for i, (a, b) in enumerate(pairs):
             if not a.strip() or not b.strip():
                 continue
@@ -232,24 +231,15 @@ class PairBleu:
             if cached is not None:
                 out[i] = float(cached)
                 continue
-            batches[-1].append((i, key))
-            if len(batches[-1]) == _BATCH_PAIRS:  # handed out now: the workers start while the rest is keyed
-                if workers is not None:
-                    futures.append(workers.submit(worker_batch_bleu, [pairs[j] for j, _ in batches[-1]]))
-                batches.append([])
-        if not batches[-1]:
-            batches.pop()
-        elif futures:
-            futures.append(workers.submit(worker_batch_bleu, [pairs[j] for j, _ in batches[-1]]))  # type: ignore[union-attr]
-        texts = [[pairs[i] for i, _ in batch] for batch in batches] if not futures else []
+            todo.append((i, key))
+            scoring.add((a, b))
+        scoring.close()
 
         def collect() -> list[float | None]:
-            values = ([batch_bleu(batch_texts, self._ids) for batch_texts in texts] if not futures
-                      else [future.result() for future in futures])
-            for batch, batch_values in zip(batches, values, strict=True):
-                for (i, key), value in zip(batch, batch_values, strict=True):
-                    out[i] = value
-                    self.cache.put(key, value)
+            values = scoring.results(lambda batch: batch_bleu(batch, self._ids))
+            for (i, key), value in zip(todo, values, strict=True):
+                out[i] = value
+                self.cache.put(key, value)
             return out
 
         return collect

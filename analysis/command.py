@@ -99,7 +99,7 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
 _LATE_MODULES = ("analysis.figures", "scipy.stats")
 
 
-def _import_in_background(names: tuple[str, ...]) -> threading.Thread:
+def _import_in_background(names: tuple[str, ...]) -> None:
     """Import ``names`` on a daemon thread. Why: plotly (the figures) and scipy.stats (the drift
     p-values) take about two seconds to import and are needed only once every table is built,
     after the workers are done, when this process alone works; imported while the runs load,
@@ -111,9 +111,7 @@ def _import_in_background(names: tuple[str, ...]) -> threading.Thread:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
-    thread = threading.Thread(target=run, name="pr1-analysis-imports", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=run, name="pr1-analysis-imports", daemon=True).start()
 
 
 def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: Workers | None

@@ -29,7 +29,7 @@ import pandas as pd
 
 from analysis.conclusions import Conclusion, path_conclusion
 from analysis.result_cache import ResultCache, hash_key
-from analysis.workers import Workers
+from analysis.workers import Chunked, Workers
 from pr1_eval.grading.grade import answer_classes_many
 from pr1_eval.grading.shared import use_cold_workers
 
@@ -304,8 +304,7 @@ class ConclusionCache:
         stores them in the cache and gives every conclusion."""
         found: dict[str, Conclusion] = {}
         todo: dict[str, tuple[str, str]] = {}  # text -> (its plain text, its key)
-        futures: list[Future[list[Conclusion]]] = []
-        chunk: list[str] = []
+        reading = Chunked(workers, conclude_all, CONCLUDE_CHUNK)
         for text in texts:
             if text in found or text in todo:
                 continue
@@ -316,16 +315,11 @@ class ConclusionCache:
                 found[text] = Conclusion(cached[0], cached[1])
                 continue
             todo[text] = (plain, key)
-            chunk.append(plain)
-            if workers is not None and len(chunk) == CONCLUDE_CHUNK:
-                futures.append(workers.submit(conclude_all, chunk))
-                chunk = []
-        if futures and chunk:  # the last, short chunk (all of it here when it is the only one)
-            futures.append(workers.submit(conclude_all, chunk))  # type: ignore[union-attr]
+            reading.add(plain)
+        reading.close()
 
         def collect() -> list[Conclusion]:
-            read = [f.result() for f in futures] if futures else [conclude_all(chunk)]
-            for (text, (_, key)), conclusion in zip(todo.items(), (c for part in read for c in part), strict=True):
+            for (text, (_, key)), conclusion in zip(todo.items(), reading.results(), strict=True):
                 self.cache.put(key, [conclusion.text, conclusion.source])
                 found[text] = conclusion
             self.cache.flush()

@@ -9,7 +9,7 @@ them before anything in the process has started a thread (the loader's, the grad
 a tokenizer's), since forking a threaded process can deadlock the child.
 
 What each call costs: its arguments and results are pickled, so work is sent in chunks of
-thousands of items, never one per item. Results come back in the order the
+thousands of items (:class:`Chunked`), never one per item. Results come back in the order the
 work was given, and each worker runs the same pure function the process would, so the numbers are
 those of running it here. ``workers=None`` everywhere means "run here", which is what every
 caller but ``analyze`` (the dashboards, the notebooks, the tests) gets.
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pr1_eval.errors import Pr1EvalError
 
@@ -36,6 +36,7 @@ WORKERS_ENV = "PR1_ANALYSIS_WORKERS"
 #: Beyond this the main process, which merges what the workers return, is the bottleneck.
 MAX_WORKERS = 8
 
+T = TypeVar("T")
 R = TypeVar("R")
 
 
@@ -64,6 +65,47 @@ class Workers:
     def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
         """``fn(*args)`` in a worker (``fn`` a module-level function, the arguments picklable)."""
         return self._executor.submit(fn, *args)
+
+
+class Chunked(Generic[T, R]):
+    """Items handed to ``fn`` in ``workers``, ``size`` at a time, as they are added: the workers
+    start on the first chunk while the caller still prepares the rest (keying every text first
+    left them idle). When nothing was handed out (no workers, or fewer than ``size`` items) the
+    chunks run here, so a little work costs no round trip. Results come back flat, in the order
+    the items were added; ``fn`` returns one result per item."""
+
+    def __init__(self, workers: Workers | None, fn: Callable[[list[T]], list[R]], size: int) -> None:
+        self._workers = workers
+        self._fn = fn
+        self._size = size
+        self._items: list[T] = []
+        self._sent = 0
+        self._futures: list[Future[list[R]]] = []
+
+    def add(self, item: T) -> None:
+        self._items.append(item)
+        if self._workers is not None and len(self._items) - self._sent == self._size:
+            self._send()
+
+    def close(self) -> None:
+        """Hand out the last, short chunk (it stays here when no chunk was handed out)."""
+        if self._futures and self._sent < len(self._items):
+            self._send()
+
+    def results(self, here: Callable[[list[T]], list[R]] | None = None) -> list[R]:
+        """Every item's result (waiting for the workers); ``here``: what runs a chunk in this
+        process (default ``fn``)."""
+        self.close()
+        if self._futures:
+            return [result for future in self._futures for result in future.result()]
+        run = here or self._fn
+        return [result for start in range(0, len(self._items), self._size)
+                for result in run(self._items[start:start + self._size])]
+
+    def _send(self) -> None:
+        assert self._workers is not None
+        self._futures.append(self._workers.submit(self._fn, self._items[self._sent:]))
+        self._sent = len(self._items)
 
 
 #: glibc's ``mallopt`` parameters (``malloc.h``) and the values :func:`keep_freed_memory` sets.

@@ -19,7 +19,7 @@ import analysis.roles
 from analysis.loader import load_runs
 from analysis.output import CsvBegun, write_csv, write_tables
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
-from analysis.workers import WORKERS_ENV, analysis_workers, default_workers
+from analysis.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 
@@ -125,6 +125,32 @@ def test_a_bad_worker_count_is_refused_with_the_fix(value: str, monkeypatch: pyt
         default_workers()
     monkeypatch.setenv(WORKERS_ENV, "3")
     assert default_workers() == 3
+
+
+def _pids(items: list[int]) -> list[tuple[int, int]]:
+    return [(item, os.getpid()) for item in items]
+
+
+def test_chunks_are_handed_out_as_they_fill_and_come_back_in_order() -> None:
+    items = list(range(1001))
+    with analysis_workers(2) as workers:
+        chunks = Chunked(workers, _pids, 50)
+        for item in items[:100]:
+            chunks.add(item)
+        assert len(chunks._futures) == 2  # two full chunks are already out, before the rest is added
+        for item in items[100:]:
+            chunks.add(item)
+        there = chunks.results(lambda batch: pytest.fail("every chunk ran in a worker"))
+        few = Chunked(workers, _pids, 50)
+        for item in items[:40]:
+            few.add(item)
+        here = few.results()
+    assert [item for item, _ in there] == items and os.getpid() not in {pid for _, pid in there}
+    assert here == [(item, os.getpid()) for item in items[:40]]  # fewer than a chunk: run here
+    alone = Chunked(None, _pids, 50)
+    for item in items:
+        alone.add(item)
+    assert alone.results() == [(item, os.getpid()) for item in items]
 
 
 _FAULTS_OF_BLEU_BATCHES = """
