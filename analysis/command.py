@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import output_cache
+from analysis.collector import collector_off
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
 from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
@@ -90,7 +91,7 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
     from analysis.roles import use_cold_grading_workers
 
     use_cold_grading_workers()
-    with analysis_workers() as workers:  # forked now, before anything below starts a thread
+    with collector_off(), analysis_workers() as workers:  # forked now, before anything below starts a thread
         _import_in_background(_LATE_MODULES)
         return _analyze_with(args, out, include, workers)
 

@@ -51,11 +51,17 @@ def test_13a_splits_raw_tokens_alike() -> None:
         assert fast_bleu.split_13a(prepared) == pieces, repr(text)
 
 
-@pytest.mark.parametrize(("separators", "whole"), [(None, False), (("a", "\x00"), False), (None, True)])
-def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, separators: tuple[str, ...] | None,
-                                                  whole: bool) -> None:
-    """Separators: the module's, or none free (each candidate occurs: text by text). ``whole``: the
-    scorer's whole tokenisation per text (the splitter used when its rules are not the 13a ones)."""
+@pytest.mark.parametrize(("arrow", "separators", "whole"), [(True, None, False), (True, None, True),
+                                                             (False, None, False), (False, ("a", "\x00"), False),
+                                                             (False, None, True)])
+def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, arrow: bool,
+                                                  separators: tuple[str, ...] | None, whole: bool) -> None:
+    """``arrow``: raw tokens from pyarrow where it splits alike (chunks holding other white space
+    fall back), else always from ``str.split``. Separators (``str.split``): the module's, or none
+    free (each candidate occurs: text by text). ``whole``: the scorer's whole tokenisation per text
+    (the splitter used when its rules are not the 13a ones)."""
+    if not arrow:
+        monkeypatch.setattr(bleu_counts, "_arrow_raw_tokens", lambda prepared: None)
     if separators is not None:
         monkeypatch.setattr(bleu_counts, "_SEPARATORS", separators)
     bleu = fast_bleu.scorer()
@@ -70,6 +76,33 @@ def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatc
         tokens, lengths = ids.encode(chunk)
         assert tokens.dtype == np.int64 and len(lengths) == len(chunk) and int(tokens.max(initial=-1)) < ids.size
         assert _decode(ids, tokens, lengths) == [bleu._preprocess_segment(t).split() for t in chunk]
+
+
+def test_other_whitespace_is_what_pyarrow_does_not_split_at() -> None:
+    """Every character ``str.split`` splits at, less pyarrow's six ASCII ones, and pyarrow indeed
+    splits at those six and not at the others."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert sorted(bleu_counts.OTHER_WHITESPACE) == sorted(set(spaces) - set(" \t\n\v\f\r"))
+    split = pc.ascii_split_whitespace(pa.array([f"a{c}b" for c in spaces])).to_pylist()
+    assert [len(pieces) == 2 for pieces in split] == [c not in bleu_counts.OTHER_WHITESPACE for c in spaces]
+
+
+def test_arrow_raw_tokens_equal_str_split_or_decline() -> None:
+    """Where pyarrow answers, its raw tokens (less the empty ones) are ``str.split``'s, text by
+    text; it declines on other white space and on a lone surrogate."""
+    texts = [t for t in _random_texts(7, 2000) if not any(c in t for c in bleu_counts.OTHER_WHITESPACE)]
+    texts += ["", "   ", " lead", "trail ", "a\t\tb", "\r\n\x0b\x0c x"]
+    codes, uniques, per_text = bleu_counts._arrow_raw_tokens(texts)
+    tokens = [uniques[c] for c in codes.tolist()]
+    ends = np.cumsum(per_text).tolist()
+    got = [[t for t in tokens[end - n : end] if t] for end, n in zip(ends, per_text.tolist(), strict=True)]
+    assert got == [t.split() for t in texts]
+    assert len(set(uniques)) == len(uniques)
+    for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:
+        assert bleu_counts._arrow_raw_tokens(["plain text", f"a{odd}b"]) is None
 
 
 def _counter_matches(a: list[int], b: list[int]) -> list[int]:

@@ -171,3 +171,45 @@ def test_analyze_starts_its_grading_workers_cold(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(grading_shared, "_warm", True)
     assert main(["analyze", str(_root(tmp_path)), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 1
     assert grading_shared._warm is False
+
+
+def test_analyze_runs_without_the_cyclic_collector_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The analysis itself runs with automatic collection off (``analysis.collector``); the caller's
+    collector is on again afterwards, even when the analysis raises."""
+    import gc
+
+    seen: list[bool] = []
+    real = command._analyze_with
+
+    def spy(*args: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(command, "_analyze_with", spy)
+    root = _root(tmp_path)
+    assert gc.isenabled()
+    assert main(["analyze", str(root), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 1
+    assert seen == [False] and gc.isenabled()
+
+    def fail(*args: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(command, "_analyze_with", fail)
+    with pytest.raises(RuntimeError):
+        main(["analyze", str(root), "--out", str(tmp_path / "o2"), "--embedding-model", "none"])
+    assert gc.isenabled()
+
+
+def test_collector_off_keeps_a_disabled_collector_disabled() -> None:
+    import gc
+
+    from analysis.collector import collector_off
+
+    gc.disable()
+    try:
+        with collector_off():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
