@@ -11,12 +11,13 @@ import atexit
 import os
 import threading
 
-from pr1_eval.grading.pool import GradingPool, default_workers
+from pr1_eval.grading.pool import WORKERS_ENV, GradingPool, default_workers
 
 _shared: GradingPool | None = None
 _shared_lock = threading.Lock()
 _atexit_registered = False
 _warm = True
+_max_workers: int | None = None
 
 
 def shared_pool() -> GradingPool:
@@ -25,24 +26,37 @@ def shared_pool() -> GradingPool:
     global _shared, _atexit_registered
     with _shared_lock:
         if _shared is None or _shared.closed or _shared.pid != os.getpid():
-            _shared = GradingPool(default_workers(), warm=_warm)
+            _shared = GradingPool(_size(), warm=_warm)
             if not _atexit_registered:
                 atexit.register(close_shared_pool)
                 _atexit_registered = True
         return _shared
 
 
-def use_cold_workers() -> None:
+def use_cold_workers(max_workers: int | None = None) -> None:
     """Have the process-wide pool, when it is created from now on, start its workers without the
-    warm-up (:func:`~pr1_eval.grading.worker.warm_up`); a pool already running is left as it is.
+    warm-up (:func:`~pr1_eval.grading.worker.warm_up`), and at most ``max_workers`` of them unless
+    ``$PR1_EVAL_GRADING_WORKERS`` names a number; a pool already running is left as it is.
 
     For ``analyze``, whose checks are gold-free path conclusions (numbers, fractions, short
     expressions), not the intervals, sets, matrices and units the warm-up grades: there the
     warm-up cost each worker 1.6 s of CPU to save it 0.3 s on a sweep's checks (5,660 checks of
     two checkpoints, one process: 3.9 s with it, 2.6 s without), CPU taken from the BLEU workers
-    it runs beside."""
-    global _warm
+    it runs beside. Why a cap there: its own workers keep every CPU busy while the checks run,
+    so a second grading process buys no parallelism and costs one more import of math-verify
+    (about 1.3 s of CPU)."""
+    global _warm, _max_workers
     _warm = False
+    _max_workers = max_workers
+
+
+def _size() -> int:
+    """The next pool's size: :func:`default_workers`, capped by :func:`use_cold_workers`' limit
+    unless the environment names the size."""
+    size = default_workers()
+    if _max_workers is not None and not os.environ.get(WORKERS_ENV, "").strip().isdigit():
+        size = max(1, min(size, _max_workers))
+    return size
 
 
 def close_shared_pool() -> None:

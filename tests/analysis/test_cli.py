@@ -167,10 +167,12 @@ def test_runs_are_labelled_by_model_and_step() -> None:
 
 def test_analyze_starts_its_grading_workers_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """``analyze`` asks for grading workers without the warm-up (see ``use_cold_grading_workers``)."""
+    """``analyze`` asks for one grading worker without the warm-up (see ``use_cold_grading_workers``)."""
     monkeypatch.setattr(grading_shared, "_warm", True)
+    monkeypatch.setattr(grading_shared, "_max_workers", None)
     assert main(["analyze", str(_root(tmp_path)), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 1
     assert grading_shared._warm is False
+    assert grading_shared._max_workers == 1
 
 
 def test_analyze_runs_without_the_cyclic_collector_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

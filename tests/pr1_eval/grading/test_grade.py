@@ -24,6 +24,7 @@ from pr1_eval.grading import (
     grade_responses,
     math_equal,
 )
+from pr1_eval.grading.pool import WORKERS_ENV, default_workers
 from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, verify_pair
 from pr1_eval.records.sample import SampleRecord
 
@@ -260,6 +261,28 @@ def test_use_cold_workers_applies_to_the_next_shared_pool(monkeypatch: pytest.Mo
     close_shared_pool()
     assert not shared.shared_pool().warm
     close_shared_pool()
+
+
+def test_use_cold_workers_caps_the_next_pool_unless_the_environment_sets_its_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze`` asks for one worker (its own processes hold the CPUs); an explicit
+    ``$PR1_EVAL_GRADING_WORKERS`` still wins, and no cap leaves the default size."""
+    close_shared_pool()
+    monkeypatch.setattr(shared, "_warm", True)
+    monkeypatch.setattr(shared, "_max_workers", None)
+    monkeypatch.setattr(shared, "default_workers", lambda: 4)
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    assert shared._size() == 4
+    shared.use_cold_workers(max_workers=1)
+    assert shared._size() == 1
+    assert shared.shared_pool().n_workers == 1
+    close_shared_pool()
+    monkeypatch.setattr(shared, "default_workers", default_workers)
+    monkeypatch.setenv(WORKERS_ENV, "3")
+    assert shared._size() == 3  # the cap stays, but the variable names the size
+    monkeypatch.setattr(shared, "_max_workers", None)
+    monkeypatch.delenv(WORKERS_ENV)
+    assert shared._size() == default_workers()
 
 
 def test_grade_result_fills_a_sample_record() -> None:
