@@ -93,13 +93,8 @@ class VerdictCache:
 
 def use_cold_grading_workers() -> None:
     """Have the grading pool that the role and consistency checks use start one worker, without
-    the warm-up (:func:`pr1_eval.grading.shared.use_cold_workers`; ``analyze`` calls it before its
-    first check). Why: these checks compare gold-free path conclusions (numbers, fractions, short
-    expressions), seldom the forms the warm-up grades, and on a sweep the warm-up cost each worker
-    1.6 s of CPU to save it 0.3 s, taken from the BLEU workers beside it; and those workers keep
-    every CPU busy while the checks run, so a second grading process only adds its import of
-    math-verify (the checks of a 12-checkpoint sweep cost one process about 1.2 s of CPU, the import
-    1.3 s). ``$PR1_EVAL_GRADING_WORKERS`` still sets the size."""
+    the warm-up (:func:`pr1_eval.grading.shared.use_cold_workers`, which says why; ``analyze``
+    calls it before its first check). ``$PR1_EVAL_GRADING_WORKERS`` still sets the size."""
     use_cold_workers(max_workers=1)
 
 

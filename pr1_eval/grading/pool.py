@@ -50,11 +50,16 @@ _MAX_START_FAILURES = 3
 AFFINITY_WINDOW = 128
 
 
+def configured_workers() -> int | None:
+    """The number of workers ``$PR1_EVAL_GRADING_WORKERS`` asks for (a positive integer), else ``None``."""
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    return int(env) if env.isdigit() and int(env) > 0 else None
+
+
 def default_workers() -> int:
     """``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at 8 (grading is cheap)."""
-    env = os.environ.get(WORKERS_ENV, "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    if (configured := configured_workers()) is not None:
+        return configured
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -11,7 +11,7 @@ import atexit
 import os
 import threading
 
-from pr1_eval.grading.pool import WORKERS_ENV, GradingPool, default_workers
+from pr1_eval.grading.pool import GradingPool, configured_workers, default_workers
 
 _shared: GradingPool | None = None
 _shared_lock = threading.Lock()
@@ -54,7 +54,7 @@ def _size() -> int:
     """The next pool's size: :func:`default_workers`, capped by :func:`use_cold_workers`' limit
     unless the environment names the size."""
     size = default_workers()
-    if _max_workers is not None and not os.environ.get(WORKERS_ENV, "").strip().isdigit():
+    if _max_workers is not None and configured_workers() is None:
         size = max(1, min(size, _max_workers))
     return size
 
