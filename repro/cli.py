@@ -7,6 +7,7 @@
                   [--rollout-runs DIR] [--rollout-every N] [--no-rollout-runs] [-- hydra overrides]
     pr1-repro merge CKPT_DIR [--dry-run]
     pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval sweep args]
+    pr1-repro nano [--out DIR] [--plan full|ci] [--no-score] [--fresh]
 
 Every error prints one line (``pr1-repro: …`` saying what, where and how to fix) and exits 2,
 never a traceback: a training launch that dies in a stack trace after minutes of cluster setup
@@ -248,6 +249,17 @@ def cmd_score(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+def cmd_nano(args: argparse.Namespace, extra: list[str]) -> int:
+    """The whole curriculum on a tiny model on CPU, through VERL's own trainers (``repro.nano``)."""
+    from repro.nano.job import run_nano, summary_table
+
+    if extra:
+        raise Pr1EvalError(f"nano takes no arguments after `--` (got {' '.join(extra)})")
+    report = run_nano(Path(args.out), plan=args.plan, score=not args.no_score, fresh=args.fresh)
+    print(summary_table(report))
+    return 0 if report.passed else 1
+
+
 REPRO_HELP = """\
 Train Parallel-R1 checkpoints with VERL and score them: build the data, add
 the six tags to a base model, run the curriculum stages (SFT cold start, RL on
@@ -337,6 +349,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the training job's name, the runs' name prefix (default: the checkpoint folder's name)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the pr1-eval sweep command and what it would do with each checkpoint; run nothing")
+    p = sub.add_parser("nano", help="train the whole curriculum on a tiny model on CPU (VERL's own trainers)",
+                       description="Run every stage of the curriculum (Seen: SFT, RL on GSM8K, RL on DAPO; Unseen: "
+                                   "structured SFT, S1, S2, mid-training) on pr1-eval's tiny model, on CPU, through "
+                                   "`pr1-repro run` and VERL's unmodified trainers, then score the merged checkpoints "
+                                   "(pr1-eval sweep), rank them and analyse the per-step rollout runs. Prints VERL's "
+                                   "metric lines as it goes and a table of checks at the end (exit 1 if one fails). "
+                                   "The full plan takes about 30 minutes on two cores, the CI slice about 10.",
+                       epilog="example:\n  pr1-repro nano --out pr1-nano\n  pr1-eval dashboard pr1-nano")
+    p.add_argument("--out", default="pr1-nano", metavar="DIR", help="where checkpoints, logs, runs and nano.json go")
+    p.add_argument("--plan", default="full", choices=["full", "ci"],
+                   help="full: every stage; ci: Seen SFT, Seen GRPO and Unseen GRPO for a few steps")
+    p.add_argument("--no-score", action="store_true", help="skip the sweep, leaderboard and analysis at the end")
+    p.add_argument("--fresh", action="store_true", help="delete --out first when it holds an earlier job")
     return parser
 
 
@@ -347,6 +372,7 @@ COMMANDS = {
     "run": cmd_run,
     "merge": cmd_merge,
     "score": cmd_score,
+    "nano": cmd_nano,
 }
 
 

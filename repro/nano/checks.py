@@ -1,0 +1,125 @@
+"""The nano job's proof: what must hold for the run to count as training, from VERL's log and a recount.
+
+Each check is a pure function returning a :class:`Check` (name, passed, the figures, the rule), so
+the job prints one table and a test can feed a broken run (a frozen rollout server, a stage that
+learns nothing) and see the right check fail. The rules:
+
+- **SFT loss falls**: VERL's ``train/loss`` at the last step is below the first.
+- **Merged weights agree**: the response-token NLL of the merged checkpoint on the SFT rows, computed
+  by a plain HF forward (:func:`response_nll`), is below the start model's.
+- **Reward rises**: per-rollout rewards stored by the job (its rollout runs), first steps against
+  last steps; the rise must exceed :data:`Z_MIN` standard errors (Welch's z), far outside noise.
+- **On-policy**: every Seen step's ``rollout_corr/kl`` (VERL's rollout vs actor KL on the same
+  tokens) is within :data:`KL_BOUND`. A rollout server that stopped taking the trainer's weights
+  drifts past it within a few steps at the nano learning rate (the frozen control).
+- **Rollout runs equal VERL**: each step's stored run is complete, holds ``train_batch_size × n``
+  rows, and their mean reward equals VERL's ``critic/score/mean`` for that step.
+- **Structured engine**: an Unseen stage's log holds the structured actor's line saying it built
+  positions and mask from the rollout's path spans.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KL_BOUND = 0.005
+Z_MIN = 3.0
+SPANS_LINE = "repro: structured forward builds positions and mask from"
+SPANS_SOURCE = "the rollout's path spans"  # the other reading is "a parse of the tokens (no path spans …)"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verdict with the figures behind it."""
+
+    stage: str
+    name: str
+    passed: bool
+    figures: str
+    rule: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "check": self.name, "passed": self.passed, "figures": self.figures,
+                "rule": self.rule}
+
+
+def loss_falls(stage: str, metrics: dict[int, dict[str, float]], key: str = "train/loss") -> Check:
+    """VERL's loss at the last step below the first."""
+    values = [m[key] for _, m in sorted(metrics.items()) if key in m]
+    passed = len(values) >= 2 and values[-1] < values[0]
+    figures = " → ".join(f"{v:.4f}" for v in values) if values else "no loss logged"
+    return Check(stage, "SFT loss falls", passed, figures, f"last {key} < first")
+
+
+def nll_falls(stage: str, start_nll: float, end_nll: float, verl_first: float, verl_last: float) -> Check:
+    """The merged weights' NLL on the SFT rows fell, by a plain HF forward."""
+    passed = end_nll < start_nll
+    figures = f"HF forward NLL {start_nll:.4f} → {end_nll:.4f}; VERL loss {verl_first:.4f} → {verl_last:.4f}"
+    return Check(stage, "merged weights learned", passed, figures, "NLL(merged) < NLL(start) on the same rows")
+
+
+def welch_z(before: list[float], after: list[float]) -> float:
+    """Welch's z of mean(after) − mean(before); inf when both are constant and differ."""
+    if len(before) < 2 or len(after) < 2:
+        return math.nan
+    mean_b, mean_a = sum(before) / len(before), sum(after) / len(after)
+    var_b = sum((x - mean_b) ** 2 for x in before) / (len(before) - 1)
+    var_a = sum((x - mean_a) ** 2 for x in after) / (len(after) - 1)
+    se = math.sqrt(var_b / len(before) + var_a / len(after))
+    if se == 0:
+        return math.inf if mean_a > mean_b else 0.0 if mean_a == mean_b else -math.inf
+    return (mean_a - mean_b) / se
+
+
+def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: int = 2) -> Check:
+    """Rewards of the last ``window`` steps above the first ``window`` steps by ``Z_MIN`` standard errors."""
+    steps = sorted(rewards_by_step)
+    if len(steps) < 2:
+        return Check(stage, "reward rises", False, f"{len(steps)} step(s) stored", "needs two steps or more")
+    window = min(window, len(steps) // 2)
+    before = [r for s in steps[:window] for r in rewards_by_step[s]]
+    after = [r for s in steps[-window:] for r in rewards_by_step[s]]
+    z = welch_z(before, after)
+    per_step = ", ".join(f"{s}: {sum(rewards_by_step[s]) / len(rewards_by_step[s]):.3f}" for s in steps)
+    passed = z >= Z_MIN
+    return Check(stage, "reward rises", passed, f"mean reward by step {per_step}; z = {z:.1f}",
+                 f"last {window} steps above first {window} by ≥ {Z_MIN} standard errors")
+
+
+def on_policy(stage: str, metrics: dict[int, dict[str, float]], bound: float = KL_BOUND) -> Check:
+    """Every step's ``rollout_corr/kl`` within ``bound`` (the weight sync keeps the rollout on-policy)."""
+    kls = {s: m["rollout_corr/kl"] for s, m in sorted(metrics.items()) if "rollout_corr/kl" in m}
+    worst = max((abs(v) for v in kls.values()), default=math.nan)
+    passed = bool(kls) and len(kls) == len(metrics) and worst <= bound
+    figures = f"max |kl| {worst:.2g} over {len(kls)} of {len(metrics)} steps"
+    return Check(stage, "rollout on-policy", passed, figures, f"|rollout_corr/kl| ≤ {bound} every step")
+
+
+def rollout_runs_match(stage: str, metrics: dict[int, dict[str, float]], stored: dict[int, dict[str, Any]],
+                       expected_rows: int) -> Check:
+    """Each step's stored run is complete with ``expected_rows`` rows, its mean reward = VERL's."""
+    problems = []
+    for step, m in sorted(metrics.items()):
+        run = stored.get(step)
+        if run is None:
+            problems.append(f"step {step}: no run")
+            continue
+        if run["status"] != "complete" or run["rows"] != expected_rows:
+            problems.append(f"step {step}: {run['status']}, {run['rows']} of {expected_rows} rows")
+        verl = m.get("critic/score/mean")
+        if verl is None or abs(run["mean_reward"] - verl) > 1e-6:
+            problems.append(f"step {step}: stored mean reward {run['mean_reward']:.6f} vs VERL's {verl}")
+    figures = "; ".join(problems) if problems else f"{len(metrics)} steps × {expected_rows} rows, rewards equal"
+    return Check(stage, "rollout runs equal VERL", not problems, figures,
+                 "complete, train_batch_size × n rows, mean reward = critic/score/mean")
+
+
+def structured_engine_used(stage: str, log: Path) -> Check:
+    """The structured actor said it used the rollout's path spans."""
+    lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if SPANS_LINE in line]
+    spans = any(SPANS_SOURCE in line.split(SPANS_LINE, 1)[1] for line in lines)
+    figures = lines[0].split(SPANS_LINE, 1)[1].strip() if lines else "no structured-forward line in the log"
+    return Check(stage, "structured engine fed spans", spans, figures, "the Unseen actor reads the rollout's spans")

@@ -1,0 +1,75 @@
+"""The nano job's data: the real SFT text, and RL problems with golds the tiny model can learn.
+
+- SFT: ``parallel_gsm8k_nano.jsonl`` (packaged beside this module): 16 rows of Parallel-GSM8K, the
+  16 shortest traces with a parallel block among the test fixture's slice
+  (``tests/fixtures/parallel_gsm8k.jsonl``: byte-identical rows of ``shared/data/training/
+  parallel_gsm8k.jsonl``), each with the official SFT text of the same id added as ``sft_answer``
+  (from ``shared/data/training/parallel_gsm8k_sft.jsonl``). MIT, zhengkid/Parallel-R1 (see
+  ``tests/fixtures/README.md``). sha256 :data:`SFT_SLICE_SHA256`.
+- RL (the GSM8K and DAPO stages alike): one-digit arithmetic in the wordings the tiny model was
+  trained on (:func:`pr1_eval.testing.tiny_traces.make_question`), with their *true* answers. The
+  ``trained`` tiny model is right on some of them at temperature 1.0, so GRPO has a signal to
+  reinforce; a Parallel-GSM8K or DAPO problem would score 0 for every rollout and teach nothing.
+  **Stated plainly: these are not the paper's RL sets**, only data on which a reward can rise.
+
+Everything is built by ``pr1-repro data`` itself (the builder a GPU user runs), from these inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.testing.tiny_traces import make_question
+
+SFT_SLICE = Path(__file__).resolve().parent / "parallel_gsm8k_nano.jsonl"
+SFT_SLICE_SHA256 = "458140f0ce656ff1469c29c0d6559144eb4576bf0184c521efba8155e26571ab"
+
+
+def arithmetic_rows(n: int, seed: int, prefix: str) -> list[dict[str, str]]:
+    """``n`` distinct one-digit problems with their true answers (deterministic in ``seed``)."""
+    rng = random.Random(seed)
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    while len(rows) < n:
+        question = make_question(rng)
+        if question.text in seen:
+            continue
+        seen.add(question.text)
+        rows.append({"id": f"{prefix}-{len(rows)}", "problem": question.text, "answer": str(question.answer)})
+    return rows
+
+
+def _write_jsonl(rows: list[dict[str, str]], path: Path) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def check_sft_slice() -> Path:
+    """The packaged SFT slice, checked against its recorded hash (a changed slice changes the figures)."""
+    if not SFT_SLICE.is_file():
+        raise Pr1EvalError(f"{SFT_SLICE} is missing: reinstall pr1-eval (the file ships with repro)")
+    digest = hashlib.sha256(SFT_SLICE.read_bytes()).hexdigest()
+    if digest != SFT_SLICE_SHA256:
+        raise Pr1EvalError(f"{SFT_SLICE} has sha256 {digest[:12]}…, not the recorded {SFT_SLICE_SHA256[:12]}…")
+    return SFT_SLICE
+
+
+def build_nano_data(out: Path, *, rl_problems: int = 64, seed: int = 0) -> Path:
+    """Write the three training inputs and run ``pr1-repro data`` on them into ``out/data``."""
+    from repro import cli
+
+    inputs = out / "inputs"
+    inputs.mkdir(parents=True, exist_ok=True)
+    gsm8k = _write_jsonl(arithmetic_rows(rl_problems, seed, "nano-arith"), inputs / "gsm8k_nano.jsonl")
+    dapo_rows = [{**r, "data_source": "math_dapo"} for r in arithmetic_rows(rl_problems, seed + 1, "nano-dapo")]
+    dapo = _write_jsonl(dapo_rows, inputs / "dapo_nano.jsonl")
+    data_dir = out / "data"
+    status = cli.main(["data", "--sft", str(check_sft_slice()), "--gsm8k", str(gsm8k), "--dapo", str(dapo),
+                       "--out", str(data_dir)])
+    if status != 0:
+        raise Pr1EvalError(f"pr1-repro data failed (exit {status}) on the nano inputs in {inputs}")
+    return data_dir

@@ -1,0 +1,140 @@
+"""``pr1-repro nano``: the whole curriculum on a tiny model on CPU, then what a researcher does next.
+
+Order: build the data (:mod:`repro.nano.data`) → every stage of the plan through VERL
+(:mod:`repro.nano.runner`) → the checks (:mod:`repro.nano.checks`) → ``pr1-eval sweep`` over the
+merged checkpoints (Seen with sequential decoding, Unseen with fork-join) → ``pr1-eval
+leaderboard`` → ``pr1-eval analyze`` over the per-step rollout runs the job wrote. Everything lands
+in ``OUT`` and ``OUT/nano.json`` holds the figures; the last thing printed is the checks' table.
+Exit status 0 only when every stage ran and every check passed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+from repro.nano import checks
+from repro.nano.data import build_nano_data
+from repro.nano.nll import response_nll
+from repro.nano.plan import PLANS, NanoStage, Scale
+from repro.nano.runner import StageResult, run_stage
+from repro.nano.scoring import score_and_rank
+from repro.nano.stored import stored_steps
+
+
+@dataclass
+class NanoReport:
+    """Everything the job measured, written to ``OUT/nano.json``."""
+
+    plan: str
+    out: Path
+    stages: list[StageResult] = field(default_factory=list)
+    checks: list[checks.Check] = field(default_factory=list)
+    scoring: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan, "passed": self.passed, "seconds": round(self.seconds, 1),
+            "stages": [{"name": r.stage.name, "stage": r.stage.stage, "kind": r.kind, "start": r.start_model,
+                        "steps": r.stage.steps, "merged": r.merged, "seconds": round(r.seconds, 1),
+                        "log": str(r.log), "metrics": {str(s): m for s, m in r.metrics.items()}}
+                       for r in self.stages],
+            "checks": [c.as_dict() for c in self.checks],
+            "scoring": self.scoring,
+        }
+
+
+def start_model(stage: NanoStage, done: dict[str, StageResult]) -> str:
+    """The model a stage starts from: a tiny model kind, or an earlier stage's last merged checkpoint."""
+    if stage.start.startswith("tiny:"):
+        from pr1_eval.testing.tiny_model import cached_tiny_model
+
+        return str(cached_tiny_model(kind=stage.start.split(":", 1)[1]))
+    earlier = done.get(stage.start)
+    if earlier is None or earlier.merged is None:
+        raise Pr1EvalError(f"stage {stage.name} starts from {stage.start}, which has not run in this plan")
+    return earlier.merged
+
+
+def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[checks.Check]:
+    """The checks that apply to one stage (SFT: loss and NLL; RL: reward, on-policy, stored runs, engine)."""
+    name = result.stage.name
+    if result.kind == "sft":
+        found = [checks.loss_falls(name, result.metrics)]
+        losses = [m["train/loss"] for _, m in sorted(result.metrics.items()) if "train/loss" in m]
+        if result.merged and losses:
+            parquet = data_dir / "sft_parallel_gsm8k.parquet"
+            start, end = response_nll(result.start_model, parquet), response_nll(result.merged, parquet)
+            found.append(checks.nll_falls(name, start, end, losses[0], losses[-1]))
+        return found
+    runs = stored_steps(result.rollout_runs / "train")
+    rewards = {step: run["rewards"] for step, run in runs.items()}
+    found = [checks.reward_rises(name, rewards),
+             checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
+    from repro import stages as repro_stages
+
+    if repro_stages.STAGES[result.stage.stage].structured:
+        found.append(checks.structured_engine_used(name, result.log))
+    else:
+        found.append(checks.on_policy(name, result.metrics))
+    return found
+
+
+def prepare_out(out: Path, fresh: bool) -> Path:
+    """``out`` ready for a new job. VERL resumes from the newest checkpoint it finds (``resume_mode:
+    auto``), so a stage folder left by an earlier job would make its stage train zero steps: an
+    existing non-empty folder is refused, or emptied with ``fresh``."""
+    if out.exists() and any(out.iterdir()):
+        if not fresh:
+            raise Pr1EvalError(f"{out} is not empty (an earlier nano job?); pass --fresh to delete it first, "
+                               "or another --out")
+        import shutil
+
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: bool = True,
+             echo: Callable[[str], None] = print, fresh: bool = False) -> NanoReport:
+    """Run the plan into ``out`` and return its report (also written to ``out/nano.json``)."""
+    if plan not in PLANS:
+        raise Pr1EvalError(f"unknown nano plan {plan!r}; choose one of {', '.join(PLANS)}")
+    scale = scale or Scale()
+    out = prepare_out(out.expanduser().resolve(), fresh)
+    report = NanoReport(plan, out)
+    started = time.monotonic()
+    echo(f"nano ({plan}): building the data in {out / 'data'}")
+    data_dir = build_nano_data(out)
+    done: dict[str, StageResult] = {}
+    for stage in PLANS[plan]:
+        result = run_stage(stage, start_model(stage, done), out, data_dir, scale, echo)
+        done[stage.name] = result
+        report.stages.append(result)
+        report.checks += stage_checks(result, data_dir, scale)
+    if score:
+        report.scoring = score_and_rank(report.stages, out, echo)
+    report.seconds = time.monotonic() - started
+    (out / "nano.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def summary_table(report: NanoReport) -> str:
+    """The checks as a fixed-width table, one line each, for the end of the command."""
+    rows = [("stage", "check", "ok", "figures")]
+    rows += [(c.stage, c.name, "yes" if c.passed else "NO", c.figures) for c in report.checks]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+    verdict = "every check passed" if report.passed else "SOME CHECKS FAILED"
+    return "\n".join([*lines, f"nano ({report.plan}): {verdict} in {report.seconds:.0f} s; figures in "
+                      f"{report.out / 'nano.json'}"])

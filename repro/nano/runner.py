@@ -1,0 +1,120 @@
+"""Run the nano curriculum: each stage through ``pr1-repro run`` on VERL's own trainers, then merge.
+
+Every stage is a child process (``python -m repro.cli run …``), exactly the command a GPU user
+types, with the CPU platform loaded through VERL's plugin hook (:func:`repro.testing.verl_cpu.
+cpu_environment`). Its whole log is kept in ``OUT/logs/<stage>.log``; VERL's own metric lines are
+echoed, shortened, as progress. A stage that fails stops the job with its log's last lines, since
+every later stage starts from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pr1_eval.errors import Pr1EvalError
+from repro import stages as repro_stages
+from repro.checkpoints import find_steps
+from repro.nano.metrics import parse_metric_line, step_metrics
+from repro.nano.plan import NanoStage, Scale, cpu_overrides, scale_overrides
+from repro.testing.cpu_rollout import FROZEN_ENV
+from repro.testing.verl_cpu import cpu_environment
+
+EXTRA_MODULES = ("repro.testing.cpu_rollout",)
+SHOWN = ("train/loss", "critic/score/mean", "rollout_corr/kl", "response_length/mean")
+
+
+@dataclass
+class StageResult:
+    """What one stage did: its VERL metrics per step, checkpoint, merged model and time."""
+
+    stage: NanoStage
+    kind: str
+    start_model: str
+    out: Path
+    log: Path
+    metrics: dict[int, dict[str, float]] = field(default_factory=dict)
+    merged: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def rollout_runs(self) -> Path:
+        return self.out / "rollout_runs"
+
+
+def child_environment(frozen: bool = False) -> dict[str, str]:
+    """This process's environment plus the CPU platform's variables (and the frozen-server control)."""
+    env = {**os.environ, **cpu_environment(EXTRA_MODULES)}
+    env.pop("CUDA_VISIBLE_DEVICES", None)  # Ray refuses logical GPUs when it is set empty
+    if frozen:
+        env[FROZEN_ENV] = "1"
+    return env
+
+
+def stage_argv(stage: NanoStage, model: str, out: Path, data_dir: Path, scale: Scale) -> list[str]:
+    """``pr1-repro run`` arguments: the stage config, then CPU's overrides, then the nano sizes."""
+    spec = repro_stages.STAGES[stage.stage]
+    overrides = [o.text for o in cpu_overrides(spec.kind, spec.structured)]
+    overrides += scale_overrides(stage, spec.kind, scale) + list(stage.extra)
+    return ["run", stage.stage, "--model", model, "--gpus-per-node", "1", "--out", str(out),
+            "--data-dir", str(data_dir), "--experiment", stage.name, "--", *overrides]
+
+
+def _short(step: int, metrics: dict[str, float]) -> str:
+    shown = [f"{key.split('/')[-1] if key != 'critic/score/mean' else 'reward'} {metrics[key]:.4g}"
+             for key in SHOWN if key in metrics]
+    return f"step {step}: " + ", ".join(shown)
+
+
+def stream(argv: list[str], log: Path, env: dict[str, str], echo: Callable[[str], None]) -> int:
+    """Run ``argv``, write all output to ``log``, echo VERL's metric lines shortened; the exit status."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                errors="replace")
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            parsed = parse_metric_line(line)
+            if parsed:
+                echo("    " + _short(*parsed))
+        return proc.wait()
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def merge_last(out: Path, log: Path, env: dict[str, str], echo: Callable[[str], None]) -> str:
+    """Merge every checkpoint of a stage with ``pr1-repro merge``; the last step's HF folder."""
+    status = stream([sys.executable, "-m", "repro.cli", "merge", str(out)], log, env, echo)
+    steps = find_steps(out)
+    if status != 0 or not steps or not steps[-1].is_merged:
+        raise Pr1EvalError(f"pr1-repro merge {out} failed (exit {status}); its log: {log}\n{_tail(log)}")
+    return str(steps[-1].model_dir)
+
+
+def run_stage(stage: NanoStage, model: str, root: Path, data_dir: Path, scale: Scale,
+              echo: Callable[[str], None], frozen: bool = False) -> StageResult:
+    """One stage from ``model``: train, read VERL's metrics back, merge the last checkpoint."""
+    kind = repro_stages.STAGES[stage.stage].kind
+    result = StageResult(stage, kind, model, root / stage.name, root / "logs" / f"{stage.name}.log")
+    env = child_environment(frozen)
+    argv = [sys.executable, "-m", "repro.cli", *stage_argv(stage, model, result.out, data_dir, scale)]
+    echo(f"[{stage.name}] pr1-repro run {stage.stage} ({kind}, {stage.steps} steps) from {model}")
+    started = time.monotonic()
+    status = stream(argv, result.log, env, echo)
+    result.metrics = step_metrics(result.log.read_text(encoding="utf-8", errors="replace").splitlines())
+    if status != 0 or len(result.metrics) < stage.steps:
+        raise Pr1EvalError(f"stage {stage.name} ({stage.stage}) failed: exit {status}, {len(result.metrics)} of "
+                           f"{stage.steps} steps logged; its log: {result.log}\n{_tail(result.log)}")
+    result.merged = merge_last(result.out, root / "logs" / f"{stage.name}.merge.log", env, echo)
+    result.seconds = time.monotonic() - started
+    echo(f"[{stage.name}] done in {result.seconds:.0f} s; merged → {result.merged}")
+    return result

@@ -1,0 +1,127 @@
+"""The nano job's pieces that need no trainer: VERL's metric lines read back, the checks' verdicts on
+good and broken runs (a frozen rollout server, a flat reward, a short stored step), the overrides
+composed onto the real stage configs, and the nano data built by ``pr1-repro data`` itself."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from repro import stages
+from repro.nano import checks
+from repro.nano.data import arithmetic_rows, build_nano_data, check_sft_slice
+from repro.nano.metrics import parse_metric_line, step_metrics
+from repro.nano.plan import PLANS, Scale, cpu_overrides, scale_overrides
+from repro.nano.runner import stage_argv
+
+RAY_LINE = ("\x1b[36m(TaskRunnerV1 pid=24755)\x1b[0m step:2 - actor/entropy:0.98046875 - rollout_corr/kl:-0.0006662"
+            " - critic/score/mean:0.25 - training/global_step:2 - timing_s/gen:1.5e+01 - note:n/a")
+
+
+def test_metric_lines_are_read_as_verl_prints_them() -> None:
+    step, metrics = parse_metric_line(RAY_LINE) or (0, {})
+    assert step == 2
+    assert metrics == {"actor/entropy": 0.98046875, "rollout_corr/kl": -0.0006662, "critic/score/mean": 0.25,
+                       "training/global_step": 2.0, "timing_s/gen": 15.0}
+    assert parse_metric_line("Epoch 1/5:  12%|█▎ | 1/8 [00:08<00:57]") is None
+    glued = "Epoch 1/5:  50%|█████     | 2/4 [00:21<00:21, 10.63s/it]step:3 - train/loss:10.75 - train/lr:0.0001"
+    assert parse_metric_line(glued) == (3, {"train/loss": 10.75, "train/lr": 0.0001})
+    assert parse_metric_line("x\r" + glued + "\r Epoch 1/5: 75%") == (3, {"train/loss": 10.75, "train/lr": 0.0001})
+    sft = "step:1 - perf/max_memory_allocated_gb:0.68 - train/loss:6.6796875 - train/lr:7.5e-06"
+    log = [sft, "noise", sft.replace("step:1", "step:3").replace("6.6796875", "5.1"), sft.replace("6.67", "9.99")]
+    assert {s: m["train/loss"] for s, m in step_metrics(log).items()} == {1: 9.9996875, 3: 5.1}
+
+
+def test_loss_and_nll_checks() -> None:
+    falling = {1: {"train/loss": 6.7}, 2: {"train/loss": 6.1}, 3: {"train/loss": 5.4}}
+    assert checks.loss_falls("s", falling).passed
+    assert not checks.loss_falls("s", {1: {"train/loss": 6.7}, 2: {"train/loss": 6.7}}).passed
+    assert not checks.loss_falls("s", {1: {"train/loss": 6.7}}).passed
+    assert checks.nll_falls("s", 6.69, 5.36, 6.70, 5.39).passed
+    assert not checks.nll_falls("s", 6.69, 6.69, 6.70, 5.39).passed
+
+
+def test_welch_z_matches_a_hand_computation() -> None:
+    before, after = [0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0]
+    # means 0.25 and 0.75, variances 0.25 each (n-1): se = sqrt(0.25/4 + 0.25/4) = 0.35355
+    assert checks.welch_z(before, after) == pytest.approx(0.5 / math.sqrt(0.125))
+    assert checks.welch_z([0.0, 0.0], [1.0, 1.0]) == math.inf
+
+
+def test_reward_check_passes_a_learned_task_and_fails_noise() -> None:
+    learned = {1: [0.0] * 14 + [1.0] * 2, 2: [0.0] * 12 + [1.0] * 4, 3: [1.0] * 12 + [0.0] * 4, 4: [1.0] * 15 + [0.0]}
+    assert checks.reward_rises("s", learned).passed
+    flat = {s: [0.0] * 12 + [1.0] * 4 for s in range(1, 7)}
+    assert not checks.reward_rises("s", flat).passed
+    assert not checks.reward_rises("s", {1: [1.0]}).passed
+
+
+def test_on_policy_check_catches_a_frozen_rollout_server() -> None:
+    synced = {s: {"rollout_corr/kl": kl} for s, kl in enumerate([-3e-5, -6e-4, 1e-3, 4e-4], start=1)}
+    assert checks.on_policy("s", synced).passed
+    # what a server that stopped taking weights logs: the actor moves, the sampler does not
+    frozen = {s: {"rollout_corr/kl": kl} for s, kl in enumerate([-3e-5, 0.004, 0.03, 0.23], start=1)}
+    verdict = checks.on_policy("s", frozen)
+    assert not verdict.passed and "0.23" in verdict.figures
+    assert not checks.on_policy("s", {1: {"rollout_corr/kl": 0.0}, 2: {}}).passed, "a step without the metric"
+
+
+def test_rollout_runs_must_equal_verls_own_figures() -> None:
+    metrics = {1: {"critic/score/mean": 0.25}, 2: {"critic/score/mean": 0.5}}
+    good = {1: {"status": "complete", "rows": 4, "mean_reward": 0.25},
+            2: {"status": "complete", "rows": 4, "mean_reward": 0.5}}
+    assert checks.rollout_runs_match("s", metrics, good, 4).passed
+    short = {**good, 2: {"status": "running", "rows": 3, "mean_reward": 0.5}}
+    assert "3 of 4" in checks.rollout_runs_match("s", metrics, short, 4).figures
+    wrong = {**good, 1: {"status": "complete", "rows": 4, "mean_reward": 0.3}}
+    assert not checks.rollout_runs_match("s", metrics, wrong, 4).passed
+    assert not checks.rollout_runs_match("s", metrics, {1: good[1]}, 4).passed
+
+
+def test_structured_engine_check_reads_the_actors_line(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text("x\n(WorkerDict) WARNING: repro: structured forward builds positions and mask from the "
+                   "rollout's path spans\n", encoding="utf-8")
+    assert checks.structured_engine_used("s", log).passed
+    log.write_text("repro: structured forward builds positions and mask from a parse of the tokens "
+                   "(no path spans in the batch)\n", encoding="utf-8")
+    assert not checks.structured_engine_used("s", log).passed
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_every_nano_stage_composes_on_its_real_stage_config(plan: str, tmp_path: Path) -> None:
+    """The overrides go onto the configs GPU users run, and Hydra accepts every one of them."""
+    from omegaconf import OmegaConf
+
+    for stage in PLANS[plan]:
+        spec = stages.STAGES[stage.stage]
+        argv = stage_argv(stage, "/m", tmp_path / stage.name, tmp_path / "data", Scale())
+        extra = tuple(argv[argv.index("--") + 1 :])
+        req = stages.RunRequest(stage=spec, model="/m", gpus_per_node=1, data_dir=str(tmp_path / "data"),
+                                out_dir=str(tmp_path / stage.name), extra=extra)
+        config = stages.compose(req)
+        assert OmegaConf.select(config, "trainer.device") == "cpu"
+        assert OmegaConf.select(config, "trainer.total_training_steps") == stage.steps
+        if spec.kind == "ppo":
+            assert OmegaConf.select(config, "actor_rollout_ref.rollout.name") == "pr1_cpu"
+            structured = OmegaConf.select(config, "actor_rollout_ref.model.external_lib") == "repro.structured_actor"
+            assert structured is spec.structured
+        texts = [o.text for o in cpu_overrides(spec.kind, spec.structured)]
+        assert all(o in extra for o in texts) and all(o in extra for o in scale_overrides(stage, spec.kind, Scale()))
+
+
+def test_nano_data_is_built_by_pr1_repro_data_with_true_golds(tmp_path: Path) -> None:
+    check_sft_slice()
+    rows = arithmetic_rows(40, 0, "t")
+    assert len({r["problem"] for r in rows}) == 40
+    for row in rows:  # the gold is the arithmetic's own value, recomputed here from the text
+        expr = row["problem"].replace("What is ", "").replace("Compute ", "").rstrip("?.")
+        expr = expr.replace(" plus ", " + ").replace(" minus ", " - ").replace(" times ", " * ")
+        assert str(eval(expr)) == row["answer"], row  # noqa: S307 - digits and one operator
+    data = build_nano_data(tmp_path, rl_problems=12)
+    sft = pq.read_table(data / "sft_parallel_gsm8k.parquet").to_pylist()
+    assert len(sft) == 16 and all("<Parallel>" in r["messages"][-1]["content"] for r in sft)
+    assert pq.read_table(data / "rl_gsm8k.parquet").num_rows == 12
