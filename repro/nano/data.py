@@ -7,9 +7,14 @@
   (from ``shared/data/training/parallel_gsm8k_sft.jsonl``). MIT, zhengkid/Parallel-R1 (see
   ``tests/fixtures/README.md``). sha256 :data:`SFT_SLICE_SHA256`.
 - RL (the GSM8K and DAPO stages alike): one-digit arithmetic in the wordings the tiny model was
-  trained on (:func:`pr1_eval.testing.tiny_traces.make_question`), with their *true* answers. The
-  ``trained`` tiny model is right on some of them at temperature 1.0, so GRPO has a signal to
-  reinforce; a Parallel-GSM8K or DAPO problem would score 0 for every rollout and teach nothing.
+  trained on (:func:`pr1_eval.testing.tiny_traces.make_question`), with their *true* answers, all
+  of them :data:`TARGET_ANSWER`. Why that one answer: the tiny model barely reads the problem (it
+  is right on about 5 % of one-digit problems, its final answers spread over a few digits whatever
+  was asked), and 3 is the answer it writes most often (about one time in six,
+  ``tests/repro/test_nano_checks.py`` pins it), so from the first step some rollouts of every group
+  earn the reward and GRPO has something to reinforce. What it learns is to answer 3, not to add:
+  the point is that the optimiser, the weight sync and the reward move the policy, measurably.
+  A Parallel-GSM8K or DAPO problem would score 0 for every rollout and teach nothing.
   **Stated plainly: these are not the paper's RL sets**, only data on which a reward can rise.
 
 Everything is built by ``pr1-repro data`` itself (the builder a GPU user runs), from these inputs.
@@ -27,19 +32,25 @@ from pr1_eval.testing.tiny_traces import make_question
 
 SFT_SLICE = Path(__file__).resolve().parent / "parallel_gsm8k_nano.jsonl"
 SFT_SLICE_SHA256 = "458140f0ce656ff1469c29c0d6559144eb4576bf0184c521efba8155e26571ab"
+TARGET_ANSWER = 3
 
 
-def arithmetic_rows(n: int, seed: int, prefix: str) -> list[dict[str, str]]:
-    """``n`` distinct one-digit problems with their true answers (deterministic in ``seed``)."""
+def arithmetic_rows(n: int, seed: int, prefix: str, answer: int | None = TARGET_ANSWER) -> list[dict[str, str]]:
+    """``n`` distinct one-digit problems with their true answers, all equal to ``answer`` unless it is
+    None (deterministic in ``seed``)."""
     rng = random.Random(seed)
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
-    while len(rows) < n:
+    for _ in range(100_000):
+        if len(rows) == n:
+            break
         question = make_question(rng)
-        if question.text in seen:
+        if question.text in seen or (answer is not None and question.answer != answer):
             continue
         seen.add(question.text)
         rows.append({"id": f"{prefix}-{len(rows)}", "problem": question.text, "answer": str(question.answer)})
+    if len(rows) < n:
+        raise Pr1EvalError(f"only {len(rows)} distinct one-digit problems have the answer {answer}; ask for fewer")
     return rows
 
 
@@ -58,7 +69,7 @@ def check_sft_slice() -> Path:
     return SFT_SLICE
 
 
-def build_nano_data(out: Path, *, rl_problems: int = 64, seed: int = 0) -> Path:
+def build_nano_data(out: Path, *, rl_problems: int = 16, seed: int = 0) -> Path:
     """Write the three training inputs and run ``pr1-repro data`` on them into ``out/data``."""
     from repro import cli
 

@@ -35,16 +35,12 @@ _CPU_COMMON = (
 )
 CPU_SFT: tuple[Override, ...] = (
     *_CPU_COMMON,
-    Override("engine.strategy=fsdp2", "VERL's FSDP1 wrapper needs an accelerator device id; FSDP2 (fully_shard) runs "
-             "on CPU with gloo"),
     Override("engine.dtype=float32", "CPU has no fast bf16 matmul, and bf16 rounds the tiny model's loss to three "
              "digits, too coarse to see it fall"),
     Override("data.num_workers=0", "eight data-loader processes on a two-core machine only add start-up time"),
 )
 CPU_PPO: tuple[Override, ...] = (
     *_CPU_COMMON,
-    Override("actor_rollout_ref.actor.strategy=fsdp2", "as for SFT: FSDP1 needs an accelerator"),
-    Override("actor_rollout_ref.ref.strategy=fsdp2", "as for SFT: FSDP1 needs an accelerator"),
     Override("actor_rollout_ref.actor.fsdp_config.dtype=float32", "as for SFT: no fast bf16 on CPU"),
     Override("actor_rollout_ref.rollout.name=pr1_cpu", "VERL 0.9.1 has no CPU rollout engine; repro.testing."
              "cpu_rollout serves pr1-eval's HF engine and takes the trainer's weights at every sync"),
@@ -87,6 +83,10 @@ UNSEEN = (
     NanoStage("unseen-s2", "unseen_s2", "unseen-sft", 6,
               ("reward.custom_reward_function.reward_kwargs.window=3",
                "reward.custom_reward_function.reward_kwargs.tiered_steps=1")),
+    NanoStage("unseen-s2-tis", "unseen_s2", "unseen-sft", 6,
+              ("reward.custom_reward_function.reward_kwargs.window=3",
+               "reward.custom_reward_function.reward_kwargs.tiered_steps=1",
+               "algorithm.rollout_correction.rollout_is=token")),
     NanoStage("unseen-mid", "mid_training", "unseen-sft", 4,
               ("reward.custom_reward_function.reward_kwargs.window=2",
                "reward.custom_reward_function.reward_kwargs.tiered_steps=1",
@@ -94,8 +94,8 @@ UNSEEN = (
 )
 CI_SLICE = (
     NanoStage("seen-sft", "sft", "tiny:trained", 4),
-    NanoStage("seen-gsm8k", "rl_gsm8k", "seen-sft", 3),
-    NanoStage("unseen-s2", "unseen_s2", "tiny:trained-structured", 3,
+    NanoStage("seen-gsm8k", "rl_gsm8k", "seen-sft", 5),
+    NanoStage("unseen-s2", "unseen_s2", "tiny:trained-structured", 5,
               ("reward.custom_reward_function.reward_kwargs.window=3",
                "reward.custom_reward_function.reward_kwargs.tiered_steps=1")),
 )
@@ -110,7 +110,7 @@ class Scale:
     sft_lr: float = 1e-4
     rl_prompts: int = 4
     rl_n: int = 4
-    rl_lr: float = 2e-5
+    rl_lr: float = 1e-4
     response_length: int = 64
     max_path_tokens: int = 24
 

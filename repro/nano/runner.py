@@ -49,8 +49,11 @@ class StageResult:
 
 def child_environment(frozen: bool = False) -> dict[str, str]:
     """This process's environment plus the CPU platform's variables (and the frozen-server control)."""
-    env = {**os.environ, **cpu_environment(EXTRA_MODULES)}
+    env = {**os.environ, **cpu_environment(EXTRA_MODULES), "PYTHONUNBUFFERED": "1"}  # progress as it happens
     env.pop("CUDA_VISIBLE_DEVICES", None)  # Ray refuses logical GPUs when it is set empty
+    # a cluster of the job's own: ray.init() would otherwise join the newest local cluster on this
+    # machine (/tmp/ray/ray_current_cluster), another job's, whose actor names would collide
+    env["RAY_ADDRESS"] = "local"
     if frozen:
         env[FROZEN_ENV] = "1"
     return env

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Generator
 from typing import Any
 
 import ray
@@ -191,7 +191,8 @@ def _replica_class() -> type:
 
         async def launch_servers(self) -> None:
             name = _server_name(self.replica_rank)
-            server = ray.remote(CpuHFServer).options(name=name, num_cpus=0, max_concurrency=4).remote(
+            actor: Any = ray.remote(CpuHFServer)
+            server = actor.options(name=name, num_cpus=0, max_concurrency=4).remote(
                 config=self.config, model_config=self.model_config, replica_rank=self.replica_rank)
             await server.ready.remote()
             self.servers = [server]
@@ -236,8 +237,10 @@ def _adapter_class() -> type:
         async def release(self) -> None:
             return None
 
-        async def update_weights(self, weights: Iterable[tuple[str, torch.Tensor]], global_steps: int | None = None,
-                                 wire_format: str = "named_tensors", **_: Any) -> None:
+        async def update_weights(self, weights: Generator[tuple[str, torch.Tensor], None, None],
+                                 wire_format: str = "named_tensors", **kwargs: Any) -> None:
+            """VERL passes ``global_steps`` (and LoRA fields, unused here) as keywords."""
+            global_steps = kwargs.get("global_steps")
             if wire_format != "named_tensors":
                 raise ValueError(f"the CPU rollout takes wire_format='named_tensors', not {wire_format!r}")
             start = time.time()

@@ -115,8 +115,9 @@ def test_every_nano_stage_composes_on_its_real_stage_config(plan: str, tmp_path:
 
 def test_nano_data_is_built_by_pr1_repro_data_with_true_golds(tmp_path: Path) -> None:
     check_sft_slice()
-    rows = arithmetic_rows(40, 0, "t")
-    assert len({r["problem"] for r in rows}) == 40
+    rows = arithmetic_rows(24, 0, "t")
+    assert len({r["problem"] for r in rows}) == 24 and {r["answer"] for r in rows} == {"3"}
+    assert len({r["problem"] for r in arithmetic_rows(24, 0, "t", answer=None)}) == 24
     for row in rows:  # the gold is the arithmetic's own value, recomputed here from the text
         expr = row["problem"].replace("What is ", "").replace("Compute ", "").rstrip("?.")
         expr = expr.replace(" plus ", " + ").replace(" minus ", " - ").replace(" times ", " * ")
@@ -125,3 +126,40 @@ def test_nano_data_is_built_by_pr1_repro_data_with_true_golds(tmp_path: Path) ->
     sft = pq.read_table(data / "sft_parallel_gsm8k.parquet").to_pylist()
     assert len(sft) == 16 and all("<Parallel>" in r["messages"][-1]["content"] for r in sft)
     assert pq.read_table(data / "rl_gsm8k.parquet").num_rows == 12
+
+
+def test_the_start_model_writes_the_target_answer_often_enough_to_learn() -> None:
+    """Why the RL golds are all 3 (repro/nano/data.py): the trained tiny model answers 3 far more
+    often than chance allows for a learnable signal, whatever the problem. If a new tiny model stops
+    doing so, the nano job's reward check has nothing to reinforce: this test says so first."""
+    import re
+
+    from pr1_eval.engines.base import GenerationRequest, SamplingConfig
+    from pr1_eval.engines.hf import HFEngine
+    from pr1_eval.inputs.prompts import load_template
+    from repro.nano.data import TARGET_ANSWER
+    from repro.testing import tiny_model_dir
+
+    engine = HFEngine(str(tiny_model_dir("trained")), device="cpu", dtype="float32")
+    template = load_template("parallel_r1_v3").text
+    tok = engine.tokenizer
+    requests = []
+    for row in arithmetic_rows(8, 0, "t"):
+        text = tok.apply_chat_template([{"role": "user", "content": template.replace("{problem}", row["problem"])}],
+                                       add_generation_prompt=True, tokenize=False)
+        requests.append(GenerationRequest(row["id"], tok(text, add_special_tokens=False)["input_ids"], n=8, seed=5))
+    outs = engine.generate(requests, SamplingConfig(temperature=1.0, max_new_tokens=64, seed=5))
+    answers = [(re.findall(r"Final Answer:\s*(-?\d+)", c.text) or [None])[-1] for comps in outs for c in comps]
+    share = answers.count(str(TARGET_ANSWER)) / len(answers)
+    assert share >= 0.08, f"the tiny model answers {TARGET_ANSWER} in {share:.0%} of 64 samples"
+
+
+def test_repro_readme_lists_every_override_cpu_forces() -> None:
+    """The table of what CPU forces is the list the job applies (a new override must be documented)."""
+    from repro.nano.plan import CPU_PPO, CPU_SEEN, CPU_SFT
+
+    readme = (Path(__file__).resolve().parents[2] / "repro" / "README.md").read_text(encoding="utf-8")
+    for override in (*CPU_SFT, *CPU_PPO):
+        assert f"`{override.text}`" in readme, override.text
+    for override in CPU_SEEN:
+        assert override.text.format(model="model").lstrip("+").split(".", 1)[1] in readme, override.text
