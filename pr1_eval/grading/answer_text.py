@@ -17,7 +17,8 @@ Rules, tried in this order on one answer line:
 - ``math_spans``: several values joined only by connectives (``$3$ and $5$``,
   ``$x=3$ or $x=4$``, ``3 or 4``) are one answer, ``3, 5``;
 - ``sentence``: a line of prose yields the value it states: in its first sentence that has a
-  value (a later one that opens with *so, thus, therefore, donc, …* comes first: it concludes),
+  value (when that one has no copula, a later one that opens with *so, thus, therefore, donc, …*
+  comes first: it concludes),
   what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
   the last value of the sentence; a negation there (``It is not 5.``, ``no es 5``) states no
   value: a sentence that only rejects one is passed over, a line of nothing else has no answer
@@ -263,7 +264,7 @@ def read_answer(raw: str) -> Reading:
     rule = "trailing_prose" if cut != s else "line"
     found = list(values(cut))
     if _is_prose(cut):
-        interval = interval_in_words(cut)
+        interval = interval_in_words(cut) or interval_in_words(_after_last_copula(cut))
         if interval is not None:  # "all real numbers greater than 2": the interval (grading.intervals)
             return Reading(interval, "sentence")
         stated = _read_prose(cut)
@@ -492,7 +493,9 @@ def _read_prose(line: str) -> list[str] | None:
     with a value only rejects it (:mod:`pr1_eval.grading.negation`)."""
     rejected = False
     sentences = _sentences(line)
-    concluding = [x for x in sentences[1:] if _CONCLUSION_RE.match(x)]
+    first = next((x for x in sentences if any(True for _ in values(x))), "")
+    # a later sentence that concludes comes first when the first valued one states nothing (no copula)
+    concluding = [x for x in sentences[1:] if _CONCLUSION_RE.match(x)] if _after_last_copula(first) == first else []
     for sentence in [*reversed(concluding), *(x for x in sentences if x not in concluding)]:
         tail = _after_last_copula(sentence)
         found = list(values(tail)) or list(values(sentence))

@@ -132,8 +132,8 @@ def _final_answer(text: str) -> Reading:
     the line leaves open (a ``$``, ``\\(``, ``\\left(``, ``\\begin{pmatrix}`` or ``{`` not closed on
     it) is followed over the next lines until it closes. A line that states no value but leads in
     to math on the next line (``The matrix is`` / ``$$\\begin{pmatrix}…$$``) is read with that line;
-    a line that is one equation (``$x = 1$``) or ends with a comma is read with the equation lines
-    that follow it, the solution of a system written one equation a line.
+    a line that is one equation (``$x = 1$``) is read with the equation lines that follow it, the
+    solution of a system written one equation a line.
     """
     ends = [m.end() for m in marker_matches(_FINAL_RE, text, "final answer")]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
@@ -200,9 +200,9 @@ def _lead_in(text: str, line: str, line_end: int) -> str | None:
 
 def _equation_lines(text: str, line: str, line_end: int) -> str | None:
     """``line`` and the lines after it, each one equation of a named unknown (``$x = 1$`` /
-    ``$y = 2$``), joined with commas; ``None`` unless ``line`` is such an equation (or ends with a
-    comma) and at least the next line is one."""
-    if not (_EQUATION_LINE_RE.fullmatch(line.strip()) or line.rstrip().endswith(",")):
+    ``$y = 2$``, a trailing comma allowed), joined with commas; ``None`` unless ``line`` is such an
+    equation and at least the next line is one."""
+    if not _EQUATION_LINE_RE.fullmatch(line.strip()):
         return None
     lines, end = [line.strip().rstrip(",;").strip()], line_end
     for _ in range(_MAX_CONTINUED_LINES):

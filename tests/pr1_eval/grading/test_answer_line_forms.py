@@ -41,6 +41,7 @@ FORMS: list[tuple[str, str, str]] = [
     ("all real numbers not equal to 1", "(-\\infty, 1) \\cup (1, \\infty)", "(-\\infty, 1) \\cup (1, \\infty)"),
     ("All real numbers $x$ such that $x > 2$.", "(2, \\infty)", "(2, \\infty)"),
     ("x is greater than or equal to -1", "[-1, \\infty)", "[-1, \\infty)"),
+    ("The domain is all real numbers except 1.", "(-\\infty, 1) \\cup (1, \\infty)", "(-\\infty, 1) \\cup (1, \\infty)"),
     ("all real numbers between 1 and 5, inclusive", "[1, 5]", "[1, 5]"),
     # units and degrees beside the value
     ("45^\\circ C", "45", "45"),
@@ -49,6 +50,7 @@ FORMS: list[tuple[str, str, str]] = [
     ("x = 10 ft^2", "10", "10"),
     # a concluding sentence after a worked one
     ("donc 353 g - 79 g = 274 g. Donc, il a déjà 79 g de cire.", "79", "79"),
+    ("The answer is 12. So there are 3 more than 9.", "12", "12"),  # a stated answer stays first
 ]
 
 # (text after "Final Answer:", gold): a wrong answer in each form, and negated lines; all wrong
@@ -63,6 +65,7 @@ WRONG: list[tuple[str, str]] = [
     ("all real numbers less than 4", "(-\\infty, 4]"),
     ("x is not greater than 2", "(2, \\infty)"),
     ("5 m/s", "6"),
+    ("5,\nx = 3", "x = 3"),  # a value, then an equation on the next line: the line alone
     ("The answer is not 5.", "5"),
     ("It is not 5. So it is not 6 either.", "6"),
     ("The answer is not 5. So it is 6.", "5"),
