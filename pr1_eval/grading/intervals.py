@@ -35,7 +35,7 @@ _LEAD_RE = re.compile(
     rf"|\s*{_WORD_VAR}\s+(?:is|are|must\s+be|can\s+be\s+any\s+(?:real\s+)?number)(?:\s+|$)",
     re.IGNORECASE,
 )
-_VALUE = r"(\$[^$]{1,80}\$|[-+]?\s*[^\s$]{1,40})"
+_VALUE = rf"(\$[^$]{{1,80}}\$|(?:{_VAR}\s*=\s*)?[-+]?\s*[^\s$]{{1,40}})"
 _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern + r"\s*[.;]?\s*", re.IGNORECASE), shape)
     for pattern, shape in (
@@ -104,7 +104,8 @@ def _one_sided(kind: str, bound: str) -> str | None:
 
 
 def _unwrap(value: str) -> str:
-    return value.strip().strip("$").strip().rstrip(".,;").strip()
+    """A bound as written in a phrase: without ``$``, trailing punctuation and a ``x =`` before it."""
+    return re.sub(rf"^{_VAR}\s*=\s*", "", value.strip().strip("$").strip().rstrip(".,;").strip())
 
 
 def _is_bound(value: str) -> bool:

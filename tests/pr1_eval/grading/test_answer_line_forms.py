@@ -108,6 +108,8 @@ def test_interval_of_inequality(text: str, interval: str | None) -> None:
         ("all reals", "(-\\infty, \\infty)"),
         ("all x at most 3", "(-\\infty, 3]"),
         ("all real numbers between 1 and 5", "(1, 5)"),
+        ("All real numbers except x = -2", "(-\\infty, -2) \\cup (-2, \\infty)"),
+        ("all real numbers except $x = 3$.", "(-\\infty, 3) \\cup (3, \\infty)"),
         ("all real numbers greater than y", None),
         ("all of them", None),
         ("x is not greater than 2", None),
