@@ -86,6 +86,7 @@ def cmd_data(args: argparse.Namespace, extra: list[str]) -> int:
         path(args.gsm8k),
         path(args.dapo),
         args.keep_truncated,
+        args.sft_text,
     )
     reports = build_all(Path(args.out), sources, args.prompt)
     for report in reports:
@@ -294,7 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="repro_data", metavar="DIR", help="folder the parquet files are written to")
     p.add_argument("--training-dir", default=None, help="default: $PR1_TRAINING_DIR, else shared/data/training beside the checkout")
     p.add_argument("--benchmarks-dir", default=None, help="validation benchmarks; default: $PR1_DATA_DIR, else the packaged copy")
-    p.add_argument("--sft", default=None, help="Parallel-GSM8K JSONL (id, problem, answer, response)")
+    p.add_argument("--sft", default=None, help="Parallel-GSM8K JSONL: id, problem, answer and the --sft-text field "
+                   "(default: parallel_gsm8k_sft.jsonl, or parallel_gsm8k.jsonl with --sft-text released)")
+    p.add_argument("--sft-text", choices=("official", "released"), default="official",
+                   help="SFT response text: official = sft_answer, the text the official SFT trained on "
+                        "(extra_info.answer of its SFT parquet); released = the released Parallel-GSM8K response")
     p.add_argument("--gsm8k", default=None, help="GSM8K train, pr1 JSONL or RL parquet")
     p.add_argument("--dapo", default=None, help="DAPO-Math-17k: the original hub parquet/JSONL keeps problems whole")
     p.add_argument("--keep-truncated", action="store_true", help="keep DAPO problems that end mid-statement (':')")

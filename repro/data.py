@@ -2,8 +2,14 @@
 
 * **SFT** (Parallel-GSM8K): one ``messages`` row per trajectory (user = the paper's prompt
   template around the problem, assistant = the trajectory, tags kept as text), read by VERL's
-  ``MultiTurnSFTDataset``. Rows failing pr1-eval's strict format check are dropped — a cold start
-  exists to teach the format, so a malformed example teaches the wrong thing.
+  ``MultiTurnSFTDataset``. The trajectory is the text the official SFT trained on
+  (``sft_answer`` of ``parallel_gsm8k_sft.jsonl``: ``extra_info.answer`` of the official SFT
+  parquet, which the official dataset class reads with ``response_key=extra_info``,
+  ``response_dict_keys=[answer]``); ``--sft-text released`` takes the released Parallel-GSM8K
+  ``response`` instead (``parallel_gsm8k.jsonl``), whose answer lines keep ``$4``, ``36.00``, ….
+  Either way the whitespace between the tags is rewritten to the rollout's layout (counted in the
+  report). Rows failing pr1-eval's strict format check are dropped — a cold start exists to teach
+  the format, so a malformed example teaches the wrong thing.
 * **RL** (GSM8K train, DAPO-Math-17k, and a validation set from the benchmarks): VERL's RL
   schema — ``data_source``, ``prompt`` (chat messages), ``ability``, ``reward_model.ground_truth``
   and ``extra_info`` (split, index, id, problem).
@@ -33,8 +39,9 @@ would reward wrong answers half the time).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +50,11 @@ from pr1_eval.inputs.paths import resolve_training_dir
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import TASKS, gsm8k_final_number, load_task
 from pr1_eval.jsonl import iter_jsonl
-from pr1_eval.protocol.layout import normalise_block_layout
+from pr1_eval.protocol.layout import count_layout_deviations, normalise_block_layout
 from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.protocol.parse import parse_structure
 
-SFT_FILE = "parallel_gsm8k.jsonl"
+SFT_FILE = "parallel_gsm8k_sft.jsonl"
 GSM8K_FILE = "gsm8k_train.jsonl"
 DAPO_FILE = "dapo_math_17k.jsonl"
 #: Validation tasks and how often each problem is repeated: the tasks of the paper's table, each at its
@@ -56,9 +63,28 @@ VAL_REPEATS = {spec.name: spec.paper_k for spec in TASKS.values() if spec.paper_
 VAL_TASKS = tuple(VAL_REPEATS)
 #: Where each training file comes from when it is not in the training folder: (flag, what provides it).
 TRAINING_SOURCES = {
-    "sft": (SFT_FILE, "Parallel-GSM8K JSONL with id, problem, answer, response; released at huggingface.co/Parallel-R1"),
+    "sft": (SFT_FILE, "JSONL with id, problem, answer, sft_answer: extra_info.answer of zhengkid/Parallel-R1 "
+            "verl/data_preprocess_scripts/data/gsm8k/adaptive_parallel_thinking_v2/sft/train.parquet, as the "
+            "project's shared/data/training/PROVENANCE.md describes; or --sft-text released for the released "
+            "Parallel-GSM8K response"),
     "gsm8k": (GSM8K_FILE, "hub dataset openai/gsm8k, config main, train split, parquet or JSONL"),
     "dapo": (DAPO_FILE, "hub dataset BytedTsinghua-SIA/DAPO-Math-17k, whose parquet keeps problems whole"),
+}
+
+@dataclass(frozen=True)
+class SftText:
+    """Which response text the SFT rows train on: the file it is read from and its field."""
+
+    file: str
+    field: str
+    source: str  # for --sft's error message
+
+
+#: ``--sft-text``: ``official`` is the text the official SFT dataset class fed (default).
+SFT_TEXTS = {
+    "official": SftText(SFT_FILE, "sft_answer", TRAINING_SOURCES["sft"][1]),
+    "released": SftText("parallel_gsm8k.jsonl", "response", "Parallel-GSM8K JSONL with id, problem, answer, "
+                        "response; released at huggingface.co/Parallel-R1"),
 }
 OUTPUTS = {
     "sft": "sft_parallel_gsm8k.parquet",
@@ -66,6 +92,8 @@ OUTPUTS = {
     "dapo": "rl_dapo.parquet",
     "val": "rl_val.parquet",
 }
+#: The counts of every built file and what each was read from, written beside them.
+MANIFEST = "data_manifest.json"
 
 
 @dataclass
@@ -79,10 +107,12 @@ class BuildReport:
     info: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)
     path: str = ""
+    source: str = ""  # what the rows were read from, when a flag chooses it
 
     def line(self) -> str:
         """One human-readable summary line."""
         parts = [f"{self.name}: {self.rows_in} in → {self.rows_out} out"]
+        parts += [self.source] if self.source else []
         parts += [f"dropped {n} ({why})" for why, n in self.dropped.items()]
         parts += [f"{why}: {n}" for why, n in self.info.items()]
         return "; ".join(parts)
@@ -102,8 +132,8 @@ def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return list(iter_jsonl(path))
 
 
-#: The row layouts each builder reads, as its errors name them.
-SFT_FIELDS = "id, problem, answer, response (strings): one Parallel-GSM8K trajectory"
+#: The row layouts each builder reads, as its errors name them (``{field}``: the response field).
+SFT_FIELDS = "id, problem, answer, {field} (strings): one Parallel-GSM8K trajectory"
 PROBLEM_LAYOUTS = ("problem + answer (pr1-eval's layout, id optional)",
                    "question + answer ending in '#### N' (openai/gsm8k)",
                    "prompt (chat messages with a user turn) + reward_model.ground_truth (VERL / DAPO-Math-17k)")
@@ -129,21 +159,24 @@ def user_message(template: PromptTemplate, problem: str) -> list[dict[str, str]]
     return [{"role": "user", "content": template.render(problem)}]
 
 
-def build_sft(rows: list[dict[str, Any]] | list[tuple[str, dict[str, Any]]], template: PromptTemplate
-              ) -> tuple[list[dict[str, Any]], BuildReport]:
-    """SFT rows from Parallel-GSM8K trajectories; drops rows failing the strict format check.
+def build_sft(rows: list[dict[str, Any]] | list[tuple[str, dict[str, Any]]], template: PromptTemplate,
+              response_field: str = "sft_answer") -> tuple[list[dict[str, Any]], BuildReport]:
+    """SFT rows from Parallel-GSM8K trajectories (the text of ``response_field``); drops rows failing the
+    strict format check, and counts the rows and tag joins whose whitespace it rewrote to the
+    rollout's layout (``report.info``).
 
     ``rows``: dicts, or ``(where, dict)`` pairs (:func:`read_rows`) so a malformed row is named by
     file and line."""
-    report = BuildReport("sft", rows_in=len(rows))
+    report = BuildReport("sft", rows_in=len(rows), source=f"response text: {response_field}")
+    expected = SFT_FIELDS.format(field=response_field)
     out: list[dict[str, Any]] = []
     for i, item in enumerate(rows):
         where, row = item if isinstance(item, tuple) else (f"row {i + 1}", item)
         if not isinstance(row, dict):
-            raise shape_error(where, row, SFT_FIELDS)
-        for name in ("id", "problem", "answer", "response"):
-            _text(row, name, where, SFT_FIELDS)
-        response = normalise_block_layout(str(row["response"]))  # fork-join's block layout
+            raise shape_error(where, row, expected)
+        for name in ("id", "problem", "answer", response_field):
+            _text(row, name, where, expected)
+        response = _rollout_layout(str(row[response_field]), report)
         structure = parse_structure(response)
         if not structure.format_ok:
             report.dropped["format check failed"] = report.dropped.get("format check failed", 0) + 1
@@ -156,6 +189,16 @@ def build_sft(rows: list[dict[str, Any]] | list[tuple[str, dict[str, Any]]], tem
         out.append({"messages": messages, "data_source": "parallel_gsm8k", "extra_info": extra})
     report.rows_out = len(out)
     return out, report
+
+
+def _rollout_layout(text: str, report: BuildReport) -> str:
+    """``text`` in fork-join's block layout; a rewritten row and its joins are counted in ``report``."""
+    joins = count_layout_deviations(text).total
+    if joins:
+        report.info["rows with tag whitespace rewritten to the rollout's"] = (
+            report.info.get("rows with tag whitespace rewritten to the rollout's", 0) + 1)
+        report.info["tag joins rewritten"] = report.info.get("tag joins rewritten", 0) + joins
+    return normalise_block_layout(text)
 
 
 DAPO_PREFIX = "Solve the following math problem step by step. The last line of your response should be of the form Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
@@ -324,6 +367,7 @@ class Sources:
     gsm8k: Path | None = None
     dapo: Path | None = None
     keep_truncated: bool = False
+    sft_text: str = "official"  # a key of SFT_TEXTS
 
     def _folder(self) -> Path | None:
         return self.training_dir or resolve_training_dir()
@@ -334,9 +378,18 @@ class Sources:
             return f"not in {folder}"
         return "no training folder: no --training-dir, no $PR1_TRAINING_DIR, no shared/data/training beside the checkout"
 
+    def source(self, name: str) -> tuple[str, str]:
+        """``(file name, what provides it)`` of input ``name``; the SFT file follows ``sft_text``."""
+        if name != "sft":
+            return TRAINING_SOURCES[name]
+        if self.sft_text not in SFT_TEXTS:
+            raise Pr1EvalError(f"--sft-text {self.sft_text}: unknown; choose one of {', '.join(SFT_TEXTS)}")
+        text = SFT_TEXTS[self.sft_text]
+        return text.file, text.source
+
     def resolve(self, name: str) -> Path:
         """The file for input ``name`` (``sft``, ``gsm8k``, ``dapo``); a one-line error when it is missing."""
-        filename, provider = TRAINING_SOURCES[name]
+        filename, provider = self.source(name)
         explicit = getattr(self, name)
         if explicit is not None:
             if not Path(explicit).is_file():
@@ -362,7 +415,7 @@ class Sources:
         if errors:
             named = [n for n in errors if getattr(self, n) is not None]
             parts = [errors[n] for n in named] + [
-                f"{TRAINING_SOURCES[n][0]}: pass --{n} FILE ({TRAINING_SOURCES[n][1]})" for n in errors if n not in named
+                f"{self.source(n)[0]}: pass --{n} FILE ({self.source(n)[1]})" for n in errors if n not in named
             ]
             raise Pr1EvalError(f"training files missing ({self._where()}): " + " | ".join(parts) + " | or pass --training-dir DIR")
         return found
@@ -383,21 +436,27 @@ def build_all(
     """Build every parquet file the stages read; returns one report per file.
 
     Every input (the three training files, the template, the validation benchmarks) is read
-    before the first file is written, so a missing input leaves ``out_dir`` untouched.
+    before the first file is written, so a missing input leaves ``out_dir`` untouched. The reports
+    are also written to ``out_dir/data_manifest.json`` (:data:`MANIFEST`), so a built folder says
+    which SFT text it holds.
     """
     sources = sources or Sources()
     template = load_template(template_name)
     files = sources.check()
     val_rows, val_report = build_val(template, sources.benchmarks_dir)
-    sft_rows, sft_report = build_sft(read_rows(files["sft"]), template)
+    sft_rows, sft_report = build_sft(read_rows(files["sft"]), template, SFT_TEXTS[sources.sft_text].field)
+    sft_report.source += f" of {files['sft'].name} (--sft-text {sources.sft_text})"
     gsm = load_problems(files["gsm8k"])
     dapo, dapo_report = build_dapo(sources, template)
-    return [
+    reports = [
         _write(sft_rows, out_dir / OUTPUTS["sft"], sft_report),
         _write(build_rl(gsm, "gsm8k", template), out_dir / OUTPUTS["gsm8k"], BuildReport("rl_gsm8k", len(gsm))),
         _write(dapo, out_dir / OUTPUTS["dapo"], dapo_report),
         _write(val_rows, out_dir / OUTPUTS["val"], val_report),
     ]
+    manifest = {"sft_text": sources.sft_text, "prompt": template_name, "files": [asdict(r) for r in reports]}
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return reports
 
 
 def _write(rows: list[dict[str, Any]], path: Path, report: BuildReport) -> BuildReport:

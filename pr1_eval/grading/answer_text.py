@@ -17,7 +17,9 @@ Rules, tried in this order on one answer line:
 - ``math_spans``: several values joined only by connectives (``$3$ and $5$``,
   ``$x=3$ or $x=4$``, ``3 or 4``) are one answer, ``3, 5``;
 - ``sentence``: a line of prose yields the value it states: in its first sentence that has a
-  value, what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
+  value (when that one has no copula, a later one that opens with *so, thus, therefore, donc, …*
+  comes first: it concludes),
+  what follows the last *is/are/equals/be/:* (``The largest $n$ is 34.`` → ``34``), else
   the last value of the sentence; a negation there (``It is not 5.``, ``no es 5``) states no
   value: a sentence that only rejects one is passed over, a line of nothing else has no answer
   (``negated``, :mod:`pr1_eval.grading.negation`), any other is read whole. Sentences in other languages read the same way: accented
@@ -27,6 +29,12 @@ Rules, tried in this order on one answer line:
   in a prose value are words (``Il y a 12 pommes`` → ``12``);
 - ``line``: otherwise the whole line, as before (delimiters, ``\\text{}`` and trailing
   punctuation stripped).
+
+Whatever rule read it, a value that is a one-unknown inequality is handed over as its interval,
+and so is a prose line that states an interval in words (:mod:`pr1_eval.grading.intervals`); a
+system written as a ``cases``/``aligned`` environment of equations as the list of its equations
+(``x = 1, y = 2``); a compound unit after a number (``5 m/s``, ``10 ft^2``) and the scale letter
+after a degree sign (``45^\\circ C``) are cut, as math-verify already drops simple units.
 
 A *value* is a math span or a run of plain text with a digit or a LaTeX command in it; prose
 words (three letters or more, or a short English function word, but never a math name such as
@@ -40,6 +48,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pr1_eval.grading.intervals import interval_in_words, interval_of_inequality
 from pr1_eval.grading.negation import NEGATED_RULE, rejects_one_value
 
 #: Every rule :func:`read_answer` may report (see the module docstring), plus ``'none'``.
@@ -111,6 +120,23 @@ _COMMAND_RE = re.compile(r"\\[A-Za-z]")
 #: space-separated letters before a number are not how a formula is written.
 _LEADING_LETTERS_RE = re.compile(r"^(?:[A-Za-z]\s+)+(?=[-+]?[0-9])")
 _SENTENCE_END_RE = re.compile(r"[.!?]\s+(?=[A-Z\\$(])")
+#: Words that open a concluding sentence: such a sentence, later in the line, states the answer
+#: (``353 g - 79 g = 274 g. Donc, il a déjà 79 g`` → ``79``).
+_CONCLUSION_RE = re.compile(
+    r"\s*(?:so|thus|therefore|hence|donc|ainsi|also|daher|somit|entonces|así|quindi|dunque|portanto|logo|"
+    r"因此|所以|故)\b", re.IGNORECASE)
+#: A system written as an environment whose rows are equations: read as the list of its rows.
+_SYSTEM_RE = re.compile(
+    r"\\begin\{(cases|aligned|align\*?|gathered|gather\*?|split|array)\}(?:\{[^{}]{0,20}\})?(.{1,4000}?)\\end\{\1\}",
+    re.DOTALL)
+#: A compound unit after a number (``5 m/s``, ``100 km/h``, ``10 ft^2``): math-verify keeps it as
+#: a product of symbols, so it is cut. Simple units (``cm``, ``miles``) math-verify drops itself.
+_COMPOUND_UNIT_RE = re.compile(
+    r"(?<=[0-9}])\s*(?:\\(?:text|mathrm|mbox|textnormal)\{\s*)?"
+    r"(?:(?:km|cm|mm|m|kg|g|mi|ft|yd|in|L|mL|ml)(?:\s*/\s*(?:s|h|hr|min|sec)|\^\{?[23]\}?|²|³)|mph|kph)"
+    r"\s*\}?$")
+#: A temperature scale after a degree sign (``45^\\circ C``, ``30°F``): the degrees are the value.
+_DEGREE_SCALE_RE = re.compile(r"(\^\s*\{?\\circ\s*\}?|°)\s*(?:\\(?:text|mathrm)\{\s*)?[CF]\s*\}?$")
 
 
 @dataclass(frozen=True)
@@ -238,6 +264,9 @@ def read_answer(raw: str) -> Reading:
     rule = "trailing_prose" if cut != s else "line"
     found = list(values(cut))
     if _is_prose(cut):
+        interval = interval_in_words(cut) or interval_in_words(_after_last_copula(cut))
+        if interval is not None:  # "all real numbers greater than 2": the interval (grading.intervals)
+            return Reading(interval, "sentence")
         stated = _read_prose(cut)
         if stated is None:
             return Reading(None, NEGATED_RULE)
@@ -273,7 +302,23 @@ def clean_value(raw: str) -> str | None:
         s = s.rstrip(_TRAILING_JUNK)
         if s == before:
             break
-    return s or None
+    bare = _DEGREE_SCALE_RE.sub(r"\1", _COMPOUND_UNIT_RE.sub("", s)).strip()
+    if bare != s and not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+|^[A-Za-z]\s*=", "", bare)):  # number, unit
+        s = bare
+    return (_system_as_list(s) or interval_of_inequality(s) or s) or None
+
+
+def _system_as_list(s: str) -> str | None:
+    """A ``cases``/``aligned``/… environment whose every row is an equation, as the list of its
+    rows (``x = 1, y = 2``), which is how math-verify reads a system's solution; else ``None``."""
+    match = _SYSTEM_RE.fullmatch(s)
+    if match is None:
+        return None
+    rows = [" ".join(row.replace("&", " ").split()) for row in match.group(2).split("\\\\")]
+    rows = [row.rstrip(",;.") for row in rows if row]
+    if len(rows) < 2 or not all(row.count("=") == 1 for row in rows):
+        return None
+    return ", ".join(rows)
 
 
 def _strip_delims(s: str) -> str:
@@ -447,7 +492,11 @@ def _read_prose(line: str) -> list[str] | None:
     sentence; of those values, the last group joined by connectives. ``None``: every sentence
     with a value only rejects it (:mod:`pr1_eval.grading.negation`)."""
     rejected = False
-    for sentence in _sentences(line):
+    sentences = _sentences(line)
+    first = next((x for x in sentences if any(True for _ in values(x))), "")
+    # a later sentence that concludes comes first when the first valued one states nothing (no copula)
+    concluding = [x for x in sentences[1:] if _CONCLUSION_RE.match(x)] if _after_last_copula(first) == first else []
+    for sentence in [*reversed(concluding), *(x for x in sentences if x not in concluding)]:
         tail = _after_last_copula(sentence)
         found = list(values(tail)) or list(values(sentence))
         if found and (_negated(tail if list(values(tail)) else sentence) or _negated_copula(sentence)):

@@ -21,6 +21,7 @@ from pr1_eval.grading.answer_text import (
     marker_matches,
     read_answer,
     read_boxes,
+    values,
 )
 from pr1_eval.grading.negation import NEGATED_RULE
 from pr1_eval.protocol import tags as T
@@ -37,6 +38,11 @@ _MAX_DISPLAY_SCAN = 20_000
 #: Most lines an answer that leaves math open on its first line may continue over.
 _MAX_CONTINUED_LINES = 40
 _DOLLAR_RE = re.compile(r"(?<!\\)\$")
+#: A line that is one equation of a named unknown and nothing else (``$x = 1$``, ``y = 2,``): a
+#: system's solution written one equation a line continues over such lines.
+_EQUATION_LINE_RE = re.compile(r"\$?\s*[A-Za-z](?:_\{?[A-Za-z0-9]{1,4}\}?)?\s*=\s*[^=$\n]{1,200}?\s*\$?\s*[,;]?\s*")
+#: How a math answer on the next line starts, after a lead-in without a value (``The matrix is``).
+_MATH_START = ("$", "\\[", "\\(", "\\begin{")
 _FORMULA_GOES_ON = ("$", "=", "+", "-", ",", "\\\\", "(", "[", "{", "\\cdot", "\\times")
 #: Longest answer line we keep; anything longer is degenerate output, cut so cleaning stays cheap.
 _MAX_ANSWER_CHARS = 10_000
@@ -122,8 +128,12 @@ def _final_answer(text: str) -> Reading:
 
     As in the paper's regex (``Final Answer\\s*:\\s*([^\\n]+)``) the answer may start on a later
     line; it ends at the line's end or at a tag; display math opened on that line (``$$``,
-    ``\\[``) is followed to its closing delimiter, and math the line leaves open (a ``$``, ``\\(``,
-    ``\\begin{pmatrix}`` or ``{`` not closed on it) is followed over the next lines until it closes.
+    ``\\[``, also after a lead-in: ``Answer \\[``) is followed to its closing delimiter, and math
+    the line leaves open (a ``$``, ``\\(``, ``\\left(``, ``\\begin{pmatrix}`` or ``{`` not closed on
+    it) is followed over the next lines until it closes. A line that states no value but leads in
+    to math on the next line (``The matrix is`` / ``$$\\begin{pmatrix}…$$``) is read with that line;
+    a line that is one equation (``$x = 1$``) is read with the equation lines that follow it, the
+    solution of a system written one equation a line.
     """
     ends = [m.end() for m in marker_matches(_FINAL_RE, text, "final answer")]
     for end in reversed(ends[-_MAX_FINAL_TRIES:]):
@@ -143,15 +153,69 @@ def _answer_after(text: str, start: int) -> str:
     line_end = n if line_end < 0 else line_end
     tag = _TAG_RE.search(text, i, line_end)  # e.g. "Final Answer: 6</Summary>"
     line = text[i : min(tag.start() if tag else line_end, i + _MAX_ANSWER_CHARS)]
-    stripped = line.strip()
-    for opener, closer in (("$$", "$$"), ("\\[", "\\]")):
-        if stripped.startswith(opener) and closer not in stripped[len(opener) :]:
-            close = text.find(closer, i + len(opener), i + len(opener) + _MAX_DISPLAY_SCAN)
-            if close >= 0:
-                return text[i : close + len(closer)]
-    if not tag and line_end < n and _left_open(line):
+    display = _display_from(text, i, line)
+    if display is not None:
+        return display
+    if tag or line_end >= n:
+        return line
+    if _left_open(line):
         return _continued(text, i, line_end) or line
-    return line
+    return _lead_in(text, line, line_end) or _equation_lines(text, line, line_end) or line
+
+
+def _display_from(text: str, i: int, line: str) -> str | None:
+    """The answer through the closing delimiter of display math (``$$``, ``\\[``) that ``line``
+    (at ``i`` in ``text``) opens and leaves open: at its start, or after a lead-in (``Answer \\[``)."""
+    for opener, closer in (("$$", "$$"), ("\\[", "\\]")):
+        at = line.find(opener) if opener != "$$" or line.count("$$") % 2 == 1 else -1
+        if at >= 0 and closer not in line[at + len(opener) :] and (at == 0 or not line[:at].strip()
+                                                                      or not _has_value(line[:at])):
+            start = i + at + len(opener)
+            close = text.find(closer, start, start + _MAX_DISPLAY_SCAN)
+            if close >= 0:
+                return " ".join(text[i : close + len(closer)].split("\n"))
+    return None
+
+
+def _has_value(text: str) -> bool:
+    return any(True for _ in values(text))
+
+
+def _lead_in(text: str, line: str, line_end: int) -> str | None:
+    """``line`` and the next line, when ``line`` states no value and the next line starts with
+    math (``The solutions are:`` / ``\\[x = 1, x = 2\\]``); the next line's display or open math
+    is followed as on a first line."""
+    if not line.strip() or _has_value(line):
+        return None
+    j = line_end + 1
+    nxt = text.find("\n", j)
+    nxt = len(text) if nxt < 0 else nxt
+    following = text[j:nxt].strip()
+    if not following.startswith(_MATH_START):
+        return None
+    start = j + (len(text[j:nxt]) - len(text[j:nxt].lstrip()))
+    rest = _answer_after(text, start) if _TAG_RE.search(text, j, nxt) is None else following
+    return f"{line.strip()} {rest}"
+
+
+def _equation_lines(text: str, line: str, line_end: int) -> str | None:
+    """``line`` and the lines after it, each one equation of a named unknown (``$x = 1$`` /
+    ``$y = 2$``, a trailing comma allowed), joined with commas; ``None`` unless ``line`` is such an
+    equation and at least the next line is one."""
+    if not _EQUATION_LINE_RE.fullmatch(line.strip()):
+        return None
+    lines, end = [line.strip().rstrip(",;").strip()], line_end
+    for _ in range(_MAX_CONTINUED_LINES):
+        nxt = text.find("\n", end + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        candidate = text[end + 1 : nxt].strip()
+        if not _EQUATION_LINE_RE.fullmatch(candidate) or _TAG_RE.search(candidate):
+            break
+        lines.append(candidate.rstrip(",;").strip())
+        end = nxt
+        if nxt >= len(text):
+            break
+    return ", ".join(lines) if len(lines) > 1 else None
 
 
 def _left_open(line: str) -> bool:
@@ -162,6 +226,7 @@ def _left_open(line: str) -> bool:
     stripped = line.rstrip()
     return (
         line.count("\\(") > line.count("\\)")
+        or line.count("\\left") > line.count("\\right")
         or line.count("\\begin{") > line.count("\\end{")
         or line.count("{") - line.count("\\{") > line.count("}") - line.count("\\}")
         or (len(_DOLLAR_RE.findall(line)) % 2 == 1 and stripped.endswith(_FORMULA_GOES_ON))

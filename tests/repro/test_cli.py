@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from repro.cli import main
-from repro.data import OUTPUTS
+from repro.data import MANIFEST, OUTPUTS
 from repro.stages import STAGES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -207,11 +207,19 @@ def test_data_command_builds_from_fixtures_and_reports_missing_inputs(capsys, tm
     assert main(["data", "--out", str(out), "--training-dir", str(FIXTURES)]) == 0
     printed = capsys.readouterr().out
     assert "sft: 34 in → 33 out" in printed and "rl_val: 416 in → 416 out" in printed
-    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS.values())
+    assert "response text: sft_answer of parallel_gsm8k_sft.jsonl (--sft-text official)" in printed
+    assert sorted(p.name for p in out.iterdir()) == sorted([*OUTPUTS.values(), MANIFEST])
     empty = tmp_path / "empty"
     empty.mkdir()
     err = one_line_error(capsys, ["data", "--out", str(tmp_path / "none"), "--training-dir", str(empty)])
-    assert err.startswith(f"pr1-repro data: training files missing (not in {empty}): parallel_gsm8k.jsonl: pass --sft FILE")
+    assert err.startswith(f"pr1-repro data: training files missing (not in {empty}): parallel_gsm8k_sft.jsonl: "
+                          "pass --sft FILE (JSONL with id, problem, answer, sft_answer: extra_info.answer of "
+                          "zhengkid/Parallel-R1 verl/data_preprocess_scripts/data/gsm8k/adaptive_parallel_thinking_v2/"
+                          "sft/train.parquet")
+    assert "--sft-text released" in err
+    err = one_line_error(capsys, ["data", "--out", str(tmp_path / "none"), "--training-dir", str(empty),
+                                  "--sft-text", "released"])
+    assert "parallel_gsm8k.jsonl: pass --sft FILE (Parallel-GSM8K JSONL with id, problem, answer, response" in err
     assert "openai/gsm8k" in err and "BytedTsinghua-SIA/DAPO-Math-17k" in err and not (tmp_path / "none").exists()
     assert "file not found" in one_line_error(capsys, ["data", "--sft", str(empty / "x.jsonl"), "--training-dir", str(FIXTURES)])
     err = one_line_error(capsys, ["add-tokens", str(tmp_path / "missing"), str(tmp_path / "o")])

@@ -34,7 +34,10 @@ def test_counts_on_the_fixture_slices(built) -> None:
     sft = reports["sft"]
     assert (sft.rows_in, sft.rows_out, sft.dropped) == (34, 33, {"format check failed": 1})
     assert sft.examples["format check failed"][0].startswith("parallel-gsm8k-v2-475")
-    assert sft.info == {"kept without a parallel block": 3}
+    # v2-3 writes "</Parallel>\n\n<Summary>" once, v2-18 "</Parallel>  \n<Summary>" four times, v2-33 once
+    assert sft.info == {"kept without a parallel block": 3, "rows with tag whitespace rewritten to the rollout's": 3,
+                        "tag joins rewritten": 6}
+    assert sft.source == "response text: sft_answer of parallel_gsm8k_sft.jsonl (--sft-text official)"
     assert (reports["rl_gsm8k"].rows_in, reports["rl_gsm8k"].rows_out) == (30, 30)
     dapo = reports["rl_dapo"]
     assert (dapo.rows_in, dapo.rows_out) == (36, 29 - 2 - 4)
@@ -85,13 +88,18 @@ def test_missing_training_file_is_one_line_naming_file_flag_and_hub(tmp_path, mo
     monkeypatch.setattr(repro.data, "resolve_training_dir", lambda: None)
     out = tmp_path / "out"
     with pytest.raises(Pr1EvalError) as err:
-        build_all(out, Sources(sft=FIXTURES / "parallel_gsm8k.jsonl", gsm8k=FIXTURES / "gsm8k_train.jsonl"))
+        build_all(out, Sources(sft=FIXTURES / "parallel_gsm8k_sft.jsonl", gsm8k=FIXTURES / "gsm8k_train.jsonl"))
     message = str(err.value)
     assert "\n" not in message and message.startswith("dapo_math_17k.jsonl not found (no training folder")
     assert "--dapo FILE" in message and "BytedTsinghua-SIA/DAPO-Math-17k" in message
     assert not out.exists(), "nothing is built when an input is missing"
-    with pytest.raises(Pr1EvalError, match=rf"parallel_gsm8k.jsonl not found \(not in {tmp_path}\).*--sft FILE"):
+    with pytest.raises(Pr1EvalError, match=rf"parallel_gsm8k_sft.jsonl not found \(not in {tmp_path}\); pass --sft "
+                       r"FILE \(JSONL with id, problem, answer, sft_answer: extra_info.answer of zhengkid/Parallel-R1 "
+                       r"verl/data_preprocess_scripts/data/gsm8k/adaptive_parallel_thinking_v2/sft/train.parquet.*"
+                       r"--sft-text released"):
         Sources(training_dir=tmp_path).resolve("sft")
+    with pytest.raises(Pr1EvalError, match=rf"parallel_gsm8k.jsonl not found \(not in {tmp_path}\).*--sft FILE"):
+        Sources(training_dir=tmp_path, sft_text="released").resolve("sft")
     with pytest.raises(Pr1EvalError, match=r"--gsm8k .*nope.jsonl: file not found; pass a hub dataset openai/gsm8k"):
         Sources(gsm8k=tmp_path / "nope.jsonl").resolve("gsm8k")
 
@@ -259,4 +267,7 @@ def test_a_row_of_unexpected_shape_names_file_line_and_expected_fields(tmp_path)
     sft = tmp_path / "sft.jsonl"
     sft.write_text('{"id": "a", "problem": "p", "answer": "1", "response": "r"}\n{"id": "b", "problem": "p"}\n')
     with pytest.raises(Pr1EvalError, match=r"sft\.jsonl:2: .*expected id, problem, answer, response"):
+        build_sft(read_rows(sft), load_template("parallel_r1_v3"), "response")
+    with pytest.raises(Pr1EvalError, match=r"sft\.jsonl:1: .*its fields are answer, id, problem, response\); "
+                       r"expected id, problem, answer, sft_answer"):
         build_sft(read_rows(sft), load_template("parallel_r1_v3"))

@@ -71,7 +71,7 @@ def sft_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from repro.data import build_sft, write_parquet
 
     raw = [json.loads(line) for line in FIXTURE.read_text().splitlines()[:4]]
-    rows, _ = build_sft(raw, load_template())
+    rows, _ = build_sft(raw, load_template(), "response")
     path = tmp_path_factory.mktemp("sft") / "sft.parquet"
     write_parquet(rows, path)
     return path

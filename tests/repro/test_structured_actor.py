@@ -205,7 +205,7 @@ def test_structured_sft_dataset_positions(tiny, tmp_path) -> None:
 
     _, tok = tiny
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "parallel_gsm8k.jsonl"  # real traces, no data folder needed
-    rows, _ = build_sft(read_jsonl(fixture)[:3], load_template())
+    rows, _ = build_sft(read_jsonl(fixture)[:3], load_template(), "response")
     write_parquet(rows, tmp_path / "sft.parquet")
     config = OmegaConf.create(
         {"pad_mode": "no_padding", "max_length": 4096, "truncation": "right", "messages_key": "messages"}

@@ -41,7 +41,7 @@ def sft_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from repro.data import build_sft
 
     raw = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
-    rows, _ = build_sft(raw, load_template())
+    rows, _ = build_sft(raw, load_template(), "response")
     return raw, rows
 
 
