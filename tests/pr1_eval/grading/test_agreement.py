@@ -18,15 +18,12 @@ The counts are pinned (the pairs are seeded), and README.md lists them.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agreement_pairs import Pair, generate_pairs  # noqa: E402
+from tests.pr1_eval.grading.agreement_pairs import Pair, generate_pairs
 
 pytestmark = pytest.mark.slow
 
