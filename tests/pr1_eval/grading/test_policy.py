@@ -128,7 +128,7 @@ def test_leaderboard_refuses_runs_graded_under_different_policies(tmp_path: Path
     assert doc["answer_policy"] == "lenient" and {r["answer_policy"] for r in doc["runs"]} == {"lenient"}
 
 
-def test_import_command_takes_the_option(tmp_path: Path) -> None:
+def test_import_and_regrade_commands_take_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pr1_eval.cli.main import main
 
     source = tmp_path / "rows.jsonl"
@@ -136,6 +136,11 @@ def test_import_command_takes_the_option(tmp_path: Path) -> None:
     assert main(["import", str(source), "--out", str(tmp_path / "run"), "--answer-policy", "lenient",
                  "--grade-workers", "1"]) == 0
     assert json.loads((tmp_path / "run" / "run.json").read_text())["answer_policy"] == "lenient"
+    assert "answer policy: lenient" in capsys.readouterr().out
+    assert main(["regrade", str(tmp_path / "run"), "--answer-policy", "paper", "--grade-workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "under answer policy paper; 3 verdict(s) changed" in out and "answer policy: paper" in out
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["answer_policy"] == "paper"
 
 
 @pytest.mark.parametrize(("prompt", "given", "recorded"), [("parallel_r1_v3", None, "paper"), ("boxed", None, "lenient"),
