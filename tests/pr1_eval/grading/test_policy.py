@@ -117,15 +117,20 @@ def test_a_run_json_without_a_policy_reads_as_paper_and_a_bad_one_is_named(tmp_p
 
 
 def test_leaderboard_refuses_runs_graded_under_different_policies(tmp_path: Path) -> None:
-    from analysis.leaderboard import NotComparable, build_leaderboard
+    from analysis.leaderboard import NotComparable, build_leaderboard, compute_leaderboard
+    from analysis.leaderboard_html import leaderboard_html
+    from analysis.leaderboard_tables import render
 
     paper = _import(ROWS, tmp_path / "a")
     lenient = _import(ROWS, tmp_path / "b", policy="lenient")
     with pytest.raises(NotComparable, match="answer policy differs: b was graded under lenient, a under paper") as err:
         build_leaderboard([paper, lenient], intersect=True)
     assert f"pr1-eval regrade {lenient.resolve()} --answer-policy paper" in str(err.value.differences)
-    doc = build_leaderboard([lenient, _import(ROWS, tmp_path / "c", policy="lenient")])
+    board = compute_leaderboard([lenient, _import(ROWS, tmp_path / "c", policy="lenient")])
+    doc = board.document
     assert doc["answer_policy"] == "lenient" and {r["answer_policy"] for r in doc["runs"]} == {"lenient"}
+    assert render(doc, "text").startswith("== Leaderboard (answer policy: lenient) ==")
+    assert "Answer policy of every run: lenient." in leaderboard_html(board)
 
 
 def test_import_and_regrade_commands_take_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
