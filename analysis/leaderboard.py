@@ -20,6 +20,7 @@ the report's name for it)::
 
     {"schema_version": 2,
      "runs": [{"name", "model", "family", "step", "decoding", "path", "k" (null when tasks differ in k),
+               "answer_policy" (additive: 'paper' or 'lenient', pr1_eval.grading.policy),
                "rank", "tied_with_above", "p_vs_above",
                "complete" (false only for an incomplete run ranked on request), "missing": [lines],
                "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "best@K_paper",
@@ -33,7 +34,8 @@ the report's name for it)::
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
                       "p_value", "p_holm", "test", "n_nonzero"}],
      "excluded": [{"name", "path", "complete": false, "missing": [lines], "advice"}],
-     "baseline", "average_convention", "tasks", "alpha", "ci95_bootstrap", "maj_tie_rule", "notes", "failures"}
+     "baseline", "answer_policy" (additive: every run's; runs under different policies are refused as
+     not comparable, with the regrade command that aligns them), "average_convention", "tasks", "alpha", "ci95_bootstrap", "maj_tie_rule", "notes", "failures"}
 
 Conventions, and why:
 
@@ -118,6 +120,7 @@ class RunMeta:
     decoding: str
     task_k: dict[str, int]  # samples per problem of each task (run.json's task k, else its k)
     data_hashes: dict[str, str | None]
+    answer_policy: str = "paper"  # which text was read as the answer (run.json; pr1_eval.grading.policy)
 
     @property
     def k(self) -> int | None:
@@ -186,7 +189,7 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     notes.extend(position_unit_notes(rows))
     document = {
         "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "excluded": excluded,
-        "baseline": base.name,
+        "baseline": base.name, "answer_policy": base.answer_policy,
         "average_convention": _CONVENTION_TEXT[average], "tasks": chosen, "alpha": ALPHA,
         "ci95_bootstrap": bootstrap_settings(), "maj_tie_rule": MAJ_TIE_RULE,
         # token lengths are not used here, so the loader's note about a missing tokenizer is noise
@@ -214,7 +217,8 @@ def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, RunRecord]]
         metas.append(RunMeta(
             name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
             family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
-            task_k=task_k, data_hashes={str(t): v.data_hash for t, v in info.tasks.items()}))
+            task_k=task_k, data_hashes={str(t): v.data_hash for t, v in info.tasks.items()},
+            answer_policy=info.policy))
     return metas, infos
 
 
@@ -267,6 +271,14 @@ def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str]
     return found
 
 
+def policy_differences(metas: list[RunMeta], base: RunMeta) -> list[str]:
+    """One line per run graded under another answer policy than the baseline (verdicts read from
+    other text are not comparable), with the command that regrades it (no generation)."""
+    return [f"answer policy differs: {m.name} was graded under {m.answer_policy}, {base.name} under "
+            f"{base.answer_policy} (regrade one without generating: pr1-eval regrade {m.path} --answer-policy "
+            f"{base.answer_policy})" for m in metas if m.answer_policy != base.answer_policy]
+
+
 def _ids(ids: list[str]) -> str:
     return "" if not ids else ": " + ", ".join(ids[:3]) + ("…" if len(ids) > 3 else "")
 
@@ -281,6 +293,9 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
         raise Pr1EvalError(f"--tasks {', '.join(unknown)}: no loaded run has samples for it (tasks present: {', '.join(present)})")
     samples = samples[samples["task"].isin(chosen)]
     sets = _problem_sets(samples)
+    policies = policy_differences(metas, base)
+    if policies:  # no cut of problems makes verdicts read under other policies comparable
+        raise NotComparable(policies)
     differences = _differences(metas, base, sets, chosen)
     notes = [f"data hash unknown for {m.name} / {t} (imported run): problems matched by id only"
              for m in metas for t in chosen if (m.name, t) in sets and not m.data_hashes.get(t)]
@@ -400,7 +415,8 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
             raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
         cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, structure[task])
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
-            "decoding": meta.decoding, "path": meta.path, "k": meta.k, "complete": not missing, "missing": missing,
+            "decoding": meta.decoding, "path": meta.path, "k": meta.k, "answer_policy": meta.answer_policy,
+            "complete": not missing, "missing": missing,
             "tasks": cells, "average": _average(cells, meta.k, average)}
 
 

@@ -196,7 +196,7 @@ def leaderboard_html(board: Leaderboard) -> str:
 <h1>pr1-eval leaderboard</h1>
 <p class="note">Average: {html_text(doc['average_convention'])}. Rows in grey are marked tied: not significantly
 below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']}). Baseline of the comparisons:
-{html_text(doc['baseline'])}.</p>
+{html_text(doc['baseline'])}. Answer policy of every run: {html_text(str(doc.get('answer_policy', 'paper')))}.</p>
 <h2>Leaderboard</h2>{_table(ranking_rows(doc), tied)}
 <h2>Per task</h2>{_table(task_rows(doc))}
 <p class="note">{html_text(intervals_and_ties_note(doc))}</p>

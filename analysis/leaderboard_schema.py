@@ -160,6 +160,7 @@ class RunRow(TypedDict):
     decoding: str
     path: str
     k: int | None
+    answer_policy: str
     complete: bool
     missing: list[str]
     tasks: dict[str, dict[str, Any]]
@@ -202,6 +203,7 @@ class LeaderboardDocument(TypedDict):
     comparisons: list[Comparison]
     excluded: list[Excluded]
     baseline: str
+    answer_policy: str
     average_convention: str
     tasks: list[str]
     alpha: float

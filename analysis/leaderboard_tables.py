@@ -168,7 +168,8 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         return buffer.getvalue().rstrip("\n")
     table = markdown_table if fmt == "markdown" else text_table
     head = (lambda t: f"### {t}") if fmt == "markdown" else (lambda t: f"== {t} ==")
-    parts = [head("Leaderboard"), table(ranking_rows(doc)),
+    policy = doc.get("answer_policy")
+    parts = [head("Leaderboard" + (f" (answer policy: {policy})" if policy else "")), table(ranking_rows(doc)),
              f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
              f"(paired sign-flip test on the average, p ≥ {doc['alpha']}).",
              *([f"{MARK}: ranked on request (include incomplete runs) on the problems that hold all k samples; "

@@ -119,7 +119,8 @@ def render() -> None:
     text_table(shown(rows))
     st.caption(f"Sorted by the average mean@K ({md_escape(document['average_convention'])}); "
                "'tied with above' marks a row not significantly below the one above it (paired sign-flip test, "
-               f"p ≥ {document['alpha']}).")
+               f"p ≥ {document['alpha']}). Answer policy of every run: "
+               f"{md_escape(str(document.get('answer_policy', 'paper')))}.")
     if document["comparisons"]:
         st.subheader("Paired comparisons against the baseline")
         text_table(comparison_table(document))

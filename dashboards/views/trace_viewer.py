@@ -173,7 +173,8 @@ def render_trace(ctx: Context, sample: pd.Series) -> None:
 def answer_box(sample: pd.Series, verdict: str) -> None:
     """The extracted final answer, highlighted, with where it came from."""
     source = {"final_answer": "the last 'Final Answer:' line outside every path",
-              "boxed": "the last \\boxed{} outside every path"}.get(str(sample["answer_source"]), "nowhere")
+              "boxed": "the last \\boxed{} outside every path",
+              "sentence": "the value of the last sentence that states one (answer policy lenient)"}.get(str(sample["answer_source"]), "nowhere")
     answer = sample["extracted_answer"]
     box = st.success if verdict == "correct" else st.error if verdict in ("wrong", "no answer") else st.warning
     box(f"Final answer ({verdict}) — taken from {md_escape(source)}")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.options import add_answer_policy_option
 from pr1_eval.errors import Pr1EvalError
 
 SUMMARY = "turn generations made elsewhere into a graded run"
@@ -29,14 +30,14 @@ def _import_jsonl(args: argparse.Namespace, k: K) -> Path:
     from pr1_eval.ingest.importer import import_jsonl
 
     return import_jsonl(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
-                        replace=args.replace)
+                        replace=args.replace, answer_policy=args.answer_policy or "paper")
 
 
 def _import_lm_eval(args: argparse.Namespace, k: K) -> Path:
     from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
     return import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
-                          replace=args.replace)
+                          replace=args.replace, answer_policy=args.answer_policy or "paper")
 
 
 #: ``--format`` name -> (what it reads, the importer that reads it); the first is the default.
@@ -60,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "does (default: characters)")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_answer_policy_option(p, "paper (an import names no prompt; pass lenient for a base model or a boxed prompt)")
     p.add_argument("--replace", action="store_true",
                    help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
                         "instead of refusing")

@@ -25,6 +25,7 @@ from pr1_eval.protocol.paper_settings import (
     PAPER_TEMPERATURE,
     PAPER_TOP_P,
 )
+from pr1_eval.records.answer_policy import ANSWER_POLICIES, POLICY_SUMMARIES
 
 _DEFAULTS = RunConfig(model="", tasks=[])
 """The run's defaults, where the options read theirs (so ``--help`` shows what a run uses)."""
@@ -34,6 +35,15 @@ def add_tasks_option(p: argparse.ArgumentParser) -> None:
     """``--tasks``: the registered tasks (:data:`pr1_eval.inputs.tasks.TASKS`) by name, or ``all``."""
     p.add_argument("--tasks", required=True, metavar="TASKS",
                    help=f"comma-separated: {', '.join(TASKS)}; 'all' is {', '.join(parse_task_list('all'))}")
+
+
+def add_answer_policy_option(p: argparse.ArgumentParser, default_help: str) -> None:
+    """``--answer-policy``: which text of a response is its answer (:mod:`pr1_eval.grading.policy`);
+    ``run``, ``sweep``, ``import`` and ``regrade`` share this one definition. Default ``None``: the
+    command's own default, which ``default_help`` states."""
+    summaries = "; ".join(f"{name}: {POLICY_SUMMARIES[name]}" for name in ANSWER_POLICIES)
+    p.add_argument("--answer-policy", choices=ANSWER_POLICIES, default=None, metavar="|".join(ANSWER_POLICIES),
+                   help=f"which text is the answer ({summaries}); recorded in run.json; default: {default_help}")
 
 
 def add_generation_options(p: argparse.ArgumentParser) -> None:
@@ -74,6 +84,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                         f"default) or {SECONDARY_EOS[1]} it by the closing tag")
     p.add_argument("--prompt", default=DEFAULT_TEMPLATE, metavar="NAME|FILE",
                    help=f"prompt template: {', '.join(SHARED_TEMPLATES)}, boxed, or a file with {{problem}}")
+    add_answer_policy_option(p, "paper for the paper's prompt (parallel_r1_v3), lenient for every other")
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
     p.add_argument("--data-source", default=DATA_SOURCES[0], choices=DATA_SOURCES,

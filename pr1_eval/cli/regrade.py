@@ -6,11 +6,12 @@ import argparse
 
 from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.options import add_answer_policy_option
 
 SUMMARY = "re-grade stored responses without generating"
-DESCRIPTION = ("Grade the stored responses of a run again (after a grader upgrade) without generating; "
-               "prints how many verdicts changed and the new report.")
-EXAMPLES = "  pr1-eval regrade runs/RUN"
+DESCRIPTION = ("Grade the stored responses of a run again (after a grader upgrade, or under another "
+               "--answer-policy) without generating; prints how many verdicts changed and the new report.")
+EXAMPLES = "  pr1-eval regrade runs/RUN\n  pr1-eval regrade runs/RUN --answer-policy lenient"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,13 +19,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_answer_policy_option(p, "the run's own (run.json; paper when it records none)")
     p.set_defaults(func=_cmd_regrade)
 
 
 def _cmd_regrade(args: argparse.Namespace) -> int:
     from pr1_eval.grading.regrade import regrade
 
-    summary = regrade(args.run, workers=args.grade_workers)
-    print(f"regraded {summary['samples']} samples in {summary['seconds']} s; {summary['changed']} verdict(s) changed")
+    summary = regrade(args.run, workers=args.grade_workers, answer_policy=args.answer_policy)
+    print(f"regraded {summary['samples']} samples in {summary['seconds']} s under answer policy {summary['policy']}; "
+          f"{summary['changed']} verdict(s) changed")
     report.print_report(args.run)
     return 0

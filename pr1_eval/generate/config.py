@@ -54,6 +54,7 @@ class RunConfig:
     max_path_tokens: int = PAPER_MAX_PATH_TOKENS  # fork-join per-path cap (official max_path_response_length); 0: none
     secondary_eos: str = PAPER_SECONDARY_EOS  # a second EOS id inside a path/summary: keep (official) | replace
     prompt: str = PAPER_PROMPT
+    answer_policy: str | None = None  # pr1_eval.grading.policy; None: the prompt template's default
     data_dir: str | None = None
     data_source: str = "auto"  # auto | packaged | hub (pr1_eval.inputs.tasks.load_task)
     out: str | None = None

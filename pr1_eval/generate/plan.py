@@ -40,6 +40,7 @@ from pr1_eval.generate.sampling_limits import check_sampling_limits
 from pr1_eval.inputs.paths import resolve_data_dir
 from pr1_eval.inputs.prompts import PromptTemplate
 from pr1_eval.inputs.tasks import LoadedTask
+from pr1_eval.records.answer_policy import check_policy, default_policy
 from pr1_eval.records.provenance import model_identity, now_iso, package_versions
 from pr1_eval.records.run import PromptInfo, RunRecord, task_entry
 from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section
@@ -150,6 +151,7 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
                              data_hash=p.loaded.data_hash)
                for t, p in tasks.items()},
         k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=asdict(config), command=list(sys.argv),
+        answer_policy=config.answer_policy or default_policy(template.name),
         packages=package_versions(), started_at=now_iso(),
     )
 
@@ -162,7 +164,9 @@ def derive_plan(inputs: RunInputs, *, model: str | None = None, out: str | None 
     config = inputs.config
     config = dataclasses.replace(config, model=model if model is not None else config.model,
                                  out=out if out is not None else config.out,
-                                 step=step if step is not None else config.step)
+                                 step=step if step is not None else config.step,
+                                 answer_policy=check_policy(config.answer_policy) if config.answer_policy
+                                 else default_policy(inputs.template.name))
     folder = Path(config.out) if config.out else config.default_out()
     record = planned_record(inputs, config, folder.name)
     stored = check_output(folder, record)

@@ -25,6 +25,7 @@ def _fingerprint(record: RunRecord) -> dict[str, Any]:
         "decoding": record.decoding,
         "prompt_sha256": record.prompt.sha256 if record.prompt is not None else None,
         "shard": _shard_key(record.shard),
+        "answer_policy": record.policy,
     }
 
 
@@ -41,7 +42,8 @@ def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
     old_fp, new_fp = _fingerprint(old), _fingerprint(new)
     if old_fp != new_fp:
         diff = [key for key in new_fp if old_fp.get(key) != new_fp[key]]
-        raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}); "
+        hint = f" (it was graded under --answer-policy {old.policy})" if "answer_policy" in diff else ""
+        raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}){hint}; "
                            "pass a new --out, or rerun with the original settings to resume")
     tasks = task_entries(new.tasks)
     for name, info in old.tasks.items():

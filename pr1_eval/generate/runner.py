@@ -33,6 +33,7 @@ from pr1_eval.generate.progress import RunProgress
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, prompt_hash
 from pr1_eval.inputs.tasks import LoadedTask, Problem
+from pr1_eval.records.answer_policy import default_policy
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
@@ -93,7 +94,8 @@ def _missing(task: PreparedTask, k: int, finished: set[tuple[str, str, int]]) ->
 
 
 def _grade_and_store(records: list[SampleRecord], config: RunConfig, store: RunStore, bar: RunProgress) -> None:
-    annotate_grades(records, workers=config.grade_workers, timeout_s=config.grade_timeout_s)
+    annotate_grades(records, workers=config.grade_workers, timeout_s=config.grade_timeout_s,
+                    policy=config.answer_policy or default_policy(config.prompt))
     store.append(records)
     bar.on_stored(len(records))
 

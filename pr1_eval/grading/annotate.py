@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pr1_eval.grading.grade import answer_classes, grade_responses
+from pr1_eval.grading.policy import DEFAULT_POLICY
 from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.records.sample import SampleRecord
 
@@ -59,11 +60,12 @@ def annotate_structure(record: SampleRecord, offsets: Sequence[tuple[int, int]] 
 
 
 def annotate_grades(records: Sequence[SampleRecord], *, workers: int | None = None, timeout_s: float = 10.0,
-                    progress: bool = False) -> None:
-    """Grade every record (math-verify in worker processes + the paper checker) and assign the
-    per-problem answer classes used by maj@k. In place."""
+                    progress: bool = False, policy: str = DEFAULT_POLICY) -> None:
+    """Grade every record (math-verify in worker processes + the paper checker) under the answer
+    ``policy`` (:mod:`pr1_eval.grading.policy`) and assign the per-problem answer classes used by
+    maj@k. In place."""
     results = grade_responses([(r.response, r.gold) for r in records], workers=workers, timeout_s=timeout_s,
-                              progress=progress)
+                              progress=progress, policy=policy)
     for record, result in zip(records, results, strict=True):
         result.fill(record)
     by_problem: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)

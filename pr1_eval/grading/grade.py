@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from pr1_eval.grading.extract import ExtractedAnswer, extract_answer
+from pr1_eval.grading.extract import ExtractedAnswer
 from pr1_eval.grading.paper import paper_correct
+from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy, extract_by_policy
 from pr1_eval.grading.pool import GradingPool
 from pr1_eval.grading.shared import shared_pool
 from pr1_eval.grading.verify import Verdict, inner_timeout, verify_pair
@@ -61,10 +62,12 @@ class _Prepared:
     key: tuple[str, str] | None  # (gold, answer) still to check with math-verify
 
 
-def _prepare(response: str, gold: str, end_texts: tuple[str, ...] = ()) -> tuple[_Prepared, Verdict | None]:
-    """Everything that runs in the caller: extraction, paper checker, the exact-match shortcut."""
+def _prepare(response: str, gold: str, end_texts: tuple[str, ...] = (),
+             policy: str = DEFAULT_POLICY) -> tuple[_Prepared, Verdict | None]:
+    """Everything that runs in the caller: extraction (under the answer ``policy``,
+    :mod:`pr1_eval.grading.policy`), paper checker, the exact-match shortcut."""
     gold = "" if gold is None else str(gold)
-    extracted = extract_answer(response, end_texts)
+    extracted = extract_by_policy(response, policy, end_texts)
     paper = paper_correct(response, gold, end_texts=end_texts)
     if extracted.text is None:
         return _Prepared(extracted, paper, None), Verdict("no_answer", False)
@@ -98,6 +101,7 @@ def grade_responses(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
     end_texts: Sequence[str] = (),
+    policy: str = DEFAULT_POLICY,
 ) -> list[GradeResult]:
     """Grade ``(response, gold)`` pairs; results in input order.
 
@@ -107,15 +111,17 @@ def grade_responses(
     and the benchmark). No item can take much longer than ``timeout_s`` of a worker's time.
     Each check is queued as soon as its response is extracted, so workers start (and grade)
     while the rest is still being extracted. ``end_texts`` adds end-of-turn texts (e.g. the
-    tokenizer's EOS text) to :data:`~pr1_eval.grading.extract.END_OF_TURN_TEXTS`.
+    tokenizer's EOS text) to :data:`~pr1_eval.grading.extract.END_OF_TURN_TEXTS`. ``policy`` is
+    the answer policy (:data:`~pr1_eval.grading.policy.ANSWER_POLICIES`); the paper checker ignores it.
     """
+    check_policy(policy, "answer policy")
     prepared: list[_Prepared] = []
     verdicts: list[Verdict | None] = []
     futures: dict[tuple[str, str], Future[Verdict]] = {}
     with _checker(workers) as checker:
         ends = tuple(end_texts)
         for response, gold in pairs:
-            item, verdict = _prepare(response, gold, ends)
+            item, verdict = _prepare(response, gold, ends, policy)
             prepared.append(item)
             verdicts.append(verdict)
             if item.key is not None and item.key not in futures:
@@ -171,11 +177,12 @@ def _wait(futures: list[Future[Verdict]], progress: bool) -> list[Verdict]:
 
 
 def grade_response(
-    response: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S, end_texts: Sequence[str] = ()
+    response: str, gold: str, timeout_s: float = DEFAULT_TIMEOUT_S, end_texts: Sequence[str] = (),
+    policy: str = DEFAULT_POLICY,
 ) -> GradeResult:
     """Grade one response through the process-wide pool; safe from any thread (VERL calls
     reward functions from a worker thread, where math-verify's own alarms cannot work)."""
-    item, verdict = _prepare(response, gold, tuple(end_texts))
+    item, verdict = _prepare(response, gold, tuple(end_texts), check_policy(policy, "answer policy"))
     if verdict is None:
         assert item.key is not None
         verdict = shared_pool().submit(item.key[0], item.key[1], timeout_s).result()

@@ -12,28 +12,35 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
+from pr1_eval.grading.policy import check_policy
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.store.run_store import RunStore
 
 
-def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0) -> dict[str, float]:
+def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0,
+            answer_policy: str | None = None) -> dict[str, Any]:
     """Grade the stored responses of ``run_dir`` again (e.g. after a grader upgrade) and rewrite them.
 
-    Returns ``samples`` (how many were graded), ``changed`` (how many verdicts differ from the
-    stored ones) and ``seconds``; ``run.json`` records when (``regraded_at``).
+    ``answer_policy`` switches the run to that policy (:mod:`pr1_eval.grading.policy`); None keeps
+    the run's own (``paper`` for runs that record none). Returns ``samples`` (how many were graded),
+    ``changed`` (how many verdicts differ from the stored ones), ``policy`` and ``seconds``;
+    ``run.json`` records when (``regraded_at``) and the policy (``answer_policy``).
     """
     store = RunStore(run_dir)
     record = store.read_run()
+    policy = check_policy(answer_policy) if answer_policy is not None else record.policy
     records = store.read_records()
     if not records:
         raise Pr1EvalError(f"{run_dir}: no samples to regrade")
     before = [(r.correct, r.correct_paper, r.grade_status) for r in records]
     started = time.perf_counter()
-    annotate_grades(records, workers=workers, timeout_s=timeout_s, progress=True)
+    annotate_grades(records, workers=workers, timeout_s=timeout_s, progress=True, policy=policy)
     store.rewrite(records)
     changed = sum(b != (r.correct, r.correct_paper, r.grade_status) for b, r in zip(before, records, strict=True))
-    store.write_run(dataclasses.replace(record, regraded_at=now_iso()))
-    return {"samples": len(records), "changed": changed, "seconds": round(time.perf_counter() - started, 1)}
+    store.write_run(dataclasses.replace(record, regraded_at=now_iso(), answer_policy=policy))
+    return {"samples": len(records), "changed": changed, "policy": policy,
+            "seconds": round(time.perf_counter() - started, 1)}

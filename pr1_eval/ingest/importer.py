@@ -31,6 +31,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
+from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy
 from pr1_eval.ingest.benchmark_check import check_import, note_of
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records.benchmark_check import warnings_of
@@ -134,15 +135,18 @@ def _declare(records: list[SampleRecord], k: int | Mapping[str, int] | None
 
 def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None = None,
                 extra_run_info: dict[str, Any] | None = None, k: int | Mapping[str, int] | None = None,
-                tokenizer: str | Path | None = None, replace: bool = False) -> Path:
+                tokenizer: str | Path | None = None, replace: bool = False,
+                answer_policy: str = DEFAULT_POLICY) -> Path:
     """Grade and store imported rows as a run at ``out_dir``; returns the run directory.
 
     ``k``: samples per problem, for every task (int) or per task (mapping); default: per task,
     the most any of its problems has (see the module docstring). ``tokenizer``: a local model
     folder whose tokenizer gives token positions (default: character positions). ``out_dir`` must
     not hold a run; with ``replace`` one there is renamed aside (never deleted) once the new
-    samples are graded.
+    samples are graded. ``answer_policy`` (:mod:`pr1_eval.grading.policy`; default ``paper``, the
+    reading of every import before policies: an import names no prompt to choose by) is recorded.
     """
+    check_policy(answer_policy)
     check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
     rows = list(rows)
     if not rows:
@@ -161,7 +165,7 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
             print(f"warning: {line}", file=sys.stderr)
         if (note := note_of(task, check)) is not None:
             print(f"note: {note}", file=sys.stderr)
-    annotate_grades(records, workers=workers, progress=True)
+    annotate_grades(records, workers=workers, progress=True, policy=answer_policy)
     models = {str(r["model"]) for r in rows if r.get("model")}
     steps = {int(r["step"]) for r in rows if r.get("step") is not None}
     model = models.pop() if len(models) == 1 else (None if not models else "mixed")
@@ -175,7 +179,7 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
                for task, (ids, task_k) in declared.items()},
         k=ks.pop() if len(ks) == 1 else None, k_option=dict(k) if isinstance(k, Mapping) else k,
         samples_left_out_by_k=left_out, packages=package_versions(), started_at=now_iso(), finished_at=now_iso(),
-        position_unit=position_unit(loaded_tokenizer),
+        position_unit=position_unit(loaded_tokenizer), answer_policy=answer_policy,
     ).with_sections({**(extra_run_info or {}), "benchmark_check": benchmarks})
     if tokenizer is not None:  # which vocabulary the token positions count
         run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
@@ -189,8 +193,8 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
 
 def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
                  k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None,
-                 replace: bool = False) -> Path:
+                 replace: bool = False, answer_policy: str = DEFAULT_POLICY) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
     check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
     return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer,
-                       replace=replace)
+                       replace=replace, answer_policy=answer_policy)

@@ -213,13 +213,15 @@ def declared_k(rows: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, in
 
 def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
                    k: int | dict[str, int] | None = None, tokenizer: str | Path | None = None,
-                   replace: bool = False) -> Path:
+                   replace: bool = False, answer_policy: str = "paper") -> Path:
     """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory.
     ``tokenizer``: a local model folder for token positions (see :mod:`pr1_eval.ingest.importer`).
 
     Each task's problems are the documents in its samples file; its k is ``k`` when given, else
     lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
     must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.store.out_folder`).
+    ``answer_policy``: as :func:`pr1_eval.ingest.importer.import_rows` (``paper``: the pr1_* tasks'
+    own reading, as they use the paper's prompt).
     """
     from pr1_eval.ingest.importer import import_rows
     from pr1_eval.store.out_folder import check_new_run_folder
@@ -235,4 +237,4 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
     if k is None:
         k = declared_k(rows, info) or None
     return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info, k=k, tokenizer=tokenizer,
-                       replace=replace)
+                       replace=replace, answer_policy=answer_policy)

@@ -9,17 +9,23 @@ and ``pr1-eval report`` on the same generations give the same numbers by constru
 
 How the pieces meet lm-eval 0.4.13's evaluator:
 
-* ``repeats: 16`` sends each prompt 16 times; the ``take_first_k`` filter (k = 16) hands
-  :func:`process_results` ``results == [[r_0, …, r_15]]`` (one request per document, its 16
-  responses in generation order, which becomes ``sample_idx`` on import).
+* ``repeats: N`` sends each prompt N times; the ``all`` filter (:func:`keep_every_sample`) hands
+  :func:`process_results` ``results == [[r_0, …, r_N-1]]`` (one request per document, its N
+  responses in generation order, which becomes ``sample_idx`` on import). lm-eval's
+  ``take_first_k`` would need its own ``k`` kept equal to ``repeats`` by hand (and fails when
+  ``k > repeats``), its default ``take_first`` keeps one response; this filter keeps them all.
+* k is read from the results, never fixed here: it is the number of responses each document
+  got, so the same tasks score ``repeats: 1`` (greedy), 4 or 64. Metric names therefore say
+  ``K`` (``mean@K``, ``pass@K``, ``best@K_paper``: the report's label for "this task's k",
+  :mod:`pr1_eval.report.names`) and the metric ``k`` gives its value; a task whose documents got
+  different numbers of responses gets NaN everywhere (the report's rule: no number over an
+  incomplete task).
 * :func:`process_results` returns, under every metric name, the same per-problem summary
   (:class:`ProblemSummary`: samples, correct, majority verdict, samples with a parallel
   block); each aggregation turns the list of summaries into one number with the report's own
   functions (:func:`pr1_eval.report.metrics.problem_values` per problem, averaged over problems;
   :func:`pr1_eval.report.metrics.parallel_ratio` over samples), under the report's names
   (:meth:`pr1_eval.report.schema.TaskMetrics.metric_key`).
-* k is the paper's (:data:`pr1_eval.protocol.paper_settings.PAPER_K`); the YAML's ``repeats``,
-  ``take_first_k`` and metric names must say the same number (a test checks that they do).
 
 This module is imported by file path from the YAML (``!function utils.…``), so it uses
 absolute imports only. Importing it also makes lm-eval's ``hf`` backend keep the six tags in
@@ -41,7 +47,7 @@ from pr1_eval.grading.annotate import annotate_grades, annotate_structure
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import load_task
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
-from pr1_eval.protocol.paper_settings import PAPER_K, PAPER_PROMPT
+from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.records.sample import SCORED_STATUSES, SampleRecord
 from pr1_eval.report.metrics import majority_correct, problem_values
 from pr1_eval.report.metrics import parallel_ratio as pooled_parallel_ratio
@@ -49,8 +55,8 @@ from pr1_eval.report.schema import TaskMetrics
 
 log = logging.getLogger(__name__)
 
-#: Samples per problem; the YAML's ``repeats`` and ``take_first_k`` ``k`` must equal it.
-K = PAPER_K
+#: What stands for k in the metric names (each task's k is read from its results; see the module docstring).
+K_LABEL = "K"
 #: The prompt template (the paper's).
 TEMPLATE = PAPER_PROMPT
 #: Set to "0" to leave lm-eval's hf backend decoding untouched (tags are then stripped).
@@ -100,7 +106,7 @@ def doc_to_text(doc: dict[str, Any]) -> str:
 
 # ----- scoring ------------------------------------------------------------------------------
 def _responses(results: Sequence[Any]) -> list[str]:
-    """The k responses of one document: ``[[r_0..r_k-1]]`` after ``take_first_k``; a flat list
+    """The k responses of one document: ``[[r_0..r_k-1]]`` after the ``all`` filter; a flat list
     (a filter that keeps one string per request) is accepted too."""
     out: list[str] = []
     for item in results:
@@ -132,31 +138,42 @@ def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemS
     )
 
 
+def keep_every_sample(resps: Sequence[Any], docs: Sequence[Any]) -> list[list[Any]]:
+    """The ``all`` filter (lm-eval's ``custom`` filter): every response of every request, as
+    generated, so :func:`process_results` sees all ``repeats`` of a document whatever their number."""
+    return [list(r) for r in resps]
+
+
 def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, ProblemSummary]:
     """``process_results`` hook: one summary per document, under every metric name."""
-    responses = _responses(results)
-    if len(responses) != K:
-        log.warning("%s: %d responses, expected %d (repeats and take_first_k k must both be %d)",
-                    doc.get("problem_id"), len(responses), K, K)
-    summary = summarize_problem(doc, responses)
+    summary = summarize_problem(doc, _responses(results))
     return {name: summary for name in METRICS}
 
 
 # ----- aggregations (over problems, as pr1-eval's report) -------------------------------------
-def _complete(items: Sequence[ProblemSummary]) -> bool:
-    """The report's rule: every problem has the same number (≥ K) of samples; otherwise no number."""
+def task_k(items: Sequence[ProblemSummary]) -> int | None:
+    """The task's k: the number of samples every problem holds; ``None`` (and an error in the
+    log) when problems hold different numbers or none, as the report gives no number then."""
     sizes = {item["n"] for item in items}
-    if len(sizes) == 1 and min(sizes) >= K:
-        return True
-    log.error("incomplete: samples per problem %s, need %d each; metric reported as NaN", sorted(sizes), K)
-    return False
+    if len(sizes) == 1 and min(sizes) >= 1:
+        return sizes.pop()
+    log.error("incomplete: samples per problem %s, need the same number for every problem (the task's repeats); "
+              "metric reported as NaN", sorted(sizes))
+    return None
 
 
 def _per_problem_mean(items: Sequence[ProblemSummary], metric: str) -> float:
-    """The mean over problems of the report's per-problem value of ``metric`` (a TaskMetrics field)."""
-    if not items or not _complete(items):
+    """The mean over problems of the report's per-problem value of ``metric`` (a TaskMetrics field) at the task's k."""
+    k = task_k(items) if items else None
+    if k is None:
         return float("nan")
-    return float(np.mean([problem_values(i["n"], i["c"], i["c_paper"], i["maj"], K)[metric] for i in items]))
+    return float(np.mean([problem_values(i["n"], i["c"], i["c_paper"], i["maj"], k)[metric] for i in items]))
+
+
+def samples_per_problem(items: Sequence[ProblemSummary]) -> float:
+    """The ``k`` metric: the K every other metric's name stands for (NaN when problems differ)."""
+    k = task_k(items) if items else None
+    return float("nan") if k is None else float(k)
 
 
 def mean_at_k(items: Sequence[ProblemSummary]) -> float:
@@ -196,7 +213,7 @@ def maj_at_k(items: Sequence[ProblemSummary]) -> float:
 
 def parallel_ratio(items: Sequence[ProblemSummary]) -> float:
     """Share of samples with at least one ``<Parallel>`` block (over samples, as the report)."""
-    if not items or not _complete(items):
+    if not items or task_k(items) is None:
         return float("nan")
     return pooled_parallel_ratio(sum(i["n_parallel"] for i in items), sum(i["n"] for i in items))
 
@@ -212,9 +229,10 @@ _AGGREGATIONS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
     "best_at_k_paper": best_at_k_paper,
     "parallel_ratio": parallel_ratio,
 }
-#: Metric name (the report's, at :data:`K`) → aggregation.
+#: Metric name (the report's, with :data:`K_LABEL` for k) → aggregation, then ``k`` (the value of K).
 METRICS: dict[str, Callable[[Sequence[ProblemSummary]], float]] = {
-    TaskMetrics.metric_key(name, K): aggregate for name, aggregate in _AGGREGATIONS.items()
+    **{TaskMetrics.metric_key(name, K_LABEL): aggregate for name, aggregate in _AGGREGATIONS.items()},
+    "k": samples_per_problem,
 }
 
 

@@ -16,8 +16,8 @@ Versions (``record_version``):
   advice to upgrade, never misread. ``position_unit`` was added to version 2 as an optional key
   (absent: not recorded, each sample's own ``position_unit`` says): a pr1-eval that predates it
   keeps it in :attr:`RunRecord.extra`, so no version bump was needed to stay readable both ways.
-  ``training`` (a training job's own rollouts or validation, from ``import-verl``) was added the
-  same way.
+  ``training`` (a training job's own rollouts or validation, from ``import-verl``) and
+  ``answer_policy`` (absent: ``paper``, the one reading before policies) were added the same way.
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.records.answer_policy import ANSWER_POLICIES, DEFAULT_POLICY
 
 RUN_RECORD_VERSION = 2
 
@@ -109,6 +110,9 @@ class RunRecord:
     #: 'validation'), step, dump format, whether the tags survived, the source file's signature;
     #: layout in :mod:`pr1_eval.ingest.verl_import`. None for evaluation runs.
     training: dict[str, Any] | None = None
+    #: The answer policy the run was graded under (``paper`` or ``lenient``, :mod:`pr1_eval.grading.policy`);
+    #: None in runs written before policies existed, which were all graded under ``paper`` (:attr:`policy`).
+    answer_policy: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
     record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
 
@@ -123,6 +127,12 @@ class RunRecord:
     def imported(self) -> bool:
         """The samples were generated elsewhere (a JSONL or lm-eval import)."""
         return bool(self.imported_from) or self.backend in ("import", "lm-eval")
+
+    @property
+    def policy(self) -> str:
+        """The answer policy the samples were graded under: :attr:`answer_policy`, else ``paper``
+        (the only reading before policies were recorded)."""
+        return self.answer_policy or DEFAULT_POLICY
 
     def task_k(self, task: str) -> int | None:
         """Samples per problem of ``task``: its own k, else the run's."""
@@ -147,7 +157,7 @@ class RunRecord:
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
-                    "merged_from", "imported_from", "position_unit", "training"):
+                    "merged_from", "imported_from", "position_unit", "training", "answer_policy"):
             if out[key] is None:  # optional sections stay out of runs that have none
                 del out[key]
         return {**out, **self.extra}
@@ -268,6 +278,14 @@ def _prompt(value: Any, where: str) -> PromptInfo | None:
     return PromptInfo(**{key: _str(data.get(key), where, f"prompt.{key}") for key in ("name", "source", "sha256", "text")})
 
 
+def _policy(value: Any, where: str, name: str) -> str | None:
+    text = _str(value, where, name)
+    if text is not None and text not in ANSWER_POLICIES:
+        raise run_error(where, name, f"is {text!r}, not an answer policy ({', '.join(ANSWER_POLICIES)})",
+                        "fix the file, or regrade the run with pr1-eval regrade RUN --answer-policy POLICY")
+    return text
+
+
 def _version(data: dict[str, Any], where: str) -> int:
     version = _int(data.get("record_version"), where, "record_version") or 1
     if version > RUN_RECORD_VERSION:
@@ -282,6 +300,7 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
     "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit, "training": _object,
+    "answer_policy": _policy,
 }
 
 

@@ -56,7 +56,8 @@ class SampleRecord:
     # grading
     gold: str = _doc("Gold final answer as a string.", "")
     extracted_answer: str | None = _doc("Answer extracted from the response (None when none).", None)
-    answer_source: str = _doc("Where the answer came from: 'final_answer', 'boxed' or 'none'.", "none")
+    answer_source: str = _doc("Where the answer came from: 'final_answer', 'boxed', 'sentence' (the final "
+                              "sentence's value, answer policy 'lenient' only) or 'none'.", "none")
     correct: bool | None = _doc("math-verify verdict; None when it could not score (timeout/error).", None)
     correct_paper: bool | None = _doc("The paper's string checker verdict.", None)
     grade_status: str = _doc("'ok', 'no_answer', 'timeout', 'error' or 'ungraded'.", "ungraded")

@@ -148,4 +148,4 @@ def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | No
                      incomplete=completeness.problems(),
                      advice=None if completeness.complete else completeness.advice(),
                      shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
-                     tasks=tasks)
+                     tasks=tasks, answer_policy=None if run is None else run.policy)

@@ -196,13 +196,18 @@ class RunReport:
     tasks: dict[str, TaskReport] = _doc("Task name → its report.", factory=dict)
     run: str | None = _doc("The run folder, when the report was loaded from one.", None)
     model: dict[str, Any] | None = _doc("run.json's model section, when loaded from a folder.", None)
+    answer_policy: str | None = _doc(
+        "The answer policy the verdicts were made under ('paper' or 'lenient', pr1_eval.grading.policy; run.json's, "
+        "'paper' for runs that record none); only when the report has the run's record. Numbers under different "
+        "policies are not comparable.", None)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``pr1-eval report --json`` document (``run`` and ``model`` only when loaded from a folder)."""
+        """The ``pr1-eval report --json`` document (``run``, ``model`` and ``answer_policy`` only when
+        loaded from a folder)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("run", "model") and value is None:
+            if f.name in ("run", "model", "answer_policy") and value is None:
                 continue
             out[f.name] = {name: task.to_json() for name, task in value.items()} if f.name == "tasks" else value
         return out

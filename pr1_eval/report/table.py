@@ -5,6 +5,7 @@ or at ``k`` when tasks differ in k (then k has its own column)."""
 
 from __future__ import annotations
 
+from pr1_eval.records.answer_policy import POLICY_SUMMARIES
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
 from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport
 
@@ -39,6 +40,11 @@ def _row(task: str, t: TaskReport, width: int) -> list[str]:
          "-" if tokens is None else str(round(tokens)), str(values.n_unscored)]
 
 
+def policy_line(policy: str) -> str:
+    """The line above a table that says which answer policy its verdicts were made under."""
+    return f"answer policy: {policy} ({POLICY_SUMMARIES.get(policy, 'unknown policy')})"
+
+
 def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
     """How the intervals are computed, in the words a table footer prints."""
     return f"percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}"
@@ -52,7 +58,8 @@ def format_report_table(report: RunReport) -> str:
     head = _heads(report.k or "k")
     rows = [head] + [_row(task, t, len(head)) for task, t in report.tasks.items()]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+    lines = [] if report.answer_policy is None else [policy_line(report.answer_policy)]
+    lines += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in rows]
     lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
     if report.incomplete:

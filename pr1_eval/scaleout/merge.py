@@ -1,7 +1,7 @@
 """``pr1-eval merge SHARD_RUN… --out RUN``: join the shards of a job array into one run.
 
 Refused, with every reason named, unless: each folder is a finished ``--shard`` run; all share
-every setting that decides the samples (model, k, seed, sampling, decoding, prompt, limit, tasks
+every setting that decides the samples (model, k, seed, sampling, decoding, prompt, answer policy, limit, tasks
 with their versions and data hashes, shard count, engine backend); the shard indices are exactly
 ``0..n-1``, each once (a missing or repeated shard is named); the shards' problems are disjoint and
 together are every problem of every task; each shard holds exactly k samples of each of its
@@ -59,6 +59,7 @@ def settings_of(info: RunRecord) -> dict[str, Any]:
         "decoding": info.decoding,
         "prompt": info.prompt.sha256 if info.prompt is not None else None,
         "limit": info.limit,
+        "answer policy": info.policy,
         "shard count": shard.get("count"),
         "engine": info.backend,
         "tasks": {name: (t.version, t.data_hash, (shard.get("task_sizes") or {}).get(name))

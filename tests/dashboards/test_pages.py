@@ -150,6 +150,7 @@ def test_leaderboard_shows_the_leaderboard_and_report_numbers(runs: dict[str, Pa
     comparisons = shown_table(app, 1)
     assert len(comparisons) == 2 * len(TASKS)  # step200 and step300 against the lowest step, per task
     assert row(comparisons, run="step300", task="aime24")["Δ mean@K"] == fmt(0.75 - 0.25)
+    assert any("Answer policy of every run: paper." in c.value for c in app.caption)  # the fixture runs record none: paper
 
 
 def test_leaderboard_falls_back_to_each_runs_report(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from pr1_eval.inputs.paths import packaged_benchmarks_dir  # noqa: E402
 from pr1_eval.lm_eval_tasks import include_path  # noqa: E402
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
-METRICS = ["mean@16", "pass@1", "pass@16", "best@16", "maj@16", "mean@16_paper", "best@16_paper", "parallel_ratio"]
+METRICS = ["mean@K", "pass@1", "pass@K", "best@K", "maj@K", "mean@K_paper", "best@K_paper", "parallel_ratio"]
 BLOCK = "<Parallel>\n<Path>\na\n</Path>\n<Path>\nb\n</Path>\n</Parallel>\n<Summary>\ns\n</Summary>\n"
 
 
@@ -88,15 +88,16 @@ def test_evaluator_metrics_equal_the_report_of_the_imported_log(tmp_path: Path, 
     tracker.save_results_aggregated(results=results, samples=samples)  # exactly what the lm_eval CLI does
     tracker.save_results_samples(task_name="pr1_aime24", samples=samples["pr1_aime24"])
 
-    got = {name: results["results"]["pr1_aime24"][f"{name},k16"] for name in METRICS}
+    got = {name: results["results"]["pr1_aime24"][f"{name},all"] for name in METRICS}
+    assert results["results"]["pr1_aime24"]["k,all"] == 16
     rows = read_lm_eval_samples(tmp_path / "out")
     assert len(rows) == 48
     frame = RunStore(import_rows(rows, tmp_path / "run", source="test")).read_frame()
     report = run_report(frame, 16).tasks["aime24"].to_json()  # the metrics under their --json names
-    assert got == pytest.approx({name: report[name] for name in METRICS}, abs=1e-12)
+    assert got == pytest.approx({name: report[name.replace("@K", "@16")] for name in METRICS}, abs=1e-12)
     # and both equal the hand count: c = 5, 16, 0
-    assert got["mean@16"] == pytest.approx((5 / 16 + 1 + 0) / 3)
-    assert got["pass@16"] == pytest.approx(2 / 3) and got["maj@16"] == pytest.approx(1 / 3)
-    assert got["best@16"] == pytest.approx((1 - (11 / 16) ** 16 + 1) / 3)
+    assert got["mean@K"] == pytest.approx((5 / 16 + 1 + 0) / 3)
+    assert got["pass@K"] == pytest.approx(2 / 3) and got["maj@K"] == pytest.approx(1 / 3)
+    assert got["best@K"] == pytest.approx((1 - (11 / 16) ** 16 + 1) / 3)
     assert got["parallel_ratio"] == pytest.approx(0.25)
     assert (frame["grade_status"] == "no_answer").sum() == 8
