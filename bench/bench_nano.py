@@ -23,8 +23,11 @@ from pathlib import Path
 from pr1_eval.inputs.prompts import load_template
 from pr1_eval.testing.tiny_traces import make_question
 from repro import stages
-from repro.nano.job import run_nano, summary_table
+from repro.nano import checks
+from repro.nano.job import NanoReport, run_nano, summary_table
+from repro.nano.plan import Scale
 from repro.nano.positions import REGIONS, position_gap
+from repro.nano.runner import run_stage
 
 
 def _first_last(metrics: dict[int, dict[str, float]], key: str) -> str:
@@ -44,12 +47,26 @@ def gap_table(gap: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def frozen_control(report: NanoReport, out: Path) -> checks.Check | None:
+    """The Seen GRPO stage again with a rollout server that drops every weight sync: its on-policy
+    check must FAIL (the trainer moves, the sampler does not). Returns that check."""
+    seen_rl = next((r for r in report.stages if r.kind == "ppo" and not stages.STAGES[r.stage.stage].structured), None)
+    if seen_rl is None:
+        return None
+    result = run_stage(seen_rl.stage, seen_rl.start_model, out / "control-frozen", report.out / "data", Scale(),
+                       print, frozen=True)
+    return checks.on_policy(f"{seen_rl.stage.name} frozen", result.metrics)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="/tmp/pr1-nano-bench", help="job folder (emptied first)")
     parser.add_argument("--plan", default="full", choices=["full", "ci"])
     parser.add_argument("--gap-problems", type=int, default=6, help="problems of the gap measurement")
     parser.add_argument("--gap-samples", type=int, default=2, help="fork-join rollouts per problem")
+    parser.add_argument("--frozen-control", action="store_true",
+                        help="rerun the Seen GRPO stage with a rollout server that ignores weight syncs; its "
+                             "on-policy check must fail")
     args = parser.parse_args()
     started = time.monotonic()
     report = run_nano(Path(args.out), plan=args.plan, fresh=True)
@@ -68,10 +85,17 @@ def main() -> int:
         gap = position_gap(model, prompts, samples=args.gap_samples)
         (Path(args.out) / "position_gap.json").write_text(json.dumps(gap, indent=2) + "\n", encoding="utf-8")
         print("\n" + gap_table(gap))
+    control_ok = True
+    if args.frozen_control:
+        control = frozen_control(report, Path(args.out))
+        if control is not None:
+            control_ok = not control.passed
+            print(f"\nfrozen-server control: on-policy check {'failed, as it must' if control_ok else 'PASSED: the check cannot see a broken sync'}"
+                  f" ({control.figures})")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\npeak RSS of one child process {peak:.0f} MB; whole bench {time.monotonic() - started:.0f} s")
     print(summary_table(report))
-    return 0 if report.passed else 1
+    return 0 if report.passed and control_ok else 1
 
 
 if __name__ == "__main__":

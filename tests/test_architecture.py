@@ -293,14 +293,18 @@ def test_dependencies_point_one_way() -> None:
 
 
 def test_test_fixtures_stay_out_of_the_runtime_path() -> None:
-    """Only the commands that build tiny models (``demo``, ``tiny-model``) reach ``pr1_eval.testing``;
-    repro's fakes are imported only by repro's testing package."""
+    """Only the commands that build tiny models (``demo``, ``tiny-model``, and ``pr1-repro nano``, which
+    trains them: its job and its data) reach ``pr1_eval.testing``; repro's fakes are imported only by
+    repro's testing package."""
     fixture_users = {m for m, deps in GRAPH.items() if any(d.startswith("pr1_eval.testing") for d in deps)
                      and not m.startswith("pr1_eval.testing")}
-    assert fixture_users == {"pr1_eval.cli.demo", "pr1_eval.cli.tiny_model", "repro.testing"}
+    assert fixture_users == {"pr1_eval.cli.demo", "pr1_eval.cli.tiny_model", "repro.testing", "repro.nano.job",
+                             "repro.nano.data"}
     fake_users = {m for m, deps in GRAPH.items() if any(d.startswith("repro.testing") for d in deps)
                   and not m.startswith("repro.testing")}
-    assert fake_users == set()
+    # the nano curriculum is the one runtime user: it runs VERL on CPU through repro.testing's platform
+    # and rollout (loaded in its child processes by VERL's plugin hook) and samples with its CPU server
+    assert fake_users == {"repro.nano.runner", "repro.nano.positions"}
 
 
 def test_pr1_eval_shows_its_flow_in_folders() -> None:

@@ -13,7 +13,8 @@ learns nothing) and see the right check fail. The rules:
   tokens) is within :data:`KL_BOUND`. A rollout server that stopped taking the trainer's weights
   drifts past it within a few steps at the nano learning rate (the frozen control).
 - **Rollout runs equal VERL**: each step's stored run is complete, holds ``train_batch_size × n``
-  rows, and their mean reward equals VERL's ``critic/score/mean`` for that step.
+  rows, and their mean reward (recounted from ``samples.parquet``) equals VERL's
+  ``critic/score/mean`` for that step and the summary the writer put in ``run.json``.
 - **Structured engine**: an Unseen stage's log holds the structured actor's line saying it built
   positions and mask from the rollout's path spans.
 """
@@ -112,9 +113,12 @@ def rollout_runs_match(stage: str, metrics: dict[int, dict[str, float]], stored:
         verl = m.get("critic/score/mean")
         if verl is None or abs(run["mean_reward"] - verl) > 1e-6:
             problems.append(f"step {step}: stored mean reward {run['mean_reward']:.6f} vs VERL's {verl}")
+        summary = (run.get("summary") or {}).get("reward_mean")
+        if summary is None or abs(summary - run["mean_reward"]) > 1e-9:
+            problems.append(f"step {step}: run.json summary reward_mean {summary} vs a recount {run['mean_reward']:.6f}")
     figures = "; ".join(problems) if problems else f"{len(metrics)} steps × {expected_rows} rows, rewards equal"
     return Check(stage, "rollout runs equal VERL", not problems, figures,
-                 "complete, train_batch_size × n rows, mean reward = critic/score/mean")
+                 "complete, train_batch_size × n rows, mean reward = critic/score/mean = the run's summary")
 
 
 def structured_engine_used(stage: str, log: Path) -> Check:

@@ -17,7 +17,8 @@
   A Parallel-GSM8K or DAPO problem would score 0 for every rollout and teach nothing.
   **Stated plainly: these are not the paper's RL sets**, only data on which a reward can rise.
 
-Everything is built by ``pr1-repro data`` itself (the builder a GPU user runs), from these inputs.
+Everything is built by ``pr1-repro data`` itself (the command a GPU user runs, in a child process),
+from these inputs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
@@ -71,16 +74,18 @@ def check_sft_slice() -> Path:
 
 def build_nano_data(out: Path, *, rl_problems: int = 16, seed: int = 0) -> Path:
     """Write the three training inputs and run ``pr1-repro data`` on them into ``out/data``."""
-    from repro import cli
-
     inputs = out / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     gsm8k = _write_jsonl(arithmetic_rows(rl_problems, seed, "nano-arith"), inputs / "gsm8k_nano.jsonl")
     dapo_rows = [{**r, "data_source": "math_dapo"} for r in arithmetic_rows(rl_problems, seed + 1, "nano-dapo")]
     dapo = _write_jsonl(dapo_rows, inputs / "dapo_nano.jsonl")
     data_dir = out / "data"
-    status = cli.main(["data", "--sft", str(check_sft_slice()), "--gsm8k", str(gsm8k), "--dapo", str(dapo),
-                       "--out", str(data_dir)])
-    if status != 0:
-        raise Pr1EvalError(f"pr1-repro data failed (exit {status}) on the nano inputs in {inputs}")
+    argv = [sys.executable, "-m", "repro.cli", "data", "--sft", str(check_sft_slice()), "--gsm8k", str(gsm8k),
+            "--dapo", str(dapo), "--out", str(data_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    (out / "logs" / "data.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+    if done.returncode != 0:
+        raise Pr1EvalError(f"pr1-repro data failed (exit {done.returncode}) on the nano inputs in {inputs}: "
+                           f"{done.stderr.strip()[-500:]}")
     return data_dir

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.testing.tiny_model import cached_tiny_model
+from repro import stages as repro_stages
 from repro.nano import checks
 from repro.nano.data import build_nano_data
 from repro.nano.nll import response_nll
@@ -57,8 +59,6 @@ class NanoReport:
 def start_model(stage: NanoStage, done: dict[str, StageResult]) -> str:
     """The model a stage starts from: a tiny model kind, or an earlier stage's last merged checkpoint."""
     if stage.start.startswith("tiny:"):
-        from pr1_eval.testing.tiny_model import cached_tiny_model
-
         return str(cached_tiny_model(kind=stage.start.split(":", 1)[1]))
     earlier = done.get(stage.start)
     if earlier is None or earlier.merged is None:
@@ -81,8 +81,6 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
     rewards = {step: run["rewards"] for step, run in runs.items()}
     found = [checks.reward_rises(name, rewards),
              checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
-    from repro import stages as repro_stages
-
     if repro_stages.STAGES[result.stage.stage].structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:

@@ -110,7 +110,7 @@ class Scale:
     sft_lr: float = 1e-4
     rl_prompts: int = 4
     rl_n: int = 4
-    rl_lr: float = 1e-4
+    rl_lr: float = 1e-3
     response_length: int = 64
     max_path_tokens: int = 24
 

@@ -25,6 +25,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pr1_eval.protocol.eos import eos_token_ids
+from pr1_eval.protocol.tags import resolve_tag_ids
+from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput
+
 REGIONS = ("before", "path", "after")
 
 
@@ -84,9 +88,6 @@ def position_gap(model_dir: str, prompts: Sequence[str], *, samples: int = 4, re
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from pr1_eval.protocol.eos import eos_token_ids
-    from pr1_eval.protocol.tags import resolve_tag_ids
-    from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput
     from repro.spans import mask_and_positions_from_spans
     from repro.testing.fake_server import HFServerManager
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.cli import main as pr1_cli
 from pr1_eval.errors import Pr1EvalError
 from repro import stages as repro_stages
 from repro.nano.runner import StageResult
@@ -33,8 +34,6 @@ SCORE_TOKENS = 96
 
 def _pr1_eval(argv: list[str]) -> tuple[int, str]:
     """Run ``pr1-eval ARGV`` here; its exit status and what it printed."""
-    from pr1_eval.cli import main as pr1_cli
-
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         status = pr1_cli.main(argv)

@@ -44,6 +44,7 @@ import ray
 import torch
 
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
+from pr1_eval.engines.hf import HFEngine
 
 ROLLOUT_NAME = "pr1_cpu"
 FROZEN_ENV = "PR1_CPU_ROLLOUT_FROZEN"
@@ -74,8 +75,6 @@ class CpuHFServer:
     """The rollout server: pr1-eval's HF engine on CPU, weights replaced at every sync."""
 
     def __init__(self, config: Any, model_config: Any, replica_rank: int) -> None:
-        from pr1_eval.engines.hf import HFEngine
-
         self.config = config
         self.replica_rank = replica_rank
         self.global_steps: int | None = None

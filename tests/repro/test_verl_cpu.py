@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -36,7 +37,7 @@ PROBE = (
 )
 
 
-def _probe(env: dict[str, str]) -> dict[str, object]:
+def _probe(env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("PROBE"))
