@@ -16,8 +16,9 @@ Versions (``record_version``):
   advice to upgrade, never misread. ``position_unit`` was added to version 2 as an optional key
   (absent: not recorded, each sample's own ``position_unit`` says): a pr1-eval that predates it
   keeps it in :attr:`RunRecord.extra`, so no version bump was needed to stay readable both ways.
-  ``training`` (a training job's own rollouts or validation, from ``import-verl``) was added the
-  same way.
+  ``training`` (a training job's own rollouts or validation, from ``import-verl``) and
+  ``model.fingerprint`` (the model folder's weights and tokenizer,
+  :mod:`pr1_eval.inputs.model_fingerprint`) were added the same way.
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -46,6 +47,9 @@ class ModelInfo:
     revision: str | None = None  # hub revision, or the git commit of a local checkout
     step: int | None = None  # training step (``--step``, or ``global_step_N`` in the path)
     family: str | None = None  # the training job the checkpoint belongs to (set by a sweep)
+    #: A local folder's weights and tokenizer (:func:`pr1_eval.inputs.model_fingerprint.model_fingerprint`):
+    #: a resume with another one is refused. None for hub ids, imports and runs recorded before it existed.
+    fingerprint: dict[str, Any] | None = None
 
 
 @dataclass
@@ -144,6 +148,8 @@ class RunRecord:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out["record_version"] = RUN_RECORD_VERSION
         out["model"] = dataclasses.asdict(self.model)
+        if out["model"]["fingerprint"] is None:  # kept out of runs that have none, as the optional sections
+            del out["model"]["fingerprint"]
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
@@ -243,7 +249,8 @@ def _model(value: Any, where: str) -> ModelInfo:
     return ModelInfo(path=_str(data.get("path"), where, "model.path"),
                      revision=_str(data.get("revision"), where, "model.revision"),
                      step=_int(data.get("step"), where, "model.step"),
-                     family=_str(data.get("family"), where, "model.family"))
+                     family=_str(data.get("family"), where, "model.family"),
+                     fingerprint=_object(data.get("fingerprint"), where, "model.fingerprint"))
 
 
 def _task(name: str, value: Any, where: str) -> TaskEntry:
