@@ -25,7 +25,7 @@ from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
-from analysis.stats import structure_stats
+from analysis.stats import mark_unmeasurable, structure_stats
 from analysis.workers import Workers
 
 RUN_KEYS = ["run", "task"]
@@ -81,7 +81,7 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can:
     started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
     cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
-    structure = structure_stats(loaded.samples, by=RUN_KEYS)  # what needs no BLEU and no verdict
+    structure = mark_unmeasurable(structure_stats(loaded.samples, by=RUN_KEYS), loaded.run_info)  # no BLEU, no verdict
     with_step = _stepped(loaded.samples, cells, include_incomplete)
     step_structure = structure_stats(with_step, by=STEP_KEYS)
     responses = started.consistency()  # the verdicts are usually in before BLEU: their tables first

@@ -37,6 +37,10 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 
 RUN_RECORD_VERSION = 2
+#: What every table and page shows for a structure figure (parallel ratio, format check, block
+#: positions) of a run whose tags did not survive (:attr:`RunRecord.structure_measurable` false);
+#: JSON gives null. Never a number: ``0.000`` would read as "the model never branches".
+NOT_MEASURABLE = "n/a (tags stripped by VERL 0.9.1)"
 
 
 @dataclass
@@ -127,6 +131,12 @@ class RunRecord:
     def imported(self) -> bool:
         """The samples were generated elsewhere (a JSONL or lm-eval import)."""
         return bool(self.imported_from) or self.backend in ("import", "lm-eval")
+
+    @property
+    def structure_measurable(self) -> bool:
+        """Whether the samples' tags can be counted: False for a training dump whose decoder
+        deleted them (``training.structure_measurable``, set by ``import-verl`` for VERL 0.9.1)."""
+        return not (self.training and self.training.get("structure_measurable") is False)
 
     def task_k(self, task: str) -> int | None:
         """Samples per problem of ``task``: its own k, else the run's."""
