@@ -25,6 +25,7 @@ def _job(root: Path) -> Path:
     return root / "job"
 
 
+@pytest.mark.slow  # writes four dumps through VERL's own writer and imports them (about 45 s on a quiet core)
 def test_two_jobs_named_job_stay_apart_and_are_not_named_by_paths(tmp_path: Path) -> None:
     first, second = _job(tmp_path / "exp1"), _job(tmp_path / "exp2")
     import_verl(first, tmp_path / "exp1" / "runs", OPTS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def _folder(root: Path, weights: bytes) -> Path:
 
 
 def _weights(seed: int, size: int = 3 * MIB) -> bytes:
-    return bytes((i * 7 + seed) % 251 for i in range(size))
+    return random.Random(seed).randbytes(size)
 
 
 def test_the_fingerprint_is_size_and_the_edges_of_each_file(tmp_path: Path) -> None:
