@@ -70,13 +70,13 @@ def comparable_runs(loaded: LoadedRuns) -> tuple[LoadedRuns, str | None]:
     """``loaded`` cut to runs that share a task, and a sentence saying what was left out (None
     when every run shares one). A folder of runs made for different tasks has no common ground to
     rank on; the task most runs hold is kept, with the runs that hold it."""
-    tasks_of = loaded.samples.groupby("run", sort=False)["task"].agg(lambda t: set(map(str, t)))
-    if tasks_of.empty or set.intersection(*tasks_of.tolist()):
+    tasks_of = {str(run): set(map(str, tasks)) for run, tasks in loaded.samples.groupby("run", sort=False)["task"]}
+    if not tasks_of or set.intersection(*tasks_of.values()):
         return loaded, None
-    counts = Counter(task for tasks in tasks_of for task in sorted(tasks))
+    counts = Counter(task for tasks in tasks_of.values() for task in sorted(tasks))
     task = max(counts, key=lambda t: (counts[t], -sorted(counts).index(t)))
-    keep = [str(run) for run, tasks in tasks_of.items() if task in tasks]
-    left = [str(run) for run in tasks_of.index if str(run) not in keep]
+    keep = [run for run, tasks in tasks_of.items() if task in tasks]
+    left = [run for run in tasks_of if run not in keep]
     subset = dataclasses.replace(
         loaded, samples=loaded.samples[loaded.samples["run"].isin(keep)],
         blocks=loaded.blocks[loaded.blocks["run"].isin(keep)] if "run" in loaded.blocks else loaded.blocks,

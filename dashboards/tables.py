@@ -192,12 +192,16 @@ def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _tasks_by_run(samples: pd.DataFrame) -> dict[str, set[str]]:
+    return {str(run): set(map(str, tasks)) for run, tasks in samples.groupby("run", sort=False)["task"]}
+
+
 def default_b(samples: pd.DataFrame, runs: list[str], run_a: str) -> str:
     """A run sharing a task with A (there is nothing to compare otherwise): the latest other run of
     A's model family (runs are ordered by family, then step), else the next such run; the next run
     when none shares a task."""
     family = samples.groupby("run", sort=False)["model_family"].first()
-    tasks = samples.groupby("run", sort=False)["task"].agg(lambda t: set(map(str, t)))
+    tasks = _tasks_by_run(samples)
     comparable = [r for r in runs if r != run_a and tasks.get(r, set()) & tasks.get(run_a, set())]
     same = [r for r in comparable if family.get(r) == family.get(run_a)]
     return same[-1] if same else comparable[0] if comparable else next(r for r in runs if r != run_a)
@@ -206,7 +210,7 @@ def default_b(samples: pd.DataFrame, runs: list[str], run_a: str) -> str:
 def default_a(samples: pd.DataFrame, runs: list[str]) -> str:
     """The first run that shares a task with another run (a runs/ folder of different experiments
     may start with one that shares none), else the first run."""
-    tasks = samples.groupby("run", sort=False)["task"].agg(lambda t: set(map(str, t)))
+    tasks = _tasks_by_run(samples)
     return next((r for r in runs if any(tasks.get(r, set()) & tasks.get(o, set()) for o in runs if o != r)), runs[0])
 
 
