@@ -121,6 +121,8 @@ def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -
             note = "" if report.complete else str(report.incomplete_reason or "incomplete: no metrics")
             values = report.metrics_or_partial  # an incomplete task: its partial numbers, starred where shown
             shown = _report_cells(values) if values is not None else {}
+            if values is not None and values.parallel_ratio is None:  # tags stripped: never a number
+                shown["parallel_ratio"] = "n/a"
             rows.append({"run": run, "task": task, "k": report.k or None, "n_problems": report.n_problems, **shown,
                          PARTIAL: report.metrics is None and values is not None, "note": note})
     frame = pd.DataFrame(rows)

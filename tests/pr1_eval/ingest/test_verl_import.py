@@ -170,6 +170,10 @@ def test_unmeasurable_structure_is_never_shown_as_a_number(v1_job: dict[str, obj
     assert set(shown["parallel_ratio"]) == {"n/a"} and set(shown["format_ok_ratio"]) == {"n/a"}
     assert all(n.startswith("structure n/a (tags stripped") and "no parallel blocks" not in n for n in shown["notes"])
     assert shown["accuracy"].notna().all()  # what is measurable stays
+    from dashboards.tables import report_rows
+
+    fallback = report_rows(loaded, list(loaded.run_info), sorted(set(loaded.samples["task"])))
+    assert set(fallback["parallel_ratio"]) == {"n/a"}  # the leaderboard page's per-run report
 
 
 def test_verl_091_v1_validation_pools_one_uid_per_row(v1_job: dict[str, object]) -> None:
