@@ -606,12 +606,33 @@ def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCou
     return out[list(BLOCK_COLUMNS)].astype({"step": "Int64"})
 
 
+def distinguishing_labels(paths: Sequence[str | Path]) -> dict[str, str]:
+    """For folders that share a name, the part of each path that tells them apart: the path
+    components between their common start and their common end (``/x/a/runs/train/step-1`` and
+    ``/x/b/runs/train/step-1`` → ``a`` and ``b``); the whole path when nothing shorter does."""
+    parts = {str(p): Path(p).parts for p in paths}
+    if len(parts) < 2:
+        return {p: Path(p).name for p in parts}
+    sequences = list(parts.values())
+    head = 0
+    while all(len(q) > head for q in sequences) and len({q[head] for q in sequences}) == 1:
+        head += 1
+    tail = 0
+    while all(len(q) > head + tail for q in sequences) and len({q[-1 - tail] for q in sequences}) == 1:
+        tail += 1
+    labels = {p: "/".join(q[head:len(q) - tail]) or p for p, q in parts.items()}
+    return labels if len(set(labels.values())) == len(labels) else {p: p for p in parts}
+
+
 def _make_run_names_unique(frames: list[pd.DataFrame]) -> None:
-    """Two loaded runs with one name would merge in every group-by: such runs are named by
-    their path instead (in place)."""
+    """Two loaded runs with one name would merge in every group-by: such runs get the part of
+    their paths that differs beside the name (``job-train-step-000001 (exp1)``), never the whole
+    absolute path, which made every table as wide as the file system (in place)."""
     paths_by_name: dict[str, set[str]] = {}
     for frame in frames:
         paths_by_name.setdefault(str(frame["run"].iat[0]), set()).add(str(frame["run_path"].iat[0]))
+    labels = {name: distinguishing_labels(sorted(paths)) for name, paths in paths_by_name.items() if len(paths) > 1}
     for frame in frames:
-        if len(paths_by_name[str(frame["run"].iat[0])]) > 1:
-            frame["run"] = frame["run_path"]
+        name = str(frame["run"].iat[0])
+        if name in labels:
+            frame["run"] = f"{name} ({labels[name][str(frame['run_path'].iat[0])]})"

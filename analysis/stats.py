@@ -8,12 +8,13 @@ blocks, nothing graded) is null and the row's ``notes`` say why, never 0 and nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
 from pr1_eval.report.metrics import parallel_ratio
 from pr1_eval.report.run_report import parallel_mask
 
@@ -50,6 +51,31 @@ def structure_stats(samples: pd.DataFrame, by: Sequence[str] = ("run", "task")) 
         values = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(keys, values, strict=True)), **group_stats(group)})
     return pd.DataFrame(rows, columns=keys + list(STRUCTURE_COLUMNS))
+
+
+#: The columns that count tags: they mean nothing for a run whose tags were stripped.
+TAG_COLUMNS = ("n_parallel", "parallel_ratio", "blocks_per_response", "blocks_per_parallel_response",
+               "paths_per_block", "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit",
+               "format_ok_ratio", "accuracy_with_block", "accuracy_without_block")
+
+
+def mark_unmeasurable(stats: pd.DataFrame, run_info: Mapping[str, RunRecord], fill: Any = None) -> pd.DataFrame:
+    """``stats`` with the :data:`TAG_COLUMNS` of runs whose tags were stripped
+    (:attr:`RunRecord.structure_measurable` false: a VERL 0.9.1 dump) set to ``fill`` (None for
+    JSON and CSV, the display's 'n/a' on a page; the accuracy split stays None, it is plotted) and
+    their notes saying why. Counted as they are, those runs would read parallel ratio 0.0 with
+    "no parallel blocks", as if the model never branched."""
+    runs = {name for name, record in run_info.items() if not record.structure_measurable}
+    rows = stats["run"].isin(runs) if "run" in stats and runs else None
+    if rows is None or not rows.any():
+        return stats
+    out = stats.astype({column: object for column in TAG_COLUMNS if column in stats})
+    for column in TAG_COLUMNS:
+        if column in out:
+            out.loc[rows, column] = None if column.startswith("accuracy_") else fill
+    kept = [[n for n in str(note or "").split("; ") if n and "block" not in n] for note in out.loc[rows, "notes"]]
+    out.loc[rows, "notes"] = ["; ".join([f"structure {NOT_MEASURABLE}", *notes]) for notes in kept]
+    return out
 
 
 def _mean(values: Sequence[float]) -> float | None:

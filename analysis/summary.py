@@ -25,7 +25,7 @@ from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
-from analysis.stats import structure_stats
+from analysis.stats import mark_unmeasurable, structure_stats
 from analysis.workers import Workers
 
 RUN_KEYS = ["run", "task"]
@@ -81,7 +81,7 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can:
     started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
     cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
-    structure = structure_stats(loaded.samples, by=RUN_KEYS)  # what needs no BLEU and no verdict
+    structure = mark_unmeasurable(structure_stats(loaded.samples, by=RUN_KEYS), loaded.run_info)  # no BLEU, no verdict
     with_step = _stepped(loaded.samples, cells, include_incomplete)
     step_structure = structure_stats(with_step, by=STEP_KEYS)
     responses = started.consistency()  # the verdicts are usually in before BLEU: their tables first
@@ -224,6 +224,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def drift_notes(trends: pd.DataFrame) -> list[str]:
+    """``drift TASK / block_rel_pos: NOTE`` for each block-position trend with a note. A missing note
+    is None or, once pandas has filled the column, NaN (truthy): it printed ``… block_rel_pos: nan``."""
+    return [f"drift {r['task']} / {r['metric']}: {r['note']}" for r in trends.to_dict("records")
+            if r["metric"] == "block_rel_pos" and isinstance(r["note"], str) and r["note"]]
+
+
 def to_json(analysis: Analysis) -> dict[str, Any]:
     """The ``analyze --json`` document: ``runs`` (spec keys), ``drift`` when any run has a step,
     plus ``notes`` and ``failures`` so nothing null goes unexplained."""
@@ -239,9 +246,7 @@ def to_json(analysis: Analysis) -> dict[str, Any]:
     if analysis.runs["step"].notna().any() if not analysis.runs.empty else False:
         drift = drift_json(analysis.drift_trends)
         document["drift"] = {task: {k: _clean(v) for k, v in obj.items()} for task, obj in drift.items()}
-        for r in analysis.drift_trends.to_dict("records"):
-            if r["metric"] == "block_rel_pos" and r["note"]:
-                notes.append(f"drift {r['task']} / {r['metric']}: {r['note']}")
+        notes += drift_notes(analysis.drift_trends)
     document["notes"] = notes
     document["failures"] = [{"path": path, "reason": reason} for path, reason in analysis.failures]
     if analysis.embeddings is not None:

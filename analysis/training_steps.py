@@ -33,7 +33,7 @@ import pandas as pd
 
 from analysis.diversity import diversity
 from analysis.drift import metric_trend
-from analysis.loader import finish_blocks, parse_blocks, run_signature
+from analysis.loader import distinguishing_labels, finish_blocks, parse_blocks, run_signature
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.step_summary import STEP_SUMMARY_KEYS, step_summary, stored_summary
@@ -148,8 +148,36 @@ def step_table(run_dirs: Sequence[Path], signatures: Sequence[Any] | None = None
     """Every step run of ``run_dirs`` as a row, sorted by job, kind and step."""
     sigs = list(signatures) if signatures is not None else [run_signature(d) for d in run_dirs]
     rows = [row for d, s in zip(run_dirs, sigs, strict=True) if (row := step_row(Path(d), s)) is not None]
-    frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    frame = _jobs_apart(pd.DataFrame(rows, columns=STEP_COLUMNS))
     return frame.sort_values(["job", "kind", "step"], kind="stable").reset_index(drop=True)
+
+
+def _jobs_apart(frame: pd.DataFrame) -> pd.DataFrame:
+    """Two jobs that share a name (both dumped under a folder called ``job``) imported into two run
+    roots: each gets the part of its run root's path that differs (``job (exp1)``), so one job's
+    steps never pool with the other's into one zig-zag series; :func:`job_notes` says so."""
+    roots = [str(Path(p).parent.parent) for p in frame["run_path"]]
+    renamed = list(frame["job"])
+    for job in set(renamed):
+        mine = sorted({r for r, j in zip(roots, frame["job"], strict=True) if j == job})
+        if len(mine) > 1:
+            labels = distinguishing_labels(mine)
+            renamed = [f"{j} ({labels[r]})" if j == job else n for n, j, r in zip(renamed, frame["job"], roots,
+                                                                                  strict=True)]
+    return frame.assign(job=renamed, job_name=list(frame["job"]))
+
+
+def job_notes(steps: pd.DataFrame) -> list[str]:
+    """A sentence for each job name that several jobs share (:func:`_jobs_apart`)."""
+    if "job_name" not in steps:
+        return []
+    notes = []
+    for name, group in steps.groupby("job_name", sort=True):
+        shown = sorted(set(group["job"]))
+        if len(shown) > 1:
+            notes.append(f"{len(shown)} jobs are named {name!r}: shown apart as {', '.join(shown)} (by the folder "
+                         "they were imported into); pass import-verl --job NAME to name them yourself")
+    return notes
 
 
 def boundaries(steps: pd.DataFrame, extra: Sequence[int] = ()) -> list[tuple[int, str]]:

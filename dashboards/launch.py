@@ -84,13 +84,24 @@ def check_port(host: str, port: int) -> None:
     except socket.gaierror as exc:
         raise Pr1EvalError(f"--host {host!r}: not an address of this machine ({exc.strerror})") from None
     family, _, _, _, address = infos[0]
+    problem = _bind_problem(family, address)
+    if problem is not None:
+        free = next((p for p in range(port + 1, min(port + 100, 65536))
+                     if _bind_problem(family, (address[0], p, *address[2:])) is None), None)
+        suggestion = f", e.g. --port {free} (free now)" if free is not None else ""
+        raise Pr1EvalError(f"cannot serve on {host}:{port} ({problem}); pass another --port{suggestion}")
+
+
+def _bind_problem(family: int, address: tuple) -> str | None:
+    """Why ``address`` cannot be bound now, or None; a suggested port is probed the same way (the
+    next number was suggested unprobed, and was often in use too: a second dashboard, a notebook)."""
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)
         except OSError as exc:
-            raise Pr1EvalError(f"cannot serve on {host}:{port} ({exc.strerror}); pass another --port, e.g. "
-                               f"--port {port + 1}") from None
+            return str(exc.strerror)
+    return None
 
 
 def resolve_runs(runs: Sequence[str], follow_dirs: Sequence[str] = ()) -> list[str]:

@@ -119,11 +119,46 @@ def report_rows(loaded: LoadedRuns, runs: Sequence[str], tasks: Sequence[str]) -
             if task not in tasks:
                 continue
             note = "" if report.complete else str(report.incomplete_reason or "incomplete: no metrics")
-            shown = _report_cells(report.metrics) if report.metrics is not None else {}
+            values = report.metrics_or_partial  # an incomplete task: its partial numbers, starred where shown
+            shown = _report_cells(values) if values is not None else {}
+            if values is not None and values.parallel_ratio is None:  # tags stripped: never a number
+                shown["parallel_ratio"] = "n/a"
             rows.append({"run": run, "task": task, "k": report.k or None, "n_problems": report.n_problems, **shown,
-                         "note": note})
+                         PARTIAL: report.metrics is None and values is not None, "note": note})
     frame = pd.DataFrame(rows)
     return frame.drop(columns="note") if "note" in frame and not frame["note"].astype(bool).any() else frame
+
+
+#: The column of :func:`report_rows` that says a row's numbers are partial (an incomplete task's,
+#: over its problems holding all k samples): the page stars them, as ``pr1-eval report`` does.
+PARTIAL = "partial"
+
+
+def starred(shown: pd.DataFrame, partial: pd.Series, columns: Sequence[str]) -> pd.DataFrame:
+    """``shown`` (text cells) with ``*`` after each number of ``columns`` in the partial rows."""
+    out = shown.copy()
+    rows = partial.fillna(False).astype(bool).to_numpy()
+    for column in columns:
+        if column in out:
+            out.loc[rows, column] = [v if v == "—" else f"{v}*" for v in out.loc[rows, column]]
+    return out
+
+
+def notes_apart(frame: pd.DataFrame, column: str = "note") -> tuple[pd.DataFrame, list[str]]:
+    """Long notes moved out of a table: each note cell becomes ``(1)``, ``(2)`` … and the notes are
+    returned in that order to print below, so the table fits the page and its rows stay one line
+    high (a long note in a narrow column made an incomplete row hundreds of pixels tall)."""
+    if column not in frame:
+        return frame, []
+    notes: list[str] = []
+    cells = []
+    for run, task, note in zip(frame["run"], frame["task"], frame[column].fillna(""), strict=True):
+        if note:
+            notes.append(f"({len(notes) + 1}) {run} · {task}: {note}")
+            cells.append(f"({len(notes)})")
+        else:
+            cells.append("")
+    return frame.assign(**{column: cells}), notes
 
 
 def _generic_key(key: str, k: int) -> str:
@@ -157,6 +192,28 @@ def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:
                          **generic_k(metric_cells(cell), run["k"]),
                          "tied with above": ("yes" if run.get("tied_with_above") else "no") if task == "average" else ""})
     return pd.DataFrame(rows)
+
+
+def _tasks_by_run(samples: pd.DataFrame) -> dict[str, set[str]]:
+    return {str(run): set(map(str, tasks)) for run, tasks in samples.groupby("run", sort=False)["task"]}
+
+
+def default_b(samples: pd.DataFrame, runs: list[str], run_a: str) -> str:
+    """A run sharing a task with A (there is nothing to compare otherwise): the latest other run of
+    A's model family (runs are ordered by family, then step), else the next such run; the next run
+    when none shares a task."""
+    family = samples.groupby("run", sort=False)["model_family"].first()
+    tasks = _tasks_by_run(samples)
+    comparable = [r for r in runs if r != run_a and tasks.get(r, set()) & tasks.get(run_a, set())]
+    same = [r for r in comparable if family.get(r) == family.get(run_a)]
+    return same[-1] if same else comparable[0] if comparable else next(r for r in runs if r != run_a)
+
+
+def default_a(samples: pd.DataFrame, runs: list[str]) -> str:
+    """The first run that shares a task with another run (a runs/ folder of different experiments
+    may start with one that shares none), else the first run."""
+    tasks = _tasks_by_run(samples)
+    return next((r for r in runs if any(tasks.get(r, set()) & tasks.get(o, set()) for o in runs if o != r)), runs[0])
 
 
 def problem_outcomes(samples: pd.DataFrame) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from analysis.training_steps import (
     SEED,
     STEP_METRICS,
     boundaries,
+    job_notes,
     parse_steps,
     step_table,
     step_trends,
@@ -110,6 +111,8 @@ def render_job(ctx: Context) -> None:
     st.caption(md_escape(f"{every['job'].nunique()} job(s); {kinds}. Summaries: {stored} stored in run.json, "
                          f"{len(every) - stored} computed from the samples. Accuracy is mean@k over each step's "
                          "samples (math-verify), best@k where a problem holds k > 1 samples."))
+    for note in job_notes(every):
+        st.caption(md_escape(note))
     incomplete = every[~every["complete"]]
     if len(incomplete):
         treated = "included on request" if ctx.include_incomplete else "left out of the curves and trends"

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.safe_text import plot_text
-from analysis.stats import structure_stats
+from analysis.stats import mark_unmeasurable, structure_stats
 from dashboards.components import fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.tables import binned, format_failures
@@ -99,8 +99,8 @@ def render() -> None:
     ctx = context()
     st.title("Behaviour")
     with st.spinner("Computing structure statistics…"):
-        stats = ctx.cached("structure_stats", lambda: with_completeness(ctx, structure_stats(ctx.samples(),
-                                                                                            by=["run", "task"])))
+        stats = ctx.cached("structure_stats", lambda: with_completeness(ctx, mark_unmeasurable(
+            structure_stats(ctx.samples(), by=["run", "task"]), ctx.loaded.run_info, fill="n/a")))
     render_distributions(ctx)
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])

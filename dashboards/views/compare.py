@@ -13,17 +13,10 @@ import streamlit as st
 from analysis.completeness import MARK
 from dashboards.components import md_escape, table, trace_link
 from dashboards.data import context
-from dashboards.tables import flips
+from dashboards.tables import default_a, default_b, flips
 
 N_LINKS = 25
 CRITERIA = {"majority": "more than half of the samples correct", "any": "at least one sample correct"}
-
-
-def default_b(samples: pd.DataFrame, runs: list[str], run_a: str) -> str:
-    """The latest other run of A's model family (runs are ordered by family, then step), else the next run."""
-    family = samples.groupby("run", sort=False)["model_family"].first()
-    same = [r for r in runs if r != run_a and family.get(r) == family.get(run_a)]
-    return same[-1] if same else next(r for r in runs if r != run_a)
 
 
 def render_flips(frame: pd.DataFrame, change: str, run_a: str, run_b: str, task: str) -> None:
@@ -45,13 +38,16 @@ def render() -> None:
     with st.sidebar:
         st.subheader("Compare")
         samples = ctx.samples()
-        run_a = st.selectbox("Run A (before)", ctx.runs, index=0, key="cmp_a")
+        run_a = st.selectbox("Run A (before)", ctx.runs, index=ctx.runs.index(default_a(samples, ctx.runs)),
+                             key="cmp_a")
         run_b = st.selectbox("Run B (after)", ctx.runs, index=ctx.runs.index(default_b(samples, ctx.runs, run_a)),
                              key="cmp_b")
         shared = sorted(set(samples.loc[samples["run"] == run_a, "task"]) & set(samples.loc[samples["run"] == run_b, "task"]))
-        if not shared:
-            st.warning("These two runs share no selected task.")
-            return
+    if not shared:  # said where the reader looks, not only in the sidebar
+        st.warning(f"{md_escape(run_a)} and {md_escape(run_b)} share no selected task: pick two runs made on the "
+                   "same task in the sidebar.")
+        return
+    with st.sidebar:
         task = st.selectbox("Task", shared, key="cmp_task")
         criterion = st.radio("Solved means", list(CRITERIA), format_func=CRITERIA.get, key="cmp_criterion")
     frame = ctx.cached("flips", lambda: flips(samples, run_a, run_b, task, criterion), run_a, run_b, task, criterion)

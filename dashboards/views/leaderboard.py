@@ -18,7 +18,7 @@ import streamlit as st
 from analysis.completeness import INCLUDE_LABEL, MARK
 from dashboards.components import fmt, fmt_interval, md_escape, text_table
 from dashboards.data import Context, context
-from dashboards.tables import leaderboard_rows, report_rows
+from dashboards.tables import PARTIAL, leaderboard_rows, notes_apart, report_rows, starred
 from pr1_eval.errors import Pr1EvalError
 
 INTERSECT_LABEL = "Compare on shared problems only"
@@ -105,10 +105,18 @@ def render() -> None:
                     st.text(line)
         st.subheader("Per-run report")
         rows = ctx.cached("report_rows", lambda: report_rows(ctx.loaded, ctx.runs, ctx.tasks))
+        partial = rows.pop(PARTIAL) if PARTIAL in rows else pd.Series(False, index=rows.index)
         if len(rows):
             rows = ctx.mark(rows)
             rows = rows[["run", "task", "complete", *(c for c in rows.columns if c not in ("run", "task", "complete"))]]
-        text_table(shown(rows))
+        rows, notes = notes_apart(rows)
+        numbers = [c for c in rows.columns if c not in ("run", "task", "complete", "k", "n_problems", "note")]
+        text_table(starred(shown(rows), partial, numbers))
+        if partial.any():
+            st.caption("Numbers marked * are partial, as in `pr1-eval report`: they cover only the problems that "
+                       "hold all k samples of an incomplete run × task.")
+        for note in notes:
+            st.caption(md_escape(note))
         if (sentence := ctx.incomplete_caption("the ranking")) is not None:
             st.caption(sentence)
         return

@@ -23,6 +23,16 @@ DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines 
                "holds a run is refused unless --replace, which moves the old run aside.")
 EXAMPLES = ("  pr1-eval import generations.jsonl --out runs/imported\n"
             "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm")
+#: The JSON Lines format, in the help (the README's "The import format" says the same).
+SCHEMA = ("A JSON Lines file holds one sample per line: task, problem_id, sample_idx, response, gold (required); "
+          "problem (the problem's text), model and step (optional). A full line (wrapped here):\n\n"
+          '  {"task": "aime24", "problem_id": "aime24-0", "sample_idx": 0,\n'
+          '   "response": "... Final Answer: 204", "gold": "204",\n'
+          '   "problem": "Every morning Aya goes for a $9$-kilometer-long walk ...",\n'
+          '   "model": "/ckpt/global_step_200", "step": 200}\n\n'
+          "A task named like a packaged benchmark is matched with it by problem id, else by problem text, else "
+          "(index ids 0, 1, ...) by position where the golds agree: give problem when your ids are not the "
+          "packaged ones.")
 K = int | dict[str, int] | None  # --k, parsed
 
 
@@ -48,7 +58,7 @@ FORMATS: dict[str, tuple[str, Callable[[argparse.Namespace, K], Path]]] = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = add_command(subparsers, "import", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
+    p = add_command(subparsers, "import", summary=SUMMARY, description=f"{DESCRIPTION}\n\n{SCHEMA}", examples=EXAMPLES)
     p.add_argument("files", nargs="+", metavar="FILE", help="JSON Lines file, or lm-eval's --log_samples file/folder")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the imported run (must not hold a run)")
     p.add_argument("--format", choices=list(FORMATS), default=next(iter(FORMATS)),

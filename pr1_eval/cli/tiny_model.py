@@ -7,6 +7,7 @@ command runs, so nothing else on the evaluation path reaches it.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
@@ -24,17 +25,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trained", action="store_true", help="fit it to parallel-format traces (< 1 min on one core)")
     p.add_argument("--structured", action="store_true",
                    help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
+    p.add_argument("--force", action="store_true",
+                   help="write into DIR even when it holds other files (same-named files are replaced)")
     p.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
     p.add_argument("--prompt", default=None, metavar="NAME|FILE",
                    help=f"template mixed into training (default {DEFAULT_TEMPLATE})")
     p.set_defaults(func=_cmd_tiny_model)
 
 
-def _cmd_tiny_model(args: argparse.Namespace) -> int:
-    from pr1_eval.testing.tiny_model import cache_path, tiny_model_into
+#: The file every tiny model folder holds (:data:`pr1_eval.testing.tiny_model.MANIFEST`, which
+#: imports torch; tests/pr1_eval/testing/test_tiny_model.py checks the two agree).
+TINY_MANIFEST = "tiny_model.json"
 
+
+def check_destination(folder: Path, force: bool) -> None:
+    """DIR must be a folder that is new, empty or a tiny model already (``--force`` for anything
+    else): the model's files replace same-named ones, so a trained checkpoint's weights in DIR
+    would be silently overwritten with random ones. Checked before torch loads."""
+    if folder.exists() and not folder.is_dir():
+        raise Pr1EvalError(f"tiny-model {folder}: is a file; pass a folder (new or empty) for the model")
+    if force or not folder.is_dir() or (folder / TINY_MANIFEST).is_file():
+        return
+    held = sorted(p.name for p in folder.iterdir())
+    if held:
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        raise Pr1EvalError(f"tiny-model {folder}: the folder is not empty ({shown}) and its files would be "
+                           "overwritten; pass a new or empty folder, or add --force to write into it anyway")
+
+
+def _cmd_tiny_model(args: argparse.Namespace) -> int:
     if args.structured and not args.trained:
         raise Pr1EvalError("--structured chooses how the tiny model is trained; add --trained")
+    check_destination(Path(args.dir).expanduser(), args.force)
+    from pr1_eval.testing.tiny_model import cache_path, tiny_model_into
+
     kind = "trained-structured" if args.structured else "trained" if args.trained else "random"
     print(f"tiny model ({kind}, seed {args.seed}): shared cache {cache_path(kind, seed=args.seed, prompt=args.prompt)}")
     path, reused = tiny_model_into(args.dir, kind, seed=args.seed, prompt=args.prompt)

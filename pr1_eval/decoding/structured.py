@@ -26,7 +26,7 @@ mask).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,7 +213,8 @@ class StructuredDecoder:
                 for _, _, ctx, seed in chunk
             ]
             with torch.no_grad():
-                self._decode_batch(model, [ctx for _, _, ctx, _ in chunk], rows, sampling, {*eos, pad}, pad)
+                self._decode_batch(model, [ctx for _, _, ctx, _ in chunk], rows, sampling, {*eos, pad}, pad,
+                                   getattr(engine, "on_decoding_step", None))
             for (p, _, _, _), row in zip(chunk, rows, strict=True):
                 out[p].append(self._result(engine, row))
         return out
@@ -248,11 +249,13 @@ class StructuredDecoder:
         return generator
 
     def _decode_batch(
-        self, model: Any, prompts: list[list[int]], rows: list[_Row], sampling: SamplingConfig, eos: set[int], pad: int
+        self, model: Any, prompts: list[list[int]], rows: list[_Row], sampling: SamplingConfig, eos: set[int], pad: int,
+        on_step: Callable[[int], None] | None = None,
     ) -> None:
         """Prefill the left-padded prompts, then add one token per live row per step.
 
-        ``eos`` includes the pad id: like the HF engine, a sampled pad ends the sample.
+        ``eos`` includes the pad id: like the HF engine, a sampled pad ends the sample. ``on_step``
+        is told the live rows of every step (the run's progress: a batch takes minutes on a CPU).
         """
         from transformers import DynamicCache
 
@@ -277,6 +280,8 @@ class StructuredDecoder:
                 chosen = sample_tokens(logits, sampling, [rows[i].generator for i in live])
             raw = logits.float().log_softmax(dim=-1).gather(-1, chosen[:, None].to(logits.device)).squeeze(-1).tolist()
             keep, slots = self._advance(rows, live, chosen.tolist(), raw, eos)
+            if on_step is not None:
+                on_step(len(live))
             if not keep:
                 return
             if len(keep) < len(live):  # drop finished rows from the batch and the cache

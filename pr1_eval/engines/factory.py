@@ -44,7 +44,9 @@ def resolve_engine_name(name: str) -> str:
         return name
     from pr1_eval.engines.vllm_engine import vllm_available
 
-    return "vllm" if cuda_available() and vllm_available() else "hf"
+    # vllm first: found without importing it, so where it is not installed torch (seconds of CPU)
+    # is not imported just to choose, and an error in a later check still answers in a second
+    return "vllm" if vllm_available() and cuda_available() else "hf"
 
 
 def make_engine(name: str, model_path: str, **opts: Any) -> Engine:

@@ -8,7 +8,7 @@ are decoded with special tokens kept (the six tags are special tokens); only pad
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +59,25 @@ def _check_model_path(model_path: str) -> None:
         raise Pr1EvalError(f"model directory {path} has no config.json; pass a Hugging Face model directory or hub id")
 
 
+class _StepReporter:
+    """A stopping criterion that never stops: it tells ``report`` each token step of a batch (the
+    number of rows), so a ``generate`` call of minutes shows progress (:mod:`pr1_eval.generate.progress`)."""
+
+    def __init__(self, report: Callable[[int], None]) -> None:
+        self.report = report
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        self.report(int(input_ids.shape[0]))
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+
 class HFEngine:
     """transformers ``generate`` behind the :class:`~pr1_eval.engines.base.Engine` interface."""
 
     name = "hf"
+    #: Told the rows of every token step (set by the run's progress display; None: nobody listens).
+    #: The structured decoder, which drives the model itself, reports its steps here too.
+    on_decoding_step: Callable[[int], None] | None = None
 
     def __init__(
         self,
@@ -147,6 +162,8 @@ class HFEngine:
         sampling: SamplingConfig,
         batch: Sequence[tuple[int, GenerationRequest]],
     ) -> list[Completion]:
+        from transformers import StoppingCriteriaList
+
         budget = max(budgets)
         if budget <= 0:
             return [Completion([], "", "length") for _ in prompts]
@@ -174,6 +191,8 @@ class HFEngine:
                 pad_token_id=self.pad_token_id,
                 return_dict_in_generate=True,
                 output_logits=self.record_logprobs,
+                **({} if self.on_decoding_step is None else
+                   {"stopping_criteria": StoppingCriteriaList([_StepReporter(self.on_decoding_step)])}),
             )
         new_tokens = out.sequences[:, width:].tolist()
         logprobs = self._chosen_logprobs(out.logits, out.sequences[:, width:]) if self.record_logprobs else None

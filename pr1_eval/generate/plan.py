@@ -37,6 +37,7 @@ from pr1_eval.generate.preflight import (
     check_tasks,
 )
 from pr1_eval.generate.sampling_limits import check_sampling_limits
+from pr1_eval.inputs.model_fingerprint import model_fingerprint
 from pr1_eval.inputs.paths import resolve_data_dir
 from pr1_eval.inputs.prompts import PromptTemplate
 from pr1_eval.inputs.tasks import LoadedTask
@@ -142,9 +143,11 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
         shard = shard_section(*inputs.shard, {t: p.problem_ids for t, p in tasks.items()},
                               {t: p.task_size for t, p in tasks.items()})
     template = inputs.template
+    model = model_identity(config.model, config.revision, config.step)
+    model.fingerprint = model_fingerprint(config.model)  # a resume with other weights is refused (resume.py)
     return RunRecord(
         name=name, status="running",
-        model=model_identity(config.model, config.revision, config.step),
+        model=model,
         decoding=inputs.decoding.describe(), sampling=config.sampling().to_dict(),
         prompt=PromptInfo(name=template.name, source=template.source, sha256=template.sha256, text=template.text),
         tasks={t: task_entry(p.problem_ids, config.k, version=p.loaded.spec.version, source=p.loaded.source,

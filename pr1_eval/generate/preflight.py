@@ -23,7 +23,7 @@ from pr1_eval.engines.factory import resolve_engine_name
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.resume import check_resumable
-from pr1_eval.inputs.model_files import TOKENIZER_FILES, WEIGHT_PATTERNS
+from pr1_eval.inputs.model_files import WEIGHT_PATTERNS, check_tokenizer_files
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import LoadedTask, load_task
 from pr1_eval.records.run import RunRecord
@@ -116,9 +116,7 @@ def check_local_model(path: Path) -> None:
                     f"--local_dir {path / 'actor' if (path / 'actor').is_dir() else path} --target_dir {path / 'hf'}) "
                     "and pass the merged folder")
         raise Pr1EvalError(f"model folder {path} has no config.json; {hint}")
-    if not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise Pr1EvalError(f"model folder {path} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); "
-                           "copy them from the base model into that folder")
+    check_tokenizer_files(path)
     if not any(next(path.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
         raise Pr1EvalError(f"model folder {path} has config.json but no weights (*.safetensors or pytorch_model*.bin); "
                            "was the checkpoint saved or copied completely?")

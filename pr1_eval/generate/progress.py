@@ -11,7 +11,10 @@ batch in one call, so nothing finer exists below that), and it is safe on disk o
 thread has appended it. So :class:`RunProgress` counts both: **generated** (advances the bar the
 moment a chunk's samples are decoded, not after grading) and **stored** (shown beside it, and
 what a resumed run would keep). Every engine call (a fork-join wave, a batch) is shown too
-(``calls`` in the bar), so long chunks visibly work.
+(``calls`` in the bar), and so is every token step where the engine can tell (HF ``generate``
+and the structured decoder report each step's rows): a chunk of minutes shows its tokens and a
+token rate, and before the first chunk returns the ETA is bounded by the token budget (``ETA ≤``,
+every sample at most ``max_new_tokens``) instead of "unknown".
 
 Off a terminal there is no bar: a plain line goes to stderr at each chunk's end, but at most
 every few seconds, and every :data:`LOG_EVERY_S` seconds while a chunk is in flight (a heartbeat),
@@ -58,8 +61,11 @@ class RunProgress:
     ``every`` are for tests."""
 
     def __init__(self, total: int, *, desc: str = "samples", stream: IO[str] | None = None, tty: bool | None = None,
-                 every: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 every: float | None = None, clock: Callable[[], float] = time.monotonic,
+                 token_budget: int | None = None) -> None:
         self.total, self.desc = total, desc
+        self.token_budget = token_budget  # samples × max_new_tokens: bounds the ETA before a chunk returns
+        self.tokens = self.steps = 0
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
         self.every = _interval() if every is None else every
@@ -106,6 +112,14 @@ class RunProgress:
         if self.bar is not None:
             self._show_postfix()
 
+    def on_decoding_step(self, rows: int) -> None:
+        """One token was generated for each of ``rows`` samples (an HF or structured decoding step)."""
+        with self._lock:
+            self.steps += 1
+            self.tokens += rows
+        if self.bar is not None and self.steps % 16 == 0:
+            self._show_postfix()
+
     def set_postfix_str(self, text: str) -> None:
         """Extra status beside the numbers (a Ray pool's live replicas)."""
         self._postfix = text
@@ -115,7 +129,8 @@ class RunProgress:
     # ----- output ---------------------------------------------------------------------------------
     def _show_postfix(self) -> None:
         extra = f", {self._postfix}" if self._postfix else ""
-        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{extra}", refresh=True)
+        tokens = f", {self.tokens} tokens" if self.tokens else ""
+        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{extra}", refresh=True)
 
     def status(self) -> str:
         """``120/480 samples (25%) generated, 112 stored, 9 engine calls; 2.10 samples/s, ETA 2m51s, 57s elapsed``."""
@@ -123,10 +138,15 @@ class RunProgress:
         rate = self.generated / elapsed
         left = self.total - self.generated
         eta = duration(left / rate) if rate > 0 else "unknown"
+        token_rate = self.tokens / elapsed
+        if rate <= 0 and token_rate > 0 and self.token_budget:  # no chunk back yet: bounded by the budget
+            eta = "≤ " + duration(max(self.token_budget - self.tokens, 0) / token_rate)
         share = f"{100 * self.generated / self.total:.0f}%" if self.total else "-"
         extra = f"; {self._postfix}" if self._postfix else ""
+        tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         return (f"{self.generated}/{self.total} {self.desc} ({share}) generated, {self.stored} stored, "
-                f"{self.calls} engine calls; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} elapsed{extra}")
+                f"{self.calls} engine calls{tokens}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
+                f"elapsed{extra}")
 
     def line(self, note: str = "") -> None:
         """One log line (off a terminal)."""

@@ -9,9 +9,11 @@ mixture nobody asked for, and the report could not tell.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.model_fingerprint import fingerprint_difference
 from pr1_eval.records.run import RunRecord, task_entries
 from pr1_eval.store.run_store import RunStore
 
@@ -45,6 +47,7 @@ def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
         hint = f" (it was graded under --answer-policy {old.policy})" if "answer_policy" in diff else ""
         raise Pr1EvalError(f"{store.root} holds a run with different settings ({', '.join(diff)}){hint}; "
                            "pass a new --out, or rerun with the original settings to resume")
+    _check_weights(store, old, new)
     tasks = task_entries(new.tasks)
     for name, info in old.tasks.items():
         newer = tasks.get(name)
@@ -52,3 +55,22 @@ def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
             raise Pr1EvalError(f"task {name!r}: the data changed since this run started (hash differs); pass a new --out")
         tasks.setdefault(name, info)
     return dataclasses.replace(new, tasks=tasks, started_at=old.started_at or new.started_at)
+
+
+def _check_weights(store: RunStore, old: RunRecord, new: RunRecord) -> None:
+    """Same path, same weights and tokenizer: the model folder's fingerprint
+    (:mod:`pr1_eval.inputs.model_fingerprint`) must not have changed since the run started. A run
+    recorded before fingerprints existed resumes with a warning (nothing to compare with); the
+    resumed run then records today's fingerprint, so its next resume is checked."""
+    before, now = old.model.fingerprint, new.model.fingerprint
+    if before is None and now is not None:
+        print(f"warning: {store.root} was started by a pr1-eval that recorded no model fingerprint, so whether "
+              f"{new.model.path} still holds the same weights cannot be checked; resuming", file=sys.stderr)
+        return
+    if before is None or now is None:
+        return  # a hub id (its revision is compared with the path), or the folder is gone (check_model says so)
+    difference = fingerprint_difference(before, now)
+    if difference:
+        raise Pr1EvalError(f"{store.root}: the weights or tokenizer in {new.model.path} changed since this run "
+                           f"started ({difference}); resuming would mix two models in one run: pass a new --out, "
+                           "or restore the original model files to resume")

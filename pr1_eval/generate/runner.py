@@ -153,8 +153,11 @@ class LocalChunks:
         return plan_chunks(todo, requested or engine_chunk_size(self.engine.name))
 
     def watch(self, bar: Any) -> None:
-        """Report each engine call to the progress display."""
+        """Report each engine call, and each token step where the engine can tell (HF ``generate``,
+        the structured decoder), to the progress display."""
         self._watched = cast(Engine, _CallCounter(self.engine, bar.on_engine_call))
+        if hasattr(self.engine, "on_decoding_step"):
+            self.engine.on_decoding_step = bar.on_decoding_step
 
     def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
         for chunk in chunks:
@@ -165,7 +168,9 @@ class LocalChunks:
         return {}
 
     def close(self) -> None:
-        """The caller's engine stays open (a sweep may reuse it)."""
+        """The caller's engine stays open (a sweep may reuse it), no longer reporting to this run."""
+        if hasattr(self.engine, "on_decoding_step"):
+            self.engine.on_decoding_step = None
 
 
 def _payload(prepared: dict[str, PreparedTask]) -> Payload:
@@ -242,7 +247,8 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     finished = store.finished_keys()
     todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
     chunks = source.plan(todo, config.problems_per_chunk)
-    with RunProgress(total=sum(c.n_samples for c in chunks)) as bar:
+    total = sum(c.n_samples for c in chunks)
+    with RunProgress(total=total, token_budget=total * config.max_new_tokens) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)
     store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))

@@ -178,9 +178,15 @@ def run_sweep(sweep: Sweep, metrics: Metrics) -> list[SweepRow]:
 
     rows = [SweepRow(c) for c in sweep.checkpoints]
     with tqdm(total=len(rows), desc="checkpoints", unit="ckpt", disable=None) as bar:
-        for row in rows:
+        for i, row in enumerate(rows, start=1):
             bar.set_postfix_str(row.checkpoint.label)
+            if bar.disable:  # off a terminal (a job log) the bar is silent: say which checkpoint runs
+                print(f"[pr1-eval] checkpoint {i}/{len(rows)}: {row.checkpoint.label} ({row.checkpoint.path})",
+                      file=sys.stderr, flush=True)
             score_checkpoint(row, sweep, metrics)
+            if bar.disable:
+                print(f"[pr1-eval] checkpoint {i}/{len(rows)}: {row.checkpoint.label} {row.status} "
+                      f"in {row.seconds:.0f} s", file=sys.stderr, flush=True)
             if row.status == "failed":
                 print(f"warning: {row.checkpoint.path}: {row.reason}; going on with the next checkpoint", file=sys.stderr)
             bar.update(1)

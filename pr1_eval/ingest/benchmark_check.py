@@ -5,8 +5,12 @@ Why: unchecked, an import named ``aime24`` holding 25 of the 30 AIME 2024 proble
 beside ``aime24`` in every table as a seventh benchmark. Each imported task is therefore checked:
 
 - **a packaged name** (``aime24``, ``aime25``, ``amc23``, ``math500``, ``math300_pr1``,
-  ``gsm8k``): its problems are matched with the packaged benchmark's by problem id, and by
-  problem text for an id the benchmark does not have (another id scheme, same problems). A task
+  ``gsm8k``): its problems are matched with the packaged benchmark's by problem id, by
+  problem text for an id the benchmark does not have (another id scheme, same problems), and,
+  for index ids (``0``, ``1``, … or ``aime24_3``) without text, by position when the gold
+  agrees: the problem at that index of the benchmark has the same gold (accepted only when at
+  least :data:`INDEX_AGREEMENT` of the index ids agree, so a different problem set numbered 0..n
+  whose golds happen to coincide once or twice is not taken for the benchmark). A task
   holding only some of the benchmark's problems is **partial**: the report marks it incomplete
   ("25 of 30 problems of the packaged aime24"), so no surface averages it as the benchmark. Ids
   the benchmark does not have and golds that differ from the benchmark's are named. A task that
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +41,11 @@ from typing import Any
 from pr1_eval.inputs.tasks import TASKS, load_task
 from pr1_eval.records.benchmark_check import DIFFERENT, PARTIAL, UNKNOWN, WHOLE
 from pr1_eval.records.sample import SampleRecord
+
+#: Share of a task's index ids whose gold must equal the packaged problem's at that index for the
+#: ids to be read as positions in the benchmark.
+INDEX_AGREEMENT = 0.8
+_INDEX = re.compile(r"(?:^|[^0-9])([0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,7 @@ def check_task(name: str, problems: dict[str, ImportedProblem]) -> dict[str, Any
         twin = by_id.get(pid) or (by_text.get(_normal_text(ours.problem)) if ours.problem.strip() else None)
         if twin is not None:
             matched[pid] = twin.problem_id
+    matched.update(_by_index({p: q for p, q in problems.items() if p not in matched}, packaged.problems))
     golds = {pid: [problems[pid].gold, by_id[theirs].gold] for pid, theirs in matched.items()
              if not same_gold(problems[pid].gold, by_id[theirs].gold)}
     covered = set(matched.values())
@@ -97,6 +108,16 @@ def check_task(name: str, problems: dict[str, ImportedProblem]) -> dict[str, Any
             "foreign_ids": [pid for pid in problems if pid not in matched],
             "matched_by_text": {pid: theirs for pid, theirs in matched.items() if pid != theirs},
             "gold_differs": golds}
+
+
+def _by_index(problems: dict[str, ImportedProblem], packaged: list[Any]) -> dict[str, str]:
+    """Index ids read as positions in the packaged benchmark, when enough golds agree (module docstring)."""
+    indexed = {pid: int(m[1]) for pid in problems if (m := _INDEX.search(pid)) and int(m[1]) < len(packaged)}
+    agree = {pid: packaged[i].problem_id for pid, i in indexed.items()
+             if same_gold(problems[pid].gold, packaged[i].gold)}
+    if not indexed or len(agree) < INDEX_AGREEMENT * len(indexed) or len(set(agree.values())) < len(agree):
+        return {}
+    return agree
 
 
 def check_import(records: Iterable[SampleRecord]) -> dict[str, dict[str, Any]]:

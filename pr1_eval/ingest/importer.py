@@ -33,6 +33,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy
 from pr1_eval.ingest.benchmark_check import check_import, note_of
+from pr1_eval.inputs.model_files import check_tokenizer_files
 from pr1_eval.jsonl import iter_jsonl
 from pr1_eval.records.benchmark_check import warnings_of
 from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versions
@@ -61,6 +62,7 @@ def load_tokenizer(folder: str | Path) -> Any:
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise Pr1EvalError(f"--tokenizer {folder}: not a folder; pass the local folder of the model that wrote the responses")
+    check_tokenizer_files(path, "--tokenizer")  # the check `run` makes of its model folder
     try:
         from transformers import AutoTokenizer
 

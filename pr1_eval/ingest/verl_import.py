@@ -49,6 +49,7 @@ is refused.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import time
@@ -70,7 +71,7 @@ from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.step_summary import step_summary
 from pr1_eval.store.out_folder import ASIDE_SUFFIX, holds_run
-from pr1_eval.store.run_store import RunStore
+from pr1_eval.store.run_store import RUN_JSON, RunStore
 
 SUPERSEDED = ".superseded"
 
@@ -159,7 +160,13 @@ def find_step_files(dump_dir: str | Path, kind: str | None = None) -> list[StepF
 
 
 def default_job(dump_dir: str | Path) -> str:
-    """The job's name: the folder holding the dump folders (``…/Parallel-R1-S1/rollout-log``)."""
+    """The job's name: the folder holding the dump folders (``…/Parallel-R1-S1/rollout-log``).
+
+    Decision: the name stays that folder's name, readable in every table; the folder's path keeps
+    jobs apart where names meet. Into one ``--out`` only one job's dumps are imported
+    (:func:`check_one_job` refuses a second one, whose steps would replace the first's), and two
+    same-named jobs in two run roots are shown apart by the part of their paths that differs
+    (:func:`analysis.training_steps.step_table`), never pooled into one series."""
     root = Path(dump_dir).expanduser().resolve()
     return (root.parent if any(root.glob("*.jsonl")) else root).name
 
@@ -207,7 +214,17 @@ def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, Kn
                                 data_hash=None) for task, (ids, k) in declared.items()},
         k=ks.pop() if len(ks) == 1 else None, packages=package_versions(), started_at=now_iso(),
         position_unit=records[0].position_unit, training=training,
-    ).with_sections({"benchmark_check": check_import(r for r in records if r.task in TASKS)})
+    ).with_sections({"benchmark_check": _benchmark_check(file, records)})
+
+
+def _benchmark_check(file: StepFile, records: list[SampleRecord]) -> dict[str, Any]:
+    """Validation steps are compared with the packaged benchmarks (a thinned set reports as
+    partial); training rollouts are not: they are the job's training data (GSM8K's train split
+    matched under the name ``gsm8k``), never a benchmark's score, and comparing them put the same
+    "different problem set" warning on every step of a job."""
+    if file.kind != "validation":
+        return {}
+    return check_import(r for r in records if r.task in TASKS)
 
 
 def _previous(out: Path, file: StepFile) -> RunRecord | None:
@@ -290,6 +307,28 @@ def build_index(opts: ImportOptions) -> ProblemIndex:
     return index
 
 
+def job_folder(step_file: str | Path) -> Path:
+    """The job folder a step file belongs to (``JOB/rollout-log/12.jsonl`` → ``JOB``)."""
+    return Path(step_file).resolve().parent.parent
+
+
+def check_one_job(root: Path, files: list[StepFile]) -> None:
+    """Refuse to import a job's dumps into a run root that holds another job's steps: the step
+    folders (``train/step-000010``) would collide, and the second job would silently replace the
+    first's steps (:func:`supersede` keeps changed dumps of *one* job)."""
+    ours = {job_folder(f.path) for f in files}
+    for run_json in sorted(root.glob(f"*/step-*/{RUN_JSON}")):
+        try:
+            source = (json.loads(run_json.read_text(encoding="utf-8")).get("training") or {}).get("source") or {}
+        except (OSError, ValueError):
+            continue  # not ours to judge here: _previous reads it with a clear error
+        theirs = job_folder(source["file"]) if isinstance(source.get("file"), str) else None
+        if theirs is not None and theirs not in ours:
+            raise Pr1EvalError(f"--out {root} holds the steps of another job (dumps in {theirs}); this one's dumps are "
+                               f"in {', '.join(sorted(map(str, ours)))}; import each job into its own --out "
+                               f"(e.g. --out {root.parent / (sorted(ours)[0].name + '-runs')})")
+
+
 def import_verl(dump_dir: str | Path, runs_root: str | Path, opts: ImportOptions | None = None,
                 progress: Callable[[StepResult], None] | None = None) -> list[StepResult]:
     """Import every complete, new or changed step of a VERL job's dumps (module docstring)."""
@@ -299,6 +338,7 @@ def import_verl(dump_dir: str | Path, runs_root: str | Path, opts: ImportOptions
         raise Pr1EvalError(f"--out {root} is a file; pass a folder for the runs")
     files = sorted(find_step_files(dump_dir, opts.kind), key=lambda f: (f.step, f.kind))
     job = opts.job or default_job(dump_dir)
+    check_one_job(root, files)
     newest = max(f.step for f in files)
     index = build_index(opts)
     tokenizer = None if opts.tokenizer is None else load_tokenizer(opts.tokenizer)

@@ -45,9 +45,11 @@ def warnings_of(task: str, check: dict[str, Any]) -> list[str]:
     lines = []
     if verdict == DIFFERENT:
         lines.append(f"{task}: none of its {len(check.get('foreign_ids') or [])} problems is in the packaged "
-                     f"{check['benchmark']} (ids {_named(list(check.get('foreign_ids') or []))}): a different problem "
-                     "set under a packaged benchmark's name; rename the task in the import file so it is not read "
-                     f"as {check['benchmark']}")
+                     f"{check['benchmark']} (ids {_named(list(check.get('foreign_ids') or []))}; matched by id, by "
+                     "problem text, and by index with the same gold): if they are its problems under other ids, add "
+                     f"each line's problem text as a \"problem\" field (or use the packaged ids, e.g. "
+                     f"{check['benchmark']}-0) and import again; if they are another problem set, rename the task in "
+                     f"the import file so it is not read as {check['benchmark']}")
     elif check.get("foreign_ids"):
         foreign = list(check["foreign_ids"])
         lines.append(f"{task}: {len(foreign)} problem id(s) are not in the packaged {check['benchmark']} "

@@ -17,7 +17,9 @@ Versions (``record_version``):
   (absent: not recorded, each sample's own ``position_unit`` says): a pr1-eval that predates it
   keeps it in :attr:`RunRecord.extra`, so no version bump was needed to stay readable both ways.
   ``training`` (a training job's own rollouts or validation, from ``import-verl``) and
-  ``answer_policy`` (absent: ``paper``, the one reading before policies) were added the same way.
+  ``answer_policy`` (absent: ``paper``, the one reading before policies) and ``model.fingerprint``
+  (the model folder's weights and tokenizer, :mod:`pr1_eval.inputs.model_fingerprint`) were added
+  the same way.
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -37,6 +39,10 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.answer_policy import ANSWER_POLICIES, DEFAULT_POLICY
 
 RUN_RECORD_VERSION = 2
+#: What every table and page shows for a structure figure (parallel ratio, format check, block
+#: positions) of a run whose tags did not survive (:attr:`RunRecord.structure_measurable` false);
+#: JSON gives null. Never a number: ``0.000`` would read as "the model never branches".
+NOT_MEASURABLE = "n/a (tags stripped by VERL 0.9.1)"
 
 
 @dataclass
@@ -47,6 +53,9 @@ class ModelInfo:
     revision: str | None = None  # hub revision, or the git commit of a local checkout
     step: int | None = None  # training step (``--step``, or ``global_step_N`` in the path)
     family: str | None = None  # the training job the checkpoint belongs to (set by a sweep)
+    #: A local folder's weights and tokenizer (:func:`pr1_eval.inputs.model_fingerprint.model_fingerprint`):
+    #: a resume with another one is refused. None for hub ids, imports and runs recorded before it existed.
+    fingerprint: dict[str, Any] | None = None
 
 
 @dataclass
@@ -134,6 +143,12 @@ class RunRecord:
         (the only reading before policies were recorded)."""
         return self.answer_policy or DEFAULT_POLICY
 
+    @property
+    def structure_measurable(self) -> bool:
+        """Whether the samples' tags can be counted: False for a training dump whose decoder
+        deleted them (``training.structure_measurable``, set by ``import-verl`` for VERL 0.9.1)."""
+        return not (self.training and self.training.get("structure_measurable") is False)
+
     def task_k(self, task: str) -> int | None:
         """Samples per problem of ``task``: its own k, else the run's."""
         entry = self.tasks.get(task)
@@ -154,6 +169,8 @@ class RunRecord:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out["record_version"] = RUN_RECORD_VERSION
         out["model"] = dataclasses.asdict(self.model)
+        if out["model"]["fingerprint"] is None:  # kept out of runs that have none, as the optional sections
+            del out["model"]["fingerprint"]
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
@@ -253,7 +270,8 @@ def _model(value: Any, where: str) -> ModelInfo:
     return ModelInfo(path=_str(data.get("path"), where, "model.path"),
                      revision=_str(data.get("revision"), where, "model.revision"),
                      step=_int(data.get("step"), where, "model.step"),
-                     family=_str(data.get("family"), where, "model.family"))
+                     family=_str(data.get("family"), where, "model.family"),
+                     fingerprint=_object(data.get("fingerprint"), where, "model.fingerprint"))
 
 
 def _task(name: str, value: Any, where: str) -> TaskEntry:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pr1_eval.records.run import RunRecord
+from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
 from pr1_eval.records.sample import SCORED_STATUSES
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
 from pr1_eval.report.metrics import (
@@ -85,8 +85,10 @@ def _mean_of(frame: pd.DataFrame, column: str) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def metrics_of(frame: pd.DataFrame, k: int) -> TaskMetrics:
-    """The metrics of samples in which every problem holds at least ``k`` samples."""
+def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetrics:
+    """The metrics of samples in which every problem holds at least ``k`` samples; without
+    ``measurable`` (the tags were stripped) the structure figures are None, never a count of
+    tags that cannot be there."""
     problems = _problem_table(frame)
     per_problem: dict[str, list[float]] = {name: [] for name in PER_PROBLEM_METRICS}
     seen: dict[tuple[int, int, int, bool], dict[str, float]] = {}  # few distinct problems: n, c ≤ k
@@ -99,8 +101,8 @@ def metrics_of(frame: pd.DataFrame, k: int) -> TaskMetrics:
     means = {name: float(np.mean(values)) for name, values in per_problem.items()}
     return TaskMetrics(
         k=k, **means,
-        parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)),
-        format_ok_ratio=float(frame["format_ok"].astype(bool).mean()),
+        parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)) if measurable else None,
+        format_ok_ratio=float(frame["format_ok"].astype(bool).mean()) if measurable else None,
         mean_response_tokens=_mean_of(frame, "n_response_tokens"),
         truncated_ratio=float((frame["finish_reason"] == "length").mean()),
         no_answer_ratio=float((frame["grade_status"] == "no_answer").mean()),
@@ -117,13 +119,13 @@ def _ci(values: list[float]) -> Interval | None:
     return bootstrap_ci(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
 
 
-def task_report(frame: pd.DataFrame, check: TaskCompleteness) -> TaskReport:
-    """One task's report from its samples and its completeness check."""
+def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
+    """One task's report from its samples and its completeness check (``measurable``: see :func:`metrics_of`)."""
     held = frame.groupby("problem_id", sort=False).size() if len(frame) else pd.Series(dtype=int)
     full = [str(pid) for pid, n in held.items() if n >= check.k]
     metrics = None
     if check.k >= 1 and full:
-        metrics = metrics_of(frame[frame["problem_id"].astype(str).isin(full)], check.k)
+        metrics = metrics_of(frame[frame["problem_id"].astype(str).isin(full)], check.k, measurable)
     return TaskReport(
         complete=check.complete, k=check.k, n_problems=len(full), n_problems_expected=check.n_problems_expected,
         n_samples=int(len(frame)), missing_problems=check.missing_problems, n_missing_problems=check.n_missing_problems,
@@ -139,13 +141,21 @@ def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | No
     against ``k`` (else the most samples any problem holds) over the problems present.
     """
     completeness = check_completeness(run, frame, k)
+    measurable = run is None or run.structure_measurable
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         group = frame[frame["task"].astype(str) == name] if len(frame) else frame
-        tasks[name] = task_report(group, check)
+        tasks[name] = task_report(group, check, measurable)
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),
                      advice=None if completeness.complete else completeness.advice(),
                      shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
-                     tasks=tasks, answer_policy=None if run is None else run.policy)
+                     structure_note=None if measurable else _structure_note(run), tasks=tasks,
+                     answer_policy=None if run is None else run.policy)
+
+
+def _structure_note(run: RunRecord | None) -> str:
+    """``n/a (tags stripped by VERL 0.9.1)``: the import's own reason."""
+    reason = (run.training or {}).get("structure_note") if run is not None else None
+    return NOT_MEASURABLE + (f": {reason}" if reason else "")

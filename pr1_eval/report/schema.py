@@ -66,8 +66,10 @@ class TaskMetrics:
                              kind="mean", checker="paper")
     best_at_k_paper: float = _doc("best@K_paper: best@K on the paper's string checker (the paper's Pass@16).",
                                   kind="best", checker="paper")
-    parallel_ratio: float = _doc("Share of samples with at least one <Parallel> block (over samples).")
-    format_ok_ratio: float = _doc("Share of samples passing the strict format check.")
+    parallel_ratio: float | None = _doc("Share of samples with at least one <Parallel> block (over samples); null "
+                                        "when not measurable (the tags were stripped: structure_note says why).")
+    format_ok_ratio: float | None = _doc("Share of samples passing the strict format check; null when not "
+                                         "measurable (as parallel_ratio).")
     mean_response_tokens: float | None = _doc("Mean response length in tokens; None when no sample counts them.")
     truncated_ratio: float = _doc("Share of samples cut by the token budget (finish_reason 'length').")
     no_answer_ratio: float = _doc("Share of samples with no extracted answer (grade_status 'no_answer').")
@@ -193,6 +195,9 @@ class RunReport:
     warnings: list[str] = _doc("Differences from a packaged benchmark that do not make the run incomplete.",
                                factory=list)
     maj_tie_rule: str = _doc("How maj@K breaks ties (pr1_eval.report.metrics.MAJ_TIE_RULE).", "")
+    structure_note: str | None = _doc(
+        "Why parallel_ratio and format_ok_ratio are null (a VERL 0.9.1 dump, whose tags were stripped); None "
+        "when they are measured.", None)
     tasks: dict[str, TaskReport] = _doc("Task name → its report.", factory=dict)
     run: str | None = _doc("The run folder, when the report was loaded from one.", None)
     model: dict[str, Any] | None = _doc("run.json's model section, when loaded from a folder.", None)

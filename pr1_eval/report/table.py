@@ -36,13 +36,18 @@ def _row(task: str, t: TaskReport, width: int) -> list[str]:
     tokens = values.mean_response_tokens
     return cells + [
         _with_ci(values, name) if ci else f"{getattr(values, name):.3f}" for name, ci in _METRIC_COLUMNS
-    ] + [f"{values.parallel_ratio:.3f}", f"{values.format_ok_ratio:.3f}",
+    ] + [_ratio(values.parallel_ratio), _ratio(values.format_ok_ratio),
          "-" if tokens is None else str(round(tokens)), str(values.n_unscored)]
 
 
 def policy_line(policy: str) -> str:
     """The line above a table that says which answer policy its verdicts were made under."""
     return f"answer policy: {policy} ({POLICY_SUMMARIES.get(policy, 'unknown policy')})"
+
+
+def _ratio(value: float | None) -> str:
+    """A structure ratio; 'n/a' when not measurable (the footer says why)."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
@@ -62,6 +67,8 @@ def format_report_table(report: RunReport) -> str:
     lines += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in rows]
     lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
+    if report.structure_note:
+        lines.append(f"parallel, format_ok {report.structure_note}")
     if report.incomplete:
         lines.append("")
         starred = any(not t.complete for t in report.tasks.values())

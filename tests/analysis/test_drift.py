@@ -155,3 +155,15 @@ def test_metric_trend_what_the_training_page_calls_keeps_units_apart() -> None:
     assert ratio["p_value"] == pytest.approx(2 / 24) and ratio["position_unit"] is None
     one = metric_trend(points.assign(position_unit="token"), "first_block_rel_pos")
     assert one["p_value"] == pytest.approx(2 / 24) and one["position_unit"] == "token"
+
+
+def test_a_trend_without_a_note_prints_no_nan_note() -> None:
+    """A note column pandas filled with NaN (a missing note) printed `drift / block_rel_pos: nan`."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.summary import drift_notes
+
+    trends = pd.DataFrame({"task": ["aime24", "amc23", "gsm8k"], "metric": ["block_rel_pos"] * 3,
+                           "note": [np.nan, "2 step(s) with a value; a trend needs at least 3", None]})
+    assert drift_notes(trends) == ["drift amc23 / block_rel_pos: 2 step(s) with a value; a trend needs at least 3"]

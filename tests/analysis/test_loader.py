@@ -97,8 +97,9 @@ def test_same_name_runs_are_kept_apart(tmp_path: Path) -> None:
     one = write_run(tmp_path / "x", "run", [make_record("t", "p0", 0, TWO_BLOCKS)])
     two = write_run(tmp_path / "y", "run", [make_record("t", "p0", 0, TWO_BLOCKS)])
     loaded = load_runs(tmp_path, tokenizer=None)
-    assert set(loaded.samples["run"]) == {str(one), str(two)}
-    assert set(loaded.blocks["run"]) == {str(one), str(two)} and len(loaded.blocks) == 4
+    assert one != two  # named by the part of their paths that differs, never by absolute paths
+    assert set(loaded.samples["run"]) == {"run (x)", "run (y)"}
+    assert set(loaded.blocks["run"]) == {"run (x)", "run (y)"} and len(loaded.blocks) == 4
 
 
 def test_same_name_runs_with_undeclared_samples_are_kept_apart(tmp_path: Path) -> None:
@@ -109,9 +110,9 @@ def test_same_name_runs_with_undeclared_samples_are_kept_apart(tmp_path: Path) -
     one = write_run(tmp_path / "x", "run", records, extra=declared)
     two = write_run(tmp_path / "y", "run", records[:1])
     loaded = load_runs(tmp_path, tokenizer=None)
-    assert sorted(loaded.samples["run"]) == sorted([str(one), str(two)])
-    assert sorted(loaded.blocks["run"]) == sorted([str(one)] * 2 + [str(two)] * 2)
-    assert any(note.startswith(f"{one}: 1 sample(s) of 1 problem(s)") for note in loaded.notes)
+    assert sorted(loaded.samples["run"]) == ["run (x)", "run (y)"] and one != two
+    assert sorted(loaded.blocks["run"]) == ["run (x)"] * 2 + ["run (y)"] * 2
+    assert any(note.startswith("run (x): 1 sample(s) of 1 problem(s)") for note in loaded.notes)
 
 
 def test_stored_structure_disagreeing_with_text_is_reparsed_with_a_note(tmp_path: Path) -> None:

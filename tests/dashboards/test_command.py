@@ -53,6 +53,28 @@ def test_a_busy_port_is_refused_with_the_fix() -> None:
             check_port("127.0.0.1", port)
 
 
+def test_the_suggested_port_is_free() -> None:
+    """The port after a busy one is often busy too (a second dashboard): the suggestion is probed."""
+    for _ in range(20):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            first.listen()
+            second.listen()
+            with pytest.raises(Pr1EvalError) as error:
+                check_port("127.0.0.1", port)
+            suggested = int(str(error.value).split("--port ")[-1].split()[0])
+            assert suggested > port + 1 and "(free now)" in str(error.value)
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", suggested))  # really free
+            return
+    pytest.skip("no two neighbouring free ports on this machine")
+
+
 def test_no_run_is_refused_before_starting(tmp_path: Path) -> None:
     with pytest.raises(Pr1EvalError, match="no run found"):
         resolve_runs([str(tmp_path)])

@@ -169,6 +169,31 @@ def test_leaderboard_falls_back_to_each_runs_report(runs: dict[str, Path], monke
     assert hostile["k"] == "2" and hostile["mean@K"] == fmt(3 / 4)  # h0: 1 of 2 right, h1: 2 of 2
 
 
+def test_the_per_run_report_stars_partial_numbers_and_keeps_notes_below(
+        runs: dict[str, Path], killed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An incomplete run in the per-run report: its partial numbers, starred as `report` stars them
+    (it showed '—'), and its long note below the table, so the rows stay one line high."""
+    app = open_app(monkeypatch, [*runs.values(), killed])
+    table = shown_table(app)
+    held = row(table, run=KILLED_RUN, task="aime24")
+    assert held["complete"] == MARK and held["mean@K"] == fmt(1 / 4) + "*"  # 1 of 4 right on each held problem
+    assert held["note"].startswith("(") and len(held["note"]) <= 4
+    assert row(table, run="step100", task="aime24")["mean@K"] == fmt(1 / K)  # complete: no star
+    captions = [md_unescape(c.value) for c in app.caption]
+    assert any(c.startswith(f"{held['note']} {KILLED_RUN} · aime24: ") and "2 of 4 problem(s)" in c for c in captions)
+    assert any("marked * are partial" in c for c in captions)
+
+
+def test_compare_starts_on_two_runs_that_share_a_task(tmp_path: Path) -> None:
+    from dashboards.tables import default_a, default_b
+
+    samples = pd.DataFrame({"run": ["a", "b", "c", "d"], "task": ["gsm8k", "aime24", "aime24", "amc23"],
+                            "model_family": ["x", "y", "z", "y"]})
+    runs = ["a", "b", "c", "d"]
+    assert default_a(samples, runs) == "b" and default_b(samples, runs, "b") == "c"
+    assert default_b(samples, runs, "a") == "b"  # none shares a task with a: the next run
+
+
 def test_not_comparable_names_the_toggle_and_reads_right_for_a_run_named_run(
         runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     demo = write_import([r for r in step_rows(100) if r["problem_id"] != "p3"], tmp_path / "run")  # the demo's name

@@ -17,11 +17,14 @@ import pytest
 from nbclient import NotebookClient
 from sacrebleu.metrics import BLEU
 
-from analysis.notebook_runs import resolve_runs_root
+from analysis.leaderboard import compute_leaderboard
+from analysis.loader import load_runs
+from analysis.notebook_runs import comparable_runs, resolve_runs_root
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
+from tests.support.analysis_fixtures import make_record, write_run
 
 ALL_NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 #: Notebooks run on a training job's step runs instead, by test_training_notebook.py.
@@ -133,6 +136,49 @@ def test_the_run_root_is_found_from_the_notebooks_folder(tmp_path: Path) -> None
         resolve_runs_root({}, tmp_path / "empty")
     with pytest.raises(Pr1EvalError, match="PR1_RUNS=/nowhere does not exist"):
         resolve_runs_root({"PR1_RUNS": "/nowhere"})
+
+
+def test_a_relative_pr1_runs_means_the_folder_it_was_launched_from(tmp_path: Path) -> None:
+    """``PR1_RUNS=pr1-demo jupyter execute notebooks/…`` from the repository root: the kernel starts
+    in notebooks/, but $PWD (the shell's folder, which the kernel inherits) finds the repository's
+    pr1-demo/; from notebooks/ a ../pr1-demo works, and so does an absolute path from anywhere."""
+    repo = tmp_path / "repo"
+    (repo / "pr1-demo").mkdir(parents=True)
+    (repo / "notebooks").mkdir()
+    kernel = repo / "notebooks"
+    demo = (repo / "pr1-demo").resolve()
+    assert resolve_runs_root({"PR1_RUNS": "pr1-demo", "PWD": str(repo)}, kernel)[0] == demo  # from the root
+    assert resolve_runs_root({"PR1_RUNS": "../pr1-demo", "PWD": str(kernel)}, kernel)[0] == demo  # from notebooks/
+    assert resolve_runs_root({"PR1_RUNS": "pr1-demo"}, kernel)[0] == demo  # no $PWD: the kernel's folder and above
+    assert resolve_runs_root({"PR1_RUNS": str(demo), "PWD": "/"}, kernel)[0] == demo
+    with pytest.raises(Pr1EvalError, match="PR1_RUNS=elsewhere does not exist"):
+        resolve_runs_root({"PR1_RUNS": "elsewhere", "PWD": str(repo)}, kernel)
+
+
+def test_every_notebook_is_listed_and_an_extra_opens_them() -> None:
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert ALL_NOTEBOOKS and [p.stem for p in ALL_NOTEBOOKS if f"`{p.stem}`" not in readme] == []
+    pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    extra = re.search(r"^notebooks = \[(.*)\]$", pyproject, re.MULTILINE)
+    assert extra is not None and "jupyterlab" in extra[1] and "notebook>=" in extra[1]
+
+
+def test_runs_sharing_no_task_are_cut_to_the_commonest_task(tmp_path: Path) -> None:
+    """A runs/ folder of runs made for different tasks: the leaderboard with intersect raised; the
+    notebook now compares the runs that hold the task most of them hold, and names the others."""
+    for name, tasks in (("a", ["aime24"]), ("b", ["amc23"]), ("c", ["amc23", "gsm8k"])):
+        write_run(tmp_path, name, [make_record(t, "p1", 0, "Final Answer: 5", correct=True) for t in tasks])
+    loaded = load_runs(tmp_path, tokenizer=None, cache=False)
+    with pytest.raises(Pr1EvalError, match="share no task"):
+        compute_leaderboard(loaded, intersect=True)
+    subset, note = comparable_runs(loaded)
+    assert sorted(subset.samples["run"].unique()) == ["b", "c"] and sorted(subset.run_info) == ["b", "c"]
+    assert note is not None and "hold amc23 (b, c); left out: a" in note
+    document = compute_leaderboard(subset, intersect=True).document
+    assert [r["name"] for r in document["runs"]] and document["tasks"] == ["amc23"]
+    same, none = comparable_runs(subset)
+    assert none is None and same is subset
 
 
 @pytest.mark.slow  # starts a kernel per notebook

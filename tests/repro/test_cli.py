@@ -30,10 +30,9 @@ def dry_run(capsys, *args: str) -> tuple[list[str], dict]:
     own, extra = (args[: args.index("--")], args[args.index("--") :]) if "--" in args else (args, ())
     assert main(["run", *own, "--dry-run", *extra]) == 0, capsys.readouterr().err
     text = capsys.readouterr().out
+    assert text.split("\n")[0] in ("# inputs: all found", "# inputs: not checked (--no-path-check)")  # first
     head, config = text.split("# resolved config\n", 1)
-    config, inputs = config.rsplit("# inputs: ", 1)
-    assert inputs.split("\n")[0] in ("all found", "not checked (--no-path-check)")
-    command = head.replace("# command\n", "").strip()
+    command = head.split("# command\n", 1)[1].strip()
     return shlex.split(command.replace("${RAY_ADDRESS}", "RAY")), yaml.safe_load(config)
 
 
@@ -165,13 +164,30 @@ def test_dry_run_names_every_missing_input_and_fails(capsys, tmp_path) -> None:
     assert main(["run", "rl_dapo", "--model", str(tmp_path / "nope"), "--data-dir", str(data), "--dry-run"]) == 2
     out, err = capsys.readouterr()
     assert "# command" in out and "# resolved config" in out
-    assert out.rstrip().endswith(f"# inputs: model {tmp_path / 'nope'} does not exist; data.val_files {data / OUTPUTS['val']} does not exist")
+    assert out.startswith(f"# inputs: model {tmp_path / 'nope'} does not exist; data.val_files {data / OUTPUTS['val']} does not exist\n")
     assert err.count("\n") == 1 and err.startswith("pr1-repro run: stage rl_dapo: model ") and "pr1-repro data --out" in err
     (model / "config.json").unlink()
     err = one_line_error(capsys, ["run", "sft", "--model", str(model), "--data-dir", str(data)])  # checked before launching
     assert f"model {model} has no config.json" in err
     assert main(["run", "sft", "--model", "Qwen/Qwen3-4B-Base", "--data-dir", str(data), "--dry-run"]) == 0
     assert "# note: model Qwen/Qwen3-4B-Base is not a local folder, so VERL will fetch it from the hub" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("typed", ["models/qwen3-4b-tag", "./qwen3-4b-tags", "../elsewhere/m", "models/a/b"])
+def test_a_mistyped_local_model_path_fails_the_dry_run(capsys, tmp_path, monkeypatch, typed: str) -> None:
+    """A relative path with one slash whose first part is a folder here is a mistyped local path,
+    not a hub id: the dry run exits 2 with the reason as its first line (it said 'all found', exit 0,
+    and VERL would have been sent to the hub from the cluster)."""
+    model, data = inputs(tmp_path)
+    (tmp_path / "models" / "qwen3-4b-tags").mkdir(parents=True)
+    (tmp_path / "models" / "qwen3-4b-tags" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "sft", "--model", typed, "--data-dir", str(data), "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("# inputs: model ") and "does not exist" in out.split("\n")[0]
+    assert "hub" not in out.split("\n")[1] and err.startswith("pr1-repro run: stage sft: model ")
+    assert main(["run", "sft", "--model", "models/qwen3-4b-tags", "--data-dir", str(data), "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("# inputs: all found\n")
 
 
 def test_rollout_run_options_reach_the_config(capsys, tmp_path) -> None:

@@ -6,6 +6,7 @@ that the error comes in seconds (no model was loaded) as one line without a trac
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -152,6 +153,21 @@ def test_cli_errors_come_before_any_model_loads(tmp_path: Path) -> None:
         errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
         assert time.perf_counter() - started < 60
+
+
+def test_a_model_folder_error_comes_before_torch_is_imported(tmp_path: Path) -> None:
+    """With the default --engine auto on a machine without vllm, choosing the engine imported torch
+    (seconds of CPU) before the model folder was checked; now nothing imports it."""
+    model = _model_folder(tmp_path / "m", tokenizer=False)
+    code = ("import sys\nfrom pr1_eval.cli.main import main\n"
+            f"rc = main(['run', '--model', {str(model)!r}, '--tasks', 'aime24', '--out', {str(tmp_path / 'o')!r}])\n"
+            "print('rc', rc, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here: choosing the engine needs torch's CUDA check")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert "has no tokenizer files" in done.stderr and done.stdout.split()[-3:] == ["2", "False", "False"], done
 
 
 def test_report_on_a_folder_of_runs_lists_them(tmp_path: Path) -> None:

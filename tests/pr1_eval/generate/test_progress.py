@@ -68,3 +68,37 @@ def test_on_a_terminal_the_bar_moves_when_samples_are_decoded_not_when_stored() 
 
 def test_durations_read_as_a_person_writes_them() -> None:
     assert [duration(s) for s in (0, 42.4, 185, 7620)] == ["0s", "42s", "3m05s", "2h07m"]
+
+
+def test_token_steps_show_before_any_chunk_returns_with_a_bounded_eta() -> None:
+    """A structured (or HF) chunk of minutes: its token steps show, with a token rate and an ETA
+    bounded by the token budget, never '0 engine calls; ETA unknown' for minutes."""
+    clock, out = Clock(), io.StringIO()
+    progress = RunProgress(4, stream=out, tty=False, every=3600, clock=clock, token_budget=4 * 100)
+    clock.now += 10
+    for _ in range(25):
+        progress.on_decoding_step(4)  # 25 steps of 4 rows: 100 tokens in 10 s, 300 of the 400 left
+    progress.line()
+    progress.close()
+    assert out.getvalue().splitlines()[1] == (
+        "[pr1-eval] 0/4 samples (0%) generated, 0 stored, 0 engine calls, 100 tokens in 25 decoding steps "
+        "(10.0 tokens/s); 0.00 samples/s, ETA ≤ 30s, 10s elapsed")
+
+
+def test_the_hf_engine_and_the_structured_decoder_report_each_token_step() -> None:
+    from pr1_eval.decoding.structured import StructuredDecoder
+    from pr1_eval.engines.base import GenerationRequest, SamplingConfig
+    from pr1_eval.engines.hf import HFEngine
+    from pr1_eval.testing.tiny_model import cached_tiny_model
+
+    engine = HFEngine(str(cached_tiny_model("random")), device="cpu")
+    rows: list[int] = []
+    engine.on_decoding_step = rows.append
+    prompt = engine.tokenizer("Hello", add_special_tokens=False)["input_ids"]
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=0)
+    done = engine.generate([GenerationRequest(request_id="r", prompt_token_ids=prompt, n=3)], sampling)
+    longest = max(len(c.token_ids) for c in done[0])
+    assert len(rows) >= longest and set(rows) == {3}  # one report per step, for the batch's 3 rows
+    rows.clear()
+    decoded = StructuredDecoder().decode(engine, [prompt], 2, sampling, ["r"])
+    assert sum(rows) == sum(len(d.token_ids) for d in decoded[0]) and len(rows) == max(len(d.token_ids) for d in decoded[0])

@@ -60,8 +60,9 @@ def test_progress_lines_appear_outside_a_terminal(reference_run: Path) -> None:
     """stderr is a pipe here, as in a job-array log: plain progress lines, no bar, ending at 24/24."""
     lines = [line for line in REFERENCE_STDERR[0].splitlines() if line.startswith("[pr1-eval] ")]
     assert lines[0].startswith("[pr1-eval] started: 0/24 samples"), REFERENCE_STDERR[0][-2000:]
-    pattern = re.compile(r"\[pr1-eval\] (\d+)/24 samples \(\d+%\) generated, (\d+) stored, \d+ engine calls; "
-                         r"[\d.]+ samples/s, ETA (\w+), \w+ elapsed")
+    pattern = re.compile(r"\[pr1-eval\] (\d+)/24 samples \(\d+%\) generated, (\d+) stored, \d+ engine calls"
+                         r"(?:, \d+ tokens in \d+ decoding steps \([\d.]+ tokens/s\))?; "
+                         r"[\d.]+ samples/s, ETA (?:≤ )?(\w+), \w+ elapsed")
     parsed = [pattern.search(line) for line in lines[1:]]
     assert all(parsed), lines
     assert [int(m.group(2)) for m in parsed if m] == sorted(int(m.group(2)) for m in parsed if m)  # stored only grows

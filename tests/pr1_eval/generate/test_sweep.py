@@ -107,7 +107,12 @@ def test_merge_and_failures_do_not_stop_the_sweep(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(checkpoints, "verl_available", lambda: True)
     monkeypatch.setattr(checkpoints, "merge_command", lambda c: [sys.executable, "-c", fake_merger, str(c.path)])
     assert main(["sweep", str(root), "--out-root", str(tmp_path / "runs"), *RUN_OPTIONS]) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # off a terminal the checkpoint bar is silent: a line says which checkpoint starts, and how it ended
+    lines = [line for line in err.splitlines() if line.startswith("[pr1-eval] checkpoint ")]
+    assert [line.split(":")[0] for line in lines[::2]] == [f"[pr1-eval] checkpoint {i}/4" for i in range(1, 5)]
+    assert str(root / "global_step_1") in lines[0] and lines[1].split()[-4:-2] == ["done", "in"]
+    assert lines[-1].split()[-4:-2] == ["failed", "in"] and len(lines) == 8
     table = {line.split()[0]: line for line in out.splitlines()[-4:]}
     assert "done" in table["1"] and "ckpts-step1-sequential-k2-seed0" in table["1"]
     assert "failed" in table["2"] and "merging" in table["2"]

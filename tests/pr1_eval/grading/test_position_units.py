@@ -24,6 +24,7 @@ from analysis.loader import load_runs
 from analysis.summary import analyze
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.generate.preflight import check_model
 from pr1_eval.ingest.importer import import_jsonl
 from pr1_eval.inputs.paths import packaged_benchmarks_dir
 from pr1_eval.store.run_store import RunStore
@@ -77,8 +78,26 @@ def test_a_bad_tokenizer_folder_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Pr1EvalError, match="--tokenizer .*not a folder"):
         import_jsonl(_write_import(tmp_path / "in.jsonl", TEXTS), tmp_path / "x", tokenizer=tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(Pr1EvalError, match="--tokenizer .*no tokenizer could be loaded"):
+    with pytest.raises(Pr1EvalError, match="--tokenizer .*has no tokenizer files"):
         import_jsonl(_write_import(tmp_path / "in.jsonl", TEXTS), tmp_path / "y", tokenizer=tmp_path / "empty")
+
+
+def test_a_model_folder_without_tokenizer_files_is_refused_as_run_refuses_it(tmp_path: Path) -> None:
+    """A model folder with config.json and weights but no tokenizer files: `run` refuses it, and so
+    does `import --tokenizer` (it used to load an empty tokenizer from config.json and store 0-token
+    responses with every block at position 0)."""
+    folder = tmp_path / "weights-only"
+    folder.mkdir()
+    for item in cached_tiny_model("random").iterdir():
+        if item.name in ("config.json", "model.safetensors", "generation_config.json"):
+            (folder / item.name).symlink_to(item)
+    with pytest.raises(Pr1EvalError) as refused_by_run:
+        check_model(str(folder))
+    source = _write_import(tmp_path / "in.jsonl", TEXTS)
+    with pytest.raises(Pr1EvalError) as refused_by_import:
+        import_jsonl(source, tmp_path / "x", workers=1, tokenizer=folder)
+    assert str(refused_by_import.value) == str(refused_by_run.value).replace("model folder", "--tokenizer")
+    assert "has no tokenizer files" in str(refused_by_import.value) and not (tmp_path / "x" / "run.json").exists()
 
 
 def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path: Path) -> None:

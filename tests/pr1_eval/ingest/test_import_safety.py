@@ -108,6 +108,65 @@ def test_a_subset_of_a_packaged_benchmark_reports_as_partial(tmp_path: Path, cap
     assert report["verdict"] == "whole" and report["n_matched"] == 30
 
 
+def test_index_ids_with_the_benchmarks_golds_are_its_problems(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Ids 0..24 with aime24's first 25 golds and no problem text: 25 of 30 problems of aime24,
+    marked incomplete (it was called "a different problem set; rename the task")."""
+    aime = _packaged("aime24")
+    rows = [{"task": "aime24", "problem_id": str(i), "sample_idx": 0, "response": f"Final Answer: {p['answer']}",
+             "gold": p["answer"]} for i, p in enumerate(aime[:25])]
+    assert main(["import", str(_file(tmp_path / "idx.jsonl", rows)), "--out", str(tmp_path / "idx"),
+                 "--grade-workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "25 of 30 problems of the packaged aime24" in out and "INCOMPLETE" in out and "none of its" not in out
+    check = check_run(tmp_path / "idx")
+    assert not check.complete and (check.tasks["aime24"].part_of.held, check.tasks["aime24"].part_of.total) == (25, 30)
+
+
+def test_a_different_set_with_index_ids_is_told_what_to_do(tmp_path: Path) -> None:
+    """Index ids whose golds are not the benchmark's (one coincidence allowed for): not taken for
+    aime24, and the warning says how to fix either case, naming the "problem" field."""
+    aime = _packaged("aime24")
+    rows = [{"task": "aime24", "problem_id": str(i), "sample_idx": 0, "response": "Final Answer: 1",
+             "gold": aime[i]["answer"] if i == 0 else str(1000 + i)} for i in range(10)]
+    check = check_run(import_jsonl(_file(tmp_path / "other.jsonl", rows), tmp_path / "other", workers=1))
+    warning = " | ".join(check.warnings())
+    assert "none of its 10 problems is in the packaged aime24" in warning
+    assert 'add each line\'s problem text as a "problem" field' in warning and "rename the task" in warning
+    assert check.tasks["aime24"].part_of is None
+
+
+def test_the_help_and_the_readme_show_a_full_line_that_imports(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The format is in `import --help` and the README, as a full line with the problem field; the
+    line as printed is a valid import line."""
+    from pr1_eval.ingest.importer import REQUIRED
+
+    with pytest.raises(SystemExit):
+        main(["import", "--help"])
+    text = capsys.readouterr().out
+    start = text.index('{"task"')
+    row = json.loads(text[start:text.index("}", start) + 1])  # wrapped at 80 columns between the fields
+    assert set(REQUIRED) | {"problem"} <= set(row)
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    in_readme = next(json.loads(line) for line in readme.splitlines() if line.startswith('{"task"'))
+    assert set(in_readme) == set(row)
+    assert main(["import", str(_file(tmp_path / "one.jsonl", [row])), "--out", str(tmp_path / "one"),
+                 "--grade-workers", "1"]) == 0
+    assert RunStore(tmp_path / "one").read_frame()["correct"].tolist() == [True]
+
+
+def test_training_rollouts_are_not_compared_with_a_benchmark() -> None:
+    """A GSM8K-train job's rollouts, matched under the name gsm8k: no "different problem set"
+    warning on every step (validation steps are still checked)."""
+    from pr1_eval.ingest.verl_import import StepFile, _benchmark_check
+    from tests.support.analysis_fixtures import make_record
+
+    records = [make_record("gsm8k", "train-7", 0, "Final Answer: 3")]
+    assert _benchmark_check(StepFile(Path("job/rollout/1.jsonl"), "train", 1), records) == {}
+    assert _benchmark_check(StepFile(Path("job/val/1.jsonl"), "validation", 1), records)["gsm8k"]["verdict"] == "different"
+
+
 def test_ids_and_golds_that_differ_are_named(tmp_path: Path) -> None:
     aime = _packaged("aime24")
     rows = _benchmark_rows("aime24", aime)

@@ -146,6 +146,36 @@ def test_verl_091_v1_rollouts_group_by_uid_and_drop_padding(v1_job: dict[str, ob
     assert sorted(frame.reward) == sorted(t.score for t in truths["train"])
 
 
+def test_unmeasurable_structure_is_never_shown_as_a_number(v1_job: dict[str, object],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """VERL 0.9.1 stripped the tags: report's table says n/a and why, --json gives null, the
+    analysis' structure table (the dashboard's Behaviour page) gives n/a, not 0.0 "no parallel blocks"."""
+    from analysis.loader import load_runs
+    from analysis.stats import mark_unmeasurable, structure_stats
+    from pr1_eval.cli.main import main
+
+    run = Path(str(v1_job["out"])) / "train" / "step-000003"
+    assert main(["report", str(run)]) == 0
+    table = capsys.readouterr().out
+    head, row = [line.split() for line in table.splitlines()[1:3]]
+    assert row[head.index("parallel")] == "n/a" and row[head.index("format_ok")] == "n/a"
+    assert "parallel, format_ok n/a (tags stripped by VERL 0.9.1): VERL 0.9.1 decodes with skip_special_tokens" in table
+    assert main(["report", str(run), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    cells = next(iter(document["tasks"].values()))
+    assert "parallel_ratio" in cells and cells["parallel_ratio"] is None and cells["format_ok_ratio"] is None
+    assert document["structure_note"].startswith("n/a (tags stripped by VERL 0.9.1)")
+    loaded = load_runs([run], tokenizer=None, cache=False)
+    shown = mark_unmeasurable(structure_stats(loaded.samples), loaded.run_info, fill="n/a")
+    assert set(shown["parallel_ratio"]) == {"n/a"} and set(shown["format_ok_ratio"]) == {"n/a"}
+    assert all(n.startswith("structure n/a (tags stripped") and "no parallel blocks" not in n for n in shown["notes"])
+    assert shown["accuracy"].notna().all()  # what is measurable stays
+    from dashboards.tables import report_rows
+
+    fallback = report_rows(loaded, list(loaded.run_info), sorted(set(loaded.samples["task"])))
+    assert set(fallback["parallel_ratio"]) == {"n/a"}  # the leaderboard page's per-run report
+
+
 def test_verl_091_v1_validation_pools_one_uid_per_row(v1_job: dict[str, object]) -> None:
     frame = _frame(Path(str(v1_job["out"])) / "val" / "step-000003")
     assert frame.groupby("problem_id").size().to_dict() == {"aime24-0": 4, "aime24-1": 4}

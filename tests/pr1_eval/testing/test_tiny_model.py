@@ -236,6 +236,28 @@ def test_tiny_model_command_shares_the_cache(tmp_path: Path, capsys: pytest.Capt
     assert "missing.txt" in capsys.readouterr().err
 
 
+def test_tiny_model_refuses_a_folder_holding_other_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trained checkpoint's folder is never overwritten with random weights without --force; a
+    file path is one line, no traceback; a folder holding a tiny model already is rewritten."""
+    from pr1_eval.cli.tiny_model import TINY_MANIFEST
+
+    assert TINY_MANIFEST == tm.MANIFEST
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "model.safetensors").write_bytes(b"trained weights")
+    assert main(["tiny-model", str(checkpoint)]) == 2
+    err = capsys.readouterr().err
+    assert "not empty (model.safetensors)" in err and "--force" in err and "Traceback" not in err
+    assert (checkpoint / "model.safetensors").read_bytes() == b"trained weights"
+    (tmp_path / "file").write_text("x")
+    assert main(["tiny-model", str(tmp_path / "file")]) == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and len(err.strip().splitlines()) == 1
+    assert main(["tiny-model", str(checkpoint), "--force"]) == 0
+    assert _sha(checkpoint / "model.safetensors") == _sha(tm.cached_tiny_model("random") / "model.safetensors")
+    assert main(["tiny-model", str(checkpoint)]) == 0  # a tiny model's folder: written again
+
+
 @pytest.fixture(scope="module")
 def trained_dir() -> Path:
     path = tm.cached_tiny_model("trained")
