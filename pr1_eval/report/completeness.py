@@ -43,6 +43,7 @@ import pandas as pd
 from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import NO_GOLD
+from pr1_eval.store.run_store import RunStore
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"
 
@@ -140,6 +141,11 @@ class RunCompleteness:
         return self.status == "complete"
 
     @property
+    def interrupted_import(self) -> bool:
+        """An import whose run.json still says 'importing': the import was stopped before it ended."""
+        return self.imported and self.status == "importing"
+
+    @property
     def is_shard(self) -> bool:
         """One shard of several: never the whole run, whatever its tasks hold."""
         return self.shard is not None and self.shard[1] > 1
@@ -159,7 +165,9 @@ class RunCompleteness:
     def problems(self) -> list[str]:
         """Human lines: the status when it is not ``complete``, a shard's label, then each incomplete task."""
         lines = []
-        if not self.status_ok:
+        if self.interrupted_import:
+            lines.append("run status is 'importing', not 'complete': the import was stopped before it finished")
+        elif not self.status_ok:
             lines.append(f"run status is {self.status!r}, not 'complete' (the run is still going, or it was "
                          "stopped before the end)")
         if self.is_shard:
@@ -182,6 +190,9 @@ class RunCompleteness:
         if not self.imported:
             return "rerun the run's command to generate what is missing (finished samples are kept)"
         parts = []
+        if self.interrupted_import:
+            parts.append("run the import again (`pr1-eval import … --replace`; `import-verl` redoes a stopped step "
+                         "by itself)")
         uneven = {name: t for name, t in self.tasks.items() if t.short_problems}
         if uneven:
             needs = ", ".join(f"{name} needs {t.k}" for name, t in uneven.items())
@@ -309,8 +320,6 @@ def _shard_of(run: RunRecord) -> tuple[int, int] | None:
 
 def check_run(run_dir: str | Path) -> RunCompleteness:
     """Completeness of the run stored at ``run_dir`` (reads run.json, the sample keys and grade statuses)."""
-    from pr1_eval.store.run_store import RunStore
-
     store = RunStore(run_dir)
     record = store.read_run()
     keys = store.read_table(columns=["task", "problem_id", "sample_idx", "grade_status"]).to_pandas()

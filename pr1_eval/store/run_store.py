@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -136,7 +137,7 @@ class RunStore:
         duplicated = frame.duplicated(subset=["task", "problem_id", "sample_idx"], keep=False)
         if duplicated.any():
             first = frame.loc[duplicated, ["task", "problem_id", "sample_idx"]].iloc[0].tolist()
-            raise Pr1EvalError(f"{self.samples_dir}: duplicated sample key {first}; the run store is corrupt")
+            raise Pr1EvalError(f"{self.samples_dir}: duplicated sample key {key_text(first)}; the run store is corrupt")
         return frame
 
     def read_records(self) -> list[SampleRecord]:
@@ -191,6 +192,12 @@ class RunStore:
             for leftover in backup.glob("*"):
                 leftover.unlink()
             backup.rmdir()
+
+
+def key_text(values: Iterable[Any]) -> str:
+    """A sample key as messages print it, ``('aime24', 'p1', 0)``: numpy scalars as the plain
+    values they hold (a frame's row gives ``np.int64(0)``, whose repr means nothing to a user)."""
+    return repr(tuple(v.item() if isinstance(v, np.generic) else v for v in values))
 
 
 def _write_part(table: pa.Table, path: Path) -> None:
