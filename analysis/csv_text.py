@@ -81,7 +81,7 @@ def _neutralised(frame: pd.DataFrame) -> pd.DataFrame:
         safe = [csv_cell(v) for v in cells]
         if any(a is not b for a, b in zip(safe, cells, strict=True)):
             kind = object if isinstance(dtype, pd.CategoricalDtype) else dtype
-            out.isetitem(i, pd.Series(safe, index=frame.index, dtype=kind))
+            out.isetitem(i, pd.Series(safe, index=frame.index, dtype=kind).array)
     return out
 
 
