@@ -30,6 +30,7 @@ from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.terminal import terminal_text
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -66,7 +67,7 @@ def run_analyze(args: argparse.Namespace) -> int:
         if (hit := output_cache.lookup(key)) is not None:
             output_cache.restore(*hit, out)
             for warning in hit[1].warnings:
-                print(warning, file=sys.stderr)
+                print(terminal_text(warning), file=sys.stderr)
             return _finish(hit[1], bool(args.json), out)
     entry, files = _analyze(args, out, include)
     if key is not None:
@@ -81,7 +82,7 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
         print(json.dumps(entry.document, indent=2, ensure_ascii=False))
     else:
         sys.stdout.write(entry.tables_text)
-    print(f"{entry.summary} {out}", file=sys.stderr)
+    print(terminal_text(f"{entry.summary} {out}"), file=sys.stderr)
     return int(entry.status)
 
 
@@ -127,7 +128,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)
     warnings = [f"warning: run not loaded: {path}: {reason}" for path, reason in loaded.failures]
     for warning in warnings:
-        print(warning, file=sys.stderr)
+        print(terminal_text(warning), file=sys.stderr)
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded from " + ", ".join(map(str, args.runs)))
     embedder = None if args.no_embeddings else Embedder(args.embedding_model)

@@ -55,10 +55,13 @@ INCLUDE_LABEL = "Include incomplete runs in trends and rankings"
 def run_lines(check: RunCompleteness) -> tuple[list[str], list[str]]:
     """The check's run-level lines (those of :meth:`RunCompleteness.problems` that name no task),
     split into the status line and any other (e.g. a lone shard): the status alone does not make
-    a finished task incomplete, any other run-level problem makes every task of the run incomplete."""
+    a finished task incomplete (a generated run is 'running' while other tasks go on), any other
+    run-level problem makes every task of the run incomplete. An import that never reached
+    'complete' is such a problem: its writer was stopped, and ``report`` says the same (one
+    verdict on every surface)."""
     task_prefixes = tuple(f"{task}: " for task in check.tasks)
     lines = [line for line in check.problems() if not line.startswith(task_prefixes)]
-    status = [line for line in lines if line.startswith("run status is")]
+    status = [line for line in lines if line.startswith("run status is") and not check.interrupted_import]
     return status, [line for line in lines if line not in status]
 
 

@@ -1,4 +1,12 @@
-"""A frame's CSV text built with pyarrow compute, byte for byte what ``DataFrame.to_csv`` writes.
+"""A frame's CSV text built with pyarrow compute, byte for byte what ``DataFrame.to_csv`` writes
+once string cells that a spreadsheet would run as a formula are neutralised.
+
+Formulas (the one deliberate difference from pandas): a *string* cell, or column label, starting
+with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's advice
+on CSV injection; the rule and its reasons: :func:`analysis.safe_text.csv_cell`), unless it is a
+plain decimal number such as ``-1.5``. Numbers in numeric columns, and the numbers of an object
+column, are never touched. So the bytes are ``to_csv``'s of the frame with that rule applied to
+its string cells and labels, in both paths below.
 
 Why: the analysis' CSV files are a contract (their bytes are what pandas' ``to_csv(index=False)``
 writes), but on a sweep's blocks table (250 MB of CSV) pandas spends most of the CSV's time in the
@@ -32,7 +40,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analysis.safe_text import PLAIN_NUMBER, csv_cell
+
 _NEEDS_QUOTES = '[,"\n]'
+_FORMULA_START = "^[=+\\-@\t\r]"
+_PLAIN_NUMBER = f"^{PLAIN_NUMBER}$"
 _PLAIN_OBJECT = frozenset({str, type(None)})
 _TEXT_OBJECT = frozenset({str, int, float, type(None)})
 
@@ -46,7 +58,7 @@ def frame_csv_bytes(frame: pd.DataFrame, header: bool) -> bytes:
     """``frame.to_csv(index=False, header=header)`` encoded as UTF-8 (the same error where that fails)."""
     body = _arrow_body(frame)
     if body is None:
-        return str(frame.to_csv(index=False, header=header)).encode("utf-8")
+        return str(_neutralised(frame).to_csv(index=False, header=header)).encode("utf-8")
     return (_header(frame) if header else b"") + body
 
 
@@ -54,13 +66,32 @@ def frame_csv_text(frame: pd.DataFrame, header: bool) -> str:
     """``frame.to_csv(index=False, header=header)``."""
     body = _arrow_body(frame)
     if body is None:
-        return str(frame.to_csv(index=False, header=header))
+        return str(_neutralised(frame).to_csv(index=False, header=header))
     return ((_header(frame) if header else b"") + body).decode("utf-8")
+
+
+def _neutralised(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with :func:`csv_cell` applied to every string cell and label (for pandas' writer);
+    a column with nothing to change is kept as it is (no dtype is inferred anew)."""
+    out = frame.set_axis([csv_cell(label) for label in frame.columns], axis=1)
+    for i, dtype in enumerate(frame.dtypes):
+        if not (isinstance(dtype, (pd.CategoricalDtype, pd.StringDtype)) or dtype.kind == "O"):
+            continue
+        cells = frame.iloc[:, i].astype(object).tolist()
+        safe = [csv_cell(v) for v in cells]
+        if any(a is not b for a, b in zip(safe, cells, strict=True)):
+            kind = object if isinstance(dtype, pd.CategoricalDtype) else dtype
+            out.isetitem(i, pd.Series(safe, index=frame.index, dtype=kind).array)
+    return out
 
 
 def _header(frame: pd.DataFrame) -> bytes:
     """pandas' own header line: the labels go through the same formatting as values there."""
-    return str(frame.iloc[:0].to_csv(index=False, header=True)).encode("utf-8")
+    empty = frame.iloc[:0]
+    labels = [csv_cell(label) for label in empty.columns]
+    if labels != list(empty.columns):
+        empty = empty.set_axis(labels, axis=1)
+    return str(empty.to_csv(index=False, header=True)).encode("utf-8")
 
 
 def _arrow_body(frame: pd.DataFrame) -> bytes | None:
@@ -106,6 +137,15 @@ def _field_texts(series: pd.Series) -> pa.Array | None:
     return _quoted(texts) if _may_need_quotes(series) else texts
 
 
+def _formulas_neutralised(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Strings (every one a string cell) with :func:`csv_cell`'s leading ``'`` where it applies."""
+    starts = pc.match_substring_regex(texts, _FORMULA_START)
+    if not pc.any(starts).as_py():
+        return texts
+    needs = pc.and_(starts, pc.invert(pc.match_substring_regex(texts, _PLAIN_NUMBER)))
+    return pc.if_else(needs, pc.binary_join_element_wise(_text("'"), texts, _text("")), texts)
+
+
 def _may_need_quotes(series: pd.Series) -> bool:
     """Numbers and bools never hold a comma, a quote or a newline."""
     dtype = series.dtype
@@ -127,7 +167,8 @@ def _cell_texts(series: pd.Series) -> pa.Array | pa.ChunkedArray | None:
     if isinstance(dtype, np.dtype):
         return _numpy_texts(series.to_numpy())
     if isinstance(dtype, pd.StringDtype):
-        return _arrow_or_none(values)
+        texts = _arrow_or_none(values)
+        return None if texts is None else _formulas_neutralised(texts.cast(pa.large_string()))
     if isinstance(values, pd.arrays.IntegerArray):
         return pc.cast(pa.array(values), pa.large_string())
     if isinstance(values, pd.arrays.BooleanArray):
@@ -152,9 +193,10 @@ def _numpy_texts(values: np.ndarray) -> pa.Array | pa.ChunkedArray | None:
 def _object_texts(values: np.ndarray) -> pa.Array | pa.ChunkedArray | None:
     kinds = set(map(type, values))
     if kinds <= _PLAIN_OBJECT:
-        return _arrow_or_none(values)
+        texts = _arrow_or_none(values)
+        return None if texts is None else _formulas_neutralised(texts)
     if kinds <= _TEXT_OBJECT:
-        return _arrow_or_none(list(map(_object_text, values)))
+        return _arrow_or_none([csv_cell(v) if type(v) is str else _object_text(v) for v in values])
     return None
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
+from pr1_eval.terminal import terminal_text
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
@@ -64,7 +65,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
                                              include_incomplete=bool(getattr(args, "include_incomplete", False)))
     doc = board.document
     for failure in doc["failures"]:
-        print(f"warning: run not loaded: {failure['path']}: {failure['reason']}", file=sys.stderr)
+        print(terminal_text(f"warning: run not loaded: {failure['path']}: {failure['reason']}"), file=sys.stderr)
     if args.json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
@@ -73,7 +74,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         from analysis.leaderboard_html import write_leaderboard_html
 
         path = write_leaderboard_html(board, args.html)
-        print(f"wrote {path}", file=sys.stderr)
+        print(terminal_text(f"wrote {path}"), file=sys.stderr)
     print(f"leaderboard of {len(doc['runs'])} run(s), {len(doc['tasks'])} task(s), {len(doc['comparisons'])} "
           f"comparison(s) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 1 if doc["failures"] else 0

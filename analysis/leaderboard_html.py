@@ -8,6 +8,14 @@ fraction correct) per task, rows sorted by how much a problem changes across che
 the problems that flip are on top. With many problems only the ones that change are drawn
 (at most :data:`MAX_HEATMAP_ROWS`); the page says how many were left out.
 
+Many tasks (decision): a page is read by a person, and plotly's cost grows with every subplot
+(``make_subplots`` with 3,000 columns did not finish in 300 s). With more than
+:data:`MAX_FIGURE_TASKS` tasks the over-checkpoint figures draw one subplot, the average over
+tasks (the leaderboard's own average for mean@K, pass@K and the parallel ratio; first-block
+positions averaged where every task measures them in one unit), and the heatmaps are drawn for
+the :data:`MAX_HEATMAPS` tasks with the most problems that change across checkpoints. The page
+says so; the tables above them list every task.
+
 Run names, task names, problem ids, families and notes are untrusted: table cells and notes go
 through :func:`analysis.safe_text.html_text`, every plotly string made from data through
 :func:`analysis.safe_text.plot_text` (the figures are also what notebook 01 shows).
@@ -26,7 +34,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from analysis.leaderboard import UNIT_LABELS, Leaderboard
-from analysis.leaderboard_schema import TaskCell
+from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
 from pr1_eval.report.names import metric_name
@@ -34,6 +42,10 @@ from pr1_eval.report.names import metric_name
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
 MAX_HEATMAP_ROWS = 300
+#: Tasks drawn one subplot each in the over-checkpoint figures; more are drawn as their average.
+MAX_FIGURE_TASKS = 12
+#: Tasks that get a heatmap; with more, those with the most problems that change.
+MAX_HEATMAPS = 12
 #: One colour per family × decoding in every subplot (the metric is told apart by the dash).
 PALETTE = qualitative.Plotly
 _STYLE = """
@@ -182,13 +194,59 @@ def _heatmap(board: Leaderboard, task: str) -> tuple[go.Figure, str]:
     return figure, note
 
 
+def _average_cell(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's average over its tasks as one figure cell (see the module docstring)."""
+    cells = [TaskCell.from_json(cell) for cell in run["tasks"].values()]
+    average = RunAverage.from_json(run["average"]).chosen
+    units = {c.position_unit for c in cells if c.first_block_rel_pos is not None}
+    positions = [c.first_block_rel_pos for c in cells if c.first_block_rel_pos is not None]
+    one_unit = len(units) == 1 and len(positions) == len(cells)
+    return dataclasses.replace(
+        cells[0], n_problems=sum(c.n_problems for c in cells), n_samples=sum(c.n_samples for c in cells),
+        mean=average.mean, ci95=None, pass_at_k=average.pass_at_k, pass_at_k_ci95=None,
+        best_at_k_paper=average.best_at_k_paper, maj_at_k=average.maj_at_k, parallel_ratio=average.parallel_ratio,
+        first_block_rel_pos=sum(positions) / len(positions) if one_unit else None,
+        position_unit=next(iter(units)) if one_unit else None).to_json()
+
+
+def figure_document(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The document the over-checkpoint figures draw: ``doc`` itself, or with more than
+    :data:`MAX_FIGURE_TASKS` tasks one "average" task per run; and the page's note when averaged."""
+    if len(doc["tasks"]) <= MAX_FIGURE_TASKS:
+        return doc, None
+    label = f"average of {len(doc['tasks'])} tasks"
+    runs = [{**run, "tasks": {label: _average_cell(run)}} for run in doc["runs"]]
+    note = (f"{len(doc['tasks'])} tasks: the figures over checkpoints show their average ({doc['average_convention']}; "
+            "intervals are per task, so none is drawn), the tables above list every task.")
+    return {**doc, "tasks": [label], "runs": runs}, note
+
+
+def heatmap_tasks(board: Leaderboard) -> tuple[list[str], str | None]:
+    """The tasks that get a heatmap: all, or the :data:`MAX_HEATMAPS` with the most problems whose
+    fraction correct changes across checkpoints (then a note saying so)."""
+    tasks = list(board.document["tasks"])
+    if len(tasks) <= MAX_HEATMAPS:
+        return tasks, None
+    table = board.per_problem
+    bounds = table.groupby(["task", "problem_id"], sort=False)["fraction"].agg(["max", "min"])
+    changing = (bounds["max"] > bounds["min"]).groupby(level=0, sort=False).sum()
+    order = sorted(tasks, key=lambda t: (-int(changing.get(t, 0)), tasks.index(t)))
+    shown = order[:MAX_HEATMAPS]
+    return shown, (f"heatmaps of {len(shown)} of {len(tasks)} tasks: those with the most problems that change across "
+                   "checkpoints")
+
+
 def leaderboard_html(board: Leaderboard) -> str:
     """The page as one HTML string."""
     doc = board.document
     tied = [bool(r["tied_with_above"]) for r in doc["runs"]]
-    figures = [accuracy_figure(doc), behaviour_figure(doc)]
-    heatmaps = [heatmap_figure(board, task) for task in doc["tasks"]]
+    drawn, figure_note = figure_document(doc)
+    figures = [accuracy_figure(drawn), behaviour_figure(drawn)]
+    shown, heatmap_note = heatmap_tasks(board)
+    heatmaps = [heatmap_figure(board, task) for task in shown]
     divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in [*figures, *heatmaps]]
+    figure_note = f"<p class='note'>{html_text(figure_note)}</p>" if figure_note else ""
+    heatmap_note = f"<p class='note'>{html_text(heatmap_note)}</p>" if heatmap_note else ""
     notes = "".join(f"<li>{html_text(n)}</li>" for n in doc["notes"])
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>pr1-eval leaderboard</title><style>{_STYLE}</style>
@@ -205,8 +263,8 @@ below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']})
 ({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip
 permutation p-value; Holm-adjusted across the tasks of each run.</p>
 {_table(comparison_rows(doc))}
-<h2>Over checkpoints</h2>{''.join(divs[:2])}
-<h2>Which problems flip</h2>{''.join(divs[2:])}
+<h2>Over checkpoints</h2>{figure_note}{''.join(divs[:2])}
+<h2>Which problems flip</h2>{heatmap_note}{''.join(divs[2:])}
 {f'<h2>Notes</h2><ul class="note">{notes}</ul>' if notes else ''}
 </body></html>
 """

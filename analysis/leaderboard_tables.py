@@ -3,18 +3,28 @@ prints, the HTML page embeds and the notebook shows, from one set of row builder
 
 The ranking table has one row per run, ``=`` before the rank of a row tied with the row above;
 then the per-task table, the paired comparisons with the baseline, the average convention and notes.
+
+Text from runs (run, model and task names, decoding, notes, paths) is untrusted
+(:mod:`analysis.safe_text`): :func:`render` passes every such value through the surface's one
+function before any table is laid out: :func:`~analysis.safe_text.markdown_text` for Markdown
+(no HTML, link, image or formatting can come from data, whatever renders it; control characters
+shown first, as the Markdown is printed),
+:func:`~analysis.safe_text.terminal_text` for the text tables a terminal shows, and
+:func:`~analysis.safe_text.csv_cell` for CSV cells and column names.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from analysis.completeness import MARK
 from analysis.leaderboard import UNIT_LABELS
 from analysis.leaderboard_schema import RunAverage, TaskCell
+from analysis.safe_text import csv_cell, markdown_text, terminal_text
 from pr1_eval.report.schema import TaskMetrics
 
 
@@ -141,12 +151,16 @@ def text_table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+#: A ``|`` that would end a Markdown table cell (data's pipes are escaped already: ``\\|``).
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
 def markdown_table(rows: list[dict[str, str]]) -> str:
     if not rows:
         return "(none)"
     heads = list(rows[0])
     lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(heads))) + "|"]
-    lines += ["| " + " | ".join(row.get(h, "").replace("|", "\\|") for h in heads) + " |" for row in rows]
+    lines += ["| " + " | ".join(_UNESCAPED_PIPE.sub(r"\\|", row.get(h, "")) for h in heads) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -157,15 +171,39 @@ def intervals_and_ties_note(doc: dict[str, Any]) -> str:
             f"resamples, seed {boot.get('seed')}. {doc.get('maj_tie_rule') or ''}.")
 
 
+def safe_document(doc: dict[str, Any], safe: Callable[[Any], str]) -> dict[str, Any]:
+    """A copy of the leaderboard document with every text that comes from runs passed through
+    ``safe`` (names, decoding, task names, notes, failures); numbers and our own labels unchanged."""
+    def runs(run: dict[str, Any]) -> dict[str, Any]:
+        return {**run, **{key: safe(run[key]) for key in ("name", "model", "family", "decoding", "path")
+                          if run.get(key) is not None},
+                "missing": [safe(line) for line in run.get("missing") or []],
+                "tasks": {safe(task): cell for task, cell in run["tasks"].items()}}
+
+    return {**doc, "runs": [runs(run) for run in doc["runs"]], "tasks": [safe(t) for t in doc.get("tasks") or []],
+            "baseline": None if doc.get("baseline") is None else safe(doc["baseline"]),
+            "notes": [safe(note) for note in doc["notes"]],
+            "failures": [{**f, "path": safe(f["path"]), "reason": safe(f["reason"])} for f in doc["failures"]],
+            "comparisons": [{**c, **{key: safe(c[key]) for key in ("run", "baseline", "task", "test")}}
+                            for c in doc["comparisons"]]}
+
+
+def _markdown_for_terminal(value: Any) -> str:
+    """Markdown printed to a terminal: control characters shown (their escapes), then Markdown escaped."""
+    return markdown_text(terminal_text(value))
+
+
 def render(doc: dict[str, Any], fmt: str) -> str:
-    """The document as ``text`` or ``markdown`` tables, or ``csv`` (the runs only)."""
+    """The document as ``text`` or ``markdown`` tables, or ``csv`` (the runs only); text from runs
+    made inert for each (see the module docstring)."""
     if fmt == "csv":
-        rows = csv_rows(doc)
+        rows = [{csv_cell(key): csv_cell(value) for key, value in row.items()} for row in csv_rows(doc)]
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         return buffer.getvalue().rstrip("\n")
+    doc = safe_document(doc, _markdown_for_terminal if fmt == "markdown" else terminal_text)
     table = markdown_table if fmt == "markdown" else text_table
     head = (lambda t: f"### {t}") if fmt == "markdown" else (lambda t: f"== {t} ==")
     policy = doc.get("answer_policy")

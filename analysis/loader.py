@@ -59,7 +59,7 @@ from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
 from pr1_eval.store.discovery import scan_runs
-from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore
+from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore, key_text
 
 #: Run metadata joined onto every sample and block row.
 RUN_COLUMN_DOCS: dict[str, str] = {
@@ -360,7 +360,7 @@ def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
     duplicated = frame.duplicated(subset=["task", "problem_id", "sample_idx"], keep=False)
     if duplicated.any():
         first = frame.loc[duplicated, ["task", "problem_id", "sample_idx"]].iloc[0].tolist()
-        raise Pr1EvalError(f"{store.samples_dir}: duplicated sample key {first}; the run store is corrupt")
+        raise Pr1EvalError(f"{store.samples_dir}: duplicated sample key {key_text(first)}; the run store is corrupt")
     return frame
 
 

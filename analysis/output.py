@@ -30,6 +30,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
+from pr1_eval.terminal import terminal_text
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
@@ -278,6 +279,9 @@ def _show(title: str, table: pd.DataFrame, columns: list[str]) -> None:
     for column in view.columns:
         if str(view[column].dtype) == "Int64":  # pandas prints <NA> there, not na_rep
             view[column] = view[column].map(lambda v: "null" if pd.isna(v) else str(int(v)))
+        elif not pd.api.types.is_numeric_dtype(view[column]):  # names from runs: shown, never run by the terminal
+            view[column] = [v if v is None or (isinstance(v, float) and v != v) else terminal_text(v)
+                            for v in view[column]]
     print(view.to_string(index=False, na_rep="null", float_format=lambda x: f"{x:.4f}"))
 
 
@@ -307,4 +311,4 @@ def print_tables(analysis: Analysis, notes: Sequence[str]) -> None:
     if notes:
         print("\n== Notes ==")
         for note in notes:
-            print(f"- {note}")
+            print(f"- {terminal_text(note)}")

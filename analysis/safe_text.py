@@ -26,6 +26,17 @@ so every page escapes the same way and a test can attack each function directly:
   ``www.`` and after ``@`` (none of them can then start or continue an autolink), and after a
   ``:`` that a letter or ``/`` follows (no shortcode or directive can open).
 
+- :func:`csv_cell` for CSV files (``analyze``'s tables, ``leaderboard --csv``): a spreadsheet
+  reads a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return as a
+  formula (``=HYPERLINK(…)``, ``=cmd|…``), so, as OWASP advises for CSV injection, such a *string*
+  cell gets a leading ``'``, after which a spreadsheet reads the cell as text. The rule touches
+  string cells only: numbers in numeric columns (``-1.5``, ``-inf``) are written as they are, and so
+  is a string that is a plain decimal number (``-1.5``, ``+3``, ``1e-5``), which a spreadsheet
+  reads as that number, never as a formula. Column labels are cells too and follow the same rule.
+- :func:`terminal_text` (from :mod:`pr1_eval.terminal`, where ``report`` and ``sweep`` use it
+  too) for data printed to a terminal: every control character is shown as its escape, so no
+  escape sequence from data runs.
+
 Why a word joiner, and why only there: the decision is to keep the text readable and, as far
 as possible, copy-pasteable. The joiner is invisible, takes no width, does not add a line break
 opportunity and does not change how neighbours are drawn (a zero-width *joiner*, U+200D, can
@@ -43,12 +54,29 @@ import html
 import re
 from typing import Any
 
+from pr1_eval.terminal import terminal_text as terminal_text  # re-exported: one rule for every surface
+
 WORD_JOINER = "\u2060"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~$:&=])")
 _MD_LINE_START = re.compile(r"^(\s*)(\d*)([-.])(?=\s|$)")
 _MD_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()<>#+!|~$:&=.\-])")
 #: Where an autolink literal, a shortcode or a Streamlit directive could start (see the module docstring).
 _LINK_STARTS = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=:)(?=[a-z/])")
+
+
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A plain decimal number: a spreadsheet reads it as the number, so it is left alone.
+PLAIN_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_PLAIN_NUMBER = re.compile(PLAIN_NUMBER)
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet cannot run: a string that starts like a formula gets a leading
+    ``'``; every other value (numbers, None, plain-number strings) is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def html_text(value: Any) -> str:

@@ -29,6 +29,7 @@ CPU_BENCHES=(
     "bench_diversity.py|--blocks 16 --naive-sample 4 --batch-size 16"
     "bench_analyze.py|--small"
     "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
+    "bench_leaderboard_html.py|--tasks 30"
 )
 # name|why it is skipped
 GPU_ONLY=(

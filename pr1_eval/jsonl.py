@@ -27,23 +27,32 @@ def json_reason(exc: json.JSONDecodeError, line: str) -> str:
 def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``("FILE:LINE", object)`` for each non-blank line.
 
-    Lines are split on ``\\n`` only (file iteration), never ``str.splitlines``: real traces
-    contain U+2028, which ``splitlines`` would treat as a line break. ``hint`` is appended to
-    errors (e.g. what file was expected).
+    Lines are split on ``\\n`` only (binary file iteration), never ``str.splitlines``: real traces
+    contain U+2028, which ``splitlines`` would treat as a line break. Each line is decoded on its
+    own, so a byte that is not UTF-8 is reported at its line (a text-mode reader decodes in
+    blocks and fails with a bare traceback, lines ahead of or behind the byte). ``hint`` is
+    appended to errors (e.g. what file was expected).
     """
     path = Path(path)
     if not path.is_file():
         raise Pr1EvalError(f"{path}: file not found{'; ' + hint if hint else ''}")
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
+    tail = f"; {hint}" if hint else ""
+    with path.open("rb") as handle:
+        for lineno, data in enumerate(handle, start=1):
+            where = f"{path}:{lineno}"
+            try:
+                line = data.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start + 1} of the line is "
+                                   f"0x{data[exc.start]:02x}); save the file as UTF-8{tail}") from None
             if not line.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise Pr1EvalError(f"{where}: not valid JSON ({json_reason(exc, line)}){'; ' + hint if hint else ''}"
-                                   ) from None
+                raise Pr1EvalError(f"{where}: not valid JSON ({json_reason(exc, line)}){tail}") from None
+            except RecursionError:
+                raise Pr1EvalError(f"{where}: not valid JSON (nested too deeply to read){tail}") from None
             if not isinstance(row, dict):
-                raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}")
+                raise Pr1EvalError(f"{where}: expected a JSON object, got {type(row).__name__}{tail}")
             yield where, row

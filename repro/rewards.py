@@ -111,7 +111,7 @@ def judge(solution_str: str, ground_truth: Any) -> Judgement:
         structure.has_parallel,
         structure.format_ok,
         grade.grade_status,
-        grade.correct_paper,
+        grade.correct_paper is True,
         official_format_ok(text),
         official_gsm8k_correct(text, ground_truth),
     )

@@ -127,3 +127,29 @@ def test_only_incomplete_runs_are_refused(tmp_path: Path) -> None:
     write_killed_run(tmp_path)
     with pytest.raises(Pr1EvalError, match="run killed is incomplete on task aime24"):
         build_leaderboard(tmp_path)
+
+
+def test_an_import_killed_after_its_last_sample_is_incomplete_on_every_surface(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Every sample is stored, but run.json still says 'importing' (killed before its last write):
+    report, leaderboard and the analysis' completeness table give the one verdict: incomplete."""
+    rows = [{"task": "t", "problem_id": f"p{p}", "sample_idx": 0, "gold": "1", "response": "Final Answer: 1"}
+            for p in range(2)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for name in ("done", "killed"):
+        assert main(["import", str(source), "--out", str(tmp_path / "runs" / name), "--grade-workers", "0"]) == 0
+    record = json.loads((tmp_path / "runs" / "killed" / "run.json").read_text(encoding="utf-8"))
+    (tmp_path / "runs" / "killed" / "run.json").write_text(json.dumps({**record, "status": "importing"}),
+                                                           encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "runs" / "killed"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    said = "run status is 'importing', not 'complete': the import was stopped before it finished"
+    assert report["complete"] is False and report["incomplete"] == [said]
+    assert main(["leaderboard", str(tmp_path / "runs"), "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in board["runs"]] == ["done"]
+    assert [(e["name"], e["missing"]) for e in board["excluded"]] == [("killed", [said])]
+    frame = loaded_completeness(load_runs(tmp_path / "runs", tokenizer=None)).set_index(["run", "task"])
+    assert frame["complete"].to_dict() == {("done", "t"): True, ("killed", "t"): False}

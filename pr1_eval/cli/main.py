@@ -40,6 +40,7 @@ from pr1_eval.cli import (
 )
 from pr1_eval.cli.help import TOP, Parser
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.terminal import terminal_text
 
 #: pr1-eval's own commands, in the order ``--help`` lists them (plugins follow).
 COMMANDS: tuple[ModuleType, ...] = (run, sweep, merge, report, regrade, import_run, tiny_model, demo, lm_eval_path,
@@ -91,7 +92,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args))
     except Pr1EvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_text(exc)}", file=sys.stderr)  # errors quote data (names, paths): shown, never run
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished chunks are saved — rerun the same command to resume", file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:
     from pr1_eval.report.schema import RunReport
@@ -50,11 +51,12 @@ def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = Fals
     else:
         status = "" if report.status == "complete" else f"  (status: {report.status})"
         shard = f"  ({report.shard})" if report.shard else ""
-        print(f"run: {run_dir}{shard}{status}")
+        print(f"run: {terminal_text(run_dir)}{shard}{status}")
         print(format_report_table(report))
         forkjoin = format_forkjoin_table(report)
         if forkjoin is not None:
             print(f"\n{forkjoin}")
     if strict and not report.complete:
-        raise Pr1EvalError(f"{run_dir} is incomplete (--strict): {'; '.join(report.incomplete)}; {report.advice}")
+        raise Pr1EvalError(terminal_text(f"{run_dir} is incomplete (--strict): {'; '.join(report.incomplete)}; "
+                                         f"{report.advice}"))
     return report

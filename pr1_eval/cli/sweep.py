@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.report.names import metric_name
+from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:  # the sweep's imports load when it runs
     from pr1_eval.generate.sweep import SweepRow
@@ -52,7 +53,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     request = SweepRequest(Path(args.ckpt_root), Path(args.out_root), args.steps, args.every, args.last, args.family)
     sweep = plan_sweep(request, run_config(args, model=str(args.ckpt_root)))
     rows = run_sweep(sweep, _metrics)
-    print(f"\nsweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in {request.out_root}")
+    print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "
+                               f"{request.out_root}"))
     print(format_sweep_table(rows))
     failed = [r for r in rows if r.status == "failed"]
     if failed:
@@ -79,10 +81,12 @@ def format_sweep_table(rows: list[SweepRow]) -> str:
 
     A run that lacks samples its run.json declares (the report's check) shows ``⚠`` in place of
     the mean@K of each incomplete task, ``⚠ incomplete`` after its status, and one line below
-    the table per such run saying what is missing and how to finish it.
+    the table per such run saying what is missing and how to finish it. Task names, labels,
+    folders and reasons come from data: each cell is :func:`~pr1_eval.terminal.terminal_text`.
     """
     tasks = list(dict.fromkeys(t for r in rows for t in r.metrics))
-    head = ["step", "status", *[f"{t} {metric_name('mean', 'k')}" for t in tasks], "seconds", "run / reason"]
+    head = ["step", "status", *[f"{terminal_text(t)} {metric_name('mean', 'k')}" for t in tasks], "seconds",
+            "run / reason"]
     table = [head]
     notes = []
     for r in rows:
@@ -90,10 +94,12 @@ def format_sweep_table(rows: list[SweepRow]) -> str:
         values = [gap if r.metrics.get(t) is None else f"{r.metrics[t]:.3f}" for t in tasks]
         step = r.checkpoint.label if r.checkpoint.step is None else str(r.checkpoint.step)
         status = f"{r.status} {INCOMPLETE_MARK}" if r.incomplete else r.status
-        table.append([step, status, *values, f"{r.seconds:.1f}", str(r.run_dir) if r.run_dir else str(r.reason)])
+        step = terminal_text(step)
+        table.append([step, status, *values, f"{r.seconds:.1f}",
+                      terminal_text(r.run_dir if r.run_dir else r.reason)])
         if r.incomplete:
-            notes.append(f"{INCOMPLETE_MARK}: step {step}: {'; '.join(r.incomplete)}; rerun the same command to "
-                         "finish it (finished samples are kept)")
+            notes.append(f"{INCOMPLETE_MARK}: step {step}: {terminal_text('; '.join(r.incomplete))}; rerun the same "
+                         "command to finish it (finished samples are kept)")
     widths = [max(len(line[i]) for line in table) for i in range(len(head) - 1)]
     lines = ["  ".join(c.rjust(w) for c, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1] for line in table]
     return "\n".join(lines + notes)

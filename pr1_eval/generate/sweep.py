@@ -36,6 +36,7 @@ from pr1_eval.inputs.checkpoints import Checkpoint
 from pr1_eval.records.steps import family_name
 from pr1_eval.report.completeness import check_run
 from pr1_eval.store.run_store import RunStore
+from pr1_eval.terminal import terminal_text
 
 Metrics = Callable[[Path], tuple[dict[str, Any], list[str]]]
 """A finished run's mean@k per task (None where incomplete) and the lines saying what it lacks."""
@@ -188,6 +189,7 @@ def run_sweep(sweep: Sweep, metrics: Metrics) -> list[SweepRow]:
                 print(f"[pr1-eval] checkpoint {i}/{len(rows)}: {row.checkpoint.label} {row.status} "
                       f"in {row.seconds:.0f} s", file=sys.stderr, flush=True)
             if row.status == "failed":
-                print(f"warning: {row.checkpoint.path}: {row.reason}; going on with the next checkpoint", file=sys.stderr)
+                print(terminal_text(f"warning: {row.checkpoint.path}: {row.reason}; going on with the next checkpoint"),
+                      file=sys.stderr)
             bar.update(1)
     return rows

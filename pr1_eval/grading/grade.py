@@ -8,6 +8,11 @@ far longer than any answer to its gold could be (:func:`too_long_to_check`: over
 ``max(500, 20 × len(gold))`` characters, degenerate output such as a line of ``{{{…``) is wrong
 without a call, where math-verify would spend its whole budget and report a timeout that would
 drop the sample from the scores.
+
+A blank gold is no gold: there is nothing to compare an answer with, so the sample is *could not
+score* (``grade_status='no_gold'``, ``correct`` and ``correct_paper`` None), never wrong. Every
+report leaves such a problem out of its metrics and names it
+(:mod:`pr1_eval.report.completeness`).
 """
 
 from __future__ import annotations
@@ -33,17 +38,21 @@ DEFAULT_TIMEOUT_S = 10.0
 #: wrong without a math-verify call (the longest gold of the packaged benchmarks has 53).
 MAX_CHECKED_ANSWER_CHARS = 500
 _MAX_ANSWER_RATIO = 20
+#: :data:`pr1_eval.records.sample.NO_GOLD`, spelled out: grading workers import this package, and
+#: the records module brings pyarrow, which they never need.
+NO_GOLD = "no_gold"
 
 
 @dataclass(frozen=True)
 class GradeResult:
     """The grading fields of a ``SampleRecord`` for one response (same names, same meanings):
-    ``correct`` is ``None`` exactly when math-verify could not score (``timeout``/``error``)."""
+    ``correct`` is ``None`` exactly when math-verify could not score (``timeout``/``error``), or
+    there was no gold to score against (``no_gold``, when ``correct_paper`` is ``None`` too)."""
 
     extracted_answer: str | None
     answer_source: str
     correct: bool | None
-    correct_paper: bool
+    correct_paper: bool | None
     grade_status: str
     grade_error: str | None = None
 
@@ -58,7 +67,7 @@ class _Prepared:
     """The caller-side part of grading one response."""
 
     extracted: ExtractedAnswer
-    paper: bool
+    paper: bool | None
     key: tuple[str, str] | None  # (gold, answer) still to check with math-verify
 
 
@@ -68,6 +77,8 @@ def _prepare(response: str, gold: str, end_texts: tuple[str, ...] = (),
     :mod:`pr1_eval.grading.policy`), paper checker, the exact-match shortcut."""
     gold = "" if gold is None else str(gold)
     extracted = extract_by_policy(response, policy, end_texts)
+    if not gold.strip():
+        return _Prepared(extracted, None, None), Verdict(NO_GOLD, None, "no gold answer to compare with")
     paper = paper_correct(response, gold, end_texts=end_texts)
     if extracted.text is None:
         return _Prepared(extracted, paper, None), Verdict("no_answer", False)

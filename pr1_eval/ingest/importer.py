@@ -1,9 +1,10 @@
 """``pr1-eval import``: generations made elsewhere become a run, graded exactly like ours.
 
 Input: JSON Lines, one object per sample: ``task``, ``problem_id``, ``sample_idx``,
-``response``, ``gold`` (required) and optionally ``problem``, ``model``, ``step``. Task names
-need not be registered. A malformed line is reported with file and line number; nothing is
-skipped silently. An import never writes over a run: ``--out`` holding one is refused, and
+``response`` (required), ``gold`` and optionally ``problem``, ``model``, ``step``. Task names
+need not be registered. A malformed line is reported with file, line and field; nothing is
+skipped or coerced silently (each field's rule: :mod:`pr1_eval.ingest.fields`). A sample without
+a usable gold is stored as *could not score*, named in a warning, and left out of every metric. An import never writes over a run: ``--out`` holding one is refused, and
 ``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.store.out_folder`).
 Each task is compared with the packaged benchmark of its name, and the verdict recorded in
 ``run.json`` (:mod:`pr1_eval.ingest.benchmark_check`): a subset of a benchmark reports as partial.
@@ -32,6 +33,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy
+from pr1_eval.ingest import fields
 from pr1_eval.ingest.benchmark_check import check_import, note_of
 from pr1_eval.inputs.model_files import check_tokenizer_files
 from pr1_eval.jsonl import iter_jsonl
@@ -41,8 +43,11 @@ from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.out_folder import check_new_run_folder, set_aside
 from pr1_eval.store.run_store import RunStore
+from pr1_eval.terminal import terminal_text
 
-REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")
+REQUIRED = ("task", "problem_id", "sample_idx", "response")
+#: Problems without a usable gold named one warning line each, before "… N more".
+SHOWN_NO_GOLD = 10
 
 
 def read_import_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -51,7 +56,8 @@ def read_import_jsonl(path: str | Path) -> list[dict[str, Any]]:
     for where, row in iter_jsonl(path):
         missing = [k for k in REQUIRED if k not in row]
         if missing:
-            raise Pr1EvalError(f"{where}: missing field(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)}")
+            raise Pr1EvalError(f"{where}: missing field(s) {', '.join(missing)}; each line needs {', '.join(REQUIRED)} "
+                               "and a gold")
         row["_where"] = where
         rows.append(row)
     return rows
@@ -76,17 +82,41 @@ def load_tokenizer(folder: str | Path) -> Any:
     return tokenizer
 
 
-def _to_record(row: dict[str, Any], tokenizer: Any = None) -> SampleRecord:
-    where = row.get("_where", "row")
-    try:
-        sample_idx = int(row["sample_idx"])
-    except (TypeError, ValueError):
-        raise Pr1EvalError(f"{where}: sample_idx must be an integer, got {row['sample_idx']!r}") from None
-    if not isinstance(row["response"], str):
-        raise Pr1EvalError(f"{where}: response must be a string")
-    record = SampleRecord(task=str(row["task"]), problem_id=str(row["problem_id"]), sample_idx=sample_idx,
-                          problem=str(row.get("problem") or ""), response=row["response"], gold=str(row["gold"]),
+def _validated(row: dict[str, Any]) -> tuple[SampleRecord, str | None]:
+    """The record of one row, every field checked (:mod:`pr1_eval.ingest.fields`), and why its
+    gold cannot be scored (None: it can)."""
+    where = str(row.get("_where", "row"))
+    gold, no_gold = fields.gold_or_reason(row, where)
+    for name in ("model", "finish_reason"):
+        fields.optional_text(row.get(name), where, name)
+    if row.get("step") is not None:
+        fields.whole_number(row["step"], where, "step")
+    record = SampleRecord(task=fields.text(row["task"], where, "task"),
+                          problem_id=fields.identifier(row["problem_id"], where, "problem_id"),
+                          sample_idx=fields.whole_number(row["sample_idx"], where, "sample_idx"),
+                          problem=fields.optional_text(row.get("problem"), where, "problem"),
+                          response=fields.text(row["response"], where, "response", required=False), gold=gold,
                           finish_reason=str(row.get("finish_reason") or "unknown"))
+    return record, no_gold
+
+
+def _warn_no_gold(rows: list[dict[str, Any]], records: list[SampleRecord], reasons: list[str | None]) -> None:
+    """One warning line per problem whose samples cannot be scored (the first line naming it)."""
+    problems: dict[tuple[str, str], tuple[str, str, int]] = {}
+    for row, record, reason in zip(rows, records, reasons, strict=True):
+        if reason is not None:
+            where, why, n = problems.get((record.task, record.problem_id), (str(row.get("_where", "row")), reason, 0))
+            problems[(record.task, record.problem_id)] = (where, why, n + 1)
+    for i, ((task, pid), (where, why, n)) in enumerate(problems.items()):
+        if i == SHOWN_NO_GOLD:
+            print(f"warning: … {len(problems) - SHOWN_NO_GOLD} more problem(s) without a usable gold", file=sys.stderr)
+            break
+        print(terminal_text(f"warning: {where}: field 'gold' {why}; expected a non-empty string: {n} sample(s) of {task} "
+                            f"problem {pid} are stored as could not score (left out of every metric, never counted "
+                            "wrong)"), file=sys.stderr)
+
+
+def _structured(record: SampleRecord, tokenizer: Any = None) -> SampleRecord:
     offsets = token_offsets(tokenizer, record.response)
     if offsets is not None:
         record.n_response_tokens = len(offsets)
@@ -153,8 +183,10 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
+    checked = [_validated(r) for r in rows]  # every field, before the tokenizer and the slow grading
     loaded_tokenizer = None if tokenizer is None else load_tokenizer(tokenizer)
-    records = [_to_record(r, loaded_tokenizer) for r in rows]
+    records = [_structured(record, loaded_tokenizer) for record, _ in checked]
+    _warn_no_gold(rows, records, [reason for _, reason in checked])
     seen: dict[tuple[str, str, int], str] = {}
     for row, record in zip(rows, records, strict=True):
         if record.key() in seen:
@@ -164,9 +196,9 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     benchmarks = check_import(records)
     for task, check in benchmarks.items():
         for line in warnings_of(task, check):
-            print(f"warning: {line}", file=sys.stderr)
+            print(f"warning: {terminal_text(line)}", file=sys.stderr)
         if (note := note_of(task, check)) is not None:
-            print(f"note: {note}", file=sys.stderr)
+            print(f"note: {terminal_text(note)}", file=sys.stderr)
     annotate_grades(records, workers=workers, progress=True, policy=answer_policy)
     models = {str(r["model"]) for r in rows if r.get("model")}
     steps = {int(r["step"]) for r in rows if r.get("step") is not None}

@@ -15,7 +15,11 @@ reduced a response to an extracted answer). For the pr1_* tasks the document car
 pr1-eval task name, problem id and gold, so imported runs line up with native ones
 (``aime24``, not ``pr1_aime24``); for other generation tasks the task is the lm-eval name from
 the file name, the problem id is the document's ``problem_id``/``id``/``unique_id`` (else its
-``doc_id``) and the gold is ``doc["gold"]`` or lm-eval's ``target``.
+``doc_id``) and the gold is ``doc["gold"]`` or lm-eval's ``target``. Every field is checked as a
+``pr1-eval import`` line's is (:mod:`pr1_eval.ingest.fields`): a document without a usable gold is
+stored *could not score*, never graded wrong. The results file's parts the import reads must have
+lm-eval's types (a wrongly typed one is refused, naming the field); an unreadable one is skipped
+with a warning.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.errors import Pr1EvalError
+from pr1_eval.errors import Pr1EvalError, describe_exception
+from pr1_eval.ingest.fields import identifier, optional_text, shown, text
 from pr1_eval.jsonl import iter_jsonl
 
 log = logging.getLogger(__name__)
@@ -79,10 +84,41 @@ def _read_results(samples_file: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        log.warning("%s: unreadable lm-eval results file (%s); importing without its run settings", path, exc)
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or not UTF-8
+        log.warning("%s: unreadable lm-eval results file (%s); importing without its run settings", path,
+                    describe_exception(exc, 120))
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise Pr1EvalError(f"{path}: expected lm-eval's results object, found a JSON {type(data).__name__}; "
+                           "move the file away to import without its run settings")
+    _check_results(data, path)
+    return data
+
+
+#: The parts of a results file the import reads, and the JSON type each must have.
+_RESULTS_SHAPE = {"config": dict, "configs": dict, "versions": dict}
+
+
+def _check_results(data: dict[str, Any], path: Path) -> None:
+    """Refuse a results file whose parts the import reads have the wrong type, one line naming the field."""
+    def wrong(name: str, value: Any, expected: str) -> Pr1EvalError:
+        return Pr1EvalError(f"{path}: field {name!r} is {shown(value)}; expected {expected} (lm-eval writes it so; "
+                            "move the file away to import without its run settings)")
+
+    for name, kind in _RESULTS_SHAPE.items():
+        if data.get(name) is not None and not isinstance(data[name], kind):
+            raise wrong(name, data[name], "a JSON object")
+    args = (data.get("config") or {}).get("model_args")
+    if args is not None and not isinstance(args, (str, dict)):
+        raise wrong("config.model_args", args, "a string or a JSON object")
+    for task, config in (data.get("configs") or {}).items():
+        if not isinstance(config, dict):
+            raise wrong(f"configs.{task}", config, "a JSON object")
+        repeats = config.get("repeats")
+        if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1):
+            raise wrong(f"configs.{task}.repeats", repeats, "a positive whole number")
+        if config.get("output_type") is not None and not isinstance(config["output_type"], str):
+            raise wrong(f"configs.{task}.output_type", config["output_type"], "a string")
 
 
 def _model_of(results: dict[str, Any]) -> str | None:
@@ -107,11 +143,10 @@ def _flatten(resps: Any, where: str) -> list[str]:
     if not isinstance(resps, list):
         raise Pr1EvalError(f"{where}: 'resps' must be a list of lists of generations, got {type(resps).__name__}")
     out: list[str] = []
-    for item in resps:
-        if isinstance(item, list):
-            out.extend(str(r) for r in item)
-        else:
-            out.append(str(item))
+    for i, item in enumerate(resps):
+        for j, response in enumerate(item if isinstance(item, list) else [item]):
+            out.append(text(response, where, f"resps[{i}][{j}]" if isinstance(item, list) else f"resps[{i}]",
+                            required=False))
     return out
 
 
@@ -131,18 +166,19 @@ def _rows_of_file(file: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
         problem_id = _first(doc, _ID_FIELDS)
         if problem_id is None:
             problem_id = sample.get("doc_id")
-        gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
-        if problem_id is None or gold is None:
-            raise Pr1EvalError(f"{where}: cannot tell the problem id or gold answer (no doc id/doc_id, no gold/target)")
+        if problem_id is None:
+            raise Pr1EvalError(f"{where}: cannot tell the problem id (no doc problem_id/id/unique_id, no doc_id)")
         ours = doc.keys() >= _PR1_DOC_FIELDS  # a pr1_* document names its pr1-eval task
         base = {
             "_lm_task": lm_task,
-            "task": str(doc["task"]) if ours else lm_task,
-            "problem_id": str(problem_id),
-            "gold": str(gold),
-            "problem": str(_first(doc, _PROBLEM_FIELDS) or ""),
+            "task": text(doc["task"], where, "doc.task") if ours else lm_task,
+            "problem_id": identifier(problem_id, where, "problem id"),
+            "problem": optional_text(_first(doc, _PROBLEM_FIELDS), where, "doc.problem"),
             "_where": where,
         }
+        gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
+        if gold is not None or "target" in sample or "gold" in doc:  # checked with every field at import
+            base["gold"] = gold
         if model:
             base["model"] = model
         for idx, response in enumerate(_flatten(sample["resps"], where)):

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.ingest import fields
 from pr1_eval.jsonl import json_reason
 from pr1_eval.protocol.paper_settings import PAPER_MAX_NEW_TOKENS
 
@@ -128,9 +129,15 @@ def _acc(value: Any, where: str) -> bool | None:
 
 
 def _text(value: Any, where: str, name: str) -> str:
-    if not isinstance(value, str):
-        raise Pr1EvalError(f"{where}: {name} must be a string, found {type(value).__name__}")
-    return value
+    return fields.text(value, where, name, required=False)
+
+
+def _gold(value: Any, where: str) -> str | None:
+    """``gts``: a string, or an integer as its digits; anything else (NaN, a list, a float) is no
+    gold, and the sample keeps only the job's own reward (see :mod:`pr1_eval.ingest.fields`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return fields.text(value, where, "gts", required=False) if isinstance(value, str) else None
 
 
 def problem_text(prompt: str) -> str:
@@ -187,7 +194,7 @@ def parse_row(raw: dict[str, Any], fmt: str, where: str, lengths: Lengths) -> Du
     gold = raw.get("gts")
     row = DumpRow(where=where, prompt=_text(raw["input"], where, "input"), response=_text(raw["output"], where, "output"),
                   score=_number(raw["score"], where, "score"), acc=_acc(raw.get("acc"), where),
-                  gold=None if gold is None else str(gold), step=read_step(raw["step"], where),
+                  gold=_gold(gold, where), step=read_step(raw["step"], where),
                   reward_info={k: v for k, v in raw.items() if k not in _OWN_KEYS})
     if fmt == V1:
         uid = str(raw["uid"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_structure, token_offsets
 from pr1_eval.ingest.verl_formats import DumpRow, Lengths, iter_dump, problem_text
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex, normalise, prompt_id
@@ -41,7 +42,10 @@ def read_step(path: Path, step: int, lengths: Lengths) -> ParsedStep:
         if row.padding:
             parsed.padding += 1
             continue
-        parsed.other_step += row.step != step
+        if row.step != step:
+            raise Pr1EvalError(f"{row.where}: field 'step' is {row.step}; expected {step}, the step its file "
+                               f"{path.name} holds (VERL writes each step's rows to their own file: this file is "
+                               f"damaged or was joined by hand; move the row to {row.step}.jsonl or delete it)")
         parsed.rows.append(row)
     parsed.sha256 = digest.hexdigest()
     parsed.rows, parsed.earlier_turns = _last_turns(parsed.rows)

@@ -15,7 +15,7 @@ What is written. One run per (kind, step): ``RUNS_ROOT/train/step-000120`` and
 parallel ratio and block positions cannot be read from them, accuracy, reward and length can),
 ``source`` (``file``, ``size``, ``mtime_ns``, ``sha256``), ``rows``, ``padding_rows_dropped``,
 ``earlier_turns_dropped``, ``groups``, ``problems_matched``, ``problems_unmatched``,
-``rows_with_other_step``, ``lengths``, and ``summary``: the step's numbers
+``rows_with_other_step`` (always 0: such a row is refused, see below), ``lengths``, and ``summary``: the step's numbers
 (:func:`pr1_eval.report.step_summary.step_summary`, computed once here from the graded samples, so
 per-step curves never read the responses). Samples: the job's ``score`` and ``acc`` are kept as
 ``reward`` / ``reward_acc`` (its other reward keys in ``reward_info``), and every sample with a
@@ -36,6 +36,13 @@ once the job has written a *later* step (in the same folder or the job's other d
 writer writes the files in turn), or when ``--final`` says the job has ended. The newest step
 waits otherwise, and the summary says so. A file that changes while it is read is left for the
 next run.
+
+Refused, never guessed (decisions). Two files naming one step (``7.jsonl`` and ``007.jsonl``):
+each would replace the other's run on every rerun, and which one is the step is the user's to
+say. A row whose ``step`` is not its file's: VERL writes each step's rows to that step's file, so
+such a row means a damaged or hand-joined file; counting it in the file's step doubles that
+step's k, and moving it into another step's run would mix two files' rows in one run. The error
+names the line and both steps.
 
 Reruns. Each run records its file's size, mtime and sha256. A rerun skips a step whose file is
 unchanged (same size and mtime, or the same sha256), and imports a new or changed one; a run of a
@@ -138,7 +145,7 @@ def find_step_files(dump_dir: str | Path, kind: str | None = None) -> list[StepF
     own = sorted(root.glob("*.jsonl"))
     if own:
         folder_kind = kind or kind_of(root) or "train"
-        return [StepFile(p, folder_kind, _step_of(p)) for p in own]
+        return _one_file_per_step([StepFile(p, folder_kind, _step_of(p)) for p in own])
     if kind is not None:
         raise Pr1EvalError(f"{root}: holds no {{step}}.jsonl files; --kind applies to a dump folder itself")
     files: list[StepFile] = []
@@ -156,6 +163,17 @@ def find_step_files(dump_dir: str | Path, kind: str | None = None) -> list[StepF
     if not files:
         raise Pr1EvalError(f"{root}: no {{step}}.jsonl files in it or in its subfolders; pass the folder VERL's "
                            "trainer.rollout_data_dir or validation_data_dir points at")
+    return _one_file_per_step(files)
+
+
+def _one_file_per_step(files: list[StepFile]) -> list[StepFile]:
+    """Refuse two files naming one step of one kind (``7.jsonl`` and ``007.jsonl``): both would be
+    imported to the same run, each replacing the other on every rerun."""
+    seen: dict[tuple[str, int], StepFile] = {}
+    for file in files:
+        if (other := seen.setdefault((file.kind, file.step), file)) is not file:
+            raise Pr1EvalError(f"{other.path} and {file.path} both name {file.kind} step {file.step}; VERL writes one "
+                               "file per step: keep the right one and move the other out of the dump folder")
     return files
 
 

@@ -16,6 +16,9 @@ import pyarrow as pa
 
 #: Grade statuses whose ``correct`` is a real verdict (``no_answer`` is a verdict: wrong).
 SCORED_STATUSES = frozenset({"ok", "no_answer"})
+#: The grade status of a sample whose gold is blank: could not score, and its problem is left out
+#: of every metric (a problem cannot be scored at all without its gold).
+NO_GOLD = "no_gold"
 
 
 def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
@@ -58,9 +61,11 @@ class SampleRecord:
     extracted_answer: str | None = _doc("Answer extracted from the response (None when none).", None)
     answer_source: str = _doc("Where the answer came from: 'final_answer', 'boxed', 'sentence' (the final "
                               "sentence's value, answer policy 'lenient' only) or 'none'.", "none")
-    correct: bool | None = _doc("math-verify verdict; None when it could not score (timeout/error).", None)
-    correct_paper: bool | None = _doc("The paper's string checker verdict.", None)
-    grade_status: str = _doc("'ok', 'no_answer', 'timeout', 'error' or 'ungraded'.", "ungraded")
+    correct: bool | None = _doc("math-verify verdict; None when it could not score (timeout/error/no gold).", None)
+    correct_paper: bool | None = _doc("The paper's string checker verdict; None when there is no gold.", None)
+    grade_status: str = _doc(
+        "'ok', 'no_answer', 'timeout', 'error', 'no_gold' (blank gold: could not score, left out of every metric) "
+        "or 'ungraded'.", "ungraded")
     grade_error: str | None = _doc("Why grading failed, when grade_status is timeout/error.", None)
     answer_class: int | None = _doc(
         "Math-equivalence class of extracted_answer among this problem's samples (for maj@k); "

@@ -20,9 +20,15 @@ aggregator ranks them as the whole; a merged run (no ``shard`` section) is compl
 that do not make a task a part (ids or golds unlike the packaged benchmark's, a task name that is
 no benchmark's) are :meth:`RunCompleteness.warnings`, shown but not counted as incomplete.
 
+A problem whose samples have no gold (``grade_status='no_gold'``: an import whose file gave
+none) cannot be scored: it makes its task incomplete ("could not score …: no gold"), and the
+report leaves it out of the metrics rather than count its samples wrong. This is read from the
+``grade_status`` column when the frame has one.
+
 Older ``run.json`` files record only ``n_problems``: missing problems are then counted, not
 named. Call :func:`check_run` on a run folder, or :func:`check_completeness` on a ``run.json``
-dict and a samples frame you already hold (only ``task``, ``problem_id``, ``sample_idx`` are read).
+dict and a samples frame you already hold (only ``task``, ``problem_id``, ``sample_idx`` and, when
+present, ``grade_status`` are read).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import pandas as pd
 
 from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
 from pr1_eval.records.run import RunRecord
+from pr1_eval.records.sample import NO_GOLD
+from pr1_eval.store.run_store import RunStore
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"
 
@@ -80,6 +88,7 @@ class TaskCompleteness:
     short_problems: dict[str, int] = field(default_factory=dict)  # id -> samples held (< k)
     undeclared_problems: list[str] = field(default_factory=list)  # samples of problems run.json does not list
     part_of: PartOf | None = None  # the declared problems are only part of the task (shard, benchmark subset)
+    no_gold_problems: dict[str, int] = field(default_factory=dict)  # id -> samples without a gold: could not score
     notes: list[str] = field(default_factory=list)  # differences that do not make it incomplete (see module doc)
 
     @property
@@ -91,7 +100,7 @@ class TaskCompleteness:
 
     @property
     def complete(self) -> bool:
-        return self.holds_what_it_declares and self.part_of is None
+        return self.holds_what_it_declares and self.part_of is None and not self.no_gold_problems
 
     def describe(self) -> str:
         """One line naming what is missing (empty when complete)."""
@@ -111,6 +120,10 @@ class TaskCompleteness:
         if self.undeclared_problems:
             parts.append(f"{len(self.undeclared_problems)} stored problem(s) are not in run.json's problem list "
                          f"({name_ids(self.undeclared_problems, len(self.undeclared_problems))})")
+        if self.no_gold_problems:
+            ids, n = list(self.no_gold_problems), sum(self.no_gold_problems.values())
+            parts.append(f"could not score {len(ids)} problem(s), {n} sample(s): no gold answer ({name_ids(ids, len(ids))}); "
+                         "left out of the metrics")
         return "; ".join(parts)
 
 
@@ -126,6 +139,11 @@ class RunCompleteness:
     @property
     def status_ok(self) -> bool:
         return self.status == "complete"
+
+    @property
+    def interrupted_import(self) -> bool:
+        """An import whose run.json still says 'importing': the import was stopped before it ended."""
+        return self.imported and self.status == "importing"
 
     @property
     def is_shard(self) -> bool:
@@ -147,7 +165,9 @@ class RunCompleteness:
     def problems(self) -> list[str]:
         """Human lines: the status when it is not ``complete``, a shard's label, then each incomplete task."""
         lines = []
-        if not self.status_ok:
+        if self.interrupted_import:
+            lines.append("run status is 'importing', not 'complete': the import was stopped before it finished")
+        elif not self.status_ok:
             lines.append(f"run status is {self.status!r}, not 'complete' (the run is still going, or it was "
                          "stopped before the end)")
         if self.is_shard:
@@ -170,6 +190,9 @@ class RunCompleteness:
         if not self.imported:
             return "rerun the run's command to generate what is missing (finished samples are kept)"
         parts = []
+        if self.interrupted_import:
+            parts.append("run the import again (`pr1-eval import … --replace`; `import-verl` redoes a stopped step "
+                         "by itself)")
         uneven = {name: t for name, t in self.tasks.items() if t.short_problems}
         if uneven:
             needs = ", ".join(f"{name} needs {t.k}" for name, t in uneven.items())
@@ -177,6 +200,8 @@ class RunCompleteness:
             parts.append(f"complete the import file so every problem has its task's k samples ({needs} per problem), "
                          f"or import it again with `--k {option}` (the fewest samples any of its problems has) to "
                          "score that many samples of every problem")
+        if any(t.no_gold_problems for t in self.tasks.values()):
+            parts.append("give every problem its gold answer (a non-empty string) and import the file again")
         benchmark = [t.part_of for t in self.tasks.values() if t.part_of is not None and t.part_of.kind == "benchmark"]
         if benchmark:
             parts.append(f"import every problem of {', '.join(p.label for p in benchmark)} (or rename the task in "
@@ -205,6 +230,13 @@ def samples_per_problem(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
     for task, pid, n in zip(counts.index.get_level_values(0), counts.index.get_level_values(1), counts, strict=True):
         out.setdefault(str(task), {})[str(pid)] = int(n)
     return out
+
+
+def no_gold_per_problem(frame: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """task → problem id → samples that have no gold (``grade_status='no_gold'``); empty without the column."""
+    if frame.empty or "grade_status" not in frame:
+        return {}
+    return samples_per_problem(frame[frame["grade_status"].astype(str) == NO_GOLD])
 
 
 def part_of_task(run: RunRecord, task: str) -> tuple[PartOf | None, list[str]]:
@@ -258,6 +290,7 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None
     as complete. Tasks are listed in ``run.json`` order, then tasks found only in the samples.
     """
     held = samples_per_problem(frame)
+    no_gold = no_gold_per_problem(frame)
     declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]
     tasks = {}
@@ -266,6 +299,8 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None
         if run is None:
             declaration = TaskDeclaration(k, list(held[name]), len(held[name]))
         tasks[name] = check_task(name, declaration, held.get(name, {}), k)
+        if no_gold.get(name):
+            tasks[name] = dataclasses.replace(tasks[name], no_gold_problems=no_gold[name])
     if run is None:
         return RunCompleteness("complete", False, tasks)
     for name in names:
@@ -284,10 +319,8 @@ def _shard_of(run: RunRecord) -> tuple[int, int] | None:
 
 
 def check_run(run_dir: str | Path) -> RunCompleteness:
-    """Completeness of the run stored at ``run_dir`` (reads run.json and the sample keys only)."""
-    from pr1_eval.store.run_store import RunStore
-
+    """Completeness of the run stored at ``run_dir`` (reads run.json, the sample keys and grade statuses)."""
     store = RunStore(run_dir)
     record = store.read_run()
-    keys = store.read_table(columns=["task", "problem_id", "sample_idx"]).to_pandas()
+    keys = store.read_table(columns=["task", "problem_id", "sample_idx", "grade_status"]).to_pandas()
     return check_completeness(record, keys)

@@ -122,7 +122,7 @@ def _ci(values: list[float]) -> Interval | None:
 def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
     """One task's report from its samples and its completeness check (``measurable``: see :func:`metrics_of`)."""
     held = frame.groupby("problem_id", sort=False).size() if len(frame) else pd.Series(dtype=int)
-    full = [str(pid) for pid, n in held.items() if n >= check.k]
+    full = [str(pid) for pid, n in held.items() if n >= check.k and str(pid) not in check.no_gold_problems]
     metrics = None
     if check.k >= 1 and full:
         metrics = metrics_of(frame[frame["problem_id"].astype(str).isin(full)], check.k, measurable)

@@ -1,13 +1,15 @@
 """The report as the terminal shows it: one line per task, then what is incomplete, and the
 fork-join costs when a run records them. Reads :class:`pr1_eval.report.schema.RunReport` fields;
 the column names are the metric names (:func:`pr1_eval.report.names.metric_name`) at the run's k,
-or at ``k`` when tasks differ in k (then k has its own column)."""
+or at ``k`` when tasks differ in k (then k has its own column). Every text from the run (task
+names, the lines naming problems) goes through :func:`pr1_eval.terminal.terminal_text`."""
 
 from __future__ import annotations
 
 from pr1_eval.records.answer_policy import POLICY_SUMMARIES
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
 from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport
+from pr1_eval.terminal import terminal_text
 
 #: The metric columns: (field, whether its interval is shown beside it).
 _METRIC_COLUMNS = (("mean", True), ("pass_at_k", True), ("best_at_k", False), ("maj_at_k", False),
@@ -30,7 +32,8 @@ def _row(task: str, t: TaskReport, width: int) -> list[str]:
     values = t.metrics_or_partial
     expected = t.part_of.total if t.part_of else t.n_problems_expected  # a shard's slice or a subset: of the whole
     problems = f"{t.n_problems}" if t.complete or expected is None else f"{t.n_problems}/{expected}"
-    cells = [task if t.complete else f"{task}*", str(t.k), problems, str(t.n_samples)]
+    name = terminal_text(task)
+    cells = [name if t.complete else f"{name}*", str(t.k), problems, str(t.n_samples)]
     if values is None:
         return cells + ["-"] * (width - len(cells))
     tokens = values.mean_response_tokens
@@ -73,12 +76,12 @@ def format_report_table(report: RunReport) -> str:
         lines.append("")
         starred = any(not t.complete for t in report.tasks.values())
         lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
-        lines += [f"  {line}" for line in report.incomplete]
-        lines.append(f"  to finish: {report.advice}")
+        lines += [f"  {terminal_text(line)}" for line in report.incomplete]
+        lines.append(f"  to finish: {terminal_text(report.advice)}")
     if report.warnings:
         lines.append("")
         lines.append("WARNINGS (named, not counted as incomplete):")
-        lines += [f"  {line}" for line in report.warnings]
+        lines += [f"  {terminal_text(line)}" for line in report.warnings]
     return "\n".join(lines)
 
 
@@ -93,6 +96,6 @@ def format_forkjoin_table(report: RunReport) -> str | None:
     for task, m in rows:
         critical = m.critical_path_tokens_per_sample
         tokens = m.tokens_per_sample
-        lines.append(f"{task:>12}  {m.engine_calls_per_sample:>12.2f}  {'-' if tokens is None else round(tokens):>13}  "
+        lines.append(f"{terminal_text(task):>12}  {m.engine_calls_per_sample:>12.2f}  {'-' if tokens is None else round(tokens):>13}  "
                      f"{'-' if critical is None else round(critical):>13}")
     return "\n".join(lines)

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -115,16 +116,20 @@ class RunStore:
         """All samples (``columns`` only, when given). Temporary files of a killed writer are
         never read; a part that is cut short or corrupt is an error naming it."""
         tables = []
-        for part in self.part_paths():
+        parts = self.part_paths()
+        schema = _schema(columns)
+        for part in parts:
             table, problem = _read_part(part, columns)
+            if table is None and (not part.exists() or self.part_paths() != parts):
+                raise Pr1EvalError(f"{self.root}: the run changed while it was read (another command, such as "
+                                   "`pr1-eval regrade`, rewrote it meanwhile); retry")
             if table is None:
                 raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
                                    "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
-            tables.append(table)
-        schema = _schema(columns)
+            tables.append(_conform(table, schema, part))
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables([_conform(t, schema) for t in tables])
+        return pa.concat_tables(tables)
 
     def read_frame(self) -> pd.DataFrame:
         """All samples as a DataFrame with the declared columns, keys checked for duplicates."""
@@ -132,7 +137,7 @@ class RunStore:
         duplicated = frame.duplicated(subset=["task", "problem_id", "sample_idx"], keep=False)
         if duplicated.any():
             first = frame.loc[duplicated, ["task", "problem_id", "sample_idx"]].iloc[0].tolist()
-            raise Pr1EvalError(f"{self.samples_dir}: duplicated sample key {first}; the run store is corrupt")
+            raise Pr1EvalError(f"{self.samples_dir}: duplicated sample key {key_text(first)}; the run store is corrupt")
         return frame
 
     def read_records(self) -> list[SampleRecord]:
@@ -189,6 +194,12 @@ class RunStore:
             backup.rmdir()
 
 
+def key_text(values: Iterable[Any]) -> str:
+    """A sample key as messages print it, ``('aime24', 'p1', 0)``: numpy scalars as the plain
+    values they hold (a frame's row gives ``np.int64(0)``, whose repr means nothing to a user)."""
+    return repr(tuple(v.item() if isinstance(v, np.generic) else v for v in values))
+
+
 def _write_part(table: pa.Table, path: Path) -> None:
     """One parquet part, with page checksums so damage inside a page is detected on read."""
     pq.write_table(table, path, write_page_checksum=True)
@@ -223,12 +234,19 @@ def _schema(columns: list[str] | None) -> pa.Schema:
     return pa.schema([SAMPLE_SCHEMA.field(name) for name in columns])
 
 
-def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA) -> pa.Table:
-    """Cast a part to the current schema (adds columns written by newer versions as nulls)."""
+def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | None = None) -> pa.Table:
+    """Cast a part to the current schema (adds columns written by newer versions as nulls). A column
+    that cannot be cast (a hand-edited part: ``sample_idx`` as text) is an error naming part and column."""
     columns = []
     for field in schema:
         if field.name in table.column_names:
-            columns.append(table.column(field.name).cast(field.type))
+            column = table.column(field.name)
+            try:
+                columns.append(column.cast(field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                raise Pr1EvalError(f"{part or 'a stored part'}: column {field.name!r} holds {column.type}; expected "
+                                   f"{field.type} (the part was not written by pr1-eval, or was edited): restore "
+                                   "it, or rerun the command that made this run into a new folder") from None
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(columns, schema=schema)

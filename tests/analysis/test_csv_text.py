@@ -1,9 +1,12 @@
 """The arrow-built CSV text is byte for byte ``DataFrame.to_csv(index=False)``, on every kind of
-column it writes itself, and the frames it cannot write go to pandas whole."""
+column it writes itself, and the frames it cannot write go to pandas whole; the one deliberate
+difference is the formula rule (a string cell or label starting with ``= + - @``, tab or CR, and
+not a plain number, gets a leading ``'``), applied here by hand to the frame pandas writes."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 import numpy as np
@@ -18,8 +21,27 @@ TRICKY = ["\u2028", "\u2029", "\x85", "\xa0", "\u3000", "\ufeff", "é", "漢", "
 CODE_POINTS = [chr(c) for c in range(128)] + TRICKY
 
 
+def _formula_safe(value: object) -> object:
+    """OWASP's rule, written out here independently of the module: a string that starts like a
+    formula and is not a plain number gets a leading quote."""
+    number = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
+    if isinstance(value, str) and value[:1] and value[0] in "=+-@\t\r" and not re.fullmatch(number, value, re.ASCII):
+        return "'" + value
+    return value
+
+
+def _by_hand(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.set_axis([_formula_safe(c) for c in frame.columns], axis=1)
+    for i, dtype in enumerate(frame.dtypes):
+        if (isinstance(dtype, np.dtype) and dtype.kind == "O") or isinstance(dtype, (pd.StringDtype, pd.CategoricalDtype)):
+            kind = object if isinstance(dtype, pd.CategoricalDtype) else dtype
+            out.isetitem(i, pd.Series([_formula_safe(v) for v in frame.iloc[:, i].astype(object)], dtype=kind,
+                                        index=frame.index))
+    return out
+
+
 def _pandas(frame: pd.DataFrame, header: bool) -> bytes:
-    return str(frame.to_csv(index=False, header=header)).encode("utf-8")
+    return str(_by_hand(frame).to_csv(index=False, header=header)).encode("utf-8")
 
 
 def _assert_fast_and_equal(frame: pd.DataFrame) -> None:
@@ -54,6 +76,23 @@ def test_every_ascii_code_point_and_the_tricky_ones_in_strings() -> None:
         _assert_fast_and_equal(frame[[column]])
     text = frame_csv_bytes(frame[["object"]], False).decode("utf-8")
     assert '"a""b"\n' in text and '"a,b"\n' in text and '"a\nb"\n' in text and "a\rb\n" in text
+
+
+def test_formulas_in_string_cells_are_neutralised_and_numbers_are_not() -> None:
+    frame = pd.DataFrame({
+        "=label": ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx", "-1.5", "+3", "1e-5", ""],
+        "n": [-1.5, 2.0, -np.inf, 0.0, 1e-5, -0.0, 3.0, 4.0, 5.0, 6.0],
+        "i": [-1, -2, 3, 4, 5, 6, 7, 8, 9, 10],
+        "mixed": pd.Series(["-x", -1.5, -7, None, "=1", "a", "-inf", float("-inf"), "@", "-"], dtype=object),
+    })
+    assert frame_csv_text(frame, True).split("\n") == [
+        "'=label,n,i,mixed",
+        '"\'=HYPERLINK(""http://x"",""y"")",-1.5,-1,\'-x', "'+1+2,2.0,-2,-1.5", "'-2+3,-inf,3,-7", "'@SUM(A1),0.0,4,",
+        "'\tx,1e-05,5,'=1", "'\rx,-0.0,6,a", "-1.5,3.0,7,'-inf", "+3,4.0,8,-inf", "1e-5,5.0,9,'@", ",6.0,10,'-", ""]
+    _assert_fast_and_equal(frame)
+    string = frame.astype({"=label": "string"})
+    assert frame_csv_bytes(string, True) == frame_csv_bytes(frame, True)
+    assert frame_csv_bytes(frame.astype({"=label": "category"}), True) == frame_csv_bytes(frame, True)  # pandas' path
 
 
 def test_which_characters_are_quoted() -> None:
@@ -148,7 +187,7 @@ def test_an_unhandled_column_sends_the_frame_to_pandas(kind: str) -> None:
     assert _arrow_body(frame) is None
     for header in (True, False):
         assert frame_csv_bytes(frame, header) == _pandas(frame, header)
-        assert frame_csv_text(frame, header) == frame.to_csv(index=False, header=header)
+        assert frame_csv_text(frame, header) == _by_hand(frame).to_csv(index=False, header=header)
 
 
 def test_no_columns_and_lone_surrogates_go_to_pandas() -> None:

@@ -236,3 +236,29 @@ def test_notebook_runs_top_to_bottom(notebook: Path, runs: Path, tmp_path: Path,
             assert (shown["verification"], shown["exploration"]) == (0.5, 0.5) and shown["complete"] is True
             assert shown["bleu"] == pytest.approx(sum(bleu) / len(bleu))
         assert result[killed]["complete"] is False
+
+
+@pytest.mark.slow  # starts a kernel
+def test_notebook_01_with_one_complete_run_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One complete run and one killed one: the killed run is left out, the one ranked run has no
+    partner for a paired comparison, and the notebook says so instead of failing."""
+    rows = [{"task": "t", "problem_id": f"p{p}", "sample_idx": 0, "gold": "1",
+             "response": f"Final Answer: {1 if p else 2}", "model": "/exp/one/global_step_5"} for p in range(2)]
+    source = tmp_path / "one.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for name in ("complete", "killed"):
+        assert main(["import", str(source), "--out", str(tmp_path / "runs" / name), "--grade-workers", "0"]) == 0
+    record = json.loads((tmp_path / "runs" / "killed" / "run.json").read_text(encoding="utf-8"))
+    (tmp_path / "runs" / "killed" / "run.json").write_text(json.dumps({**record, "status": "importing"}), encoding="utf-8")
+    nb = nbformat.read(ALL_NOTEBOOKS[0], as_version=4)
+    assert ALL_NOTEBOOKS[0].stem.startswith("01")
+    nb.cells.append(nbformat.v4.new_code_cell('import json\nprint("RESULT " + json.dumps([r["name"] for r in doc["runs"]]))'))
+    monkeypatch.setenv("PR1_RUNS", str(tmp_path / "runs"))
+    monkeypatch.delenv("PR1_INCLUDE_INCOMPLETE", raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text = "\n".join(str(output.get("text", "")) + json.dumps(output.get("data", {}))
+                     for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs)
+    assert "Traceback" not in text
+    assert json.loads(re.search(r"RESULT (.*)", text)[1]) == ["complete"]  # type: ignore[index]
+    assert "only one run is ranked (complete): add a second run to compare" in text

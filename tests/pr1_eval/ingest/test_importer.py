@@ -81,7 +81,7 @@ def test_malformed_import_line_names_file_and_line(tmp_path: Path) -> None:
                    + json.dumps({"task": "t", "problem_id": "p", "response": "r"}) + "\n")
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx, gold" in done.stderr
+    assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx;" in done.stderr
 
 
 def test_regrade_restores_verdicts_without_generating(imported: Path, tmp_path: Path) -> None:
