@@ -5,6 +5,8 @@ Input: JSON Lines, one object per sample: ``task``, ``problem_id``, ``sample_idx
 need not be registered. A malformed line is reported with file and line number; nothing is
 skipped silently. An import never writes over a run: ``--out`` holding one is refused, and
 ``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.store.out_folder`).
+The import holds the run's writer lock (:mod:`pr1_eval.store.run_lock`) from that check to its last
+write, so two imports to one ``--out`` end with one run and one refusal.
 Each task is compared with the packaged benchmark of its name, and the verdict recorded in
 ``run.json`` (:mod:`pr1_eval.ingest.benchmark_check`): a subset of a benchmark reports as partial.
 
@@ -38,6 +40,7 @@ from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versio
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.out_folder import check_new_run_folder, set_aside
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 
 REQUIRED = ("task", "problem_id", "sample_idx", "response", "gold")
@@ -143,6 +146,14 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     not hold a run; with ``replace`` one there is renamed aside (never deleted) once the new
     samples are graded.
     """
+    with run_lock(out_dir, "pr1-eval import"):  # from the check to the last write: one writer per run
+        return _import_locked(rows, out_dir, source=source, workers=workers, extra_run_info=extra_run_info, k=k,
+                              tokenizer=tokenizer, replace=replace)
+
+
+def _import_locked(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None,
+                   extra_run_info: dict[str, Any] | None, k: int | Mapping[str, int] | None,
+                   tokenizer: str | Path | None, replace: bool) -> Path:
     check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
     rows = list(rows)
     if not rows:
@@ -180,7 +191,9 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     if tokenizer is not None:  # which vocabulary the token positions count
         run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
     if replace and (aside := set_aside(out_dir)) is not None:
-        print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted)", file=sys.stderr)
+        print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted; no search counts it)",
+              file=sys.stderr)
+        run = run.with_sections({"replaces": {"on": now_iso(), "kept_at": str(aside)}})
     store.write_run(run)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
     store.write_run(dataclasses.replace(run, status="complete"))
@@ -191,6 +204,7 @@ def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None =
                  k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None,
                  replace: bool = False) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
-    check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
-    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer,
-                       replace=replace)
+    with run_lock(out_dir, "pr1-eval import"):
+        check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
+        return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k,
+                           tokenizer=tokenizer, replace=replace)

@@ -221,6 +221,14 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
     lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
     must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.store.out_folder`).
     """
+    from pr1_eval.store.run_lock import run_lock
+
+    with run_lock(out_dir, "pr1-eval import"):
+        return _import_locked(path, out_dir, workers=workers, k=k, tokenizer=tokenizer, replace=replace)
+
+
+def _import_locked(path: str | Path, out_dir: str | Path, *, workers: int | None, k: int | dict[str, int] | None,
+                   tokenizer: str | Path | None, replace: bool) -> Path:
     from pr1_eval.ingest.importer import import_rows
     from pr1_eval.store.out_folder import check_new_run_folder
 

@@ -18,7 +18,9 @@ import errno
 import json
 import logging
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,22 @@ SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"
 CORRUPT_SUFFIX = ".corrupt"
 
+_READ_TRIES = 40  # about two seconds of rewrites under a reader before it says "retry"
 log = logging.getLogger(__name__)
+
+
+class RunChanged(Pr1EvalError):
+    """A writer replaced the run's samples while they were read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(f"{root}: the run changed while it was read (another command is rewriting it); retry")
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -85,8 +102,44 @@ class RunStore:
         """Write the run's record atomically (the only code that writes ``run.json``)."""
         write_json_atomic(self.run_json_path, record.to_dict())
 
+    @property
+    def staging_dir(self) -> Path:
+        """Where :meth:`rewrite` writes the new parts before swapping them in."""
+        return self.root / (SAMPLES_DIR + ".new")
+
+    @property
+    def backup_dir(self) -> Path:
+        """Where :meth:`rewrite` moves the old parts while it swaps the new ones in."""
+        return self.root / (SAMPLES_DIR + ".old")
+
+    def _parts_dir(self) -> Path:
+        """The folder whose parts are the run's samples. Normally ``samples.parquet``; when a
+        rewrite was killed between its two renames (``samples.parquet`` gone, ``.old`` there) and
+        no writer holds the run, the new parts when they were complete (``.new`` exists only
+        whole at that point), else the old ones: a reader never depends on a writer coming back."""
+        if self.samples_dir.is_dir() or not self.backup_dir.is_dir():
+            return self.samples_dir
+        from pr1_eval.store.run_lock import holder
+
+        if holder(self.root) is not None:
+            raise RunChanged(self.root)
+        return self.staging_dir if self.staging_dir.is_dir() else self.backup_dir
+
     def part_paths(self) -> list[Path]:
-        return sorted(self.samples_dir.glob("part-*.parquet")) if self.samples_dir.is_dir() else []
+        folder = self._parts_dir()
+        return sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
+
+    def recover_swap(self) -> None:
+        """Finish or undo a :meth:`rewrite` that was killed (called by writers, under the run's
+        lock): before its swap the old parts stand and the staging folder is dropped; between its
+        two renames the complete new parts are moved in; after it the old parts are removed."""
+        staging, backup = self.staging_dir, self.backup_dir
+        if not self.samples_dir.exists() and backup.is_dir():
+            os.replace(staging if staging.is_dir() else backup, self.samples_dir)
+            log.warning("%s: finished a rewrite of its samples that was interrupted", self.root)
+        for leftover in (staging, backup):
+            if leftover.exists():
+                shutil.rmtree(leftover)
 
     def append(self, records: Iterable[SampleRecord]) -> Path | None:
         """Durably append one chunk; returns the part written (None for an empty chunk)."""
@@ -113,18 +166,34 @@ class RunStore:
 
     def read_table(self, columns: list[str] | None = None) -> pa.Table:
         """All samples (``columns`` only, when given). Temporary files of a killed writer are
-        never read; a part that is cut short or corrupt is an error naming it."""
-        tables = []
-        for part in self.part_paths():
-            table, problem = _read_part(part, columns)
-            if table is None:
-                raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
-                                   "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
-            tables.append(table)
+        never read; a part that is cut short or corrupt is an error naming it.
+
+        A consistent snapshot: appends only add whole parts, and a rewrite swaps the parts folder
+        (a new inode); a read that saw the folder change, or a part vanish, under it is read
+        again, and after a few tries fails with "the run changed while it was read; retry"."""
+        for _ in range(_READ_TRIES):
+            try:
+                before = _inode(self.samples_dir)
+                tables = [self._read_whole(part, columns) for part in self.part_paths()]
+                if _inode(self.samples_dir) == before:
+                    break
+            except (FileNotFoundError, RunChanged):
+                pass
+            time.sleep(0.05)
+        else:
+            raise RunChanged(self.root)
         schema = _schema(columns)
         if not tables:
             return schema.empty_table()
         return pa.concat_tables([_conform(t, schema) for t in tables])
+
+    @staticmethod
+    def _read_whole(part: Path, columns: list[str] | None) -> pa.Table:
+        table, problem = _read_part(part, columns)
+        if table is None:
+            raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
+                               "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
+        return table
 
     def read_frame(self) -> pd.DataFrame:
         """All samples as a DataFrame with the declared columns, keys checked for duplicates."""
@@ -167,27 +236,28 @@ class RunStore:
         return set(zip(cols["task"], cols["problem_id"], cols["sample_idx"], strict=True))
 
     def rewrite(self, records: list[SampleRecord], chunk_size: int = 5000) -> None:
-        """Replace all samples (regrade): new parts are written first, old ones removed after."""
-        old = self.part_paths()
-        staging = self.root / (SAMPLES_DIR + ".new")
-        staging.mkdir(parents=True, exist_ok=True)
-        for stale in staging.glob("*"):
-            stale.unlink()
-        for i in range(0, max(len(records), 1), chunk_size):
-            chunk = records[i : i + chunk_size]
-            if chunk:
-                _write_part(records_to_table(chunk), staging / f"part-{i // chunk_size:05d}.parquet")
-        backup = self.root / (SAMPLES_DIR + ".old")
+        """Replace all samples (regrade, import, compaction). The new parts are written whole to
+        ``samples.parquet.new`` first, then swapped in by two renames; a rewrite killed at any
+        point is finished or undone by the next writer (:meth:`recover_swap`), and readers never
+        mix old and new parts (:meth:`read_table`)."""
+        self.recover_swap()
+        staging, backup = self.staging_dir, self.backup_dir
+        staging.mkdir(parents=True)
+        try:
+            for i in range(0, len(records), chunk_size):
+                path = staging / f"part-{i // chunk_size:05d}.parquet"
+                _write_part(records_to_table(records[i : i + chunk_size]), path)
+                with open(path, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            _fsync_dir(staging)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # the stored samples are untouched
+            raise
         if self.samples_dir.exists():
             os.replace(self.samples_dir, backup)
         os.replace(staging, self.samples_dir)
-        for part in old:
-            (backup / part.name).unlink(missing_ok=True)
-        if backup.exists():
-            for leftover in backup.glob("*"):
-                leftover.unlink()
-            backup.rmdir()
-
+        _fsync_dir(self.root)
+        shutil.rmtree(backup, ignore_errors=True)
 
 def _write_part(table: pa.Table, path: Path) -> None:
     """One parquet part, with page checksums so damage inside a page is detected on read."""
@@ -203,6 +273,8 @@ def _read_part(part: Path, columns: list[str] | None = None) -> tuple[pa.Table |
         present = pq.read_schema(part).names
         wanted = None if columns is None else [c for c in columns if c in present]
         return pq.read_table(part, columns=wanted, page_checksum_verification=True), ""
+    except FileNotFoundError:
+        raise  # moved away under the reader (a rewrite or a set-aside): not damage, see read_table
     except Exception as exc:  # pyarrow raises OSError/ArrowInvalid/… for damaged files
         return None, f"damaged parquet part ({type(exc).__name__}: {' '.join(str(exc).split())})"
 
