@@ -61,8 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
     p.add_argument("--replace", action="store_true",
-                   help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
-                        "instead of refusing")
+                   help="when --out already holds a run, move it aside (into the hidden .replaced folder beside "
+                        "it, never deleted, counted by no search) instead of refusing")
     p.set_defaults(func=_cmd_import)
 
 

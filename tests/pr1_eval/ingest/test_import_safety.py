@@ -59,7 +59,9 @@ def test_replace_moves_the_old_run_aside_intact(forty: Path, tmp_path: Path, cap
     assert main(["import", str(second), "--out", str(forty), "--replace", "--grade-workers", "1"]) == 0
     asides = sorted((tmp_path / ".replaced").glob("run.replaced-*"))  # hidden: no search finds it
     assert len(asides) == 1
-    assert f"aside to {asides[0]}" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert f"aside to {asides[0]}" in printed.err
+    assert "note: replaces a run (replaced on " in printed.out and f"kept at {asides[0]}" in printed.out
     pd.testing.assert_frame_equal(_samples(asides[0]), before)
     kept = json.loads((asides[0] / "run.json").read_text(encoding="utf-8"))
     assert kept.pop("replaced")["by"] == str(forty) and kept == json.loads(run_json)  # only the stamp added

@@ -71,9 +71,8 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path: Path) ->
         err = done[1].strip()
         assert len(err.splitlines()) == 1, err
         assert f"is being written by `pr1-eval import` (pid {proc.pid}, since " in err
-        with pytest.raises(RunBusy, match=f"pid {proc.pid}"):
-            with run_lock(run, "pr1-eval merge"):
-                pass
+        with pytest.raises(RunBusy, match=f"pid {proc.pid}"), run_lock(run, "pr1-eval merge"):
+            pass
         assert holder(run) is not None and "pr1-eval import" in str(holder(run))
         assert _rows_on_disk(run) == 3  # the holder's chunk, nothing of the refused import
     finally:
