@@ -30,6 +30,7 @@ from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.store.safe_write import write_atomic
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -141,7 +142,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
-    (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(out / "analysis.json", json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         print_tables(analysis, document["notes"])

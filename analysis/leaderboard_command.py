@@ -58,6 +58,10 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     from analysis.leaderboard_tables import render
 
     started = time.perf_counter()
+    if args.html:
+        from pr1_eval.store.safe_write import refuse_run_file
+
+        refuse_run_file(args.html, "--html")  # before the runs are read: never over a run's record
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
                                              average=args.average,

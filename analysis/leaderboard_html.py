@@ -213,8 +213,8 @@ permutation p-value; Holm-adjusted across the tasks of each run.</p>
 
 
 def write_leaderboard_html(board: Leaderboard, out: str | Path) -> Path:
-    """Write :func:`leaderboard_html` to ``out`` (parent folders created); returns the path."""
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(leaderboard_html(board), encoding="utf-8")
-    return path
+    """Write :func:`leaderboard_html` to ``out`` (parent folders created) as a whole: a temporary
+    file renamed over it, so a killed write never leaves a cut-short page; returns the path."""
+    from pr1_eval.store.safe_write import write_atomic
+
+    return write_atomic(out, leaderboard_html(board))

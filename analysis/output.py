@@ -30,6 +30,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
+from pr1_eval.store.safe_write import atomic_output
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
@@ -103,10 +104,11 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
         written = []
         for name, table in tables.items():  # every parquet first: here, while the workers make the CSV
-            table.to_parquet(out_dir / f"{name}.parquet", index=False)
+            with atomic_output(out_dir / f"{name}.parquet") as handle:  # whole or not at all
+                table.to_parquet(handle, index=False)
             written.append(out_dir / f"{name}.parquet")
         for name in tables:
-            with open(out_dir / f"{name}.csv", "wb") as handle:
+            with atomic_output(out_dir / f"{name}.csv") as handle:
                 for piece in pieces[name]:
                     piece(handle)
         return written
@@ -116,7 +118,7 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
 
 def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
-    with open(path, "wb") as handle:
+    with atomic_output(path) as handle:
         for start in range(0, max(len(table), 1), CSV_CHUNK):
             handle.write(csv_bytes(table.iloc[start:start + CSV_CHUNK], start == 0))
 
