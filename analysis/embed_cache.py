@@ -84,7 +84,10 @@ class EmbeddingCache:
         self._load().update(zip(keys, vectors, strict=True))
         if self.directory is None or not keys:
             return
-        self._write_shard(np.asarray(keys), np.asarray(vectors, dtype=np.float32))
+        try:
+            self._write_shard(np.asarray(keys), np.asarray(vectors, dtype=np.float32))
+        except OSError:  # a full or read-only cache folder costs the next analysis time, never this one
+            return
         shards = self._shards()
         if len(shards) > MAX_SHARDS:
             self._compact(shards)
@@ -97,9 +100,13 @@ class EmbeddingCache:
         data = buffer.getvalue()
         final = self.directory / f"shard-{hashlib.sha256(data).hexdigest()}.npz"
         with tempfile.NamedTemporaryFile(dir=self.directory, suffix=".tmp", delete=False) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError:
+                Path(handle.name).unlink(missing_ok=True)  # a full disk leaves no stray half shard
+                raise
         os.replace(handle.name, final)
         return final
 

@@ -24,6 +24,7 @@ import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from pr1_eval.cli import (
@@ -92,6 +93,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except Pr1EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        from pr1_eval.store.safe_write import is_disk_full, no_space
+
+        if not is_disk_full(exc):
+            raise
+        where = Path(exc.filename).parent if isinstance(exc.filename, str) else Path.cwd()
+        print(f"error: {no_space(where)}", file=sys.stderr)  # a writer without its own message: still one line
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished chunks are saved — rerun the same command to resume", file=sys.stderr)

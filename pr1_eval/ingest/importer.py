@@ -151,10 +151,23 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
                               tokenizer=tokenizer, replace=replace)
 
 
+def unfinished_import(out_dir: str | Path, source: str) -> bool:
+    """``out_dir`` holds an import of ``source`` that never finished (status ``importing``: killed,
+    or stopped by a full disk). Importing the same source again redoes it in place, the way a rerun
+    of ``run`` resumes; any other run there is refused as usual."""
+    store = RunStore(out_dir)
+    try:
+        record = store.read_run() if store.exists() else None
+    except Pr1EvalError:
+        return False
+    return record is not None and record.status == "importing" and record.imported_from == source
+
+
 def _import_locked(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None,
                    extra_run_info: dict[str, Any] | None, k: int | Mapping[str, int] | None,
                    tokenizer: str | Path | None, replace: bool) -> Path:
-    check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
+    if not unfinished_import(out_dir, source):
+        check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
@@ -190,7 +203,7 @@ def _import_locked(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, sourc
     ).with_sections({**(extra_run_info or {}), "benchmark_check": benchmarks})
     if tokenizer is not None:  # which vocabulary the token positions count
         run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
-    if replace and (aside := set_aside(out_dir)) is not None:
+    if replace and not unfinished_import(out_dir, source) and (aside := set_aside(out_dir)) is not None:
         print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted; no search counts it)",
               file=sys.stderr)
         run = run.with_sections({"replaces": {"on": now_iso(), "kept_at": str(aside)}})
@@ -205,6 +218,7 @@ def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None =
                  replace: bool = False) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
     with run_lock(out_dir, "pr1-eval import"):
-        check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
+        if not unfinished_import(out_dir, str(path)):
+            check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
         return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k,
                            tokenizer=tokenizer, replace=replace)

@@ -229,10 +229,11 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
 
 def _import_locked(path: str | Path, out_dir: str | Path, *, workers: int | None, k: int | dict[str, int] | None,
                    tokenizer: str | Path | None, replace: bool) -> Path:
-    from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.ingest.importer import import_rows, unfinished_import
     from pr1_eval.store.out_folder import check_new_run_folder
 
-    check_new_run_folder(out_dir, command="import", replace=replace)
+    if not unfinished_import(out_dir, str(path)):
+        check_new_run_folder(out_dir, command="import", replace=replace)
 
     rows = read_lm_eval_samples(path)
     info = lm_eval_run_info(path)

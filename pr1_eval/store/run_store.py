@@ -14,12 +14,10 @@ says so, and counts its samples as not done, so the rerun regenerates them.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +30,7 @@ import pyarrow.parquet as pq
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.store.safe_write import atomic_output, is_disk_full, no_space
 
 SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"
@@ -64,13 +63,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON so a reader never sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False, default=str)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
+    """Write JSON so a reader never sees a partial file (a full disk: the old file stays, and the
+    one-line "no space left" error)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+    with atomic_output(path, need_bytes=len(text)) as handle:
+        handle.write(text)
     _fsync_dir(path.parent)
 
 
@@ -151,14 +148,16 @@ class RunStore:
         index = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
         final = self.samples_dir / f"part-{index:05d}.parquet"
         tmp = self.samples_dir / f".part-{index:05d}.parquet.tmp"
+        table = records_to_table(batch)
         try:
-            _write_part(records_to_table(batch), tmp)
+            _write_part(table, tmp)
             with open(tmp, "rb+") as handle:
                 os.fsync(handle.fileno())
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            hint = "free some space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "fix the cause"
-            raise Pr1EvalError(f"could not write {final} ({exc.strerror or exc}); {hint} and rerun the same "
+            if is_disk_full(exc):
+                raise no_space(self.samples_dir, table.nbytes, f"{final.name} ({len(batch)} samples)") from None
+            raise Pr1EvalError(f"could not write {final} ({exc.strerror or exc}); fix the cause and rerun the same "
                                "command: finished chunks are kept and this one is regenerated") from None
         os.replace(tmp, final)
         _fsync_dir(self.samples_dir)
@@ -242,16 +241,22 @@ class RunStore:
         mix old and new parts (:meth:`read_table`)."""
         self.recover_swap()
         staging, backup = self.staging_dir, self.backup_dir
-        staging.mkdir(parents=True)
+        written = done = 0
         try:
+            staging.mkdir(parents=True)
             for i in range(0, len(records), chunk_size):
                 path = staging / f"part-{i // chunk_size:05d}.parquet"
-                _write_part(records_to_table(records[i : i + chunk_size]), path)
+                table = records_to_table(records[i : i + chunk_size])
+                written, done = written + table.nbytes, done + table.num_rows
+                _write_part(table, path)
                 with open(path, "rb+") as handle:
                     os.fsync(handle.fileno())
             _fsync_dir(staging)
-        except OSError:
+        except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)  # the stored samples are untouched
+            if is_disk_full(exc):  # the whole new copy: as many bytes a sample as the chunks made so far
+                need = written * len(records) // done if done else None
+                raise no_space(self.root, need, f"{len(records)} samples") from None
             raise
         if self.samples_dir.exists():
             os.replace(self.samples_dir, backup)

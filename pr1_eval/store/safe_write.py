@@ -29,8 +29,12 @@ FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """``exc`` is "no space left" (or a quota exceeded)."""
-    return isinstance(exc, OSError) and exc.errno in FULL
+    """``exc`` is "no space left" (or a quota exceeded): by errno, or by the text pyarrow's C++
+    writers put in an OSError that carries no errno."""
+    if not isinstance(exc, OSError):
+        return False
+    text = str(exc).lower()
+    return exc.errno in FULL or "no space left on device" in text or "disk quota exceeded" in text
 
 
 def _free_mb(folder: Path) -> float | None:
