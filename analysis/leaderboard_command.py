@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
+from pr1_eval.store.safe_write import refuse_run_file
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
@@ -59,8 +60,6 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     if args.html:
-        from pr1_eval.store.safe_write import refuse_run_file
-
         refuse_run_file(args.html, "--html")  # before the runs are read: never over a run's record
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,

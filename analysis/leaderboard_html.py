@@ -30,6 +30,7 @@ from analysis.leaderboard_schema import TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
 from pr1_eval.report.names import metric_name
+from pr1_eval.store.safe_write import write_atomic
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
@@ -215,6 +216,4 @@ permutation p-value; Holm-adjusted across the tasks of each run.</p>
 def write_leaderboard_html(board: Leaderboard, out: str | Path) -> Path:
     """Write :func:`leaderboard_html` to ``out`` (parent folders created) as a whole: a temporary
     file renamed over it, so a killed write never leaves a cut-short page; returns the path."""
-    from pr1_eval.store.safe_write import write_atomic
-
     return write_atomic(out, leaderboard_html(board))

@@ -41,6 +41,7 @@ from pr1_eval.cli import (
 )
 from pr1_eval.cli.help import TOP, Parser
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.store.safe_write import is_disk_full, no_space
 
 #: pr1-eval's own commands, in the order ``--help`` lists them (plugins follow).
 COMMANDS: tuple[ModuleType, ...] = (run, sweep, merge, report, regrade, import_run, tiny_model, demo, lm_eval_path,
@@ -95,8 +96,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        from pr1_eval.store.safe_write import is_disk_full, no_space
-
         if not is_disk_full(exc):
             raise
         where = Path(exc.filename).parent if isinstance(exc.filename, str) else Path.cwd()

@@ -28,6 +28,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.store.run_lock import run_lock
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +222,6 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
     lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
     must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.store.out_folder`).
     """
-    from pr1_eval.store.run_lock import run_lock
-
     with run_lock(out_dir, "pr1-eval import"):
         return _import_locked(path, out_dir, workers=workers, k=k, tokenizer=tokenizer, replace=replace)
 

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.store.run_lock import holder
 from pr1_eval.store.safe_write import atomic_output, is_disk_full, no_space
 
 SAMPLES_DIR = "samples.parquet"
@@ -116,8 +117,6 @@ class RunStore:
         whole at that point), else the old ones: a reader never depends on a writer coming back."""
         if self.samples_dir.is_dir() or not self.backup_dir.is_dir():
             return self.samples_dir
-        from pr1_eval.store.run_lock import holder
-
         if holder(self.root) is not None:
             raise RunChanged(self.root)
         return self.staging_dir if self.staging_dir.is_dir() else self.backup_dir
