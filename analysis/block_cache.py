@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pr1_eval.store.safe_write import drop_damaged
+from analysis.cache_check import drop_damaged
 
 CACHE_ENV = "PR1_LOADER_CACHE"
 #: Arrow types of the cached columns (the loader's PARSED_COLUMNS, in order).

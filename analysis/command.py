@@ -30,7 +30,6 @@ from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.store.safe_write import write_atomic
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -122,7 +121,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
-    from analysis.output import CsvBegun, group_notes, print_tables, write_tables
+    from analysis.output import CsvBegun, group_notes, print_tables, write_document, write_tables
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)
@@ -142,7 +141,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
-    write_atomic(out / "analysis.json", json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    write_document(out / "analysis.json", document)
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         print_tables(analysis, document["notes"])

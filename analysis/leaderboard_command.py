@@ -21,7 +21,6 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
-from pr1_eval.store.safe_write import refuse_run_file
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
@@ -59,8 +58,10 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     from analysis.leaderboard_tables import render
 
     started = time.perf_counter()
-    if args.html:
-        refuse_run_file(args.html, "--html")  # before the runs are read: never over a run's record
+    if args.html:  # before the runs are read: never over a run's record
+        from analysis.leaderboard_html import check_html_target
+
+        check_html_target(args.html)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
                                              average=args.average,

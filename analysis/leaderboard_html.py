@@ -30,7 +30,7 @@ from analysis.leaderboard_schema import TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
 from pr1_eval.report.names import metric_name
-from pr1_eval.store.safe_write import write_atomic
+from pr1_eval.store.safe_write import refuse_run_file, write_atomic
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60
@@ -211,6 +211,11 @@ permutation p-value; Holm-adjusted across the tasks of each run.</p>
 {f'<h2>Notes</h2><ul class="note">{notes}</ul>' if notes else ''}
 </body></html>
 """
+
+
+def check_html_target(out: str | Path) -> None:
+    """``--html OUT`` is refused when it names a run's own file (``RUN/run.json``) or a folder."""
+    refuse_run_file(out, "--html")
 
 
 def write_leaderboard_html(board: Leaderboard, out: str | Path) -> Path:

@@ -19,7 +19,7 @@ from functools import partial
 from itertools import chain
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
-from pr1_eval.store.safe_write import atomic_output
+from pr1_eval.store.safe_write import atomic_output, write_atomic
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
@@ -114,6 +114,11 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         return written
     finally:
         own.close()
+
+
+def write_document(path: Path, document: dict[str, Any]) -> None:
+    """``analysis.json``: the ``--json`` document, written whole (temporary file, then renamed)."""
+    write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_csv(table: pd.DataFrame, path: Path) -> None:

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.cache_check import drop_damaged
 from analysis.result_cache import cache_root
-from pr1_eval.store.safe_write import drop_damaged
 
 #: Bump when what an entry holds changes.
 FORMAT = 2

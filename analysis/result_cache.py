@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pr1_eval.store.safe_write import drop_damaged, verified_bytes
+from analysis.cache_check import drop_damaged, verified_bytes
 
 CACHE_ENV = "PR1_ANALYSIS_CACHE"
 #: Merge the shards into one when a write leaves more than this many.

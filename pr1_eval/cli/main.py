@@ -40,8 +40,7 @@ from pr1_eval.cli import (
     tiny_model,
 )
 from pr1_eval.cli.help import TOP, Parser
-from pr1_eval.errors import Pr1EvalError
-from pr1_eval.store.safe_write import is_disk_full, no_space
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 
 #: pr1-eval's own commands, in the order ``--help`` lists them (plugins follow).
 COMMANDS: tuple[ModuleType, ...] = (run, sweep, merge, report, regrade, import_run, tiny_model, demo, lm_eval_path,

@@ -27,11 +27,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pr1_eval.errors import Pr1EvalError
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
 from pr1_eval.store.run_lock import holder
-from pr1_eval.store.safe_write import atomic_output, is_disk_full, no_space
+from pr1_eval.store.safe_write import atomic_output
 
 SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"

@@ -5,56 +5,21 @@ killed mid-write is a 0-byte or cut-short file that looks like a result; a full 
 ``OSError: [Errno 28]`` from somewhere deep is a traceback, not advice. So every writer goes
 through :func:`atomic_output` (a temporary file in the target's folder, fsynced, renamed over the
 target: a reader sees the old file or the new one, never a part) and turns ``ENOSPC``/``EDQUOT``
-into :func:`no_space` ("no space left on DIR (need about N MB)"), the same line from every
+into :func:`pr1_eval.errors.no_space` ("no space left on DIR (need about N MB)"), the same line from every
 command. What was stored before stays intact (the temporary file is removed), and rerunning the
 command once space is freed resumes where it stopped.
 """
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
-import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
-from pr1_eval.errors import Pr1EvalError
-
-FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    """``exc`` is "no space left" (or a quota exceeded): by errno, or by the text pyarrow's C++
-    writers put in an OSError that carries no errno."""
-    if not isinstance(exc, OSError):
-        return False
-    text = str(exc).lower()
-    return exc.errno in FULL or "no space left on device" in text or "disk quota exceeded" in text
-
-
-def _free_mb(folder: Path) -> float | None:
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    try:
-        return shutil.disk_usage(existing).free / 1e6 if existing is not None else None
-    except OSError:
-        return None
-
-
-def no_space(folder: str | Path, need_bytes: int | None = None, what: str = "") -> Pr1EvalError:
-    """The one-line error for a full disk: where, about how much is needed, that nothing stored was
-    lost, and how to go on."""
-    folder = Path(folder)
-    need = f" (need about {max(need_bytes / 1e6, 0.1):.1f} MB" if need_bytes else " ("
-    free = _free_mb(folder)
-    need += (", " if need_bytes else "") + (f"{free:.1f} MB free)" if free is not None else "free space unknown)")
-    doing = f" while writing {what}" if what else ""
-    return Pr1EvalError(f"no space left on {folder}{need}{doing}; what was stored before is intact: free some space "
-                        "and rerun the same command, which resumes")
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 
 
 @contextmanager
@@ -108,26 +73,3 @@ def refuse_run_file(path: str | Path, option: str) -> None:
                            "or samples. Pass another file name (e.g. leaderboard.html)")
     if target.is_dir():
         raise Pr1EvalError(f"{option} {path} is a folder; pass a file name inside it")
-
-
-def verified_bytes(path: Path) -> bytes:
-    """The bytes of a cache file named ``<prefix>-<sha256 of its bytes>.<ext>``, checked against
-    its name (ValueError when they differ). A name without a 64-digit digest is read unchecked."""
-    data = path.read_bytes()
-    digest = path.stem.rpartition("-")[2]
-    checked = len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
-    if checked and hashlib.sha256(data).hexdigest() != digest:
-        raise ValueError(f"checksum mismatch ({len(data)} bytes, not the ones it was written with)")
-    return data
-
-
-def drop_damaged(path: Path, exc: BaseException, then: str) -> None:
-    """A cache entry is damaged: say so (a warning on stderr, never an error) and remove it, so the
-    value is computed again and the cache heals instead of failing every later command."""
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"warning: cache entry {path} is damaged ({reason}); dropped, {then}", file=sys.stderr)
-    with suppress(OSError):
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
