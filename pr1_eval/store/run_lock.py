@@ -69,6 +69,11 @@ def holder(run_dir: str | Path) -> str | None:
         os.close(fd)
 
 
+def held_by_another(run_dir: str | Path) -> bool:
+    """Another process holds ``run_dir``'s writer lock (this process holding it does not count)."""
+    return str(lock_path(run_dir)) not in _held and holder(run_dir) is not None
+
+
 def _describe(fd: int) -> str:
     """The holder as it wrote itself into the lock file."""
     try:

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
-from pr1_eval.store.run_lock import holder
+from pr1_eval.store.run_lock import held_by_another
 from pr1_eval.store.safe_write import atomic_output
 
 SAMPLES_DIR = "samples.parquet"
@@ -117,7 +117,7 @@ class RunStore:
         whole at that point), else the old ones: a reader never depends on a writer coming back."""
         if self.samples_dir.is_dir() or not self.backup_dir.is_dir():
             return self.samples_dir
-        if holder(self.root) is not None:
+        if held_by_another(self.root):
             raise RunChanged(self.root)
         return self.staging_dir if self.staging_dir.is_dir() else self.backup_dir
 
@@ -170,13 +170,16 @@ class RunStore:
         (a new inode); a read that saw the folder change, or a part vanish, under it is read
         again, and after a few tries fails with "the run changed while it was read; retry"."""
         for _ in range(_READ_TRIES):
+            before = _inode(self.samples_dir)
             try:
-                before = _inode(self.samples_dir)
                 tables = [self._read_whole(part, columns) for part in self.part_paths()]
                 if _inode(self.samples_dir) == before:
                     break
             except (FileNotFoundError, RunChanged):
                 pass
+            except Pr1EvalError:  # "damaged": or read across a swap (one file's header, another's pages)
+                if _inode(self.samples_dir) == before:
+                    raise
             time.sleep(0.05)
         else:
             raise RunChanged(self.root)

@@ -148,3 +148,47 @@ def test_a_reader_never_reads_a_half_swapped_run(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert store.read_table().num_rows == 2  # no writer: the complete new parts are the run's
+
+
+#: Holds the run's lock and rewrites it over and over: 2 samples, then 4, then 2 … (as regrades do).
+REWRITER = """
+import sys
+from pr1_eval.records.sample import SampleRecord
+from pr1_eval.store.run_lock import run_lock
+from pr1_eval.store.run_store import RunStore
+store = RunStore(sys.argv[1])
+with run_lock(sys.argv[1], "pr1-eval regrade"):
+    print("held", flush=True)
+    for i in range(int(sys.argv[2])):
+        store.rewrite([SampleRecord(task="t", problem_id=f"p{j}", sample_idx=0, response="r" * 2000, gold="1")
+                       for j in range(2 + 2 * (i % 2))])
+"""
+
+
+def test_a_reader_racing_rewrites_reads_whole_snapshots_or_is_told_to_retry(tmp_path: Path) -> None:
+    store = _complete_run(tmp_path / "run", n=2)
+    proc = subprocess.Popen([sys.executable, "-c", REWRITER, str(store.root), "60"], env=ENV, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    seen: set[int] = set()
+    retries = 0
+    while proc.poll() is None:
+        try:
+            table = store.read_table(columns=["problem_id"])
+        except Pr1EvalError as exc:  # never "damaged", never a bare FileNotFoundError
+            assert "the run changed while it was read" in str(exc), exc
+            retries += 1
+            continue
+        ids = table.column("problem_id").to_pylist()
+        assert sorted(ids) in (["p0", "p1"], ["p0", "p1", "p2", "p3"]), ids  # one rewrite's parts, never a mix
+        seen.add(len(ids))
+    assert proc.returncode == 0 and seen, (seen, retries)
+
+
+def test_the_writer_itself_sees_a_half_swapped_run_as_its_own_to_recover(tmp_path: Path) -> None:
+    store = _complete_run(tmp_path / "run", n=2)
+    os.replace(store.samples_dir, store.backup_dir)  # a swap killed between its renames, without a .new
+    with run_lock(store.root, "pr1-eval import"):
+        assert store.read_table().num_rows == 2  # not "changed while read": this process is the writer
+        store.recover_swap()
+    assert store.samples_dir.is_dir() and not store.backup_dir.exists() and _rows_on_disk(store.root) == 2
