@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import BinaryIO, cast
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 
@@ -34,17 +34,16 @@ def disk_full_errors(folder: str | Path, need_bytes: int | None = None, what: st
 
 
 @contextmanager
-def atomic_output(path: str | Path, mode: str = "wb", *, need_bytes: int | None = None,
-                  **open_args: Any) -> Iterator[IO[Any]]:
-    """A file handle whose contents replace ``path`` only when the block ends without error
-    (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`."""
+def atomic_output(path: str | Path, *, need_bytes: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file handle whose contents replace ``path`` only when the block ends without
+    error (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with disk_full_errors(path.parent, need_bytes, str(path)):
-            with os.fdopen(fd, mode, **open_args) as handle:
-                yield handle
+            with os.fdopen(fd, "wb") as handle:
+                yield cast(BinaryIO, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(tmp, 0o644)  # mkstemp's 0600 would make an output page unreadable to others
