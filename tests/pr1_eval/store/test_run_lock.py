@@ -192,3 +192,20 @@ def test_the_writer_itself_sees_a_half_swapped_run_as_its_own_to_recover(tmp_pat
         assert store.read_table().num_rows == 2  # not "changed while read": this process is the writer
         store.recover_swap()
     assert store.samples_dir.is_dir() and not store.backup_dir.exists() and _rows_on_disk(store.root) == 2
+
+
+def test_run_is_refused_before_its_model_loads_when_another_writer_holds_the_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from pr1_eval.generate import runner
+
+    monkeypatch.setattr(runner, "_open_source", lambda *a: pytest.fail("the model was loaded"))
+    plan = SimpleNamespace(out=tmp_path / "run", record=RunRecord(k=1, status="running"))
+    proc = _hold(plan.out, samples=0)
+    try:
+        with pytest.raises(RunBusy, match=f"is being written by `pr1-eval import` \\(pid {proc.pid}"):
+            runner.execute(plan)  # type: ignore[arg-type]
+    finally:
+        proc.kill()
+        proc.wait()
