@@ -14,7 +14,8 @@ OS lock dies with its process, so a SIGKILL never leaves a stale lock; the file 
 the lock is released (a killed holder leaves it behind, harmlessly: it is not locked). A second
 writer is refused at once, never queued, with a message naming the holder, which writes its
 command, pid and start time into the file. Taking the lock is re-entrant within one process (a
-sweep holds a checkpoint's lock while ``run``'s code takes it again). Readers never take it: they
+sweep holds a checkpoint's lock while ``run``'s code takes it again), and a forked child drops its
+copy of the lock (:func:`_forget_in_child`). Readers never take it: they
 read a consistent snapshot (see :meth:`pr1_eval.store.run_store.RunStore.read_table`).
 """
 
@@ -35,6 +36,21 @@ from pr1_eval.errors import Pr1EvalError
 LOCK_SUFFIX = ".lock"
 
 _held: dict[str, int] = {}  # lock path -> depth, for the locks this process holds
+_fds: dict[str, int] = {}  # lock path -> the descriptor holding it
+
+
+def _forget_in_child() -> None:
+    """A forked child (an engine's worker processes) must not keep its parent's locks: an flock
+    lives as long as any copy of its descriptor, so a child outliving a killed writer would hold
+    the run. The child closes its copies (the parent's lock is untouched) and holds nothing."""
+    for fd in _fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _fds.clear()
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class RunBusy(Pr1EvalError):
@@ -137,11 +153,11 @@ def run_lock(run_dir: str | Path, command: str, *, wait_s: float = 0.0) -> Itera
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):  # a full disk: the lock still holds
             os.close(fd)
             raise
-    _held[key] = 1
+    _held[key], _fds[key] = 1, fd
     try:
         yield
     finally:
-        del _held[key]
+        del _held[key], _fds[key]
         with contextlib.suppress(OSError):
             os.unlink(path)  # while still locked: a waiter that opened it retries on the new file
         os.close(fd)

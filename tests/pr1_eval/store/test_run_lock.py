@@ -209,3 +209,23 @@ def test_run_is_refused_before_its_model_loads_when_another_writer_holds_the_fol
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_forked_child_outliving_a_killed_holder_does_not_keep_the_lock(tmp_path: Path) -> None:
+    script = HOLDER.replace('    print("held", flush=True)', '''    if os.fork() == 0:  # an engine's worker process, forked while the lock is held
+        time.sleep(120)
+        os._exit(0)
+    print("held", flush=True)''').replace("import sys, time", "import os, sys, time")
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(run), "0"], env=ENV, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        assert holder(run) is not None
+        proc.send_signal(signal.SIGKILL)  # the writer dies; its forked child lives on
+        proc.wait()
+        assert holder(run) is None
+        with run_lock(run, "pr1-eval run"):
+            pass
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the orphaned child too
