@@ -10,8 +10,10 @@ never served stale. Parquet, never pickle: a cache file is data, not code.
 
 Where: ``$PR1_LOADER_CACHE``, else ``~/.cache/pr1-eval/loader``; ``PR1_LOADER_CACHE=off``
 disables it. Run directories are never written to (they may be read-only, shared or
-checksummed). A cache is only a cache: an unreadable or unwritable one is ignored, and a killed
-write leaves at most a stray temporary file (written aside, then renamed into place).
+checksummed). A cache is only a cache: an unwritable one is ignored, and a killed write leaves at
+most a stray temporary file (written aside, then renamed into place). Entries are written with
+parquet page checksums and read with them verified; a damaged entry is dropped with a warning
+and the run parsed again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from analysis.cache_check import drop_damaged
 
 CACHE_ENV = "PR1_LOADER_CACHE"
 #: Arrow types of the cached columns (the loader's PARSED_COLUMNS, in order).
@@ -86,13 +90,14 @@ def read(run_dir: Path, signature: Any) -> tuple[pd.DataFrame, int] | None:
     if entry is None or not entry[0].is_file():
         return None
     try:
-        table = pq.read_table(entry[0])
+        table = pq.read_table(entry[0], page_checksum_verification=True)
         if table.schema.remove_metadata() != SCHEMA:
             return None
         mismatched = int((table.schema.metadata or {}).get(_MISMATCHED_KEY, b"0"))
         columns = {name: (table.column(name).to_numpy() if name in DTYPES else table.column(name).to_pylist())
                    for name in SCHEMA.names}
-    except (OSError, ValueError, pa.ArrowException):
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        drop_damaged(entry[0], exc, "the run's blocks are parsed again")
         return None
     frame = pd.DataFrame({name: values if name in DTYPES else pd.Series(values, dtype=object)
                           for name, values in columns.items()}, columns=list(SCHEMA.names))
@@ -125,7 +130,7 @@ def write(run_dir: Path, signature: Any, frame: pd.DataFrame, mismatched: int) -
         table = pa.Table.from_pandas(frame[list(SCHEMA.names)], schema=SCHEMA, preserve_index=False)
         table = table.replace_schema_metadata({_MISMATCHED_KEY: str(mismatched).encode()})
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
-            pq.write_table(table, handle)
+            pq.write_table(table, handle, write_page_checksum=True)
         os.replace(handle.name, path)
         for stale in path.parent.glob(f"{run_key}-*.parquet"):
             if stale != path:

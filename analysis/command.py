@@ -122,7 +122,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
-    from analysis.output import CsvBegun, group_notes, print_tables, write_tables
+    from analysis.output import CsvBegun, group_notes, print_tables, write_document, write_tables
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)
@@ -142,7 +142,7 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
-    (out / "analysis.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_document(out / "analysis.json", document)
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         print_tables(analysis, document["notes"])

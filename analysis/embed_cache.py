@@ -3,21 +3,24 @@
 Why shards: each analysis that embeds new texts writes one new ``.npz`` shard atomically
 (temporary file, then rename) instead of rewriting a shared file, so two analyses running at
 once never corrupt the cache and a killed one leaves at most a stray temporary file. Readers
-load every shard; when shards pile up they are merged into one. A cache is only a cache: an
-unreadable shard is skipped (its texts are simply embedded again).
+load every shard; when shards pile up they are merged into one. A cache is only a cache: each
+shard is named by the sha256 of its bytes (``shard-<sha256>.npz``), checked when it is read, and
+one that is damaged (cut short, edited, unreadable) is dropped with a warning: its texts are
+simply embedded again. (Shards named before checksums, by a 32-digit id, are read unchecked.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import tempfile
-import uuid
 from pathlib import Path
 
 import numpy as np
 
+from analysis.cache_check import drop_damaged, verified_bytes
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL
 
 CACHE_ENV = "PR1_EMBED_CACHE"
@@ -62,11 +65,7 @@ class EmbeddingCache:
         if self._vectors is None:
             self._vectors = {}
             for shard in self._shards():
-                try:
-                    with np.load(shard, allow_pickle=False) as data:
-                        self._vectors.update(zip(data["keys"].tolist(), data["vectors"], strict=True))
-                except (OSError, ValueError, KeyError):
-                    continue
+                self._vectors.update(_read_shard(shard))
         return self._vectors
 
     def _shards(self) -> list[Path]:
@@ -85,7 +84,10 @@ class EmbeddingCache:
         self._load().update(zip(keys, vectors, strict=True))
         if self.directory is None or not keys:
             return
-        self._write_shard(np.asarray(keys), np.asarray(vectors, dtype=np.float32))
+        try:
+            self._write_shard(np.asarray(keys), np.asarray(vectors, dtype=np.float32))
+        except OSError:  # a full or read-only cache folder costs the next analysis time, never this one
+            return
         shards = self._shards()
         if len(shards) > MAX_SHARDS:
             self._compact(shards)
@@ -93,11 +95,18 @@ class EmbeddingCache:
     def _write_shard(self, keys: np.ndarray, vectors: np.ndarray) -> Path:
         assert self.directory is not None
         self.directory.mkdir(parents=True, exist_ok=True)
-        final = self.directory / f"shard-{uuid.uuid4().hex}.npz"
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=keys, vectors=vectors)
+        data = buffer.getvalue()
+        final = self.directory / f"shard-{hashlib.sha256(data).hexdigest()}.npz"
         with tempfile.NamedTemporaryFile(dir=self.directory, suffix=".tmp", delete=False) as handle:
-            np.savez(handle, keys=keys, vectors=vectors)
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError:
+                Path(handle.name).unlink(missing_ok=True)  # a full disk leaves no stray half shard
+                raise
         os.replace(handle.name, final)
         return final
 
@@ -106,12 +115,21 @@ class EmbeddingCache:
         a shard another process writes meanwhile is not listed, so it survives."""
         vectors = dict(self._load())
         for shard in shards:
-            try:
-                with np.load(shard, allow_pickle=False) as data:
-                    vectors.update(zip(data["keys"].tolist(), data["vectors"], strict=True))
-            except (OSError, ValueError, KeyError):
-                continue
+            vectors.update(_read_shard(shard))
         keys = list(vectors)
         self._write_shard(np.asarray(keys), np.stack([vectors[k] for k in keys]))
         for shard in shards:
             shard.unlink(missing_ok=True)
+
+
+def _read_shard(shard: Path) -> dict[str, np.ndarray]:
+    """A shard's vectors by key; a damaged shard is dropped with a warning (its texts are embedded again)."""
+    try:
+        data = verified_bytes(shard)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return dict(zip(arrays["keys"].tolist(), arrays["vectors"], strict=True))
+    except FileNotFoundError:
+        return {}  # merged away by another analysis meanwhile: its vectors are in the merged shard
+    except Exception as exc:  # noqa: BLE001 - numpy/zipfile raise many kinds for a damaged file
+        drop_damaged(shard, exc, "its texts are embedded again")
+        return {}

@@ -31,6 +31,7 @@ from analysis.safe_text import plot_text, plot_texts
 from analysis.summary import Analysis
 from pr1_eval.inputs.checkpoints import MERGED
 from pr1_eval.records.steps import ANY_STEP_FOLDER
+from pr1_eval.store.safe_write import write_atomic
 
 FIGURE_FILES: tuple[str, ...] = ("parallel_ratio.html", "block_position.html", "role_shares.html",
                                  "bleu_hist.html", "cosine_hist.html")
@@ -72,8 +73,7 @@ def _write_page(figure: go.Figure, path: Path) -> Path:
     page = figure.to_html(include_plotlyjs="directory", full_html=True)
     meta = '<meta charset="utf-8" />'
     anchor = meta if meta in page else "<head>"
-    path.write_text(page.replace(anchor, f"{anchor}\n    <title>{title}</title>", 1), encoding="utf-8")
-    return path
+    return write_atomic(path, page.replace(anchor, f"{anchor}\n    <title>{title}</title>", 1))
 
 
 def _write_plotly_js(path: Path) -> None:
@@ -82,7 +82,7 @@ def _write_plotly_js(path: Path) -> None:
 
     bundle = get_plotlyjs()
     if not path.is_file() or path.read_text(encoding="utf-8") != bundle:
-        path.write_text(bundle, encoding="utf-8")
+        write_atomic(path, bundle)
 
 
 def _plain(text: str) -> str:

@@ -59,6 +59,10 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     from analysis.leaderboard_tables import render
 
     started = time.perf_counter()
+    if args.html:  # before the runs are read: never over a run's record
+        from analysis.leaderboard_html import check_html_target
+
+        check_html_target(args.html)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
                                              average=args.average,

@@ -35,6 +35,7 @@ responses each time), while object columns share their strings and copy only poi
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -59,7 +60,7 @@ from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
 from pr1_eval.store.discovery import scan_runs
-from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunStore, key_text
+from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunChanged, RunStore, key_text
 
 #: Run metadata joined onto every sample and block row.
 RUN_COLUMN_DOCS: dict[str, str] = {
@@ -167,12 +168,17 @@ def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int, int], ...]:
     """(name, size, mtime_ns, inode) of run.json and of every samples part: it changes whenever
     the run is appended to, regraded or rewritten, so caches keyed on it never serve stale data."""
     store = RunStore(run_dir)
-    files = [store.run_json_path] if store.run_json_path.is_file() else []
-    signature = []
-    for path in files + store.part_paths():
-        stat = path.stat()
-        signature.append((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
-    return tuple(signature)
+    for _ in range(40):  # a part moved away under us (a rewrite's swap): list again
+        try:
+            files = [store.run_json_path] if store.run_json_path.is_file() else []
+            signature = []
+            for path in files + store.part_paths():
+                stat = path.stat()
+                signature.append((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+            return tuple(signature)
+        except (FileNotFoundError, RunChanged):
+            time.sleep(0.05)
+    raise RunChanged(Path(run_dir))
 
 
 def runs_signature(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[Any, ...]:

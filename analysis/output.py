@@ -19,7 +19,7 @@ from functools import partial
 from itertools import chain
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.summary import Analysis
 from analysis.workers import Workers
+from pr1_eval.store.safe_write import atomic_output, write_atomic
 from pr1_eval.terminal import terminal_text
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
@@ -104,10 +105,11 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
         written = []
         for name, table in tables.items():  # every parquet first: here, while the workers make the CSV
-            table.to_parquet(out_dir / f"{name}.parquet", index=False)
+            with atomic_output(out_dir / f"{name}.parquet") as handle:  # whole or not at all
+                table.to_parquet(handle, index=False)
             written.append(out_dir / f"{name}.parquet")
         for name in tables:
-            with open(out_dir / f"{name}.csv", "wb") as handle:
+            with atomic_output(out_dir / f"{name}.csv") as handle:
                 for piece in pieces[name]:
                     piece(handle)
         return written
@@ -115,9 +117,14 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         own.close()
 
 
+def write_document(path: Path, document: dict[str, Any]) -> None:
+    """``analysis.json``: the ``--json`` document, written whole (temporary file, then renamed)."""
+    write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
 def write_csv(table: pd.DataFrame, path: Path) -> None:
     """``table`` as CSV at ``path``, list cells as JSON text, :data:`CSV_CHUNK` rows at a time."""
-    with open(path, "wb") as handle:
+    with atomic_output(path) as handle:
         for start in range(0, max(len(table), 1), CSV_CHUNK):
             handle.write(csv_bytes(table.iloc[start:start + CSV_CHUNK], start == 0))
 

@@ -18,7 +18,9 @@ embeddings are kept whole (with embeddings, the document reports what the model 
 
 Where: ``<analysis cache>/outputs`` (``$PR1_ANALYSIS_CACHE``; ``off`` disables it); the newest
 :data:`KEEP` entries are kept. An entry is written aside and renamed into place, and each file's
-size is checked when it is restored, so a damaged entry is a miss, never a wrong answer.
+size and sha256, and the sha256 of the entry's own record (the ``--json`` document, the printed
+tables), are checked before it is used: a damaged or edited entry is dropped with a warning and
+the analysis computed again, never served.
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.cache_check import drop_damaged
 from analysis.result_cache import cache_root
 
 #: Bump when what an entry holds changes.
-FORMAT = 1
+FORMAT = 2
 #: Entries kept (each holds one analysis's tables and figures).
 KEEP = 3
 #: The packages whose source is part of the key: every number comes from their code.
@@ -147,12 +150,18 @@ def lookup(key: str) -> tuple[Path, Entry] | None:
         return None
     try:
         meta = json.loads((entry_dir / _META).read_text(encoding="utf-8"))
-        sizes: dict[str, int] = meta.pop("sizes")
-        entry = Entry(**meta)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    if any(_stat_line(entry_dir / name) is None or (entry_dir / name).stat().st_size != size
-           for name, size in sizes.items()) or set(sizes) != set(entry.files):
+        if _digest(json.dumps(meta["body"], sort_keys=True).encode()) != meta["sha256"]:
+            raise ValueError("its record was changed after it was written")
+        body = dict(meta["body"])
+        sums: dict[str, str] = body.pop("sha256")
+        entry = Entry(**body)
+        if set(sums) != set(entry.files):
+            raise ValueError("its record and its files disagree")
+        for name, digest in sums.items():
+            if _file_digest(entry_dir / name) != digest:
+                raise ValueError(f"{name} was changed after it was written")
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        drop_damaged(entry_dir, exc, "the analysis is computed again")
         return None
     return entry_dir, entry
 
@@ -178,7 +187,8 @@ def store(key: str, out: Path, files: Iterable[Path], entry: Entry) -> None:
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
         for name in names:
             shutil.copyfile(out / name, staging / name)
-        meta = {**entry.__dict__, "files": names, "sizes": {n: (staging / n).stat().st_size for n in names}}
+        body = {**entry.__dict__, "files": names, "sha256": {n: _file_digest(staging / n) for n in names}}
+        meta = {"body": body, "sha256": _digest(json.dumps(body, sort_keys=True).encode())}
         (staging / _META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
         target = folder / key
         if target.exists():
@@ -188,6 +198,18 @@ def store(key: str, out: Path, files: Iterable[Path], entry: Entry) -> None:
     except OSError:
         shutil.rmtree(staging, ignore_errors=True) if "staging" in locals() else None
         return
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _prune(folder: Path) -> None:

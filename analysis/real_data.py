@@ -15,6 +15,7 @@ from pathlib import Path
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.paths import resolve_training_dir
 from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.store.safe_write import atomic_output
 
 TASK = "parallel_gsm8k"
 MODEL = "teacher"
@@ -33,15 +34,14 @@ def to_import_jsonl(source: str | Path, target: str | Path) -> Path:
     """Rewrite the training file (``id, problem, answer, response``) as import lines; returns
     ``target``. Raises, naming file and line, on a row without those fields."""
     source, target = Path(source), Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", encoding="utf-8") as dst:
+    with atomic_output(target) as dst:  # whole or not at all: a killed rewrite never leaves half a file
         for where, row in iter_jsonl(source):
             missing = [k for k in ("id", "answer", "response") if k not in row]
             if missing:
                 raise Pr1EvalError(f"{where}: missing field(s) {', '.join(missing)}")
             out = {"task": TASK, "problem_id": str(row["id"]), "sample_idx": 0, "response": row["response"],
                    "gold": str(row["answer"]), "problem": row.get("problem", ""), "model": MODEL}
-            dst.write(json.dumps(out, ensure_ascii=False) + "\n")
+            dst.write((json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8"))
     return target
 
 

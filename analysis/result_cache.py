@@ -3,8 +3,9 @@ keyed by a hash of the text(s), so a second ``analyze`` of the same runs recompu
 
 Same design as :mod:`analysis.embed_cache` (the embeddings' cache): each analysis that computes
 new values writes one new JSON shard atomically (temporary file, then rename), so concurrent
-analyses never corrupt it; readers load every shard; many shards are merged into one; an
-unreadable shard is skipped (its values are computed again).
+analyses never corrupt it; readers load every shard; many shards are merged into one. Each
+shard is named by the sha256 of its bytes, checked when read; a damaged one (cut short, edited)
+is dropped with a warning and its values computed again.
 
 Why a *fingerprint* in the folder name: a cached value is only right for the code that computed
 it. Each cache names the modules (and library versions) its values depend on; their hash
@@ -20,11 +21,12 @@ import importlib.util
 import json
 import os
 import tempfile
-import uuid
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from analysis.cache_check import drop_damaged, verified_bytes
 
 CACHE_ENV = "PR1_ANALYSIS_CACHE"
 #: Merge the shards into one when a write leaves more than this many.
@@ -125,18 +127,23 @@ class ResultCache:
         assert self.directory is not None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=self.directory, suffix=".tmp", delete=False,
-                                             encoding="utf-8") as handle:
-                # dumps, then one write: json.dump encodes in pure Python, piece by piece (5x slower)
-                handle.write(json.dumps({"keys": list(values), "values": list(values.values())}, separators=(",", ":")))
-            os.replace(handle.name, self.directory / f"shard-{uuid.uuid4().hex}.json")
+            # dumps, then one write: json.dump encodes in pure Python, piece by piece (5x slower)
+            data = json.dumps({"keys": list(values), "values": list(values.values())},
+                              separators=(",", ":")).encode("utf-8")
+            with tempfile.NamedTemporaryFile("wb", dir=self.directory, suffix=".tmp", delete=False) as handle:
+                handle.write(data)
+            os.replace(handle.name, self.directory / f"shard-{hashlib.sha256(data).hexdigest()}.json")
         except OSError:  # a cache is only a cache: an unwritable folder costs the next run time, not this one
             return
 
 
 def _read_shard(shard: Path) -> dict[str, Any]:
+    """A shard's values by key; a damaged shard is dropped with a warning (its values are computed again)."""
     try:
-        data = json.loads(shard.read_text(encoding="utf-8"))
+        data = json.loads(verified_bytes(shard).decode("utf-8"))
         return dict(zip(data["keys"], data["values"], strict=True))
-    except (OSError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
+        return {}  # merged away by another analysis meanwhile
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        drop_damaged(shard, exc, "its values are computed again")
         return {}

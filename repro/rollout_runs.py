@@ -12,7 +12,9 @@ processes, so no process sees a step whole. Each process journals every rollout 
 (:mod:`repro.rollout_journal`: on disk when ``add`` returns, so a killed worker loses nothing),
 buffers it, and flushes a step's buffer (when it holds ``chunk`` rows, or ``max_wait_s`` after its
 first row) under one exclusive ``flock`` on ``DIR/.rollout-runs.lock``, which keeps the run store's
-one-writer rule. Under the lock a ledger in the run folder (``rollouts-seen.json``) holds every
+one-writer rule among them; each flush also holds the step run's own writer lock
+(:mod:`pr1_eval.store.run_lock`), which every pr1-eval command that writes a run takes, so no
+other command writes the step meanwhile (``regrade`` refuses a step until it is complete). Under the lock a ledger in the run folder (``rollouts-seen.json``) holds every
 rollout seen, stored or not, by (uid, session), and the parts whose rows it accounts for: a
 rollout delivered twice, or replayed from a dead worker's journal, is stored once, and a part a
 writer wrote but died before recording is removed (its rows come back from that journal). Every
@@ -61,6 +63,7 @@ from pr1_eval.records.provenance import now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.step_summary import step_summary
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore, write_json_atomic
 from repro.data import ROLLOUT_N_KEY
 from repro.rollout_journal import Journal, dead_journals
@@ -69,6 +72,9 @@ from repro.rollout_records import Rollout
 FORMAT = "repro"
 LEDGER = "rollouts-seen.json"
 LOCK = ".rollout-runs.lock"
+#: How long a flush waits for another command that holds a step run's writer lock (a ``regrade`` of
+#: a complete step, say) before it fails: the rollout writers' own turns are kept by ``LOCK``.
+WAIT_FOR_OTHER_WRITER_S = 300.0
 log = logging.getLogger(__name__)
 
 
@@ -343,6 +349,11 @@ class RolloutRunWriter:
         """Store ``rows`` of one step (those not in its ledger yet); complete the step when all are in.
         A replayed journal's rows join their own attempt's run only: they never move a later one aside."""
         out = self.run_dir(kind, step)
+        with run_lock(out, "pr1-repro rollout writer", wait_s=WAIT_FOR_OTHER_WRITER_S):
+            self._write_run_locked(out, kind, step, rows, attempt, replay)
+
+    def _write_run_locked(self, out: Path, kind: str, step: int, rows: list[Rollout], attempt: str,
+                          replay: bool) -> None:
         store = RunStore(out)
         record = store.read_run() if store.exists() else None
         training = (record.training or {}) if record is not None else {}

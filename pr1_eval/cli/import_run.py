@@ -73,8 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
     add_answer_policy_option(p, "paper (an import names no prompt; pass lenient for a base model or a boxed prompt)")
     p.add_argument("--replace", action="store_true",
-                   help="when --out already holds a run, move it aside (renamed DIR.replaced-<time>, never deleted) "
-                        "instead of refusing")
+                   help="when --out already holds a run, move it aside (into the hidden .replaced folder beside "
+                        "it, never deleted, counted by no search) instead of refusing")
     p.set_defaults(func=_cmd_import)
 
 

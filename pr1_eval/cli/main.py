@@ -24,6 +24,7 @@ import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 
 from pr1_eval.cli import (
@@ -39,7 +40,7 @@ from pr1_eval.cli import (
     tiny_model,
 )
 from pr1_eval.cli.help import TOP, Parser
-from pr1_eval.errors import Pr1EvalError
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 from pr1_eval.terminal import terminal_text
 
 #: pr1-eval's own commands, in the order ``--help`` lists them (plugins follow).
@@ -93,6 +94,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.func(args))
     except Pr1EvalError as exc:
         print(f"error: {terminal_text(exc)}", file=sys.stderr)  # errors quote data (names, paths): shown, never run
+        return 2
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        where = Path(exc.filename).parent if isinstance(exc.filename, str) else Path.cwd()
+        print(f"error: {no_space(where)}", file=sys.stderr)  # a writer without its own message: still one line
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished chunks are saved — rerun the same command to resume", file=sys.stderr)

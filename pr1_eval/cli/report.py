@@ -42,16 +42,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> RunReport:
     """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
-    from pr1_eval.report.load import load_report
+    from pr1_eval.report.load import load_report, replaced_line
     from pr1_eval.report.table import format_forkjoin_table, format_report_table
 
     report = load_report(run_dir)
+    replaced = replaced_line(run_dir)
     if as_json:
         print(json.dumps(report.to_json(), indent=2, default=str))
     else:
         status = "" if report.status == "complete" else f"  (status: {report.status})"
         shard = f"  ({report.shard})" if report.shard else ""
         print(f"run: {terminal_text(run_dir)}{shard}{status}")
+        if replaced:
+            print(f"note: {terminal_text(replaced)}")
         print(format_report_table(report))
         forkjoin = format_forkjoin_table(report)
         if forkjoin is not None:

@@ -27,6 +27,7 @@ from pr1_eval.inputs.model_files import WEIGHT_PATTERNS, check_tokenizer_files
 from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import LoadedTask, load_task
 from pr1_eval.records.run import RunRecord
+from pr1_eval.store.discovery import find_runs
 from pr1_eval.store.run_store import RunStore
 
 HUB_TIMEOUT_S = 10.0
@@ -203,6 +204,10 @@ def check_output(out: Path, planned: RunRecord | None = None) -> RunRecord | Non
         if store.part_paths():
             raise Pr1EvalError(f"--out {out} holds samples but no run.json, so it cannot be resumed safely; "
                                "pass a new --out (or restore its run.json)")
+        if out.is_dir() and (below := find_runs(out)):
+            raise Pr1EvalError(f"--out {out} holds {len(below)} run(s) below it ({', '.join(map(str, below[:3]))}"
+                               f"{' …' if len(below) > 3 else ''}); a run written there would hide them from every "
+                               f"search. Pass a new folder for the run (e.g. --out {out / 'new-run'})")
         _check_writable(out)
         return None
     stored = store.read_run()  # a clear error when it is not valid JSON or not a run record

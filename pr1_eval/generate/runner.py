@@ -8,7 +8,8 @@ configurations in one run would make its metrics meaningless.
 
 The chunks come from this process's engine, or, with ``--ray``, from replicas on a Ray cluster
 (:mod:`pr1_eval.scaleout.ray_pool`) that pull chunks from a queue; either way this process is
-the only writer of the run store. ``--shard i/n`` keeps every n-th problem from i (job arrays;
+the only writer of the run store, holding its writer lock (:mod:`pr1_eval.store.run_lock`) from
+before the model loads to the end, so a second ``run`` into the folder is refused at once. ``--shard i/n`` keeps every n-th problem from i (job arrays;
 ``pr1-eval merge`` joins the shards). Progress (a bar on a terminal, log lines elsewhere):
 :mod:`pr1_eval.generate.progress`.
 """
@@ -29,6 +30,7 @@ from pr1_eval.engines.factory import make_engine
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.plan import PlannedTask, RunPlan, build_plan
+from pr1_eval.generate.preflight import check_output
 from pr1_eval.generate.progress import RunProgress
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, prompt_hash
@@ -37,6 +39,7 @@ from pr1_eval.records.answer_policy import default_policy
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.queue import Chunk, engine_chunk_size, plan_chunks
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 
 __all__ = ["ChunkSource", "LocalChunks", "PreparedTask", "RunConfig", "execute", "run_eval"]
@@ -230,11 +233,13 @@ def execute(plan: RunPlan, engine: Engine | None = None) -> Path:
     ``engine``: a loaded engine to use (it stays open: a sweep frees it itself); without one the
     plan's engine is built here, or its Ray replicas started.
     """
-    source = _open_source(plan, engine)
-    try:
-        return _run(plan, source)
-    finally:
-        source.close()
+    with run_lock(plan.out, "pr1-eval run"):  # before the model loads: a second writer is refused at once
+        check_output(plan.out, plan.record)  # the plan's check, again under the lock: nothing changed since
+        source = _open_source(plan, engine)
+        try:
+            return _run(plan, source)
+        finally:
+            source.close()
 
 
 def _run(plan: RunPlan, source: ChunkSource) -> Path:

@@ -35,6 +35,7 @@ from pr1_eval.inputs import checkpoints as ckpts
 from pr1_eval.inputs.checkpoints import Checkpoint
 from pr1_eval.records.steps import family_name
 from pr1_eval.report.completeness import check_run
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.terminal import terminal_text
 
@@ -148,22 +149,8 @@ def score_checkpoint(row: SweepRow, sweep: Sweep, metrics: Metrics) -> None:
     try:
         if checkpoint.problem:
             raise Pr1EvalError(checkpoint.problem)
-        if _finished(out, sweep.inputs.tasks):
-            row.status = "finished earlier"
-        else:
-            if checkpoint.needs_merge:
-                ckpts.merge(checkpoint)
-            # the output folder and the model folder, checked before the model loads
-            plan = derive_plan(sweep.inputs, model=str(checkpoint.model_dir), out=str(out), step=checkpoint.step)
-            config = plan.config
-            engine = None if config.ray else make_engine(config.engine, config.model, **config.engine_options)
-            try:
-                execute(plan, engine)
-            finally:
-                if engine is not None:
-                    _release(engine)
-            row.status = "resumed" if plan.resumes else "done"
-        _record_family(out, sweep.family)
+        with run_lock(out, "pr1-eval sweep"):  # one writer per run (pr1_eval.store.run_lock)
+            _score_locked(row, sweep, out)
         row.run_dir = out
         row.metrics, row.incomplete = metrics(out)
     except KeyboardInterrupt:
@@ -171,6 +158,27 @@ def score_checkpoint(row: SweepRow, sweep: Sweep, metrics: Metrics) -> None:
     except Exception as exc:  # noqa: BLE001 - one broken checkpoint must not stop the sweep
         row.status, row.reason = "failed", str(exc) if isinstance(exc, Pr1EvalError) else f"{type(exc).__name__}: {exc}"
     row.seconds = time.perf_counter() - started
+
+
+def _score_locked(row: SweepRow, sweep: Sweep, out: Path) -> None:
+    """Generate (or find finished) the checkpoint's run and record its family, under its lock."""
+    checkpoint = row.checkpoint
+    if _finished(out, sweep.inputs.tasks):
+        row.status = "finished earlier"
+    else:
+        if checkpoint.needs_merge:
+            ckpts.merge(checkpoint)
+        # the output folder and the model folder, checked before the model loads
+        plan = derive_plan(sweep.inputs, model=str(checkpoint.model_dir), out=str(out), step=checkpoint.step)
+        config = plan.config
+        engine = None if config.ray else make_engine(config.engine, config.model, **config.engine_options)
+        try:
+            execute(plan, engine)
+        finally:
+            if engine is not None:
+                _release(engine)
+        row.status = "resumed" if plan.resumes else "done"
+    _record_family(out, sweep.family)
 
 
 def run_sweep(sweep: Sweep, metrics: Metrics) -> list[SweepRow]:

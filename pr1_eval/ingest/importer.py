@@ -6,6 +6,8 @@ need not be registered. A malformed line is reported with file, line and field; 
 skipped or coerced silently (each field's rule: :mod:`pr1_eval.ingest.fields`). A sample without
 a usable gold is stored as *could not score*, named in a warning, and left out of every metric. An import never writes over a run: ``--out`` holding one is refused, and
 ``replace=True`` (``--replace``) moves the old run aside first (:mod:`pr1_eval.store.out_folder`).
+The import holds the run's writer lock (:mod:`pr1_eval.store.run_lock`) from that check to its last
+write, so two imports to one ``--out`` end with one run and one refusal.
 Each task is compared with the packaged benchmark of its name, and the verdict recorded in
 ``run.json`` (:mod:`pr1_eval.ingest.benchmark_check`): a subset of a benchmark reports as partial.
 
@@ -42,6 +44,7 @@ from pr1_eval.records.provenance import checkpoint_step, now_iso, package_versio
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.out_folder import check_new_run_folder, set_aside
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.terminal import terminal_text
 
@@ -179,7 +182,28 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     reading of every import before policies: an import names no prompt to choose by) is recorded.
     """
     check_policy(answer_policy)
-    check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
+    with run_lock(out_dir, "pr1-eval import"):  # from the check to the last write: one writer per run
+        return _import_locked(rows, out_dir, source=source, workers=workers, extra_run_info=extra_run_info, k=k,
+                              tokenizer=tokenizer, replace=replace, answer_policy=answer_policy)
+
+
+def unfinished_import(out_dir: str | Path, source: str) -> bool:
+    """``out_dir`` holds an import of ``source`` that never finished (status ``importing``: killed,
+    or stopped by a full disk). Importing the same source again redoes it in place, the way a rerun
+    of ``run`` resumes; any other run there is refused as usual."""
+    store = RunStore(out_dir)
+    try:
+        record = store.read_run() if store.exists() else None
+    except Pr1EvalError:
+        return False
+    return record is not None and record.status == "importing" and record.imported_from == source
+
+
+def _import_locked(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: str, workers: int | None,
+                   extra_run_info: dict[str, Any] | None, k: int | Mapping[str, int] | None,
+                   tokenizer: str | Path | None, replace: bool, answer_policy: str) -> Path:
+    if not unfinished_import(out_dir, source):
+        check_new_run_folder(out_dir, command="import", replace=replace)  # before the slow grading
     rows = list(rows)
     if not rows:
         raise Pr1EvalError(f"{source}: no samples to import")
@@ -217,8 +241,10 @@ def import_rows(rows: Iterable[dict[str, Any]], out_dir: str | Path, *, source: 
     ).with_sections({**(extra_run_info or {}), "benchmark_check": benchmarks})
     if tokenizer is not None:  # which vocabulary the token positions count
         run = dataclasses.replace(run, engine={**run.engine, "tokenizer": str(Path(tokenizer).expanduser().resolve())})
-    if replace and (aside := set_aside(out_dir)) is not None:
-        print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted)", file=sys.stderr)
+    if replace and not unfinished_import(out_dir, source) and (aside := set_aside(out_dir)) is not None:
+        print(f"moved the run that was in {out_dir} aside to {aside} (nothing deleted; no search counts it)",
+              file=sys.stderr)
+        run = run.with_sections({"replaces": {"on": now_iso(), "kept_at": str(aside)}})
     store.write_run(run)  # "importing" until the samples are in place: a killed import reads as incomplete
     store.rewrite(records)
     store.write_run(dataclasses.replace(run, status="complete"))
@@ -229,6 +255,8 @@ def import_jsonl(path: str | Path, out_dir: str | Path, *, workers: int | None =
                  k: int | Mapping[str, int] | None = None, tokenizer: str | Path | None = None,
                  replace: bool = False, answer_policy: str = DEFAULT_POLICY) -> Path:
     """Import a JSON Lines file (see module docstring) as a run."""
-    check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
-    return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k, tokenizer=tokenizer,
-                       replace=replace, answer_policy=answer_policy)
+    with run_lock(out_dir, "pr1-eval import"):
+        if not unfinished_import(out_dir, str(path)):
+            check_new_run_folder(out_dir, command="import", replace=replace)  # before reading a large file
+        return import_rows(read_import_jsonl(path), out_dir, source=str(path), workers=workers, k=k,
+                           tokenizer=tokenizer, replace=replace, answer_policy=answer_policy)

@@ -33,6 +33,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.ingest.fields import identifier, optional_text, shown, text
 from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.store.run_lock import run_lock
 
 log = logging.getLogger(__name__)
 
@@ -259,10 +260,18 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
     ``answer_policy``: as :func:`pr1_eval.ingest.importer.import_rows` (``paper``: the pr1_* tasks'
     own reading, as they use the paper's prompt).
     """
-    from pr1_eval.ingest.importer import import_rows
+    with run_lock(out_dir, "pr1-eval import"):
+        return _import_locked(path, out_dir, workers=workers, k=k, tokenizer=tokenizer, replace=replace,
+                              answer_policy=answer_policy)
+
+
+def _import_locked(path: str | Path, out_dir: str | Path, *, workers: int | None, k: int | dict[str, int] | None,
+                   tokenizer: str | Path | None, replace: bool, answer_policy: str) -> Path:
+    from pr1_eval.ingest.importer import import_rows, unfinished_import
     from pr1_eval.store.out_folder import check_new_run_folder
 
-    check_new_run_folder(out_dir, command="import", replace=replace)
+    if not unfinished_import(out_dir, str(path)):
+        check_new_run_folder(out_dir, command="import", replace=replace)
 
     rows = read_lm_eval_samples(path)
     info = lm_eval_run_info(path)

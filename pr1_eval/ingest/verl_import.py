@@ -47,7 +47,7 @@ names the line and both steps.
 Reruns. Each run records its file's size, mtime and sha256. A rerun skips a step whose file is
 unchanged (same size and mtime, or the same sha256), and imports a new or changed one; a run of a
 changed file is moved, never deleted, to ``RUNS_ROOT.superseded/<kind>/step-N.replaced-<time>``
-(outside ``RUNS_ROOT``, so no reader counts a step twice). A step's run is written whole (status
+(outside ``RUNS_ROOT``, and a name run discovery skips, so no reader counts a step twice). A step's run is written whole (status
 ``importing`` until its samples are in), so no sample is ever stored twice; a killed import's
 own incomplete run is redone in place. A folder holding a run that is not an import of this kind
 is refused.
@@ -57,9 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,7 +75,8 @@ from pr1_eval.records.provenance import now_iso, package_versions
 from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.step_summary import step_summary
-from pr1_eval.store.out_folder import ASIDE_SUFFIX, holds_run
+from pr1_eval.store.out_folder import aside_path, holds_run, move_aside
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RUN_JSON, RunStore
 
 SUPERSEDED = ".superseded"
@@ -273,21 +272,23 @@ def _unchanged(previous: RunRecord, size_mtime: tuple[int, int], path: Path) -> 
 
 
 def supersede(out: Path, root: Path, kind: str) -> Path:
-    """Move the run at ``out`` to ``ROOT.superseded/<kind>/<name>.replaced-<time>`` (never delete it)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    """Move the run at ``out`` to ``ROOT.superseded/<kind>/<name>.replaced-<time>`` (never delete it),
+    a folder run discovery skips (:mod:`pr1_eval.store.discovery`); its record says when."""
     target_dir = Path(str(root.resolve()) + SUPERSEDED) / KIND_DIRS[kind]
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target, n = target_dir / f"{out.name}{ASIDE_SUFFIX}{stamp}", 2
-    while target.exists():
-        target, n = target_dir / f"{out.name}{ASIDE_SUFFIX}{stamp}-{n}", n + 1
-    os.replace(out, target)
-    return target
+    return move_aside(out, aside_path(target_dir, out.name))
 
 
 def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str,
                 tokenizer: Any = None) -> StepResult:
-    """Import one complete step file as a run (or skip it when its run is up to date)."""
+    """Import one complete step file as a run (or skip it when its run is up to date), holding
+    the step run's writer lock (:mod:`pr1_eval.store.run_lock`) from its first look to its last write."""
     out = run_dir_of(root, file)
+    with run_lock(out, "pr1-eval import-verl"):
+        return _import_step_locked(file, root, out, index, opts, job, tokenizer)
+
+
+def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemIndex, opts: ImportOptions, job: str,
+                        tokenizer: Any) -> StepResult:
     previous = _previous(out, file)
     before = _signature(file.path)
     if previous is not None and _unchanged(previous, before, file.path):

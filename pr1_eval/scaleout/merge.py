@@ -7,12 +7,13 @@ with their versions and data hashes, shard count, engine backend); the shard ind
 together are every problem of every task; each shard holds exactly k samples of each of its
 problems. The merged run is an ordinary run — the same ``run.json`` layout, no ``shard`` section,
 ``merged_from`` listing the shards — so ``report``, ``analysis`` and a resumed ``run`` read it like
-any other.
+any other. Duplicated sample keys are refused before anything is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.run import RunRecord, task_entries, task_entry
 from pr1_eval.store.out_folder import check_new_run_folder
+from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 
 
@@ -161,14 +163,47 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
                       "started_at": s.info.started_at, "finished_at": s.info.finished_at} for s in ordered])
 
 
+def _duplicate_problems(shards: Sequence[ShardRun]) -> list[str]:
+    """Sample keys stored twice (in one shard, or in two): a merged run holding them would be refused
+    by every reader, so merge refuses them before it writes anything."""
+    where: dict[tuple[str, str, int], Path] = {}
+    problems = []
+    for shard in shards:
+        for key in shard.keys:
+            if key in where:
+                task, pid, idx = key
+                problems.append(f"sample {task}/{pid}#{int(idx)} is stored twice ({where[key]} and {shard.path})")
+            where.setdefault(key, shard.path)
+    return problems[:1] + ([f"{len(problems) - 1} more samples are stored twice"] if len(problems) > 1 else [])
+
+
+def _killed_merge(out: Path) -> bool:
+    """``out`` holds what a killed merge left (status ``merging``): a rerun writes it again."""
+    store = RunStore(out)
+    try:
+        return store.exists() and store.read_run().status == "merging"
+    except Pr1EvalError:
+        return False
+
+
 def merge_shards(paths: Sequence[str | Path], out: str | Path) -> Path:
-    """Check the shards (see the module docstring) and write them as one run at ``out``."""
-    check_new_run_folder(out, command="merge", offers_replace=False)
-    target = RunStore(out)
-    shards = [load_shard(p) for p in paths]
-    check_shards(shards)
-    target.write_run(dataclasses.replace(merged_run_record(shards, Path(out)), status="merging"))
-    for shard in sorted(shards, key=lambda s: s.index):
-        target.append(RunStore(shard.path).read_records())
-    target.write_run(merged_run_record(shards, Path(out)))
+    """Check the shards (see the module docstring) and write them as one run at ``out``.
+
+    Holds ``out``'s writer lock throughout (:mod:`pr1_eval.store.run_lock`). A merge killed before
+    it finished leaves a run marked ``merging``: the same command again redoes it from the start."""
+    with run_lock(out, "pr1-eval merge"):
+        redo = _killed_merge(Path(out))
+        if not redo:
+            check_new_run_folder(out, command="merge", offers_replace=False)
+        target = RunStore(out)
+        shards = [load_shard(p) for p in paths]
+        check_shards(shards)
+        if duplicates := _duplicate_problems(shards):
+            raise Pr1EvalError("cannot merge: " + "; ".join(duplicates) + "; rerun the shard that holds them")
+        target.write_run(dataclasses.replace(merged_run_record(shards, Path(out)), status="merging"))
+        if redo and target.samples_dir.exists():
+            shutil.rmtree(target.samples_dir)  # the killed merge's parts: written again below
+        for shard in sorted(shards, key=lambda s: s.index):
+            target.append(RunStore(shard.path).read_records())
+        target.write_run(merged_run_record(shards, Path(out)))
     return Path(out)

@@ -14,11 +14,11 @@ says so, and counts its samples as not done, so the rerun regenerates them.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
-import tempfile
+import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,32 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pr1_eval.errors import Pr1EvalError
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.store.run_lock import held_by_another
+from pr1_eval.store.safe_write import atomic_output
 
 SAMPLES_DIR = "samples.parquet"
 RUN_JSON = "run.json"
 CORRUPT_SUFFIX = ".corrupt"
 
+_READ_TRIES = 40  # about two seconds of rewrites under a reader before it says "retry"
 log = logging.getLogger(__name__)
+
+
+class RunChanged(Pr1EvalError):
+    """A writer replaced the run's samples while they were read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(f"{root}: the run changed while it was read (another command is rewriting it); retry")
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -48,13 +65,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON so a reader never sees a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False, default=str)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
+    """Write JSON so a reader never sees a partial file (a full disk: the old file stays, and the
+    one-line "no space left" error)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+    with atomic_output(path, need_bytes=len(text)) as handle:
+        handle.write(text)
     _fsync_dir(path.parent)
 
 
@@ -86,8 +101,42 @@ class RunStore:
         """Write the run's record atomically (the only code that writes ``run.json``)."""
         write_json_atomic(self.run_json_path, record.to_dict())
 
+    @property
+    def staging_dir(self) -> Path:
+        """Where :meth:`rewrite` writes the new parts before swapping them in."""
+        return self.root / (SAMPLES_DIR + ".new")
+
+    @property
+    def backup_dir(self) -> Path:
+        """Where :meth:`rewrite` moves the old parts while it swaps the new ones in."""
+        return self.root / (SAMPLES_DIR + ".old")
+
+    def _parts_dir(self) -> Path:
+        """The folder whose parts are the run's samples. Normally ``samples.parquet``; when a
+        rewrite was killed between its two renames (``samples.parquet`` gone, ``.old`` there) and
+        no writer holds the run, the new parts when they were complete (``.new`` exists only
+        whole at that point), else the old ones: a reader never depends on a writer coming back."""
+        if self.samples_dir.is_dir() or not self.backup_dir.is_dir():
+            return self.samples_dir
+        if held_by_another(self.root):
+            raise RunChanged(self.root)
+        return self.staging_dir if self.staging_dir.is_dir() else self.backup_dir
+
     def part_paths(self) -> list[Path]:
-        return sorted(self.samples_dir.glob("part-*.parquet")) if self.samples_dir.is_dir() else []
+        folder = self._parts_dir()
+        return sorted(folder.glob("part-*.parquet")) if folder.is_dir() else []
+
+    def recover_swap(self) -> None:
+        """Finish or undo a :meth:`rewrite` that was killed (called by writers, under the run's
+        lock): before its swap the old parts stand and the staging folder is dropped; between its
+        two renames the complete new parts are moved in; after it the old parts are removed."""
+        staging, backup = self.staging_dir, self.backup_dir
+        if not self.samples_dir.exists() and backup.is_dir():
+            os.replace(staging if staging.is_dir() else backup, self.samples_dir)
+            log.warning("%s: finished a rewrite of its samples that was interrupted", self.root)
+        for leftover in (staging, backup):
+            if leftover.exists():
+                shutil.rmtree(leftover)
 
     def append(self, records: Iterable[SampleRecord]) -> Path | None:
         """Durably append one chunk; returns the part written (None for an empty chunk)."""
@@ -99,14 +148,16 @@ class RunStore:
         index = int(parts[-1].stem.split("-")[1]) + 1 if parts else 0
         final = self.samples_dir / f"part-{index:05d}.parquet"
         tmp = self.samples_dir / f".part-{index:05d}.parquet.tmp"
+        table = records_to_table(batch)
         try:
-            _write_part(records_to_table(batch), tmp)
+            _write_part(table, tmp)
             with open(tmp, "rb+") as handle:
                 os.fsync(handle.fileno())
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            hint = "free some space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "fix the cause"
-            raise Pr1EvalError(f"could not write {final} ({exc.strerror or exc}); {hint} and rerun the same "
+            if is_disk_full(exc):
+                raise no_space(self.samples_dir, table.nbytes, f"{final.name} ({len(batch)} samples)") from None
+            raise Pr1EvalError(f"could not write {final} ({exc.strerror or exc}); fix the cause and rerun the same "
                                "command: finished chunks are kept and this one is regenerated") from None
         os.replace(tmp, final)
         _fsync_dir(self.samples_dir)
@@ -114,22 +165,38 @@ class RunStore:
 
     def read_table(self, columns: list[str] | None = None) -> pa.Table:
         """All samples (``columns`` only, when given). Temporary files of a killed writer are
-        never read; a part that is cut short or corrupt is an error naming it."""
-        tables = []
-        parts = self.part_paths()
+        never read; a part that is cut short or corrupt is an error naming it, and so is a column of
+        the wrong type.
+
+        A consistent snapshot: appends only add whole parts, and a rewrite swaps the parts folder
+        (a new inode); a read that saw the folder change, or a part vanish, under it is read
+        again, and after a few tries fails with "the run changed while it was read; retry"."""
+        for _ in range(_READ_TRIES):
+            before = _inode(self.samples_dir)
+            try:
+                tables = [(part, self._read_whole(part, columns)) for part in self.part_paths()]
+                if _inode(self.samples_dir) == before:
+                    break
+            except (FileNotFoundError, RunChanged):
+                pass
+            except Pr1EvalError:  # "damaged": or read across a swap (one file's header, another's pages)
+                if _inode(self.samples_dir) == before:
+                    raise
+            time.sleep(0.05)
+        else:
+            raise RunChanged(self.root)
         schema = _schema(columns)
-        for part in parts:
-            table, problem = _read_part(part, columns)
-            if table is None and (not part.exists() or self.part_paths() != parts):
-                raise Pr1EvalError(f"{self.root}: the run changed while it was read (another command, such as "
-                                   "`pr1-eval regrade`, rewrote it meanwhile); retry")
-            if table is None:
-                raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
-                                   "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
-            tables.append(_conform(table, schema, part))
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables(tables)
+        return pa.concat_tables([_conform(table, schema, part) for part, table in tables])
+
+    @staticmethod
+    def _read_whole(part: Path, columns: list[str] | None) -> pa.Table:
+        table, problem = _read_part(part, columns)
+        if table is None:
+            raise Pr1EvalError(f"{part}: {problem}; it is not read as data. Rerun the command that made this run "
+                               "(`pr1-eval run` resumes: it sets the part aside and regenerates its samples)")
+        return table
 
     def read_frame(self) -> pd.DataFrame:
         """All samples as a DataFrame with the declared columns, keys checked for duplicates."""
@@ -172,27 +239,34 @@ class RunStore:
         return set(zip(cols["task"], cols["problem_id"], cols["sample_idx"], strict=True))
 
     def rewrite(self, records: list[SampleRecord], chunk_size: int = 5000) -> None:
-        """Replace all samples (regrade): new parts are written first, old ones removed after."""
-        old = self.part_paths()
-        staging = self.root / (SAMPLES_DIR + ".new")
-        staging.mkdir(parents=True, exist_ok=True)
-        for stale in staging.glob("*"):
-            stale.unlink()
-        for i in range(0, max(len(records), 1), chunk_size):
-            chunk = records[i : i + chunk_size]
-            if chunk:
-                _write_part(records_to_table(chunk), staging / f"part-{i // chunk_size:05d}.parquet")
-        backup = self.root / (SAMPLES_DIR + ".old")
+        """Replace all samples (regrade, import, compaction). The new parts are written whole to
+        ``samples.parquet.new`` first, then swapped in by two renames; a rewrite killed at any
+        point is finished or undone by the next writer (:meth:`recover_swap`), and readers never
+        mix old and new parts (:meth:`read_table`)."""
+        self.recover_swap()
+        staging, backup = self.staging_dir, self.backup_dir
+        written = done = 0
+        try:
+            staging.mkdir(parents=True)
+            for i in range(0, len(records), chunk_size):
+                path = staging / f"part-{i // chunk_size:05d}.parquet"
+                table = records_to_table(records[i : i + chunk_size])
+                written, done = written + table.nbytes, done + table.num_rows
+                _write_part(table, path)
+                with open(path, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            _fsync_dir(staging)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)  # the stored samples are untouched
+            if is_disk_full(exc):  # the whole new copy: as many bytes a sample as the chunks made so far
+                need = written * len(records) // done if done else None
+                raise no_space(self.root, need, f"{len(records)} samples") from None
+            raise
         if self.samples_dir.exists():
             os.replace(self.samples_dir, backup)
         os.replace(staging, self.samples_dir)
-        for part in old:
-            (backup / part.name).unlink(missing_ok=True)
-        if backup.exists():
-            for leftover in backup.glob("*"):
-                leftover.unlink()
-            backup.rmdir()
-
+        _fsync_dir(self.root)
+        shutil.rmtree(backup, ignore_errors=True)
 
 def key_text(values: Iterable[Any]) -> str:
     """A sample key as messages print it, ``('aime24', 'p1', 0)``: numpy scalars as the plain
@@ -214,6 +288,8 @@ def _read_part(part: Path, columns: list[str] | None = None) -> tuple[pa.Table |
         present = pq.read_schema(part).names
         wanted = None if columns is None else [c for c in columns if c in present]
         return pq.read_table(part, columns=wanted, page_checksum_verification=True), ""
+    except FileNotFoundError:
+        raise  # moved away under the reader (a rewrite or a set-aside): not damage, see read_table
     except Exception as exc:  # pyarrow raises OSError/ArrowInvalid/… for damaged files
         return None, f"damaged parquet part ({type(exc).__name__}: {' '.join(str(exc).split())})"
 

@@ -23,7 +23,7 @@ def test_an_older_demo_run_is_moved_aside_not_refused(tmp_path: Path, monkeypatc
     monkeypatch.setattr(pr1_eval.generate.runner, "run_eval", lambda config: seen.append(config) or tmp_path / "run")
     monkeypatch.setattr(pr1_eval.cli.report, "print_report", lambda out: None)
     run_demo(tmp_path, prompt=None)
-    (aside,) = tmp_path.glob("run.replaced-*")
+    (aside,) = (tmp_path / ".replaced").glob("run.replaced-*")
     assert RunStore(aside).read_run().sampling == old.sampling  # the old run, intact
     assert not (tmp_path / "run").exists() and seen  # the new demo writes a fresh run
     assert f"moved it aside to {aside}" in capsys.readouterr().out

@@ -57,11 +57,14 @@ def test_replace_moves_the_old_run_aside_intact(forty: Path, tmp_path: Path, cap
     before, run_json = _samples(forty), (forty / "run.json").read_bytes()
     second = _file(tmp_path / "second.jsonl", _rows("mytask", 7, 1, "q"))
     assert main(["import", str(second), "--out", str(forty), "--replace", "--grade-workers", "1"]) == 0
-    asides = sorted(tmp_path.glob("run.replaced-*"))
+    asides = sorted((tmp_path / ".replaced").glob("run.replaced-*"))  # hidden: no search finds it
     assert len(asides) == 1
-    assert f"aside to {asides[0]}" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert f"aside to {asides[0]}" in printed.err
+    assert "note: replaces a run (replaced on " in printed.out and f"kept at {asides[0]}" in printed.out
     pd.testing.assert_frame_equal(_samples(asides[0]), before)
-    assert (asides[0] / "run.json").read_bytes() == run_json
+    kept = json.loads((asides[0] / "run.json").read_text(encoding="utf-8"))
+    assert kept.pop("replaced")["by"] == str(forty) and kept == json.loads(run_json)  # only the stamp added
     assert len(_samples(forty)) == 7 and set(_samples(forty)["problem_id"]) == {f"q{p}" for p in range(7)}
 
 

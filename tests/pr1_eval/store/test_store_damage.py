@@ -85,7 +85,8 @@ def test_a_full_disk_while_writing_is_a_clear_error_and_leaves_no_part(tmp_path:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(store_module, "_write_part", full_disk)
-    with pytest.raises(Pr1EvalError, match=r"could not write .*part-00001\.parquet \(No space left on device\); free some space"):
+    with pytest.raises(Pr1EvalError, match=r"^no space left on .*samples\.parquet \(need about .* while writing "
+                                           r"part-00001\.parquet \(3 samples\); .* free some space"):
         store.append(_records(1))
     assert [p.name for p in store.part_paths()] == ["part-00000.parquet"]
     assert not list(store.samples_dir.glob(".*.tmp"))

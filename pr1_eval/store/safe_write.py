@@ -1,0 +1,74 @@
+"""Writing files that a kill or a full disk never leaves half-done, and the one "disk full" message.
+
+Why: an output written in place (``leaderboard --html``, ``analyze``'s tables, a cache entry) and
+killed mid-write is a 0-byte or cut-short file that looks like a result; a full disk surfaced as
+``OSError: [Errno 28]`` from somewhere deep is a traceback, not advice. So every writer goes
+through :func:`atomic_output` (a temporary file in the target's folder, fsynced, renamed over the
+target: a reader sees the old file or the new one, never a part) and turns ``ENOSPC``/``EDQUOT``
+into :func:`pr1_eval.errors.no_space` ("no space left on DIR (need about N MB)"), the same line from every
+command. What was stored before stays intact (the temporary file is removed), and rerunning the
+command once space is freed resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
+
+
+@contextmanager
+def disk_full_errors(folder: str | Path, need_bytes: int | None = None, what: str = "") -> Iterator[None]:
+    """Turn ENOSPC/EDQUOT raised in the block into :func:`no_space` (other errors pass through)."""
+    try:
+        yield
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise no_space(folder, need_bytes, what) from None
+        raise
+
+
+@contextmanager
+def atomic_output(path: str | Path, *, need_bytes: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file handle whose contents replace ``path`` only when the block ends without
+    error (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with disk_full_errors(path.parent, need_bytes, str(path)):
+            with os.fdopen(fd, "wb") as handle:
+                yield cast(BinaryIO, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would make an output page unreadable to others
+            os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` with :func:`atomic_output`; returns the path."""
+    raw = data.encode(encoding) if isinstance(data, str) else data
+    with atomic_output(path, need_bytes=len(raw)) as handle:
+        handle.write(raw)
+    return Path(path)
+
+
+def refuse_run_file(path: str | Path, option: str) -> None:
+    """An output option naming a run's own files (``--html RUN/run.json``, a part under
+    ``samples.parquet``), or any file called ``run.json`` (which would make its folder look like a
+    run to every search), or a folder, is refused before anything is computed."""
+    target = Path(path).expanduser().resolve()
+    if target.name == "run.json" or any(p.name.startswith("samples.parquet") for p in target.parents):
+        raise Pr1EvalError(f"{option} {path}: that is a run's own file; writing it would destroy the run's record "
+                           "or samples. Pass another file name (e.g. leaderboard.html)")
+    if target.is_dir():
+        raise Pr1EvalError(f"{option} {path} is a folder; pass a file name inside it")
