@@ -213,7 +213,7 @@ def score_command(model: str, variant: str, out: str) -> list[str]:
 
 def data_command(out: str) -> list[str]:
     fixtures = ROOT / "tests" / "fixtures"
-    return [sys.executable, "-m", "repro.cli", "data", "--sft", str(fixtures / "parallel_gsm8k.jsonl"),
+    return [sys.executable, "-m", "repro.cli", "data", "--sft", str(fixtures / "parallel_gsm8k_sft.jsonl"),
             "--gsm8k", str(fixtures / "gsm8k_train.jsonl"), "--dapo", str(fixtures / "dapo_math_17k.jsonl"), "--out", out]
 
 
