@@ -75,8 +75,10 @@ def welch_z(before: list[float], after: list[float]) -> float:
     return (mean_a - mean_b) / se
 
 
-def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: int = 2) -> Check:
-    """Rewards of the last ``window`` steps above the first ``window`` steps by ``Z_MIN`` standard errors."""
+def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: int = 2, required: bool = True) -> Check:
+    """Rewards of the last ``window`` steps above the first ``window`` steps by ``Z_MIN`` standard errors.
+    Not ``required``: the trend is reported (a stage whose task the tiny model cannot learn in its
+    few steps) and the check passes whatever it shows."""
     steps = sorted(rewards_by_step)
     if len(steps) < 2:
         return Check(stage, "reward rises", False, f"{len(steps)} step(s) stored", "needs two steps or more")
@@ -85,8 +87,10 @@ def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: in
     after = [r for s in steps[-window:] for r in rewards_by_step[s]]
     z = welch_z(before, after)
     per_step = ", ".join(f"{s}: {sum(rewards_by_step[s]) / len(rewards_by_step[s]):.3f}" for s in steps)
-    passed = z >= Z_MIN
-    return Check(stage, "reward rises", passed, f"mean reward by step {per_step}; z = {z:.1f}",
+    figures = f"mean reward by step {per_step}; z = {z:.1f}"
+    if not required:
+        return Check(stage, "reward trend (reported)", True, figures, "reported only: not a learnable task in its steps")
+    return Check(stage, "reward rises", z >= Z_MIN, figures,
                  f"last {window} steps above first {window} by ≥ {Z_MIN} standard errors")
 
 

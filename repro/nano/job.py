@@ -79,7 +79,7 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
         return found
     runs = stored_steps(result.rollout_runs / "train")
     rewards = {step: run["rewards"] for step, run in runs.items()}
-    found = [checks.reward_rises(name, rewards),
+    found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
              checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
     if repro_stages.STAGES[result.stage.stage].structured:
         found.append(checks.structured_engine_used(name, result.log))

@@ -58,6 +58,8 @@ def test_reward_check_passes_a_learned_task_and_fails_noise() -> None:
     flat = {s: [0.0] * 12 + [1.0] * 4 for s in range(1, 7)}
     assert not checks.reward_rises("s", flat).passed
     assert not checks.reward_rises("s", {1: [1.0]}).passed
+    reported = checks.reward_rises("s", flat, required=False)
+    assert reported.passed and reported.name == "reward trend (reported)" and "z = 0.0" in reported.figures
 
 
 def test_on_policy_check_catches_a_frozen_rollout_server() -> None:
