@@ -78,8 +78,9 @@ def stream(argv: list[str], log: Path, env: dict[str, str], echo: Callable[[str]
     """Run ``argv``, write all output to ``log``, echo VERL's metric lines shortened; the exit status."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as out:
+        # run in the job's folder: Hydra writes its outputs/ folder into the working directory
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                errors="replace")
+                                errors="replace", cwd=log.parent.parent)
         assert proc.stdout is not None
         for line in proc.stdout:
             out.write(line)
