@@ -76,7 +76,8 @@ class NanoStage:
 SEEN = (
     NanoStage("seen-sft", "sft", "tiny:trained", 8),
     NanoStage("seen-gsm8k", "rl_gsm8k", "seen-sft", 10),
-    NanoStage("seen-dapo", "rl_dapo", "seen-gsm8k", 6),
+    # starts where seen-gsm8k left the same target (about 60 % right): its trend is reported, not required
+    NanoStage("seen-dapo", "rl_dapo", "seen-gsm8k", 6, expect_rise=False),
 )
 UNSEEN = (
     NanoStage("unseen-sft", "sft_unseen", "tiny:trained-structured", 8),
