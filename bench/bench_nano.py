@@ -1,6 +1,6 @@
 """The nano curriculum as a bench: every stage through VERL on CPU, its figures, and the Unseen gap.
 
-    python bench/bench_nano.py --out /tmp/nano            # the whole curriculum (~30-40 min on 2 cores)
+    python bench/bench_nano.py --out /tmp/nano            # the whole curriculum (~40 min on 2 cores)
     python bench/bench_nano.py --plan ci --out /tmp/nano  # the slice .ci/run runs (~10 min)
 
 Prints, per stage, VERL's own first and last figures (SFT loss; GRPO reward, rollout/actor KL) and

@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "`pr1-repro run` and VERL's unmodified trainers, then score the merged checkpoints "
                                    "(pr1-eval sweep), rank them and analyse the per-step rollout runs. Prints VERL's "
                                    "metric lines as it goes and a table of checks at the end (exit 1 if one fails). "
-                                   "The full plan takes about 30 minutes on two cores, the CI slice about 10.",
+                                   "The full plan takes about 40 minutes on two cores, the CI slice about 10.",
                        epilog="example:\n  pr1-repro nano --out pr1-nano\n  pr1-eval dashboard pr1-nano")
     p.add_argument("--out", default="pr1-nano", metavar="DIR", help="where checkpoints, logs, runs and nano.json go")
     p.add_argument("--plan", default="full", choices=["full", "ci"],
