@@ -8,7 +8,8 @@ learns nothing) and see the right check fail. The rules:
 - **Merged weights agree**: the response-token NLL of the merged checkpoint on the SFT rows, computed
   by a plain HF forward (:func:`response_nll`), is below the start model's.
 - **Reward rises**: per-rollout rewards stored by the job (its rollout runs), first steps against
-  last steps; the rise must exceed :data:`Z_MIN` standard errors (Welch's z), far outside noise.
+  last steps; the last three steps' rewards must exceed the first three's by :data:`Z_MIN` standard errors
+  (Welch's z; one-sided p ≈ 0.006). Two CI-slice runs of 8 steps gave z = 3.6 and 3.4 this way.
 - **On-policy**: every Seen step's ``rollout_corr/kl`` (VERL's rollout vs actor KL on the same
   tokens) is within :data:`KL_BOUND`. A rollout server that stopped taking the trainer's weights
   drifts past it within a few steps at the nano learning rate (the frozen control).
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 KL_BOUND = 0.005
-Z_MIN = 3.0
+Z_MIN = 2.5
 SPANS_LINE = "repro: structured forward builds positions and mask from"
 SPANS_SOURCE = "the rollout's path spans"  # the other reading is "a parse of the tokens (no path spans …)"
 
@@ -75,7 +76,7 @@ def welch_z(before: list[float], after: list[float]) -> float:
     return (mean_a - mean_b) / se
 
 
-def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: int = 2, required: bool = True) -> Check:
+def reward_rises(stage: str, rewards_by_step: dict[int, list[float]], window: int = 3, required: bool = True) -> Check:
     """Rewards of the last ``window`` steps above the first ``window`` steps by ``Z_MIN`` standard errors.
     Not ``required``: the trend is reported (a stage whose task the tiny model cannot learn in its
     few steps) and the check passes whatever it shows."""
