@@ -88,12 +88,17 @@ def extract_answer(response: str, end_texts: tuple[str, ...] = (), *, strict: bo
         return ExtractedAnswer(None, "none", "none")
 
 
-def _extract(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
-    """:func:`extract_answer` without its safety net."""
+def answer_region(response: str, end_texts: tuple[str, ...]) -> str:
+    """The text an answer may come from, under every answer policy: the response up to the end of
+    its turn, with the paths' text removed (an answer is never read from inside a ``<Path>``)."""
     text = response if isinstance(response, str) else ("" if response is None else str(response))
     text = cut_at_turn_end(text, end_texts)
-    if T.PATH_OPEN in text:
-        text = outside_paths(text)
+    return outside_paths(text) if T.PATH_OPEN in text else text
+
+
+def _extract(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
+    """:func:`extract_answer` without its safety net."""
+    text = answer_region(response, end_texts)
     answer = _final_answer(text)
     if answer.text is not None:
         return ExtractedAnswer(answer.text, "final_answer", answer.rule)

@@ -31,9 +31,7 @@ from __future__ import annotations
 import re
 
 from pr1_eval.grading.answer_text import box_chain, last_value, read_answer, read_boxes
-from pr1_eval.grading.extract import ExtractedAnswer, cut_at_turn_end, extract_answer
-from pr1_eval.protocol import tags as T
-from pr1_eval.protocol.parse import outside_paths
+from pr1_eval.grading.extract import ExtractedAnswer, answer_region, extract_answer
 from pr1_eval.records.answer_policy import (
     ANSWER_POLICIES,
     DEFAULT_POLICY,
@@ -64,10 +62,7 @@ def extract_by_policy(response: str, policy: str = DEFAULT_POLICY, end_texts: tu
 
 def _lenient(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
     """The ``lenient`` reading (module docstring), on the text outside paths before the turn ends."""
-    text = response if isinstance(response, str) else ("" if response is None else str(response))
-    text = cut_at_turn_end(text, end_texts)
-    if T.PATH_OPEN in text:
-        text = outside_paths(text)
+    text = answer_region(response, end_texts)
     boxed = read_boxes(box_chain(text))
     if boxed.text is not None:
         return ExtractedAnswer(latex_of_plain(boxed.text), "boxed", boxed.rule)
