@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import importlib
 import io
-import json
 import sys
 import threading
 from pathlib import Path
@@ -30,7 +29,7 @@ from analysis.output_cache import Entry
 from analysis.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.terminal import terminal_text
+from pr1_eval.terminal import terminal_json, terminal_text
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
 DESCRIPTION = ("What the models do when they think in parallel, over one or many runs: how often they branch "
@@ -79,7 +78,7 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
     """Print what an analysis prints once its files are written: the document or the tables, then
     the summary line; the exit status."""
     if as_json:
-        print(json.dumps(entry.document, indent=2, ensure_ascii=False))
+        print(terminal_json(entry.document))
     else:
         sys.stdout.write(entry.tables_text)
     print(terminal_text(f"{entry.summary} {out}"), file=sys.stderr)

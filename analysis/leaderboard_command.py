@@ -14,14 +14,13 @@ and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compare
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
-from pr1_eval.terminal import terminal_text
+from pr1_eval.terminal import terminal_json, terminal_text
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
@@ -71,7 +70,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     for failure in doc["failures"]:
         print(terminal_text(f"warning: run not loaded: {failure['path']}: {failure['reason']}"), file=sys.stderr)
     if args.json:
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(terminal_json(doc))
     else:
         print(render(doc, "markdown" if args.markdown else "csv" if args.csv else "text"))
     if args.html:

@@ -21,7 +21,7 @@ from pr1_eval.cli.main import main
 from pr1_eval.cli.sweep import format_sweep_table
 from pr1_eval.generate.sweep import SweepRow
 from pr1_eval.inputs.checkpoints import Checkpoint
-from pr1_eval.terminal import terminal_text
+from pr1_eval.terminal import terminal_json, terminal_text
 from tests.support.hostile_fixtures import MARKER, build_hostile_runs
 
 markdown = pytest.importorskip("markdown")
@@ -73,6 +73,17 @@ def _escaping_run(tmp_path: Path) -> Path:
     return run
 
 
+def _strings(value: object) -> list[str]:
+    """Every string in a JSON document, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 def _assert_inert(out: str, err: str) -> None:
     for ch in ACTIVE:
         assert ch not in out and ch not in err, repr(ch)
@@ -82,7 +93,10 @@ def _assert_inert(out: str, err: str) -> None:
 @pytest.mark.parametrize("argv", [["report", "{run}"], ["report", "{run}", "--strict"], ["leaderboard", "{run}"],
                                   ["leaderboard", "{run}", "--include-incomplete"],
                                   ["leaderboard", "{run}", "--include-incomplete", "--markdown"],
-                                  ["analyze", "{run}", "--no-embeddings", "--out", "{out}"]])
+                                  ["analyze", "{run}", "--no-embeddings", "--out", "{out}"],
+                                  ["report", "{run}", "--json"],
+                                  ["leaderboard", "{run}", "--include-incomplete", "--json"],
+                                  ["analyze", "{run}", "--no-embeddings", "--out", "{out}", "--json"]])
 def test_commands_print_no_escape_sequence_from_data(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     argv: list[str]) -> None:
     run = _escaping_run(tmp_path)
@@ -90,7 +104,9 @@ def test_commands_print_no_escape_sequence_from_data(tmp_path: Path, capsys: pyt
     main([a.format(run=run, out=tmp_path / "analysis") for a in argv])
     out, err = capsys.readouterr()
     _assert_inert(out, err)
-    assert "x1b" in out + err  # what was there is shown
+    assert "x1b" in out + err or "u001b" in out  # what was there is shown
+    if "--json" in argv:  # still JSON, and it reads back to the data as written
+        assert any(ESCAPES in text for text in _strings(json.loads(out)))
 
 
 def test_the_sweep_table_prints_no_escape_sequence_from_data(tmp_path: Path) -> None:
@@ -107,6 +123,15 @@ def test_terminal_text_shows_every_control_character_and_nothing_else_changes() 
     assert all(len(terminal_text(c)) > 1 for c in controls)
     plain = "aime24 — 漢字 😀 \u2028 ok"
     assert terminal_text(plain) == plain
+
+
+def test_terminal_json_escapes_raw_controls_and_reads_back_the_same() -> None:
+    document = {"name": f"漢字 😀 {ESCAPES}\x7f\x85", "n": [1, 2.5, None]}
+    text = terminal_json(document)
+    assert not any(chr(c) in text for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) != "\n")
+    assert json.loads(text) == document
+    assert "漢字 😀" in text  # readable non-ASCII stays readable
+    assert json.loads(terminal_json(document, indent=None)) == document
 
 
 def test_leaderboard_csv_neutralises_formulas_in_text_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
