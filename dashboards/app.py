@@ -24,12 +24,25 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("views/trace_viewer.py", "Trace viewer", "trace"),
     ("views/compare.py", "Compare", "compare"),
 )
+#: Streamlit serves the default page at the root URL only, so ``/leaderboard`` (what the sidebar's
+#: name suggests and what people type or bookmark) would be "Page not found". A hidden second page
+#: runs the same script there; the home page gets a distinct internal path, because Streamlit keys
+#: pages by their declared path even when the page is served at the root.
+HOME_INTERNAL_PATH = "home"
+
+
+def _pages() -> list[st.Page]:
+    """Every page in the sidebar's order, then the hidden alias of the home page at its own name."""
+    (home_path, home_title, home_url), *others = PAGES
+    pages = [st.Page(home_path, title=home_title, url_path=HOME_INTERNAL_PATH, default=True)]
+    pages += [st.Page(path, title=title, url_path=url) for path, title, url in others]
+    pages.append(st.Page(home_path, title=home_title, url_path=home_url, visibility="hidden"))
+    return pages
 
 
 def main() -> None:
     st.set_page_config(page_title="pr1-eval dashboard", layout="wide")
-    pages = [st.Page(path, title=title, url_path=url, default=i == 0) for i, (path, title, url) in enumerate(PAGES)]
-    navigation = st.navigation(pages)
+    navigation = st.navigation(_pages())
     context = build_context(sys.argv[1:])
     if context.follow is not None:
         with st.sidebar:

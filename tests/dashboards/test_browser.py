@@ -258,6 +258,7 @@ HOSTILE_TRACE = trace_link(HOSTILE_RUNS[0], TASK, PROBLEM_IDS[0], 0)
 #: url path → (page title, texts its DOM must contain)
 PAGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "": ("Leaderboard", ("step100", "step300", HOSTILE_RUN, "0.7500", HOSTILE_RUNS[0], TASK)),
+    "leaderboard": ("Leaderboard", ("step100", "step300", HOSTILE_RUN, "0.7500", HOSTILE_RUNS[0], TASK)),  # by name
     "training": ("Training dynamics", ("global_step_*", "0.7500", payload("model"))),
     "behaviour": ("Behaviour", ("step200", "Format-check failures by kind", HOSTILE_RUNS[1])),
     "diversity": ("Diversity and roles", ("Most similar pairs", "BLEU", f"1.0000 · {HOSTILE_RUNS[0]} · {TASK}")),
@@ -287,7 +288,7 @@ def assert_inert(dom: dict[str, Any], where: str) -> None:
 
 
 def shot_name(path: str) -> str:
-    page = path.split("?")[0] or "leaderboard"
+    page = path.split("?")[0] or "home"
     return f"{page}-hostile" if path == HOSTILE_TRACE else page
 
 
@@ -300,6 +301,7 @@ def test_page_renders_in_chromium_with_hostile_text_inert(server: tuple[str, dic
     dom = browser.evaluate(ATTACKS)
     browser.screenshot(artifacts() / f"{shot_name(path)}.png")
     assert state["title"] == title
+    assert "Page not found" not in dom["text"], f"/{path}: Streamlit did not know this page"
     assert_inert(dom, title)
     missing = [text for text in (*expected, *FIGURE_TEXTS.get(path, ())) if text not in dom["text"]]
     assert not missing, f"{title}: not in the rendered page as literal text: {missing}"
