@@ -48,6 +48,7 @@ from pr1_eval.inputs.prompts import PromptTemplate, load_template
 from pr1_eval.inputs.tasks import load_task
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from pr1_eval.protocol.paper_settings import PAPER_PROMPT
+from pr1_eval.records.answer_policy import check_policy, default_policy
 from pr1_eval.records.sample import SCORED_STATUSES, SampleRecord
 from pr1_eval.report.metrics import majority_correct, problem_values
 from pr1_eval.report.metrics import parallel_ratio as pooled_parallel_ratio
@@ -76,20 +77,30 @@ class ProblemSummary(TypedDict):
 
 
 # ----- documents and prompt -----------------------------------------------------------------
-def load_docs(pr1_task: str, pr1_data_dir: str | None = None, **_: Any) -> Any:
+def load_docs(pr1_task: str, pr1_data_dir: str | None = None, pr1_answer_policy: str | None = None,
+              **_: Any) -> Any:
     """``custom_dataset`` hook: the pr1-eval task's problems as a ``DatasetDict`` with a test split.
 
     lm-eval calls this with the task's ``dataset_kwargs`` (``pr1_task``) merged with the run's
     metadata (``--model_args`` keys and ``--metadata``), hence the catch-all. The folder is
     ``--metadata '{"pr1_data_dir": ...}'`` when given, else pr1-eval's usual resolution
     (``PR1_DATA_DIR``, the shared folder, the hub).
+
+    ``--metadata '{"pr1_answer_policy": "lenient"}'`` grades under another answer policy
+    (:mod:`pr1_eval.grading.policy`); the default is the one ``pr1-eval run`` takes for the
+    paper's prompt, which these tasks use. lm-eval hands metadata only to this hook, so the policy
+    travels to :func:`process_results` inside every document (its ``answer_policy`` field, which
+    ``--log_samples`` then records beside each problem's counts).
     """
     import datasets
 
-
+    policy = check_policy(pr1_answer_policy, "--metadata pr1_answer_policy") if pr1_answer_policy else \
+        default_policy(TEMPLATE)
     loaded = load_task(pr1_task, pr1_data_dir)
-    log.info("%s: %d problems from %s (sha256 %s)", pr1_task, len(loaded.problems), loaded.source, loaded.data_hash[:16])
-    rows = [{"task": p.task, "problem_id": p.problem_id, "problem": p.problem, "gold": p.gold} for p in loaded.problems]
+    log.info("%s: %d problems from %s (sha256 %s), answer policy %s", pr1_task, len(loaded.problems), loaded.source,
+             loaded.data_hash[:16], policy)
+    rows = [{"task": p.task, "problem_id": p.problem_id, "problem": p.problem, "gold": p.gold, "answer_policy": policy}
+            for p in loaded.problems]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
 
@@ -125,7 +136,7 @@ def summarize_problem(doc: dict[str, Any], responses: Sequence[str]) -> ProblemS
                                         problem=str(doc.get("problem", "")), response=r, gold=str(doc["gold"])))
         for i, r in enumerate(responses)
     ]
-    annotate_grades(records)
+    annotate_grades(records, policy=str(doc.get("answer_policy") or default_policy(TEMPLATE)))
     correct = [bool(r.correct) for r in records]  # None (timeout/error) counts as wrong, as in the report
     return ProblemSummary(
         problem_id=str(doc["problem_id"]),

@@ -143,6 +143,24 @@ def test_process_results_grades_with_pr1_eval_and_aggregates_like_the_report(tmp
         assert lm_eval_values["best@K"] == pytest.approx(1 / 3)
 
 
+def test_answer_policy_comes_from_metadata_and_reaches_the_grader() -> None:
+    """``--metadata '{"pr1_answer_policy": ...}'`` (lm-eval hands it to ``load_docs``): every document
+    carries the policy, ``process_results`` grades under it. By hand: the prose answer "The answer is
+    $110$." has no ``Final Answer:`` line and no box, so the paper policy reads nothing (wrong) and
+    the lenient one reads 110 (right); the boxed answer is right under both."""
+    from pr1_eval.errors import Pr1EvalError
+
+    paper, lenient = (hooks.load_docs("aime24", str(BENCH), **extra)["test"]
+                      for extra in ({}, {"pr1_answer_policy": "lenient"}))
+    assert set(paper["answer_policy"]) == {"paper"} and set(lenient["answer_policy"]) == {"lenient"}
+    with pytest.raises(Pr1EvalError, match="pr1_answer_policy.*unknown answer policy 'loose'"):
+        hooks.load_docs("aime24", str(BENCH), pr1_answer_policy="loose")
+    responses = ["Adding them up, the answer is $110$.", "So we get \\boxed{110}."]
+    for policy, expected in (("paper", 1), ("lenient", 2), (None, 1)):
+        doc = {"task": "aime24", "problem_id": "p0", "problem": "?", "gold": "110", "answer_policy": policy}
+        assert hooks.process_results(doc, [responses])["mean@K"]["c"] == expected, policy
+
+
 def test_aggregations_refuse_uneven_sample_counts() -> None:
     full = hooks.ProblemSummary(problem_id="a", n=16, c=4, c_paper=1, maj=True, n_parallel=2, n_unscored=0)
     short = hooks.ProblemSummary(problem_id="b", n=9, c=4, c_paper=1, maj=True, n_parallel=2, n_unscored=0)
