@@ -47,7 +47,7 @@ def _import_lm_eval(args: argparse.Namespace, k: K) -> Path:
     from pr1_eval.ingest.lm_eval_import import import_lm_eval
 
     return import_lm_eval(args.files[0], args.out, workers=args.grade_workers, k=k, tokenizer=args.tokenizer,
-                          replace=args.replace, answer_policy=args.answer_policy or "paper")
+                          replace=args.replace, answer_policy=args.answer_policy)
 
 
 #: ``--format`` name -> (what it reads, the importer that reads it); the first is the default.
@@ -71,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "does (default: characters)")
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",
                    help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
-    add_answer_policy_option(p, "paper (an import names no prompt; pass lenient for a base model or a boxed prompt)")
+    add_answer_policy_option(p, "paper (an import names no prompt; pass lenient for a base model or a boxed prompt); "
+                                "for --format lm-eval, the policy its pr1_* tasks graded under, else paper")
     p.add_argument("--replace", action="store_true",
                    help="when --out already holds a run, move it aside (into the hidden .replaced folder beside "
                         "it, never deleted, counted by no search) instead of refusing")

@@ -177,6 +177,8 @@ def _rows_of_file(file: Path, results: dict[str, Any]) -> list[dict[str, Any]]:
             "problem": optional_text(_first(doc, _PROBLEM_FIELDS), where, "doc.problem"),
             "_where": where,
         }
+        if ours and doc.get("answer_policy"):  # the policy the pr1_* task graded under (lm_eval_tasks.utils)
+            base["_policy"] = text(doc["answer_policy"], where, "doc.answer_policy")
         gold = doc.get("gold") if doc.get("gold") not in (None, "") else sample.get("target")
         if gold is not None or "target" in sample or "gold" in doc:  # checked with every field at import
             base["gold"] = gold
@@ -248,17 +250,35 @@ def declared_k(rows: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, in
     return out
 
 
+def import_policy(rows: list[dict[str, Any]], asked: str | None, source: str) -> str:
+    """The answer policy an lm-eval import grades under: ``asked`` when given (a warning when the
+    tasks graded under another, since ``report`` then differs from lm-eval's numbers), else the one
+    every pr1_* document recorded, else ``paper``. Documents that recorded different policies are
+    an error: one run is graded under one policy."""
+    recorded = sorted({str(row["_policy"]) for row in rows if row.get("_policy")})
+    if asked is not None:
+        if recorded and recorded != [asked]:
+            log.warning("%s: the lm-eval tasks graded under answer policy %s; importing under %s, so report's numbers "
+                        "will differ from the ones lm-eval printed", source, ", ".join(recorded), asked)
+        return asked
+    if len(recorded) > 1:
+        raise Pr1EvalError(f"{source}: its documents were graded under different answer policies ({', '.join(recorded)}); "
+                           "import each lm-eval run on its own, or choose one with --answer-policy")
+    return recorded[0] if recorded else "paper"
+
+
 def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None = None,
                    k: int | dict[str, int] | None = None, tokenizer: str | Path | None = None,
-                   replace: bool = False, answer_policy: str = "paper") -> Path:
+                   replace: bool = False, answer_policy: str | None = None) -> Path:
     """Grade and store lm-eval ``--log_samples`` output as a pr1-eval run; returns the run directory.
     ``tokenizer``: a local model folder for token positions (see :mod:`pr1_eval.ingest.importer`).
 
     Each task's problems are the documents in its samples file; its k is ``k`` when given, else
     lm-eval's ``repeats`` for that task, else the most responses any document has. ``out_dir``
     must not hold a run (``replace``: move it aside, see :mod:`pr1_eval.store.out_folder`).
-    ``answer_policy``: as :func:`pr1_eval.ingest.importer.import_rows` (``paper``: the pr1_* tasks'
-    own reading, as they use the paper's prompt).
+    ``answer_policy``: as :func:`pr1_eval.ingest.importer.import_rows`; ``None``: the policy the
+    pr1_* tasks recorded in their documents (``--metadata pr1_answer_policy``), so ``report`` gives
+    the numbers lm-eval printed, else ``paper`` (the pr1_* tasks' default, as they use the paper's prompt).
     """
     with run_lock(out_dir, "pr1-eval import"):
         return _import_locked(path, out_dir, workers=workers, k=k, tokenizer=tokenizer, replace=replace,
@@ -266,7 +286,7 @@ def import_lm_eval(path: str | Path, out_dir: str | Path, *, workers: int | None
 
 
 def _import_locked(path: str | Path, out_dir: str | Path, *, workers: int | None, k: int | dict[str, int] | None,
-                   tokenizer: str | Path | None, replace: bool, answer_policy: str) -> Path:
+                   tokenizer: str | Path | None, replace: bool, answer_policy: str | None) -> Path:
     from pr1_eval.ingest.importer import import_rows, unfinished_import
     from pr1_eval.store.out_folder import check_new_run_folder
 
@@ -281,5 +301,6 @@ def _import_locked(path: str | Path, out_dir: str | Path, *, workers: int | None
                         "not its chat template; scores are not comparable to pr1-eval runs", run["samples_file"])
     if k is None:
         k = declared_k(rows, info) or None
+    answer_policy = import_policy(rows, answer_policy, str(path))
     return import_rows(rows, out_dir, source=str(path), workers=workers, extra_run_info=info, k=k, tokenizer=tokenizer,
                        replace=replace, answer_policy=answer_policy)

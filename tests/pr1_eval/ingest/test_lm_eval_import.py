@@ -144,3 +144,44 @@ def test_import_declares_problems_and_k_from_lm_eval_repeats(tmp_path: Path) -> 
     report = run_report(RunStore(run).read_frame(), run=RunStore(run).read_run()).to_json()
     assert not report["complete"] and report["tasks"]["aime24"]["short_problems"] == {"aime24-1": 3}
     assert "--k aime24=3" in report["advice"]
+
+
+def _prose_samples(policy: str | None) -> list[dict[str, Any]]:
+    """Two problems, four responses each: two prose answers ("the answer is $N$.", read only by the
+    lenient policy), one right Final Answer line, one wrong one. Documents record ``policy`` as the
+    pr1_* tasks do (``answer_policy``; None: an older task that recorded none)."""
+    docs = [{"task": "aime24", "problem_id": f"aime24-{i}", "problem": "P", "gold": gold}
+            for i, gold in enumerate(("204", "25"))]
+    for doc in docs:
+        if policy is not None:
+            doc["answer_policy"] = policy
+    return [_sample(i, d, [f"So the answer is ${d['gold']}$.", f"Thus the answer is ${d['gold']}$.",
+                           f"Final Answer: {d['gold']}", "Final Answer: 1"], d["gold"]) for i, d in enumerate(docs)]
+
+
+@pytest.mark.parametrize(("recorded", "asked", "policy", "mean"), [
+    ("lenient", None, "lenient", 0.75), ("paper", None, "paper", 0.25), (None, None, "paper", 0.25),
+    ("lenient", "paper", "paper", 0.25)])
+def test_import_grades_under_the_policy_the_lm_eval_task_recorded(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                                  recorded: str | None, asked: str | None, policy: str,
+                                                                  mean: float) -> None:
+    """By hand: lenient reads 3 of 4 answers right per problem (both prose ones and the Final Answer
+    line), paper only the Final Answer line (1 of 4). An explicit --answer-policy wins, with a warning."""
+    from pr1_eval.report.run_report import run_report
+    from pr1_eval.store.run_store import RunStore
+
+    path = _write_run(tmp_path / "lm", "pr1_aime24", _prose_samples(recorded))
+    with caplog.at_level(logging.WARNING, logger="pr1_eval.ingest.lm_eval_import"):
+        run = import_lm_eval(path, tmp_path / "run", workers=0, answer_policy=asked)
+    assert ("report's numbers will differ" in caplog.text) == (asked is not None and asked != recorded)
+    store = RunStore(run)
+    assert store.read_run().policy == policy
+    assert run_report(store.read_frame(), 4).to_json()["tasks"]["aime24"]["mean@4"] == pytest.approx(mean)
+
+
+def test_documents_graded_under_different_policies_are_refused(tmp_path: Path) -> None:
+    samples = _prose_samples("lenient")
+    samples[1]["doc"]["answer_policy"] = "paper"
+    path = _write_run(tmp_path / "lm", "pr1_aime24", samples)
+    with pytest.raises(Pr1EvalError, match="different answer policies \\(lenient, paper\\).*--answer-policy"):
+        import_lm_eval(path, tmp_path / "run", workers=0)
