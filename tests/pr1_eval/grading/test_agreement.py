@@ -13,7 +13,7 @@ each against its own gold and a wrong one).
   answer with no ``Final Answer:`` line (the official checker reads only that line) and a plain
   fraction on the ``Final Answer:`` line against a LaTeX gold (equal values, different strings).
 
-The counts are pinned (the pairs are seeded), and README.md lists them.
+The counts are pinned (the pairs are seeded), and docs/reference/grading.md lists them.
 """
 
 from __future__ import annotations

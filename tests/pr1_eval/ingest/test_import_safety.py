@@ -139,10 +139,10 @@ def test_a_different_set_with_index_ids_is_told_what_to_do(tmp_path: Path) -> No
     assert check.tasks["aime24"].part_of is None
 
 
-def test_the_help_and_the_readme_show_a_full_line_that_imports(tmp_path: Path,
+def test_the_help_and_the_docs_show_a_full_line_that_imports(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """The format is in `import --help` and the README, as a full line with the problem field; the
-    line as printed is a valid import line."""
+    """The format is in `import --help` and the import page of the docs, as a full line with the
+    problem field; the line as printed is a valid import line."""
     from pr1_eval.ingest.importer import REQUIRED
 
     with pytest.raises(SystemExit):
@@ -151,9 +151,9 @@ def test_the_help_and_the_readme_show_a_full_line_that_imports(tmp_path: Path,
     start = text.index('{"task"')
     row = json.loads(text[start:text.index("}", start) + 1])  # wrapped at 80 columns between the fields
     assert set(REQUIRED) | {"problem"} <= set(row)
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    in_readme = next(json.loads(line) for line in readme.splitlines() if line.startswith('{"task"'))
-    assert set(in_readme) == set(row)
+    page = (Path(__file__).resolve().parents[3] / "docs" / "usage" / "import.md").read_text(encoding="utf-8")
+    in_docs = next(json.loads(line) for line in page.splitlines() if line.startswith('{"task"'))
+    assert set(in_docs) == set(row)
     assert main(["import", str(_file(tmp_path / "one.jsonl", [row])), "--out", str(tmp_path / "one"),
                  "--grade-workers", "1"]) == 0
     assert RunStore(tmp_path / "one").read_frame()["correct"].tolist() == [True]
