@@ -23,7 +23,7 @@ DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines 
                "holds a run is refused unless --replace, which moves the old run aside.")
 EXAMPLES = ("  pr1-eval import generations.jsonl --out runs/imported\n"
             "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm")
-#: The JSON Lines format, in the help (the README's "The import format" says the same).
+#: The JSON Lines format, in the help (docs/usage/import.md says the same).
 SCHEMA = ("A JSON Lines file holds one sample per line: task, problem_id, sample_idx, response, gold (required); "
           "problem (the problem's text), model and step (optional). A full line (wrapped here):\n\n"
           '  {"task": "aime24", "problem_id": "aime24-0", "sample_idx": 0,\n'

@@ -158,6 +158,6 @@ def engine_options(args: argparse.Namespace) -> dict[str, object]:
     there (:func:`pr1_eval.engines.factory.make_engine`)."""
     if getattr(args, "data_parallel_size", 1) != 1:
         raise Pr1EvalError("--data-parallel-size is gone: pass --ray --replicas N (one engine per Ray replica, on one "
-                           "node or many; see the README's 'Many GPUs / many nodes')")
+                           "node or many; see docs/guides/scale-out.md)")
     return {name: getattr(args, option) for option, name in _ENGINE_OPTIONS.items()
             if getattr(args, option, None) is not None}
