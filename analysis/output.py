@@ -35,7 +35,7 @@ from pr1_eval.terminal import terminal_text
 
 _STRUCTURE_VIEW = ["run", "task", "complete", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                    "in_block_share", "first_block_rel_pos", "block_rel_pos", "position_unit", "format_ok_ratio",
-                   "accuracy", "accuracy_with_block", "accuracy_without_block"]
+                   "accuracy", "accuracy_with_block", "accuracy_without_block", "answer_policy"]
 _DIVERSITY_VIEW = ["run", "task", "n_pairs", "bleu_mean", "cosine_mean", "n_blocks_roles", "share_verification",
                    "share_exploration", "share_undetermined", "summary_consistency"]
 _TREND_VIEW = ["task", "model_family", "decoding", "metric", "n_steps", "spearman_rho", "p_value", "p_method", "position_unit"]

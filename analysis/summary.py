@@ -13,7 +13,7 @@ out of the drift points and trends unless ``include_incomplete`` (``analyze --in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,11 +27,12 @@ from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
 from analysis.stats import mark_unmeasurable, structure_stats
 from analysis.workers import Workers
+from pr1_eval.records.run import RunRecord
 
 RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
 #: Keys of each object in ``runs`` of ``analyze --json`` (spec order).
-JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
+JSON_RUN_KEYS = ("run", "task", "step", "answer_policy", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
                  "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing")
 
 
@@ -93,14 +94,32 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     told("blocks", blocks)
     runs = _run_table(loaded.samples, structure, blocks, pairs, responses, embeddings_on=embedder is not None)
     runs = _with_completeness(runs, cells, include_incomplete)
+    runs, policy_notes = _with_policy(runs, loaded.run_info)
     points = _drift_points(step_structure, with_step, blocks, cells, include_incomplete)
     embeddings = None
     if embedder is not None:
         embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
-                    drift_trends=drift_trends(points), failures=list(loaded.failures), notes=list(loaded.notes),
+                    drift_trends=drift_trends(points), failures=list(loaded.failures),
+                    notes=[*loaded.notes, *policy_notes],
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete)
+
+
+def _with_policy(runs: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:
+    """``runs`` with each run's ``answer_policy`` (the reading its ``accuracy`` was graded under,
+    :mod:`pr1_eval.grading.policy`), and a note when the runs were graded under different ones:
+    their accuracies then count different texts as the answer and do not compare."""
+    if runs.empty:
+        return runs, []
+    policies = runs["run"].map(lambda name: run_info[name].policy if name in run_info else None)
+    out = runs.assign(answer_policy=policies)
+    by_policy = out.dropna(subset=["answer_policy"]).groupby("answer_policy", sort=True)["run"].unique()
+    if len(by_policy) < 2:
+        return out, []
+    listed = "; ".join(f"{policy}: {', '.join(map(str, names))}" for policy, names in by_policy.items())
+    return out, [f"runs graded under different answer policies ({listed}): their accuracies read different text as "
+                 "the answer and do not compare; `pr1-eval regrade --answer-policy` puts them under one"]
 
 
 def _stepped(samples: pd.DataFrame, cells: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:

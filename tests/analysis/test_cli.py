@@ -17,7 +17,7 @@ from pr1_eval.cli.main import main
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
 RUN_KEYS = {"run", "task", "step", "n_samples", "parallel_ratio", "blocks_per_response", "paths_per_block",
-            "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing"}
+            "first_block_rel_pos", "bleu_mean", "cosine_mean", "roles", "complete", "missing", "answer_policy"}
 
 
 def _root(tmp_path: Path) -> Path:
