@@ -90,6 +90,7 @@ from analysis.stats import branching_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
+from pr1_eval.report.efficiency import LENGTH_COLUMNS
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics
@@ -145,7 +146,7 @@ class Leaderboard:
 #: time of loading it, and their Python strings most of its memory. No blocks frame either.
 LEADERBOARD_COLUMNS = ("correct", "correct_paper", "answer_class", "has_parallel", "format_ok", "n_response_tokens",
                        "finish_reason", "grade_status", "engine_calls", "critical_path_tokens", "n_blocks",
-                       "block_rel_starts", "position_unit")
+                       "block_rel_starts", "position_unit", *LENGTH_COLUMNS)
 
 
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
@@ -379,7 +380,14 @@ def _task_cell(metrics: TaskMetrics, n_problems: int, n_samples: int, structure:
         pass_at_k=metrics.pass_at_k, best_at_k_paper=metrics.best_at_k_paper, maj_at_k=metrics.maj_at_k,
         parallel_ratio=structure["parallel_ratio"], n_samples=n_samples, pass_at_1=metrics.pass_at_1,
         pass_at_k_ci95=metrics.interval("pass_at_k"), best_at_k=metrics.best_at_k, mean_paper=metrics.mean_paper,
-        first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"])
+        first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"],
+        **{name: getattr(metrics, name) for name in LATENCY_FIELDS})
+
+
+#: The report's token-latency fields every cell carries under the same names.
+LATENCY_FIELDS = ("length_unit", "response_length_per_sample", "critical_path_per_sample", "speedup", "speedup_ci95",
+                  "speedup_problem_median", "speedup_problem_p90", "losing_path_share", "speedup_correct",
+                  "speedup_wrong")
 
 
 #: How each position unit is written in labels.
@@ -436,8 +444,12 @@ def _average(cells: dict[str, TaskCell], k: int | None, chosen: str) -> RunAvera
     own metric is averaged, named with ``k``."""
     sizes = np.array([cell.n_problems for cell in cells.values()], dtype=float)
     both: dict[str, dict[str, float]] = {"task_mean": {}, "problem_weighted": {}}
+    one_unit = len({cell.length_unit for cell in cells.values()}) == 1
     for metric in AVERAGED:
         values = np.array([getattr(cell, metric) for cell in cells.values()], dtype=float)
+        if metric == "speedup" and (not one_unit or np.isnan(values).any()):
+            both["task_mean"][metric] = both["problem_weighted"][metric] = math.nan
+            continue
         both["task_mean"][metric] = float(values.mean())
         both["problem_weighted"][metric] = float((values * sizes).sum() / sizes.sum())
     return RunAverage(convention=chosen, k=k, n_tasks=len(cells), n_problems=int(sizes.sum()),

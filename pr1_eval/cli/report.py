@@ -42,8 +42,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> RunReport:
     """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
-    from pr1_eval.report.load import load_report, replaced_line
     from pr1_eval.report.latency_table import format_latency_table
+    from pr1_eval.report.load import load_report, replaced_line
     from pr1_eval.report.table import format_forkjoin_table, format_report_table
 
     report = load_report(run_dir)
