@@ -202,13 +202,14 @@ def _average_cell(run: dict[str, Any]) -> dict[str, Any]:
     units = {c.position_unit for c in cells if c.first_block_rel_pos is not None}
     positions = [c.first_block_rel_pos for c in cells if c.first_block_rel_pos is not None]
     one_unit = len(units) == 1 and len(positions) == len(cells)
+    latency: dict[str, Any] = {**dict.fromkeys(LATENCY_FIELDS), "speedup": average.speedup}  # no per-task figure
     return dataclasses.replace(
         cells[0], n_problems=sum(c.n_problems for c in cells), n_samples=sum(c.n_samples for c in cells),
         mean=average.mean, ci95=None, pass_at_k=average.pass_at_k, pass_at_k_ci95=None,
         best_at_k_paper=average.best_at_k_paper, maj_at_k=average.maj_at_k, parallel_ratio=average.parallel_ratio,
         first_block_rel_pos=sum(positions) / len(positions) if one_unit else None,
         position_unit=next(iter(units)) if one_unit else None,
-        **{**dict.fromkeys(LATENCY_FIELDS), "speedup": average.speedup}).to_json()
+        **latency).to_json()
 
 
 def figure_document(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

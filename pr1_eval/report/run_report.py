@@ -18,6 +18,7 @@ Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetr
             seen[key] = problem_values(int(key[0]), int(key[1]), int(key[2]), bool(key[3]), k)
         for name, value in seen[key].items():
             per_problem[name].append(value)
-    means = {name: float(np.mean(values)) for name, values in per_problem.items()}
+    means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
     lengths = efficiency(frame, _verdicts(frame["correct"])) if measurable else Efficiency()
     return TaskMetrics(
         k=k, **means,
