@@ -11,8 +11,9 @@ sample's ``position_unit``. An older token-unit run stored block token positions
 range of each path, and reloading its tokenizer on every read would be slow and may not be possible
 (the model folder moved); scaling characters to tokens would be a guess. The speedup, a ratio, is
 nearly the same in either unit; a length in characters is never shown as tokens, because every
-figure names ``length_unit``. Regrading the run (``pr1-eval regrade``) or re-importing it with
-``--tokenizer`` writes the columns in tokens.
+figure names ``length_unit``. A regrade keeps structure fields as read, so it stores these
+character counts (marked 'char'); generating the run again, or re-importing it with ``--tokenizer``,
+gives tokens.
 """
 
 from __future__ import annotations
