@@ -16,6 +16,8 @@ import pytest
 from analysis.leaderboard import build_leaderboard, compute_leaderboard
 from analysis.leaderboard_html import leaderboard_html
 from analysis.leaderboard_tables import render
+from analysis.loader import load_runs
+from analysis.summary import ANALYSIS_COLUMNS, analyze
 from pr1_eval.cli.main import main
 from pr1_eval.report.load import load_report
 from pr1_eval.report.step_summary import step_summary
@@ -171,3 +173,18 @@ def test_step_summary_speedup() -> None:
     assert s["speedup"] == pytest.approx(sum(p[0] for p in pairs) / sum(p[1] for p in pairs))
     assert s["critical_path_mean"] == pytest.approx(np.mean([p[1] for p in pairs])) and s["length_unit"] == "token"
     assert step_summary(records, tags_kept=False)["speedup"] is None
+
+
+def test_analyze_share_of_characters_in_paths_that_disagree_with_the_final_answer(tmp_path: Path) -> None:
+    agree, other = "so the total is 5.", "so the total is 7."
+    texts = [response("Think.", block([agree, other]), "Both checked.", final="5"),  # one path disagrees
+             response("Think.", block([agree, agree]), final="5"),  # none does
+             response("Think.", block([other, "no value here"]), final=None)]  # no final answer: none counted
+    run = write_run(tmp_path, "r", [make_record("t", f"p{i}", 0, text, correct=True) for i, text in enumerate(texts)])
+    analysis = analyze(load_runs([run], tokenizer=None, columns=ANALYSIS_COLUMNS))
+    row = analysis.runs.set_index("task").loc["t"]
+    assert row["disagreeing_path_share"] == pytest.approx(len(other) / sum(len(t) for t in texts))
+    by_problem = analysis.responses.set_index("problem_id")
+    assert by_problem.loc["p0", "disagreeing_path_chars"] == len(other)
+    assert by_problem.loc["p1", "disagreeing_path_chars"] == 0 and by_problem.loc["p1", "path_chars"] == 2 * len(agree)
+    assert by_problem.loc["p2", "disagreeing_path_chars"] is None or np.isnan(by_problem.loc["p2", "disagreeing_path_chars"])
