@@ -91,7 +91,7 @@ def test_report_figures_equal_numpy_on_the_counts(runs: tuple[Path, Path]) -> No
     assert m.length_unit == "token"
     assert m.response_length_per_sample == pytest.approx(total.mean())
     assert m.critical_path_per_sample == pytest.approx(critical.mean())
-    assert m.speedup == pytest.approx(total.sum() / critical.sum()) and m.speedup > 1
+    assert m.speedup == pytest.approx(total.sum() / critical.sum()) and total.sum() > critical.sum()
     assert m.losing_path_share == pytest.approx((total - critical).sum() / total.sum())
     assert m.speedup_correct == pytest.approx(total[right].sum() / critical[right].sum())
     assert m.speedup_wrong == pytest.approx(total[~right].sum() / critical[~right].sum())
@@ -187,4 +187,4 @@ def test_analyze_share_of_characters_in_paths_that_disagree_with_the_final_answe
     by_problem = analysis.responses.set_index("problem_id")
     assert by_problem.loc["p0", "disagreeing_path_chars"] == len(other)
     assert by_problem.loc["p1", "disagreeing_path_chars"] == 0 and by_problem.loc["p1", "path_chars"] == 2 * len(agree)
-    assert by_problem.loc["p2", "disagreeing_path_chars"] is None or np.isnan(by_problem.loc["p2", "disagreeing_path_chars"])
+    assert by_problem["disagreeing_path_chars"].isna().tolist() == [False, False, True]
