@@ -27,10 +27,14 @@ the report's name for it)::
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
                                 "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
-                                "first_block_rel_pos", "position_unit"}},
+                                "first_block_rel_pos", "position_unit",
+                                # additive, token latency (the report's fields, pr1_eval.report.efficiency):
+                                "length_unit", "response_length_per_sample", "critical_path_per_sample",
+                                "speedup", "speedup_ci95", "speedup_problem_median", "speedup_problem_p90",
+                                "losing_path_share", "speedup_correct", "speedup_wrong"}},
                "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "best@K_paper",
-                           "maj@K", "parallel_ratio",
-                           "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
+                           "maj@K", "parallel_ratio", "speedup" (additive: null across length units),
+                           "task_mean": {the six metrics}, "problem_weighted": {the six metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
                       "p_value", "p_holm", "test", "n_nonzero"}],
      "excluded": [{"name", "path", "complete": false, "missing": [lines], "advice"}],
@@ -47,7 +51,9 @@ Conventions, and why:
   bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
   states how maj@K breaks ties). Parallel ratio and first-block position are
   :func:`analysis.stats.branching_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
-  position. Runs whose positions are in different units are not converted (an import can be given
+  position. The token-latency extras are the report's (one implementation): ``speedup`` = mean
+  response length / mean critical path in ``length_unit``, its ``speedup_ci95`` from the same bootstrap
+  over problems. Runs whose positions are in different units are not converted (an import can be given
   ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
   the runs in each unit, so positions are only read against positions of the same unit.
 * A run is ranked only when every compared task is complete against its run.json (the loader's

@@ -135,7 +135,7 @@ class RunAverage:
     """A run's averages over its tasks: both conventions, the chosen one also at the top level.
 
     JSON: ``convention``, ``k`` (None when tasks differ), ``n_tasks``, ``n_problems``, the chosen
-    convention's five metrics, then ``task_mean`` and ``problem_weighted`` (five metrics each)."""
+    convention's six metrics (:data:`AVERAGED`), then ``task_mean`` and ``problem_weighted`` (six each)."""
 
     convention: str
     k: int | None
