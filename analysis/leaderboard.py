@@ -27,10 +27,14 @@ the report's name for it)::
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
                                 "n_samples", "pass@1", "pass@K_ci95", "best@K", "mean@K_paper",
-                                "first_block_rel_pos", "position_unit"}},
+                                "first_block_rel_pos", "position_unit",
+                                # additive, token latency (the report's fields, pr1_eval.report.efficiency):
+                                "length_unit", "response_length_per_sample", "critical_path_per_sample",
+                                "speedup", "speedup_ci95", "speedup_problem_median", "speedup_problem_p90",
+                                "losing_path_share", "speedup_correct", "speedup_wrong"}},
                "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "best@K_paper",
-                           "maj@K", "parallel_ratio",
-                           "task_mean": {the five metrics}, "problem_weighted": {the five metrics}}}],
+                           "maj@K", "parallel_ratio", "speedup" (additive: null across length units),
+                           "task_mean": {the six metrics}, "problem_weighted": {the six metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
                       "p_value", "p_holm", "test", "n_nonzero"}],
      "excluded": [{"name", "path", "complete": false, "missing": [lines], "advice"}],
@@ -47,7 +51,9 @@ Conventions, and why:
   bootstrap interval of mean@K (``ci95_bootstrap`` records its resamples and seed; ``maj_tie_rule``
   states how maj@K breaks ties). Parallel ratio and first-block position are
   :func:`analysis.stats.branching_stats`'; ``position_unit`` ('token' or 'char') is the unit of the
-  position. Runs whose positions are in different units are not converted (an import can be given
+  position. The token-latency extras are the report's (one implementation): ``speedup`` = mean
+  response length / mean critical path in ``length_unit``, its ``speedup_ci95`` from the same bootstrap
+  over problems. Runs whose positions are in different units are not converted (an import can be given
   ``--tokenizer`` to count tokens): the table marks each position with its unit and a note names
   the runs in each unit, so positions are only read against positions of the same unit.
 * A run is ranked only when every compared task is complete against its run.json (the loader's
@@ -90,6 +96,7 @@ from analysis.stats import branching_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
+from pr1_eval.report.efficiency import LENGTH_COLUMNS
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics
@@ -145,7 +152,7 @@ class Leaderboard:
 #: time of loading it, and their Python strings most of its memory. No blocks frame either.
 LEADERBOARD_COLUMNS = ("correct", "correct_paper", "answer_class", "has_parallel", "format_ok", "n_response_tokens",
                        "finish_reason", "grade_status", "engine_calls", "critical_path_tokens", "n_blocks",
-                       "block_rel_starts", "position_unit")
+                       "block_rel_starts", "position_unit", *LENGTH_COLUMNS)
 
 
 def build_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str | None = None,
@@ -379,7 +386,14 @@ def _task_cell(metrics: TaskMetrics, n_problems: int, n_samples: int, structure:
         pass_at_k=metrics.pass_at_k, best_at_k_paper=metrics.best_at_k_paper, maj_at_k=metrics.maj_at_k,
         parallel_ratio=structure["parallel_ratio"], n_samples=n_samples, pass_at_1=metrics.pass_at_1,
         pass_at_k_ci95=metrics.interval("pass_at_k"), best_at_k=metrics.best_at_k, mean_paper=metrics.mean_paper,
-        first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"])
+        first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"],
+        **{name: getattr(metrics, name) for name in LATENCY_FIELDS})
+
+
+#: The report's token-latency fields every cell carries under the same names.
+LATENCY_FIELDS = ("length_unit", "response_length_per_sample", "critical_path_per_sample", "speedup", "speedup_ci95",
+                  "speedup_problem_median", "speedup_problem_p90", "losing_path_share", "speedup_correct",
+                  "speedup_wrong")
 
 
 #: How each position unit is written in labels.
@@ -436,8 +450,12 @@ def _average(cells: dict[str, TaskCell], k: int | None, chosen: str) -> RunAvera
     own metric is averaged, named with ``k``."""
     sizes = np.array([cell.n_problems for cell in cells.values()], dtype=float)
     both: dict[str, dict[str, float]] = {"task_mean": {}, "problem_weighted": {}}
+    one_unit = len({cell.length_unit for cell in cells.values()}) == 1
     for metric in AVERAGED:
         values = np.array([getattr(cell, metric) for cell in cells.values()], dtype=float)
+        if metric == "speedup" and (not one_unit or np.isnan(values).any()):
+            both["task_mean"][metric] = both["problem_weighted"][metric] = math.nan
+            continue
         both["task_mean"][metric] = float(values.mean())
         both["problem_weighted"][metric] = float((values * sizes).sum() / sizes.sum())
     return RunAverage(convention=chosen, k=k, n_tasks=len(cells), n_problems=int(sizes.sum()),

@@ -33,7 +33,7 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from analysis.leaderboard import UNIT_LABELS, Leaderboard
+from analysis.leaderboard import LATENCY_FIELDS, UNIT_LABELS, Leaderboard
 from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
@@ -202,12 +202,14 @@ def _average_cell(run: dict[str, Any]) -> dict[str, Any]:
     units = {c.position_unit for c in cells if c.first_block_rel_pos is not None}
     positions = [c.first_block_rel_pos for c in cells if c.first_block_rel_pos is not None]
     one_unit = len(units) == 1 and len(positions) == len(cells)
+    latency: dict[str, Any] = {**dict.fromkeys(LATENCY_FIELDS), "speedup": average.speedup}  # no per-task figure
     return dataclasses.replace(
         cells[0], n_problems=sum(c.n_problems for c in cells), n_samples=sum(c.n_samples for c in cells),
         mean=average.mean, ci95=None, pass_at_k=average.pass_at_k, pass_at_k_ci95=None,
         best_at_k_paper=average.best_at_k_paper, maj_at_k=average.maj_at_k, parallel_ratio=average.parallel_ratio,
         first_block_rel_pos=sum(positions) / len(positions) if one_unit else None,
-        position_unit=next(iter(units)) if one_unit else None).to_json()
+        position_unit=next(iter(units)) if one_unit else None,
+        **latency).to_json()
 
 
 def figure_document(doc: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

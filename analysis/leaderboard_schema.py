@@ -46,7 +46,11 @@ class TaskCell:
     JSON keys in order: ``k``, ``n_problems``, ``mean@K``, ``ci95`` (of mean@K), ``pass@K``,
     ``best@K_paper`` (the paper's Pass@K), ``maj@K``, ``parallel_ratio``, then the extras
     ``n_samples``, ``pass@1``, ``pass@K_ci95``, ``best@K``, ``mean@K_paper``,
-    ``first_block_rel_pos``, ``position_unit`` ('token' or 'char', the unit of the position)."""
+    ``first_block_rel_pos``, ``position_unit`` ('token' or 'char', the unit of the position), then the
+    token-latency extras (:mod:`pr1_eval.report.efficiency`, the report's fields of the same names):
+    ``length_unit``, ``response_length_per_sample``, ``critical_path_per_sample``, ``speedup``,
+    ``speedup_ci95``, ``speedup_problem_median``, ``speedup_problem_p90``, ``losing_path_share``,
+    ``speedup_correct``, ``speedup_wrong``."""
 
     k: int
     n_problems: int
@@ -63,6 +67,16 @@ class TaskCell:
     mean_paper: float | None = None
     first_block_rel_pos: float | None = None
     position_unit: str | None = None
+    length_unit: str | None = None
+    response_length_per_sample: float | None = None
+    critical_path_per_sample: float | None = None
+    speedup: float | None = None
+    speedup_ci95: Interval | None = None
+    speedup_problem_median: float | None = None
+    speedup_problem_p90: float | None = None
+    losing_path_share: float | None = None
+    speedup_correct: float | None = None
+    speedup_wrong: float | None = None
 
     @staticmethod
     def key(field_name: str, k: int | str) -> str:
@@ -75,33 +89,37 @@ class TaskCell:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[self.key(f.name, self.k)] = _listed(value) if f.name in ("ci95", "pass_at_k_ci95") else value
+            out[self.key(f.name, self.k)] = _listed(value) if f.name in _INTERVALS else value
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TaskCell:
         k = int(data["k"])
         values: dict[str, Any] = {f.name: data.get(cls.key(f.name, k)) for f in dataclasses.fields(cls)}
-        values["ci95"], values["pass_at_k_ci95"] = _interval(values["ci95"]), _interval(values["pass_at_k_ci95"])
+        values.update({name: _interval(values[name]) for name in _INTERVALS})
         return cls(**values)
 
 
 _METRIC_FIELDS = {f.name for f in dataclasses.fields(TaskMetrics)}
+_INTERVALS = ("ci95", "pass_at_k_ci95", "speedup_ci95")
 
-#: The metrics averaged over tasks, as :class:`Averages` fields.
-AVERAGED = ("mean", "pass_at_k", "best_at_k_paper", "maj_at_k", "parallel_ratio")
+#: The metrics averaged over tasks, as :class:`Averages` fields (``speedup``: None when a task has none).
+AVERAGED = ("mean", "pass_at_k", "best_at_k_paper", "maj_at_k", "parallel_ratio", "speedup")
 
 
 @dataclass(frozen=True)
 class Averages:
-    """The five averaged metrics under one convention (JSON keys named at the run's k, or ``k``
-    when its tasks differ in k: see :func:`analysis.leaderboard.k_label`)."""
+    """The averaged metrics under one convention (JSON keys named at the run's k, or ``k``
+    when its tasks differ in k: see :func:`analysis.leaderboard.k_label`). ``speedup`` is the
+    average of the tasks' token-latency speedups; None when a task has none or they are in
+    different units (documents written before it have none)."""
 
     mean: float
     pass_at_k: float
     best_at_k_paper: float
     maj_at_k: float
     parallel_ratio: float
+    speedup: float | None = None
 
     def to_json(self, k: int | str) -> dict[str, Any]:
         return {TaskMetrics.metric_key(name, k): getattr(self, name) for name in AVERAGED}
@@ -117,7 +135,7 @@ class RunAverage:
     """A run's averages over its tasks: both conventions, the chosen one also at the top level.
 
     JSON: ``convention``, ``k`` (None when tasks differ), ``n_tasks``, ``n_problems``, the chosen
-    convention's five metrics, then ``task_mean`` and ``problem_weighted`` (five metrics each)."""
+    convention's six metrics (:data:`AVERAGED`), then ``task_mean`` and ``problem_weighted`` (six each)."""
 
     convention: str
     k: int | None

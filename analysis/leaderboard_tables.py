@@ -69,7 +69,8 @@ def ranking_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
                f"avg {_head('mean', label)}": _num(avg.mean), f"avg {_head('pass_at_k', label)}": _num(avg.pass_at_k),
                f"avg {_head('best_at_k_paper', label)}": _num(avg.best_at_k_paper),
                f"avg {_head('maj_at_k', label)}": _num(avg.maj_at_k),
-               "avg parallel": _num(avg.parallel_ratio), "p vs above": _p(run["p_vs_above"])}
+               "avg parallel": _num(avg.parallel_ratio), "avg speedup": _speedup(avg.speedup),
+               "p vs above": _p(run["p_vs_above"])}
         for task, raw in run["tasks"].items():
             cell = TaskCell.from_json(raw)
             row[f"{task} {_head('mean', label)}"] = _interval(cell.mean, cell.ci95)
@@ -94,11 +95,36 @@ def _position(cell: dict[str, Any], per_cell: bool) -> str:
     return f"{value} ({UNIT_LABELS.get(str(cell.get('position_unit')), 'unknown unit')})"
 
 
+def _speedup(value: float | None, ci: Sequence[float] | None = None) -> str:
+    """A token-latency speedup as ``1.53x``, with its interval when given."""
+    return "-" if value is None else f"{value:.2f}x" + ("" if not ci else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+
+
+def _length_column(doc: dict[str, Any]) -> tuple[str, bool]:
+    """The critical-path column's name with its unit, and whether each cell names its own (units differ)."""
+    units = {cell.get("length_unit") for run in doc["runs"] for cell in run["tasks"].values()
+             if cell.get("critical_path_per_sample") is not None}
+    if len(units) == 1 and None not in units:
+        return f"critical path ({UNIT_LABELS.get(str(next(iter(units))), 'unknown unit')})", False
+    return "critical path", bool(units)
+
+
+def _latency_cells(cell: TaskCell, column: str, per_cell: bool) -> dict[str, str]:
+    """The token-latency cells of a task row: mean critical path (its unit), speedup [95% CI], losing share."""
+    length = _num(cell.critical_path_per_sample, 0)
+    if per_cell and cell.critical_path_per_sample is not None:
+        length += f" ({UNIT_LABELS.get(str(cell.length_unit), 'unknown unit')})"
+    return {column: length, "speedup [95% CI]": _speedup(cell.speedup, cell.speedup_ci95),
+            "losing share": _num(cell.losing_path_share)}
+
+
 def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per run × task with every leaderboard metric; the first-block column names its unit."""
+    """One row per run × task with every leaderboard metric; the first-block and critical-path columns
+    name their unit."""
     rows = []
     label = _label(doc)
     position, per_cell = _position_column(doc)
+    length, per_length = _length_column(doc)
     for run in doc["runs"]:
         for task, raw in run["tasks"].items():
             cell = TaskCell.from_json(raw)
@@ -107,7 +133,7 @@ def task_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
                          _head("pass_at_k", label): _num(cell.pass_at_k),
                          _head("best_at_k_paper", label): _num(cell.best_at_k_paper),
                          _head("maj_at_k", label): _num(cell.maj_at_k), "parallel": _num(cell.parallel_ratio),
-                         position: _position(raw, per_cell)})
+                         position: _position(raw, per_cell), **_latency_cells(cell, length, per_length)})
     return rows
 
 
@@ -168,7 +194,8 @@ def intervals_and_ties_note(doc: dict[str, Any]) -> str:
     """How the per-task intervals were computed and how maj@K breaks ties (the document records both)."""
     boot = doc.get("ci95_bootstrap") or {}
     return (f"95% CI of mean@K: percentile bootstrap over problems (sorted by id), {boot.get('n_resamples', 0):,} "
-            f"resamples, seed {boot.get('seed')}. {doc.get('maj_tie_rule') or ''}.")
+            f"resamples, seed {boot.get('seed')}; of the speedup (mean length / mean critical path) the same "
+            f"resamples of problems, each the ratio of its summed lengths. {doc.get('maj_tie_rule') or ''}.")
 
 
 def safe_document(doc: dict[str, Any], safe: Callable[[Any], str]) -> dict[str, Any]:

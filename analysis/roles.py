@@ -49,6 +49,9 @@ CONSISTENCY_COLUMN_DOCS: dict[str, str] = {
     "n_answering_paths": "Paths of the response that reach a conclusion.",
     "consistent": "Final answer math-equal to the majority answer; None when undefined (see reason).",
     "reason": "Why consistent is None: 'no path answer', 'no majority' or 'no final answer'.",
+    "path_chars": "Characters of the response's path contents (stripped, tags excluded), every block.",
+    "disagreeing_path_chars": "Characters of the paths whose conclusion is math-inequivalent to the final answer "
+                              "(paths without a conclusion do not disagree); None without a final answer.",
 }
 _KEYS = ["run", "task", "problem_id", "sample_idx", "model_family", "step", "decoding"]
 
@@ -235,9 +238,12 @@ def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
     """Per response with blocks: its key columns and final answer, and the group to class (every
     path conclusion of its blocks, then the final answer); ``blocks`` with ``path_conclusions``."""
     answers_by_response: dict[tuple[Any, ...], list[str | None]] = {}
+    lengths_by_response: dict[tuple[Any, ...], list[int]] = {}
     block_keys = zip(*(blocks[k].tolist() for k in _KEYS[:4]), strict=True)  # columns, not 30-field row tuples
-    for key, conclusions in zip(block_keys, blocks["path_conclusions"].tolist(), strict=True):
+    lengths = blocks["path_char_lengths"].tolist() if "path_char_lengths" in blocks else [None] * len(blocks)
+    for key, conclusions, sizes in zip(block_keys, blocks["path_conclusions"].tolist(), lengths, strict=True):
         answers_by_response.setdefault(key, []).extend(conclusions)
+        lengths_by_response.setdefault(key, []).extend(sizes if sizes is not None else [0] * len(conclusions))
     heads: list[tuple[dict[str, Any], str | None]] = []
     groups: list[list[str | None]] = []
     columns = [samples[k].tolist() for k in _KEYS]
@@ -245,7 +251,7 @@ def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
         key = values[:4]
         if key in answers_by_response:
             final = extracted if isinstance(extracted, str) else None
-            heads.append((dict(zip(_KEYS, values, strict=True)), final))
+            heads.append(({**dict(zip(_KEYS, values, strict=True)), _LENGTHS: lengths_by_response[key]}, final))
             groups.append([*answers_by_response[key], final])
     return heads, groups
 
@@ -253,9 +259,22 @@ def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
 def consistency_table(heads: Sequence[tuple[dict[str, Any], str | None]], groups: Sequence[Sequence[str | None]],
                       classes: Sequence[Sequence[int | None]]) -> pd.DataFrame:
     """The :func:`summary_consistency` frame from :func:`consistency_groups` and their classes."""
-    rows = [{**head, **_consistency(group[:-1], final, cls)}
+    rows = [{**head, **_consistency(group[:-1], final, cls), **_disagreeing(head.get(_LENGTHS) or [], cls)}
             for (head, final), group, cls in zip(heads, groups, classes, strict=True)]
     return pd.DataFrame(rows, columns=_KEYS + list(CONSISTENCY_COLUMN_DOCS))
+
+
+#: The head key carrying each path's length from :func:`consistency_groups` to :func:`consistency_table`.
+_LENGTHS = "_path_char_lengths"
+
+
+def _disagreeing(lengths: Sequence[int], classes: Sequence[int | None]) -> dict[str, Any]:
+    """Path characters in all, and in paths concluding other than the final answer (the last class)."""
+    final = classes[-1] if classes else None
+    paths = classes[:-1]
+    disagreeing = None if final is None else sum(int(n) for n, c in zip(lengths, paths, strict=False)
+                                                  if c is not None and c != final)
+    return {"path_chars": int(sum(int(n) for n in lengths)), "disagreeing_path_chars": disagreeing}
 
 
 def response_consistency(path_answers: Sequence[str | None], final: str | None) -> dict[str, Any]:

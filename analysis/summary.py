@@ -184,6 +184,7 @@ def _run_table(samples: pd.DataFrame, structure: pd.DataFrame, blocks: pd.DataFr
     table = table.merge(_diversity_means(pairs), on=RUN_KEYS, how="left")
     table = table.merge(role_shares(blocks, by=RUN_KEYS), on=RUN_KEYS, how="left")
     table = table.merge(_consistency(responses), on=RUN_KEYS, how="left")
+    table = table.merge(_disagreeing_share(samples, responses), on=RUN_KEYS, how="left")
     for count in ("n_pairs", "n_pairs_empty", "n_blocks_roles", "n_consistency_defined"):
         table[count] = table[count].fillna(0).astype(int)
     table["notes"] = [_row_notes({str(k): v for k, v in row.items()}, embeddings_on) for row in table.to_dict("records")]
@@ -210,6 +211,19 @@ def _consistency(responses: pd.DataFrame) -> pd.DataFrame:
     grouped = defined.groupby(RUN_KEYS)["consistent"]
     out = pd.DataFrame({"n_consistency_defined": grouped.size(), "summary_consistency": grouped.mean().astype(float)})
     return responses[RUN_KEYS].drop_duplicates().merge(out.reset_index(), on=RUN_KEYS, how="left")[columns]
+
+
+def _disagreeing_share(samples: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """Per run × task, ``disagreeing_path_share``: characters in paths whose conclusion is not the
+    final answer (:mod:`analysis.roles`) over all response characters of the run × task (the token-
+    latency figures' "spent in paths that disagree"; in characters, path contents without tags)."""
+    columns = RUN_KEYS + ["disagreeing_path_share"]
+    if responses.empty or RESPONSE_CHARS not in samples or "disagreeing_path_chars" not in responses:
+        return pd.DataFrame(columns=columns)
+    total = samples.groupby(RUN_KEYS)[RESPONSE_CHARS].sum()
+    spent = responses.assign(d=responses["disagreeing_path_chars"].fillna(0)).groupby(RUN_KEYS)["d"].sum()
+    share = (spent / total.reindex(spent.index)).where(lambda v: v.notna())
+    return share.rename("disagreeing_path_share").reset_index()[columns]
 
 
 def _row_notes(row: dict[str, Any], embeddings_on: bool) -> str:

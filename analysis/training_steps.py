@@ -46,7 +46,7 @@ MAX_DIVERSITY_STEPS = 60
 KIND_LABELS = {"train": "training rollouts", "validation": "validation"}
 #: Columns :func:`step_summary` reads, and the only ones read for it.
 SUMMARY_COLUMNS = ["task", "problem_id", "sample_idx", "correct", "reward", "n_response_tokens", "has_parallel",
-                   "n_blocks", "block_rel_starts", "finish_reason"]
+                   "n_blocks", "block_rel_starts", "finish_reason", "critical_path", "response_length", "length_unit"]
 #: Columns the block parse needs to sample a step's blocks.
 BLOCK_SOURCE_COLUMNS = ["task", "problem_id", "sample_idx", "response", "n_blocks", "block_rel_starts",
                         "block_token_starts", "block_token_ends", "position_unit"]

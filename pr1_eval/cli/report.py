@@ -42,6 +42,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = False) -> RunReport:
     """Print the report (table or JSON); with ``strict`` an incomplete run is an error (exit 2)."""
+    from pr1_eval.report.latency_table import format_latency_table
     from pr1_eval.report.load import load_report, replaced_line
     from pr1_eval.report.table import format_forkjoin_table, format_report_table
 
@@ -59,6 +60,9 @@ def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = Fals
         forkjoin = format_forkjoin_table(report)
         if forkjoin is not None:
             print(f"\n{forkjoin}")
+        latency = format_latency_table(report)
+        if latency is not None:
+            print(f"\n{latency}")
     if strict and not report.complete:
         raise Pr1EvalError(terminal_text(f"{run_dir} is incomplete (--strict): {'; '.join(report.incomplete)}; "
                                          f"{report.advice}"))

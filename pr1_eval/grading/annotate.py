@@ -12,6 +12,7 @@ from typing import Any
 
 from pr1_eval.grading.grade import answer_classes, grade_responses
 from pr1_eval.grading.policy import DEFAULT_POLICY
+from pr1_eval.protocol.critical_path import PathLengths, path_lengths
 from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.records.sample import SampleRecord
 
@@ -36,8 +37,11 @@ def annotate_structure(record: SampleRecord, offsets: Sequence[tuple[int, int]] 
     Positions are token indices over ``len(offsets)`` tokens when ``offsets`` are given (the same
     re-tokenisation for generated runs and for imports given a tokenizer, so identical responses get
     identical positions), else character offsets over the response length; ``position_unit`` says which.
+    The critical path, response length and losing-path length (:mod:`pr1_eval.protocol.critical_path`)
+    are counted in the same unit.
     """
     structure = parse_structure(record.response, offsets)
+    fill_path_lengths(record, path_lengths(structure, offsets))
     record.has_parallel = structure.has_parallel
     record.format_ok = structure.format_ok
     record.format_error = structure.error
@@ -57,6 +61,15 @@ def annotate_structure(record: SampleRecord, offsets: Sequence[tuple[int, int]] 
         record.block_rel_starts = [s / n_chars for s in record.block_char_starts]
         record.position_unit = "char"
     return record
+
+
+def fill_path_lengths(record: SampleRecord, lengths: PathLengths | None) -> None:
+    """Store ``lengths`` in the record's token-latency fields (all None for a response without text)."""
+    if lengths is None:
+        record.critical_path = record.response_length = record.losing_path_length = record.length_unit = None
+        return
+    record.critical_path, record.response_length = lengths.critical_path, lengths.response_length
+    record.losing_path_length, record.length_unit = lengths.losing_path_length, lengths.unit
 
 
 def annotate_grades(records: Sequence[SampleRecord], *, workers: int | None = None, timeout_s: float = 10.0,

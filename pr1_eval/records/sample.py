@@ -103,6 +103,22 @@ class SampleRecord:
         "imports given --tokenizer), else 'char'; run.json's position_unit records the same for the whole run.",
         "char",
     )
+    # token latency (pr1_eval.protocol.critical_path; derived on read for samples stored before it existed)
+    critical_path: int | None = _doc(
+        "Length of the critical path in length_unit: main line + for each block its longest path with its tags + "
+        "join + summary (what an engine running sibling paths side by side waits for), from the parsed text; "
+        "None only when the response has no text. Fork-join's own measured count is critical_path_tokens.", None)
+    response_length: int | None = _doc(
+        "The response's length in length_unit (re-tokenised tokens when 'token', else characters); None: no text.",
+        None)
+    losing_path_length: int | None = _doc(
+        "Length spent in sibling paths shorter than their block's longest (response_length - critical_path), in "
+        "length_unit; None: no text.", None)
+    length_unit: str | None = _doc(
+        "'token' or 'char': the unit of critical_path, response_length and losing_path_length. position_unit for "
+        "every sample annotated since these columns exist; 'char' for a sample stored before them whose lengths "
+        "are derived on read from its text (no tokenizer at hand), whatever its position_unit; None: no text.",
+        None)
 
     def key(self) -> tuple[str, str, int]:
         """The identity under which a run stores this sample exactly once."""
@@ -146,6 +162,9 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "block_token_starts": pa.list_(pa.int64()),
     "block_token_ends": pa.list_(pa.int64()),
     "block_rel_starts": pa.list_(pa.float64()),
+    "critical_path": pa.int64(),
+    "response_length": pa.int64(),
+    "losing_path_length": pa.int64(),
 }
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))

@@ -17,12 +17,16 @@ Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
 from pr1_eval.records.sample import SCORED_STATUSES
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
+from pr1_eval.report.efficiency import Efficiency, efficiency
 from pr1_eval.report.metrics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -98,7 +102,8 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetr
             seen[key] = problem_values(int(key[0]), int(key[1]), int(key[2]), bool(key[3]), k)
         for name, value in seen[key].items():
             per_problem[name].append(value)
-    means = {name: float(np.mean(values)) for name, values in per_problem.items()}
+    means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
+    lengths = efficiency(frame, _verdicts(frame["correct"])) if measurable else Efficiency()
     return TaskMetrics(
         k=k, **means,
         parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)) if measurable else None,
@@ -112,6 +117,7 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetr
         engine_calls_per_sample=_mean_of(frame, "engine_calls"),
         tokens_per_sample=_mean_of(frame, "n_response_tokens"),
         critical_path_tokens_per_sample=_mean_of(frame, "critical_path_tokens"),
+        **dataclasses.asdict(lengths),
     )
 
 

@@ -84,8 +84,33 @@ class TaskMetrics:
                                                  None)
     tokens_per_sample: float | None = _doc("Mean generated tokens per sample; None: not recorded.", None)
     critical_path_tokens_per_sample: float | None = _doc(
-        "Mean critical-path tokens per sample (main line + longest path + summary per block); None: not recorded.",
+        "Mean critical-path tokens per sample as fork-join decoding measured them (main line + longest path + "
+        "summary per block); None: not recorded. critical_path_per_sample is the same from the parse, for every run.",
         None)
+    # token latency (pr1_eval.report.efficiency): over the same samples as the accuracy figures
+    response_length_per_sample: float | None = _doc(
+        "Mean response length per sample in length_unit (samples with text); None: no length.", None)
+    critical_path_per_sample: float | None = _doc(
+        "Mean critical path per sample in length_unit: main line + each block's longest path with its tags + join "
+        "+ summary, from the parsed text (what an engine running sibling paths side by side waits for).", None)
+    length_unit: str | None = _doc(
+        "'token' or 'char': the unit of the lengths; 'mixed' (and no length figures) when the samples disagree.",
+        None)
+    speedup: float | None = _doc(
+        "Token-latency speedup: mean response length / mean critical path (ratio of means); 1.0 without blocks.",
+        None)
+    speedup_ci95: Interval | None = _doc(
+        "95% interval of speedup: percentile bootstrap over problems (ci95_bootstrap's resamples and seed), the "
+        "ratio of each resample's summed lengths; None below 2 problems.", None)
+    speedup_problem_median: float | None = _doc(
+        "Median over problems of each problem's speedup (its samples' summed length / summed critical path).", None)
+    speedup_problem_p90: float | None = _doc("90th percentile over problems of the per-problem speedup.", None)
+    losing_path_share: float | None = _doc(
+        "Share of all length spent in sibling paths shorter than their block's longest (what parallel decoding "
+        "writes but nobody waits for).", None)
+    speedup_correct: float | None = _doc("Speedup over the correct samples only (ratio of means); None: none.", None)
+    speedup_wrong: float | None = _doc(
+        "Speedup over the wrong samples only (could-not-score counts as wrong); None: none.", None)
 
     #: The metrics with a bootstrap interval (the per-problem ones but pass@1), in ``ci95`` order.
     CI_FIELDS: ClassVar[tuple[str, ...]] = tuple(m for m in PER_PROBLEM_METRICS if m != "pass_at_1")
@@ -128,6 +153,8 @@ class TaskMetrics:
             if f.name != "k" and key in data:
                 values[f.name] = data[key]
         names = {cls.metric_key(m, k): m for m in cls.CI_FIELDS}
+        if values.get("speedup_ci95") is not None:
+            values["speedup_ci95"] = (float(values["speedup_ci95"][0]), float(values["speedup_ci95"][1]))
         values["ci95"] = {names[key]: None if v is None else (float(v[0]), float(v[1]))
                           for key, v in (data.get("ci95") or {}).items() if key in names}
         return cls(**values)

@@ -16,6 +16,11 @@ blocks to count, and 0 would read as "the model stopped branching". Accuracy is 
 verdict (could-not-score counts as wrong, as in the report); for a sample left ungraded (an
 import without grading) it is the job's own reward accuracy (``reward_acc``), and a sample with
 neither is left out, so an ungraded step never reads as all wrong.
+
+``critical_path_mean`` and ``speedup`` (mean response length / mean critical path,
+:mod:`pr1_eval.report.efficiency`'s definition) are in ``length_unit``. Summaries stored before these
+keys existed lack them, and readers show None there rather than re-reading every response of the
+job; re-importing the job (or a new rollout writer) stores them.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from pr1_eval.report.metrics import best_at_k, parallel_ratio
 STEP_SUMMARY_VERSION = 1
 #: The summary's keys, in the order tables show them.
 STEP_SUMMARY_KEYS = ("n_samples", "n_problems", "k", "reward_mean", "accuracy", "best_at_k", "parallel_ratio",
-                     "blocks_per_response", "first_block_rel_pos", "response_tokens_mean", "truncated_ratio")
+                     "blocks_per_response", "first_block_rel_pos", "response_tokens_mean", "truncated_ratio",
+                     "critical_path_mean", "speedup", "length_unit")
 
 
 def _mean(values: list[float]) -> float | None:
@@ -76,8 +82,21 @@ def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> 
         "first_block_rel_pos": _mean(firsts) if tags_kept else None,
         "response_tokens_mean": _mean(tokens),
         "truncated_ratio": _mean([float(r.finish_reason == "length") for r in samples]),
+        **_latency(samples, tags_kept),
     }
     return summary
+
+
+def _latency(samples: list[SampleRecord], tags_kept: bool) -> dict[str, Any]:
+    """Mean critical path and token-latency speedup (mean length / mean critical path) over the samples
+    with a length, in their one unit; None without tags, or when units differ (no mean over both)."""
+    timed = [r for r in samples if r.critical_path is not None and r.response_length is not None]
+    units = {r.length_unit for r in timed}
+    critical = sum(int(r.critical_path or 0) for r in timed)
+    if not tags_kept or not timed or len(units) != 1 or critical <= 0:
+        return {"critical_path_mean": None, "speedup": None, "length_unit": "mixed" if len(units) > 1 else None}
+    return {"critical_path_mean": critical / len(timed),
+            "speedup": sum(int(r.response_length or 0) for r in timed) / critical, "length_unit": units.pop()}
 
 
 def stored_summary(training: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.store.derived import lacks_lengths, with_lengths
 from pr1_eval.store.run_lock import held_by_another
 from pr1_eval.store.safe_write import atomic_output
 
@@ -286,8 +287,11 @@ def _read_part(part: Path, columns: list[str] | None = None) -> tuple[pa.Table |
         if not _has_parquet_ends(part, size):
             return None, f"cut short or not a parquet file ({size} bytes, without parquet's PAR1 header and footer)"
         present = pq.read_schema(part).names
-        wanted = None if columns is None else [c for c in columns if c in present]
-        return pq.read_table(part, columns=wanted, page_checksum_verification=True), ""
+        derive = lacks_lengths(present, columns)  # a part written before the token-latency columns
+        wanted = None if columns is None else [c for c in (*columns, *(["response"] if derive else []))
+                                               if c in present]
+        table = pq.read_table(part, columns=wanted, page_checksum_verification=True)
+        return (with_lengths(table, columns) if derive and "response" in present else table), ""
     except FileNotFoundError:
         raise  # moved away under the reader (a rewrite or a set-aside): not damage, see read_table
     except Exception as exc:  # pyarrow raises OSError/ArrowInvalid/… for damaged files

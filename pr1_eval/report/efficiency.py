@@ -1,0 +1,96 @@
+"""What thinking in parallel buys: a task's token-latency figures from its samples' stored lengths.
+
+The per-sample lengths are :mod:`pr1_eval.protocol.critical_path`'s (``response_length``,
+``critical_path``, ``losing_path_length``, in ``length_unit``). From them, over the same samples as
+the task's accuracy (the report's completeness rules decide which):
+
+* **speedup** = mean response length / mean critical path (a ratio of means, as ThreadWeaver's
+  per-benchmark figure): how many times fewer positions a parallel engine waits for than a sequential
+  one writes. Its 95% interval is the percentile bootstrap over problems the accuracy intervals use
+  (same resamples, same seed, problem-id order): each resample draws problems, and the ratio of its
+  summed lengths is one bootstrap value (paired: one draw for numerator and denominator);
+* the **per-problem distribution**: each problem's own ratio of its samples' sums, median and 90th
+  percentile over problems;
+* **losing-path share**: the share of all length spent in paths shorter than their block's longest;
+* **speedup by correctness**: the ratio of means over correct samples and over wrong ones (could-not-
+  score counts as wrong, as in the accuracy figures).
+
+Samples without text (no length) are left out of every figure. A task whose samples are counted in
+different units (an old token-unit run read in characters beside new samples) gets no figures and
+``length_unit`` 'mixed', since a mean over tokens and characters means nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from pr1_eval.report.resampling import resampled_means
+
+Interval = tuple[float, float]
+#: The sample columns the figures read.
+LENGTH_COLUMNS = ("response_length", "critical_path", "losing_path_length", "length_unit")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """A task's token-latency figures (each None when no sample has a length)."""
+
+    response_length_per_sample: float | None = None
+    critical_path_per_sample: float | None = None
+    length_unit: str | None = None
+    speedup: float | None = None
+    speedup_ci95: Interval | None = None
+    speedup_problem_median: float | None = None
+    speedup_problem_p90: float | None = None
+    losing_path_share: float | None = None
+    speedup_correct: float | None = None
+    speedup_wrong: float | None = None
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return float(numerator / denominator) if denominator > 0 else None
+
+
+def speedup_interval(response: np.ndarray, critical: np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = BOOTSTRAP_SEED, alpha: float = 0.05) -> Interval | None:
+    """Percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem sums,
+    problem-id order; None below 2 problems): both means come from the same resampled problems."""
+    if response.size < 2:
+        return None
+    ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)
+    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def efficiency(frame: pd.DataFrame, correct: np.ndarray) -> Efficiency:
+    """The figures of ``frame``'s samples (``correct``: each row's verdict, could-not-score False)."""
+    if not len(frame) or any(c not in frame for c in LENGTH_COLUMNS):
+        return Efficiency()
+    has = (frame["critical_path"].notna() & frame["response_length"].notna()).to_numpy()
+    units = {str(u) for u in frame["length_unit"].to_numpy(dtype=object)[has] if u is not None}
+    if len(units) > 1:
+        return Efficiency(length_unit="mixed")
+    if not has.any():
+        return Efficiency()
+    rows = frame[has]
+    response = rows["response_length"].to_numpy(dtype=float)
+    critical = rows["critical_path"].to_numpy(dtype=float)
+    losing = rows["losing_path_length"].fillna(0).to_numpy(dtype=float)
+    right = np.asarray(correct, dtype=bool)[has]
+    sums = pd.DataFrame({"pid": rows["problem_id"].astype(str).to_numpy(), "r": response, "c": critical}
+                        ).groupby("pid", sort=True)[["r", "c"]].sum()
+    per_problem = sums["r"].to_numpy() / np.where(sums["c"].to_numpy() > 0, sums["c"].to_numpy(), np.nan)
+    per_problem = per_problem[np.isfinite(per_problem)]
+    return Efficiency(
+        response_length_per_sample=float(response.mean()), critical_path_per_sample=float(critical.mean()),
+        length_unit=units.pop() if units else None, speedup=_ratio(response.sum(), critical.sum()),
+        speedup_ci95=speedup_interval(sums["r"].to_numpy(), sums["c"].to_numpy()),
+        speedup_problem_median=float(np.median(per_problem)) if per_problem.size else None,
+        speedup_problem_p90=float(np.quantile(per_problem, 0.9)) if per_problem.size else None,
+        losing_path_share=_ratio(losing.sum(), response.sum()),
+        speedup_correct=_ratio(response[right].sum(), critical[right].sum()),
+        speedup_wrong=_ratio(response[~right].sum(), critical[~right].sum()))
