@@ -9,11 +9,12 @@ dashboard, the notebooks and the lm-eval tasks. When it was a dict whose keys ca
 (``field.metadata["doc"]``, as :mod:`pr1_eval.records.sample` does), and :func:`json_schema`
 turns those into the description of ``pr1-eval report --json``.
 
-The JSON form (``to_json``) is the ``report --json`` document as it has been since version 1 of
-this schema (:data:`REPORT_SCHEMA_VERSION`): the same keys in the same order, so files written
-before the types existed still read the same. The version is not written into the document,
-because adding a key would change every report already compared byte for byte; a change of the
-shape raises the version and then writes it.
+The JSON form (``to_json``) is the ``report --json`` document. Version 1 of this schema
+(:data:`REPORT_SCHEMA_VERSION`) was not written into it, so files written before the types existed
+still read the same. Version 2 (the answer policy per run; the token-latency keys per task:
+``critical_path_per_sample`` … ``speedup_wrong``) keeps every version-1 key in its place, adds the
+new ones after them and writes ``schema_version`` as the document's last key, so a reader tells the
+two apart (no ``schema_version``: version 1). A further change of the shape raises the version.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ if TYPE_CHECKING:  # an annotation only: the completeness check brings pandas, w
     # (the lm-eval hooks, imported once per task by lm-eval) need not load
     from pr1_eval.report.completeness import PartOf
 
-#: Version of the shape :meth:`RunReport.to_json` writes (not written into it; see the module docstring).
-REPORT_SCHEMA_VERSION = 1
+#: Version of the shape :meth:`RunReport.to_json` writes (its last key; see the module docstring).
+REPORT_SCHEMA_VERSION = 2
 
 
 def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING, *,
@@ -242,6 +243,7 @@ class RunReport:
             if f.name in ("run", "model", "answer_policy") and value is None:
                 continue
             out[f.name] = {name: task.to_json() for name, task in value.items()} if f.name == "tasks" else value
+        out["schema_version"] = REPORT_SCHEMA_VERSION
         return out
 
 
@@ -255,6 +257,8 @@ def json_schema() -> dict[str, Any]:
     task = {key: doc for key, doc in docs(TaskReport).items() if key not in ("metrics", "partial")}
     metrics = docs(TaskMetrics)
     return {"schema_version": REPORT_SCHEMA_VERSION,
-            "run": {key: doc for key, doc in docs(RunReport).items() if key != "tasks"},
+            "run": {**{key: doc for key, doc in docs(RunReport).items() if key != "tasks"},
+                    "schema_version": "Version of this document's shape (the last key; absent: version 1, written "
+                                      "before the answer policy and the token-latency keys)."},
             "task": task, "metrics": metrics,
             "partial": {f.name: f for f in dataclasses.fields(TaskReport)}["partial"].metadata["doc"]}
