@@ -85,7 +85,7 @@ def final_sentence(text: str) -> str | None:
     passed over, as the other harnesses take the last math expression. Sentences end at ``.``,
     ``!`` or ``?`` followed by space, outside math, or at a line end."""
     tail = text[-_MAX_TAIL_CHARS:]
-    for line in reversed(tail.splitlines()):
+    for line in reversed(tail.split("\n")):  # a line ends at \n only (str.splitlines also cuts at \f, \x1c, \u2028)
         if not line.strip():
             continue
         for sentence in reversed(_sentences(line)):
