@@ -103,6 +103,12 @@ class SampleRecord:
         "imports given --tokenizer), else 'char'; run.json's position_unit records the same for the whole run.",
         "char",
     )
+    # wall clock (generated runs; None for imports and runs generated before it was recorded)
+    wall_s: float | None = _doc(
+        "Seconds from the start of the first engine call that worked on this sample to the end of the one that "
+        "finished it (generated runs). Its batch-mates share those calls, so it is the latency this batch gave the "
+        "sample, not its cost alone; see docs/efficiency.md. None for imports and older runs.", None
+    )
 
     def key(self) -> tuple[str, str, int]:
         """The identity under which a run stores this sample exactly once."""
@@ -146,6 +152,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "block_token_starts": pa.list_(pa.int64()),
     "block_token_ends": pa.list_(pa.int64()),
     "block_rel_starts": pa.list_(pa.float64()),
+    "wall_s": pa.float64(),
 }
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))
