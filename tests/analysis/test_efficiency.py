@@ -1,0 +1,93 @@
+"""The efficiency tables and figures on designed samples: known path lengths, known verdicts.
+
+The frontier is checked against a brute-force O(n²) definition on random points with many ties
+and missing values; speedups against numpy on the same columns; Mean@k against a hand count."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.efficiency import latency_points, pareto_frontier, problem_speedups, speedup, step_series, with_latency
+
+
+def brute_frontier(acc: list[float], lat: list[float]) -> list[bool]:
+    """The definition, pair by pair: on it unless some point is at least as good on both and better on one."""
+    def ok(i: int) -> bool:
+        return not (np.isnan(acc[i]) or np.isnan(lat[i]))
+
+    return [ok(i) and not any(ok(j) and acc[j] >= acc[i] and lat[j] <= lat[i] and (acc[j] > acc[i] or lat[j] < lat[i])
+                              for j in range(len(acc)))
+            for i in range(len(acc))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_frontier_equals_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randrange(0, 30)
+    acc = [float(rng.randrange(5)) / 4 if rng.random() > 0.1 else float("nan") for _ in range(n)]
+    lat = [float(rng.randrange(6)) * 100 if rng.random() > 0.1 else float("nan") for _ in range(n)]
+    assert pareto_frontier(acc, lat) == brute_frontier(acc, lat)
+
+
+def test_frontier_on_a_designed_set() -> None:
+    # (accuracy, latency): B beats A (faster, as accurate); C is the most accurate; D equals C; E is beaten by C
+    acc = [0.5, 0.5, 0.9, 0.9, 0.8, 0.3]
+    lat = [200, 100, 300, 300, 350, 50]
+    assert pareto_frontier(acc, lat) == [False, True, True, True, False, True]
+    with pytest.raises(ValueError, match="2 accuracies but 1 latencies"):
+        pareto_frontier([0.1, 0.2], [1])
+
+
+def _samples() -> pd.DataFrame:
+    """Two runs of one task, two problems × 2 samples each; run b branches and answers sooner."""
+    rows = []
+    design = {  # run -> per sample (problem, response_length, critical_path, correct, has_parallel)
+        "a": [("p1", 100, 100, True, False), ("p1", 120, 120, False, False),
+              ("p2", 300, 300, True, False), ("p2", 280, 280, True, False)],
+        "b": [("p1", 150, 90, True, True), ("p1", 110, 110, True, False),
+              ("p2", 400, 200, False, True), ("p2", 500, None, None, True)],
+    }
+    for run, samples in design.items():
+        for i, (problem, length, path, correct, parallel) in enumerate(samples):
+            rows.append({"run": run, "task": "math", "problem_id": problem, "sample_idx": i, "response_length": length,
+                         "critical_path": path, "correct": correct, "has_parallel": parallel, "position_unit": "token",
+                         "model": f"/ckpt/{run}", "model_family": None, "step": {"a": 100, "b": 200}[run],
+                         "decoding": "sequential", "run_path": f"/runs/{run}"})
+    return pd.DataFrame(rows)
+
+
+def test_per_problem_speedup_is_a_ratio_of_means() -> None:
+    table = problem_speedups(_samples())
+    b = table[table["run"] == "b"].set_index("problem_id")
+    assert b.loc["p1", "speedup"] == pytest.approx((150 + 110) / (90 + 110))
+    assert b.loc["p2", "speedup"] == pytest.approx(400 / 200) and b.loc["p2", "n"] == 1  # no path: left out
+    assert (table[table["run"] == "a"]["speedup"] == 1.0).all()
+
+
+def test_points_equal_numpy_and_a_hand_count() -> None:
+    samples = _samples()
+    points = latency_points(samples).set_index("run")
+    held = with_latency(samples[samples["run"] == "b"])
+    assert points.loc["b", "speedup"] == pytest.approx(np.mean(held["response_length"]) / np.mean(held["critical_path"]))
+    assert points.loc["b", "speedup"] == pytest.approx(speedup([150, 110, 400], [90, 110, 200]))
+    assert points.loc["b", "critical_path"] == pytest.approx(400 / 3) and points.loc["b", "n_latency"] == 3
+    assert points.loc["b", "n_samples"] == 4 and points.loc["b", "parallel_ratio"] == 0.75
+    assert points.loc["b", "accuracy"] == pytest.approx((1.0 + 0.0) / 2)  # p1: 2/2; p2: 0/1 scored
+    assert points.loc["a", "accuracy"] == pytest.approx((0.5 + 1.0) / 2)
+    assert points.loc["a", "run_path"] == "/runs/a" and points.loc["a", "unit"] == "token"
+
+
+def test_step_series_keeps_a_family_that_is_none() -> None:
+    series = step_series(_samples())
+    assert list(series["step"]) == [100, 200] and series["model_family"].isna().all()
+    assert list(series["accuracy"]) == pytest.approx([0.75, 0.5])
+
+
+def test_frames_without_latency_give_empty_tables() -> None:
+    old = _samples().drop(columns=["critical_path", "response_length"])
+    assert problem_speedups(old).empty and latency_points(old).empty and step_series(old).empty
+    assert speedup([], []) is None
