@@ -25,6 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.completeness import cell_flags
+
 LATENCY = ("critical_path", "response_length")
 RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
@@ -92,9 +94,8 @@ def latency_points(samples: pd.DataFrame, by: Sequence[str] = RUN_KEYS) -> pd.Da
     if meta:
         points = points.join(held.groupby(keys, sort=True, dropna=False)[meta].first())
     if "position_unit" in held:
-        units = held.groupby(keys, sort=True, dropna=False)["position_unit"].agg(
-            lambda u: None if u.dropna().empty else (str(u.dropna().iloc[0]) if u.dropna().nunique() == 1 else "mixed"))
-        points = points.join(units.rename("unit"))
+        units = {key: _one_unit(group) for key, group in held.groupby(keys, sort=True, dropna=False)["position_unit"]}
+        points["unit"] = [units.get(key) for key in points.index]
     grouped = samples.groupby(keys, sort=True, dropna=False)
     points = points.join(grouped.size().rename("n_samples"))
     if "has_parallel" in samples:
@@ -110,6 +111,12 @@ def latency_points(samples: pd.DataFrame, by: Sequence[str] = RUN_KEYS) -> pd.Da
     return points.reset_index()
 
 
+def _one_unit(units: pd.Series) -> str | None:
+    """The unit of a group's lengths: the one every sample names, ``mixed`` when they differ."""
+    named = {str(u) for u in units.dropna()}
+    return None if not named else (named.pop() if len(named) == 1 else "mixed")
+
+
 def step_series(samples: pd.DataFrame, by: Sequence[str] = STEP_KEYS) -> pd.DataFrame:
     """:func:`latency_points` per family × decoding × task × step, over the samples that have a
     step, in step order (what the over-training figure draws)."""
@@ -119,7 +126,7 @@ def step_series(samples: pd.DataFrame, by: Sequence[str] = STEP_KEYS) -> pd.Data
     return points.sort_values(list(by)).reset_index(drop=True) if not points.empty else points
 
 
-def pareto_frontier(accuracy: Sequence[float], latency: Sequence[float]) -> list[bool]:
+def pareto_frontier(accuracy: Sequence[float] | pd.Series, latency: Sequence[float] | pd.Series) -> list[bool]:
     """Which points no other point beats: none has accuracy ≥ and latency ≤ with one strictly better.
 
     Higher accuracy and lower latency are better. A point with a missing (NaN) value is never on
@@ -144,3 +151,21 @@ def pareto_frontier(accuracy: Sequence[float], latency: Sequence[float]) -> list
         best_faster = max(best_faster, top)
         start = end
     return on
+
+
+def efficiency_tables(samples: pd.DataFrame, cells: pd.DataFrame | None = None,
+                      include_incomplete: bool = False) -> dict[str, pd.DataFrame]:
+    """The three tables the pictures draw: ``problems`` (:func:`problem_speedups`), ``points``
+    (:func:`latency_points` per run × task, with ``complete`` from ``cells``, the loader's
+    completeness frame) and ``steps`` (:func:`step_series`, complete cells only unless
+    ``include_incomplete``, the drift's rule). All empty when no sample has a critical path."""
+    if with_latency(samples).empty:
+        return {"problems": pd.DataFrame(), "points": pd.DataFrame(), "steps": pd.DataFrame()}
+    points = latency_points(samples)
+    stepped = samples[samples["step"].notna()] if "step" in samples else samples.iloc[0:0]
+    if cells is not None and not cells.empty:
+        points = points.merge(cells[[*RUN_KEYS, "complete"]], on=RUN_KEYS, how="left")
+        points["complete"] = points["complete"].fillna(True).astype(bool)
+        if not include_incomplete and not stepped.empty:
+            stepped = stepped[cell_flags(stepped, cells)]
+    return {"problems": problem_speedups(samples), "points": points, "steps": step_series(stepped)}

@@ -23,10 +23,12 @@ import pandas as pd
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
 from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
+from analysis.efficiency import LATENCY, efficiency_tables
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
 from analysis.stats import mark_unmeasurable, structure_stats
 from analysis.workers import Workers
+from pr1_eval.records.sample import SAMPLE_COLUMNS
 
 RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
@@ -39,7 +41,8 @@ JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_p
 #: just these: no response or problem text, whose Python strings are most of a sweep's memory).
 ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_starts", "block_char_starts",
                     "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
-                    "format_ok", "correct", "extracted_answer", RESPONSE_CHARS)
+                    "format_ok", "correct", "extracted_answer", RESPONSE_CHARS,
+                    *(c for c in LATENCY if c in SAMPLE_COLUMNS))  # the efficiency figures' lengths, where stored
 
 
 @dataclass
@@ -62,6 +65,9 @@ class Analysis:
     embeddings: dict[str, Any] | None = None
     completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
     include_incomplete: bool = False
+    #: The efficiency figures' tables (:func:`analysis.efficiency.efficiency_tables`): ``problems``,
+    #: ``points`` and ``steps``; empty frames when no sample has a critical path.
+    efficiency: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by file stem (for writing to disk)."""
@@ -100,7 +106,8 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures), notes=list(loaded.notes),
-                    embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete)
+                    embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
+                    efficiency=efficiency_tables(loaded.samples, cells, include_incomplete))
 
 
 def _stepped(samples: pd.DataFrame, cells: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:

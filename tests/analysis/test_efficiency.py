@@ -6,6 +6,7 @@ and missing values; speedups against numpy on the same columns; Mean@k against a
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -91,3 +92,58 @@ def test_frames_without_latency_give_empty_tables() -> None:
     old = _samples().drop(columns=["critical_path", "response_length"])
     assert problem_speedups(old).empty and latency_points(old).empty and step_series(old).empty
     assert speedup([], []) is None
+
+
+def designed_sweep(seed: int = 0) -> pd.DataFrame:
+    """Three checkpoints × two tasks of one family, 6 problems × 4 samples: later steps branch more,
+    so their critical path falls below their length; accuracy rises then dips."""
+    rng = random.Random(seed)
+    rows = []
+    for step, share, accuracy in ((100, 0.1, 0.4), (200, 0.5, 0.6), (300, 0.9, 0.55)):
+        for task in ("aime24", "math500"):
+            for p in range(6):
+                for i in range(4):
+                    parallel = rng.random() < share
+                    length = rng.randrange(400, 1600)
+                    rows.append({"run": f"step{step}", "task": task, "problem_id": f"p{p}", "sample_idx": i,
+                                 "response_length": length,
+                                 "critical_path": int(length / (1 + rng.random() * 1.5)) if parallel else length,
+                                 "correct": rng.random() < accuracy, "has_parallel": parallel, "position_unit": "token",
+                                 "model": f"/ckpt/job/global_step_{step}/hf", "model_family": "job", "step": step,
+                                 "decoding": "forkjoin", "run_path": f"/runs/step{step}"})
+    return pd.DataFrame(rows)
+
+
+def test_the_pages_draw_the_tables(tmp_path: Path) -> None:
+    from analysis.efficiency import efficiency_tables
+    from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure
+    from analysis.figures import write_figures
+    from analysis.summary import Analysis
+
+    samples = designed_sweep()
+    tables = efficiency_tables(samples)
+    empty = pd.DataFrame()
+    analysis = Analysis(runs=empty, blocks=empty, pairs=empty, responses=empty, drift_points=empty, drift_trends=empty,
+                        efficiency=tables)
+    written, _ = write_figures(analysis, tmp_path)
+    assert sorted(p.name for p in written) == ["efficiency_steps.html", "latency_frontier.html", "speedup_hist.html"]
+    assert "plotly_click" in (tmp_path / "latency_frontier.html").read_text()
+    points = tables["points"]
+    frontier = frontier_figure(points)
+    assert frontier is not None
+    for task in ("aime24", "math500"):
+        (markers,) = [t for t in frontier.data if t.name == f"{task}: run × task"]
+        mine = points[points["task"] == task]
+        want = pareto_frontier(mine["accuracy"], mine["critical_path"])
+        assert [s == "star" for s in markers.marker.symbol] == want
+        assert list(markers.x) == list(mine["critical_path"]) and [c[1] for c in markers.customdata] == list(mine["run_path"])
+    histogram = speedup_histogram(tables["problems"], points=points)
+    assert histogram is not None and len(histogram.data) == 6  # one per run × task
+    assert sorted(np.concatenate([t.x for t in histogram.data])) == sorted(tables["problems"]["speedup"])
+    steps = training_figure(tables["steps"])
+    assert steps is not None and len(steps.data) == 6  # three lines per task
+    speed = [t for t in steps.data if t.name.startswith("speedup") and "aime24" in t.name][0]
+    aime = samples[samples["task"] == "aime24"]
+    want_speed = [aime[aime["step"] == s]["response_length"].mean() / aime[aime["step"] == s]["critical_path"].mean()
+                  for s in (100, 200, 300)]
+    assert list(speed.x) == [100, 200, 300] and list(speed.y) == pytest.approx(want_speed) and speed.yaxis == "y2"
