@@ -32,6 +32,25 @@ RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
 #: Run metadata carried onto each point (whichever the frame has).
 POINT_META = ("model", "model_family", "step", "decoding", "run_path")
+#: Decodings whose ``critical_path_tokens`` the decoder measured on the response's structure (a
+#: sequential decoder's is only the response length, whatever blocks the response holds).
+MEASURED = ("forkjoin", "structured")
+#: What :func:`latency_samples` reads when the frame has no ``critical_path`` column.
+MEASURED_COLUMNS = ("critical_path_tokens", "n_response_tokens")
+
+
+def latency_samples(samples: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` with ``critical_path`` and ``response_length``: the stored columns when the
+    frame has them; otherwise, on runs decoded with fork-join or structured decoding, the lengths
+    the decoder measured (``critical_path_tokens``, ``n_response_tokens``; ``position_unit`` then
+    says ``token``, their unit), and None on
+    every other run (runs loaded before the per-sample columns existed)."""
+    if all(c in samples for c in LATENCY) or not all(c in samples for c in (*MEASURED_COLUMNS, "decoding")):
+        return samples
+    measured = samples["decoding"].isin(MEASURED)
+    unit = samples["position_unit"].where(~measured, "token") if "position_unit" in samples else "token"
+    return samples.assign(critical_path=samples["critical_path_tokens"].where(measured),
+                          response_length=samples["n_response_tokens"].where(measured), position_unit=unit)
 
 
 def with_latency(samples: pd.DataFrame) -> pd.DataFrame:
@@ -158,7 +177,9 @@ def efficiency_tables(samples: pd.DataFrame, cells: pd.DataFrame | None = None,
     """The three tables the pictures draw: ``problems`` (:func:`problem_speedups`), ``points``
     (:func:`latency_points` per run × task, with ``complete`` from ``cells``, the loader's
     completeness frame) and ``steps`` (:func:`step_series`, complete cells only unless
-    ``include_incomplete``, the drift's rule). All empty when no sample has a critical path."""
+    ``include_incomplete``, the drift's rule), of :func:`latency_samples`. All empty when no
+    sample has a critical path."""
+    samples = latency_samples(samples)
     if with_latency(samples).empty:
         return {"problems": pd.DataFrame(), "points": pd.DataFrame(), "steps": pd.DataFrame()}
     points = latency_points(samples)

@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
 from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
-from analysis.efficiency import LATENCY, efficiency_tables
+from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
 from analysis.stats import mark_unmeasurable, structure_stats
@@ -42,7 +42,8 @@ JSON_RUN_KEYS = ("run", "task", "step", "n_samples", "parallel_ratio", "blocks_p
 ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_starts", "block_char_starts",
                     "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
                     "format_ok", "correct", "extracted_answer", RESPONSE_CHARS,
-                    *(c for c in LATENCY if c in SAMPLE_COLUMNS))  # the efficiency figures' lengths, where stored
+                    # the efficiency figures' lengths: stored, else measured by the decoder (analysis.efficiency)
+                    *(c for c in (*LATENCY, *MEASURED_COLUMNS) if c in SAMPLE_COLUMNS and c != "n_response_tokens"))
 
 
 @dataclass

@@ -147,3 +147,38 @@ def test_the_pages_draw_the_tables(tmp_path: Path) -> None:
     want_speed = [aime[aime["step"] == s]["response_length"].mean() / aime[aime["step"] == s]["critical_path"].mean()
                   for s in (100, 200, 300)]
     assert list(speed.x) == [100, 200, 300] and list(speed.y) == pytest.approx(want_speed) and speed.yaxis == "y2"
+
+
+def test_analyze_draws_the_decoders_measured_paths_of_forkjoin_runs(tmp_path: Path) -> None:
+    """Runs stored before the per-sample columns: fork-join's measured critical path is used, in tokens."""
+    from analysis.loader import load_runs
+    from analysis.summary import ANALYSIS_COLUMNS, analyze
+    from tests.support import efficiency_fixtures as fx
+
+    runs = fx.build_forkjoin_runs(tmp_path / "runs")
+    analysis = analyze(load_runs([str(p) for p in runs.values()], columns=ANALYSIS_COLUMNS), None)
+    points = analysis.efficiency["points"].set_index("run")
+    for step in fx.STEPS:
+        lengths = [fx.length(p, s) for p in range(fx.PROBLEMS) for s in range(fx.K)]
+        paths = [fx.critical(step, p, s) for p in range(fx.PROBLEMS) for s in range(fx.K)]
+        mean = np.mean([np.mean([fx.right(step, p, s) for s in range(fx.K)]) for p in range(fx.PROBLEMS)])
+        row = points.loc[fx.run_name(step)]
+        assert row["speedup"] == pytest.approx(np.mean(lengths) / np.mean(paths))
+        assert row["critical_path"] == pytest.approx(np.mean(paths)) and row["accuracy"] == pytest.approx(mean)
+        assert row["unit"] == "token" and bool(row["complete"])
+    assert pareto_frontier(points["accuracy"], points["critical_path"]) == [False, True]  # step 200 beats step 100
+    problems = analysis.efficiency["problems"]
+    f0 = problems[(problems["run"] == fx.run_name(100)) & (problems["problem_id"] == "f0")]["speedup"].item()
+    assert f0 == pytest.approx((fx.length(0, 0) + fx.length(0, 1)) / (fx.critical(100, 0, 0) + fx.critical(100, 0, 1)))
+    assert list(analysis.efficiency["steps"]["step"]) == list(fx.STEPS)
+
+
+def test_a_sequential_runs_critical_path_tokens_are_not_taken_for_a_critical_path() -> None:
+    from analysis.efficiency import latency_samples
+
+    frame = pd.DataFrame({"decoding": ["sequential", "forkjoin"], "critical_path_tokens": [50, 30],
+                          "n_response_tokens": [50, 50], "position_unit": ["char", "char"]})
+    out = latency_samples(frame)
+    assert out["critical_path"].isna().tolist() == [True, False] and list(out["position_unit"]) == ["char", "token"]
+    stored = frame.assign(critical_path=[40, 30], response_length=[50, 50])
+    assert latency_samples(stored) is stored  # the stored columns win
