@@ -45,12 +45,13 @@ def critical(step: int, p: int, s: int) -> int:
     return length(p, s) - (LOSING if branches(step, s) else 0)
 
 
-def run_name(step: int) -> str:
-    return f"fj-step{step}"
+def run_name(step: int, prefix: str = "fj") -> str:
+    return f"{prefix}-step{step}"
 
 
-def build_forkjoin_runs(root: Path) -> dict[str, Path]:
-    """The two runs under ``root`` by name."""
+def build_forkjoin_runs(root: Path, prefix: str = "fj", model: str = FAMILY) -> dict[str, Path]:
+    """The two runs under ``root`` by name; ``prefix`` starts their names and ``model`` is their
+    model path with ``*`` for the step (the hostile-text tests give both an attack)."""
     runs = {}
     for step in STEPS:
         records = []
@@ -66,14 +67,14 @@ def build_forkjoin_runs(root: Path) -> dict[str, Path]:
                                       grade_status="ok", wall_s=0.5 + 0.001 * critical(step, p, s))
                 annotate_structure(record)
                 records.append(record)
-        info = {"name": run_name(step), "status": "complete", "model": {"path": FAMILY.replace("*", str(step)),
-                                                                         "step": step, "family": FAMILY},
+        info = {"name": run_name(step, prefix), "status": "complete",
+                "model": {"path": model.replace("*", str(step)), "step": step, "family": model},
                 "decoding": {"mode": "forkjoin", "paths": 2}, "k": K, "position_unit": "char",  # block positions: no tokenizer here
                 "engine": {"backend": "hf"},
                 "tasks": {TASK: {"k": K, "n_problems": PROBLEMS, "problem_ids": [f"f{p}" for p in range(PROBLEMS)]}}}
-        folder = root / run_name(step)
+        folder = root / f"fj-{step}"
         store = RunStore(folder)
         store.write_run(RunRecord.from_dict(info))
         store.rewrite(records)
-        runs[run_name(step)] = folder
+        runs[run_name(step, prefix)] = folder
     return runs
