@@ -14,6 +14,7 @@ the step lines unless the sidebar toggle includes it.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -34,7 +35,7 @@ def points_view(points: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:
     on = pd.Series(False, index=points.index)
     for _, group in points.groupby("task", sort=True):
         eligible = group[group["complete"] | include_incomplete] if "complete" in group else group
-        on[eligible.index] = pareto_frontier(eligible["accuracy"], eligible["critical_path"])
+        on[eligible.index] = np.array(pareto_frontier(eligible["accuracy"], eligible["critical_path"]), dtype=bool)
     view = points.assign(**{"on frontier": ["★" if v else "" for v in on]})
     if "complete" in view:
         view["complete"] = ["yes" if ok else MARK for ok in view["complete"]]
