@@ -94,6 +94,11 @@ def speedup_histogram(problems: pd.DataFrame, labels: Mapping[str, str] | None =
     return figure
 
 
+def _short(text: str, limit: int = 32) -> str:
+    """A point's label on the plot: long run names cut (the hover has them whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
@@ -131,7 +136,7 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
                   for r, p in zip(group["run"], group.get("run_path", pd.Series("", index=group.index)), strict=True)]
         symbols = ["star" if on.get(i, False) else ("circle" if complete[i] else "circle-open") for i in group.index]
         figure.add_trace(go.Scatter(x=group["critical_path"], y=group["accuracy"], mode="markers+text" if named else "markers",
-                                    text=[plot_text(_label(labels, r)) for r in group["run"]] if named else None,
+                                    text=[plot_text(_short(_label(labels, r))) for r in group["run"]] if named else None,
                                     textposition="top center", name=plot_text(f"{task}: run × task"), hovertext=hover,
                                     hoverinfo="text", customdata=custom,
                                     marker={"size": 12, "symbol": symbols, "color": color}))
@@ -143,7 +148,7 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
     if not complete.all():
         title += f"; {MARK} incomplete (" + ("on the frontier on request)" if include_incomplete else "left off the frontier)")
     figure.update_layout(title=html.escape(title, quote=False), xaxis_title=f"mean critical path ({unit}) — lower is sooner",
-                         yaxis_title="Mean@k", showlegend=True, legend={"orientation": "h", "y": -0.2})
+                         yaxis_title="Mean@k", showlegend=True, legend={"orientation": "h", "y": -0.2}, height=560)
     return figure
 
 
