@@ -4,7 +4,8 @@ The tables are :func:`analysis.efficiency.efficiency_tables` and the figures
 :mod:`analysis.efficiency_figures`, the very ones ``analyze`` writes as HTML: Mean@k against mean
 critical path with each task's accuracy–latency Pareto frontier (each point's hover names its run;
 under the figure a link per point opens that run × task in the trace viewer), the per-problem
-speedup histogram, and parallel ratio, accuracy and speedup over checkpoint steps. Then, for
+speedup histogram, and parallel ratio, accuracy and speedup over checkpoint steps (and over a
+training job's steps, from the step runs' summaries when they hold a ``speedup``). Then, for
 generated runs, the measured wall clock beside the token latency (``wall_s``: the two need not
 agree, docs/efficiency.md says why).
 
@@ -14,6 +15,8 @@ the step lines unless the sidebar toggle includes it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -21,9 +24,12 @@ import streamlit as st
 from analysis.completeness import MARK
 from analysis.efficiency import efficiency_tables, latency_samples, pareto_frontier
 from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure, unit_words
+from analysis.training_steps import step_table
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
 
+#: The step summary's speedup (:mod:`pr1_eval.report.step_summary`), drawn for training-step runs.
+SPEEDUP = "speedup"
 #: Links to the trace viewer drawn under the frontier figure, at most.
 MAX_LINKS = 24
 POINT_VIEW = ["run", "task", "complete", "step", "n_samples", "accuracy", "critical_path", "response_length", "speedup",
@@ -65,14 +71,29 @@ def run_links(points: pd.DataFrame) -> None:
                      query_params={"run": str(row["run"]), "task": str(row["task"])})
 
 
-def render_steps(tables: dict[str, pd.DataFrame]) -> None:
-    steps = tables["steps"]
+def job_steps(ctx: Context) -> pd.DataFrame:
+    """The training-step runs' rows (:func:`analysis.training_steps.step_table`, from their stored
+    summaries: no sample is read)."""
+    return ctx.cached("efficiency_job_steps", lambda: step_table([Path(d) for d in ctx.training],
+                                                                 list(ctx.training.values())))
+
+
+def render_steps(ctx: Context, tables: dict[str, pd.DataFrame]) -> None:
     st.subheader("Over training steps")
-    figure = training_figure(steps, title="Over checkpoint steps")
+    figure = training_figure(tables["steps"], title="Over checkpoint steps")
     if figure is None:
         st.info("None of the selected runs with a critical path carries a checkpoint step.")
+    else:
+        st.plotly_chart(figure, key="ef_steps")
+    if not ctx.training:
         return
-    st.plotly_chart(figure, key="ef_steps")
+    steps = job_steps(ctx)
+    if SPEEDUP not in steps or steps[SPEEDUP].notna().sum() == 0:
+        st.caption("The training job's step summaries hold no speedup (summaries written before it was recorded).")
+        return
+    figure = training_figure(steps, keys=("job", "kind"), title="Training steps")
+    if figure is not None:
+        st.plotly_chart(figure, key="ef_job_steps")
 
 
 def render(ctx: Context) -> None:
@@ -99,7 +120,7 @@ def render(ctx: Context) -> None:
     histogram = speedup_histogram(tables["problems"], points=points)
     if histogram is not None:
         st.plotly_chart(histogram, key="ef_hist")
-    render_steps(tables)
+    render_steps(ctx, tables)
     timed = wall_clock(ctx.samples())
     if not timed.empty:
         st.subheader("Wall clock (generated runs)")

@@ -70,3 +70,18 @@ def test_hostile_run_and_model_names_stay_literal(tmp_path: Path, monkeypatch: p
     texts, strings = assert_page_inert(app, "efficiency")
     assert any(MARKER in text for text in texts) and any(MARKER in text for text in strings)
     MEMO.clear()
+
+
+def test_a_training_job_beside_the_checkpoints_is_said_to_lack_a_speedup_until_its_summaries_hold_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis import training_steps
+    from tests.support.training_job_fixtures import build_job
+
+    monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
+    runs = fx.build_forkjoin_runs(tmp_path / "runs")
+    build_job(tmp_path / "job", steps=(0, 25, 50))
+    app = open_app(monkeypatch, [*runs.values(), tmp_path / "job"], "efficiency")
+    assert any("step summaries hold no speedup" in caption.value for caption in app.caption)
+    assert len(app.get("plotly_chart")) == 3
+    MEMO.clear()
+    training_steps.CACHE.clear()
