@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -153,8 +153,9 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
 
 
 def training_figure(series: pd.DataFrame, keys: Sequence[str] = ("model_family", "decoding", "task"),
-                    title: str = "Over training") -> go.Figure | None:
-    """Parallel ratio and accuracy (left, 0–1) and speedup (right) against ``step``, per series of ``keys``."""
+                    title: str = "Over training", family_name: Callable[[Any], str] | None = None) -> go.Figure | None:
+    """Parallel ratio and accuracy (left, 0–1) and speedup (right) against ``step``, per series of
+    ``keys``; ``family_name`` names a ``model_family`` in the legend (e.g. :func:`analysis.figures.model_name`)."""
     if series.empty or "step" not in series or not any(
             c in series and series[c].notna().any() for c in ("parallel_ratio", "speedup", "accuracy")):
         return None
@@ -166,7 +167,10 @@ def training_figure(series: pd.DataFrame, keys: Sequence[str] = ("model_family",
     palette = plotly.colors.qualitative.Plotly
     for number, (key, group) in enumerate(groups):  # one colour per series, one dash per measure
         group = group.sort_values("step")
-        name = " · ".join(str(v) for v in (key if isinstance(key, tuple) else (key,)) if not _missing(v))
+        values = dict(zip(present, key if isinstance(key, tuple) else (key,), strict=True))
+        if family_name is not None and not _missing(values.get("model_family")):
+            values["model_family"] = family_name(values["model_family"])
+        name = " · ".join(str(v) for v in values.values() if not _missing(v))
         for column, (word, axis, dash) in styles.items():
             if column in group and group[column].notna().any():
                 figure.add_trace(go.Scatter(x=group["step"].astype(float), y=group[column].astype(float), yaxis=axis,

@@ -77,7 +77,8 @@ def _efficiency_figures(analysis: Analysis, labels: dict[str, str]) -> dict[str,
     points = tables.get("points", empty)
     return {"speedup_hist.html": speedup_histogram(tables.get("problems", empty), labels, points),
             "latency_frontier.html": frontier_figure(points, labels, analysis.include_incomplete),
-            "efficiency_steps.html": training_figure(tables.get("steps", empty), title="Over checkpoint steps")}
+            "efficiency_steps.html": training_figure(tables.get("steps", empty), title="Over checkpoint steps",
+                                                     family_name=model_name)}
 
 
 def _write_page(figure: go.Figure, path: Path, script: str | None = None) -> Path:

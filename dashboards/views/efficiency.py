@@ -24,6 +24,7 @@ import streamlit as st
 from analysis.completeness import MARK
 from analysis.efficiency import efficiency_tables, latency_samples, pareto_frontier
 from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure, unit_words
+from analysis.figures import model_name
 from analysis.training_steps import step_table
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
@@ -80,7 +81,7 @@ def job_steps(ctx: Context) -> pd.DataFrame:
 
 def render_steps(ctx: Context, tables: dict[str, pd.DataFrame]) -> None:
     st.subheader("Over training steps")
-    figure = training_figure(tables["steps"], title="Over checkpoint steps")
+    figure = training_figure(tables["steps"], title="Over checkpoint steps", family_name=model_name)
     if figure is None:
         st.info("None of the selected runs with a critical path carries a checkpoint step.")
     else:
