@@ -252,7 +252,9 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     config = plan.config
     prepared = render_prompts(plan.tasks, plan.template, source.tokenizer)
     store = RunStore(plan.out)
-    record = dataclasses.replace(plan.record, engine=source.describe(),
+    # a rerun that finds nothing left to decode keeps the wall clock of the session that did the work
+    earlier = store.read_run().generation if store.exists() else None
+    record = dataclasses.replace(plan.record, engine=source.describe(), generation=earlier,
                                  position_unit=position_unit(source.tokenizer))  # what _make_record stores
     store.write_run(record)
     finished = store.finished_keys()

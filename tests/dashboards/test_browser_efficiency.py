@@ -98,7 +98,8 @@ def test_analyze_pages_render_and_a_point_opens_its_run(fj_runs: dict[str, Path]
                            "--out", str(out), "--no-embeddings"], env={**os.environ, "PR1_LOADER_CACHE": str(tmp_path)},
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    shown = {"latency_frontier": "step 200", "speedup_hist": "step 200", "efficiency_steps": "speedup (×)"}
+    # the names as analyze shows them (model_name: the hostile model's last folder, step-*)
+    shown = {"latency_frontier": "step 200", "speedup_hist": "step 200", "efficiency_steps": "step-* · forkjoin"}
     for name, text in shown.items():
         browser.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=1000, deviceScaleFactor=1, mobile=False)
         browser.call("Page.navigate", url=(out / f"{name}.html").as_uri())
@@ -112,7 +113,6 @@ def test_analyze_pages_render_and_a_point_opens_its_run(fj_runs: dict[str, Path]
         (artifacts() / f"html-analyze-{name}.png").write_bytes(base64.b64decode(shot["data"]))
         assert_inert(dom, name)
         assert text in dom["text"], name
-        assert MARKER in dom["text"] or name != "efficiency_steps", name  # its legend names the hostile model family
     # still on the last page: go back to the frontier and click the hostile step-200 point through plotly
     browser.call("Page.navigate", url=(out / "latency_frontier.html").as_uri())
     time.sleep(3.0)

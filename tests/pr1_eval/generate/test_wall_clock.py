@@ -95,17 +95,20 @@ def test_the_wave_log_adds_up() -> None:
     assert WaveLog("sequential").section() is None  # nothing decoded (a complete run resumed): no section
 
 
-@pytest.fixture(scope="module")
-def forkjoin_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _config(out: Path) -> Any:
     from pr1_eval.generate.config import RunConfig
-    from pr1_eval.generate.runner import run_eval
     from pr1_eval.testing.tiny_model import cached_tiny_model
 
-    out = tmp_path_factory.mktemp("wall") / "run"
-    config = RunConfig(model=str(cached_tiny_model("trained")), tasks=["aime24"], k=2, limit=2, max_new_tokens=48,
-                       seed=3, engine="hf", decoding="forkjoin", data_source="packaged", out=str(out),
-                       problems_per_chunk=1, grade_workers=1)
-    return run_eval(config)
+    return RunConfig(model=str(cached_tiny_model("trained")), tasks=["aime24"], k=2, limit=2, max_new_tokens=48,
+                     seed=3, engine="hf", decoding="forkjoin", data_source="packaged", out=str(out),
+                     problems_per_chunk=1, grade_workers=1)
+
+
+@pytest.fixture(scope="module")
+def forkjoin_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pr1_eval.generate.runner import run_eval
+
+    return run_eval(_config(tmp_path_factory.mktemp("wall") / "run"))
 
 
 def test_a_generated_run_records_wall_clock_per_sample_and_per_wave(forkjoin_run: Path) -> None:
@@ -127,3 +130,11 @@ def test_a_generated_run_records_wall_clock_per_sample_and_per_wave(forkjoin_run
     # each chunk's last wave ended its samples: the slowest sample of each problem took its chunk's waves
     slowest = sorted(frame.groupby("problem_id")["wall_s"].max())
     assert slowest == pytest.approx(sorted(chunk_s), abs=0.05)
+
+
+def test_a_rerun_with_nothing_left_keeps_the_wall_clock(forkjoin_run: Path) -> None:
+    from pr1_eval.generate.runner import run_eval
+
+    before = json.loads((forkjoin_run / "run.json").read_text())["generation"]
+    run_eval(_config(forkjoin_run))  # complete: nothing is decoded
+    assert json.loads((forkjoin_run / "run.json").read_text())["generation"] == before
