@@ -123,8 +123,11 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
     complete = points["complete"].astype(bool) if "complete" in points else pd.Series(True, index=points.index)
     palette = plotly.colors.qualitative.Plotly
     named = len(points) <= LABELLED_POINTS
-    for number, (task, group) in enumerate(points.groupby("task", sort=True)):
+    units = points["unit"].fillna("?") if "unit" in points else pd.Series("?", index=points.index)
+    mixed = units.nunique() > 1  # a length in characters is no match for one in tokens: a frontier per unit
+    for number, ((task, unit_key), group) in enumerate(points.groupby([points["task"], units], sort=True)):
         color = palette[number % len(palette)]
+        task = f"{task} ({UNIT_WORDS.get(str(unit_key), str(unit_key))})" if mixed else task
         eligible = group[complete[group.index] | include_incomplete]
         on = pd.Series(np.array(pareto_frontier(eligible["accuracy"], eligible["critical_path"]), dtype=bool),
                        index=eligible.index)

@@ -38,9 +38,10 @@ POINT_VIEW = ["run", "task", "complete", "step", "n_samples", "accuracy", "criti
 
 
 def points_view(points: pd.DataFrame, include_incomplete: bool) -> pd.DataFrame:
-    """The points as the table under the frontier shows them (frontier per task, as drawn)."""
+    """The points as the table under the frontier shows them (frontier per task and unit, as drawn)."""
     on = pd.Series(False, index=points.index)
-    for _, group in points.groupby("task", sort=True):
+    units = points["unit"].fillna("?") if "unit" in points else pd.Series("?", index=points.index)
+    for _, group in points.groupby([points["task"], units], sort=True):  # as the figure: a frontier per unit
         eligible = group[group["complete"] | include_incomplete] if "complete" in group else group
         on[eligible.index] = np.array(pareto_frontier(eligible["accuracy"], eligible["critical_path"]), dtype=bool)
     view = points.assign(**{"on frontier": ["★" if v else "" for v in on]})

@@ -200,3 +200,17 @@ def test_the_pages_keep_hostile_run_and_model_names_as_text(tmp_path: Path) -> N
         figures = pages[name].replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u002f", "/")
         assert f'<a href="https://{MARKER}' not in figures and "<img src=x" not in figures, name
     assert MARKER in pages["latency_frontier.html"]  # the names are there, as text
+
+
+def test_a_frontier_never_compares_characters_with_tokens() -> None:
+    from analysis.efficiency_figures import frontier_figure
+
+    points = latency_points(_samples())
+    points.loc[points["run"] == "a", "accuracy"] = 0.1  # slower and less accurate than b: beaten, in one unit
+    assert frontier_figure(points) is not None and [list(t.marker.symbol) for t in frontier_figure(points).data
+                                                    if t.mode.startswith("markers")] == [["circle", "star"]]
+    points.loc[points["run"] == "a", "unit"] = "char"  # run a measured in characters: it cannot lose to b
+    figure = frontier_figure(points)
+    assert figure is not None
+    stars = {t.name: list(t.marker.symbol) for t in figure.data if t.mode and t.mode.startswith("markers")}
+    assert stars == {"math (characters): run × task": ["star"], "math (tokens): run × task": ["star"]}
