@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 
 from analysis.completeness import MARK
 from analysis.drift import UNIT_WORDS
+from analysis.efficiency_figures import OPEN_RUN_JS, frontier_figure, speedup_histogram, training_figure
 from analysis.roles import ROLES
 from analysis.safe_text import plot_text, plot_texts
 from analysis.summary import Analysis
@@ -34,7 +35,8 @@ from pr1_eval.records.steps import ANY_STEP_FOLDER
 from pr1_eval.store.safe_write import write_atomic
 
 FIGURE_FILES: tuple[str, ...] = ("parallel_ratio.html", "block_position.html", "role_shares.html",
-                                 "bleu_hist.html", "cosine_hist.html")
+                                 "bleu_hist.html", "cosine_hist.html", "speedup_hist.html", "latency_frontier.html",
+                                 "efficiency_steps.html")
 PLOTLY_JS = "plotly.min.js"
 """The one plotly.js bundle every page loads from its own folder."""
 _PLUMBING = re.compile(rf"^(?:{ANY_STEP_FOLDER}|{MERGED}|huggingface|actor|checkpoints?)$", re.IGNORECASE)
@@ -54,6 +56,7 @@ def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], 
                                            "Block roles (share of blocks)"),
         "bleu_hist.html": _histogram(analysis.pairs, labels, "bleu", "Pairwise BLEU of sibling paths (0–1)"),
         "cosine_hist.html": _histogram(analysis.pairs, labels, "cosine", "Pairwise embedding cosine of sibling paths"),
+        **_efficiency_figures(analysis, labels),
     }
     written: list[Path] = []
     notes: list[str] = []
@@ -61,16 +64,28 @@ def write_figures(analysis: Analysis, out_dir: str | Path) -> tuple[list[Path], 
         if figure is None:
             notes.append(f"{name} not written: no data for it")
             continue
-        written.append(_write_page(figure, out / name))
+        written.append(_write_page(figure, out / name, OPEN_RUN_JS if name == "latency_frontier.html" else None))
     if written:
         _write_plotly_js(out / PLOTLY_JS)
     return written, notes
 
 
-def _write_page(figure: go.Figure, path: Path) -> Path:
-    """One page that loads ``plotly.min.js`` from its folder, titled after its figure."""
+def _efficiency_figures(analysis: Analysis, labels: dict[str, str]) -> dict[str, go.Figure | None]:
+    """The efficiency pictures (:mod:`analysis.efficiency_figures`) of the analysis' efficiency tables."""
+    tables = analysis.efficiency
+    empty = pd.DataFrame()
+    points = tables.get("points", empty)
+    return {"speedup_hist.html": speedup_histogram(tables.get("problems", empty), labels, points),
+            "latency_frontier.html": frontier_figure(points, labels, analysis.include_incomplete),
+            "efficiency_steps.html": training_figure(tables.get("steps", empty), title="Over checkpoint steps",
+                                                     family_name=model_name)}
+
+
+def _write_page(figure: go.Figure, path: Path, script: str | None = None) -> Path:
+    """One page that loads ``plotly.min.js`` from its folder, titled after its figure; ``script``:
+    JavaScript run once the plot is drawn (``{plot_id}`` names its element)."""
     title = html.escape(f"{_plain(figure.layout.title.text or path.stem)} — pr1-eval analyze")
-    page = figure.to_html(include_plotlyjs="directory", full_html=True)
+    page = figure.to_html(include_plotlyjs="directory", full_html=True, post_script=script)
     meta = '<meta charset="utf-8" />'
     anchor = meta if meta in page else "<head>"
     return write_atomic(path, page.replace(anchor, f"{anchor}\n    <title>{title}</title>", 1))

@@ -23,11 +23,13 @@ import pandas as pd
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
 from analysis.diversity import Embedder, block_diversity, start_diversity
 from analysis.drift import drift_json, drift_trends
+from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import ROLES, role_shares, start_concluding, start_roles
 from analysis.stats import mark_unmeasurable, structure_stats
 from analysis.workers import Workers
 from pr1_eval.records.run import RunRecord
+from pr1_eval.records.sample import SAMPLE_COLUMNS
 
 RUN_KEYS = ["run", "task"]
 STEP_KEYS = ["model_family", "decoding", "task", "step"]
@@ -40,7 +42,10 @@ JSON_RUN_KEYS = ("run", "task", "step", "answer_policy", "n_samples", "parallel_
 #: just these: no response or problem text, whose Python strings are most of a sweep's memory).
 ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_starts", "block_char_starts",
                     "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
-                    "format_ok", "correct", "extracted_answer", RESPONSE_CHARS)
+                    "format_ok", "correct", "extracted_answer", RESPONSE_CHARS,
+                    # the efficiency figures' lengths: stored, else measured by the decoder (analysis.efficiency)
+                    *(c for c in (*LATENCY, "length_unit", *MEASURED_COLUMNS)
+                      if c in SAMPLE_COLUMNS and c != "n_response_tokens"))
 
 
 @dataclass
@@ -63,6 +68,9 @@ class Analysis:
     embeddings: dict[str, Any] | None = None
     completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
     include_incomplete: bool = False
+    #: The efficiency figures' tables (:func:`analysis.efficiency.efficiency_tables`): ``problems``,
+    #: ``points`` and ``steps``; empty frames when no sample has a critical path.
+    efficiency: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by file stem (for writing to disk)."""
@@ -103,7 +111,8 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures),
                     notes=[*loaded.notes, *policy_notes],
-                    embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete)
+                    embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
+                    efficiency=efficiency_tables(loaded.samples, cells, include_incomplete))
 
 
 def _with_policy(runs: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:

@@ -21,6 +21,7 @@ PAGES: tuple[tuple[str, str, str], ...] = (
     ("views/training.py", "Training dynamics", "training"),
     ("views/behaviour.py", "Behaviour", "behaviour"),
     ("views/diversity.py", "Diversity and roles", "diversity"),
+    ("views/efficiency.py", "Efficiency", "efficiency"),
     ("views/trace_viewer.py", "Trace viewer", "trace"),
     ("views/compare.py", "Compare", "compare"),
 )

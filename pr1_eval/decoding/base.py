@@ -3,11 +3,19 @@
 A strategy turns prompt contexts into k responses each. Sequential decoding is one engine
 request per problem with ``n=k``; fork-join and structured decoding make several engine calls
 per sample and report them here so ``report`` can show calls, tokens and critical path.
+
+Wall clock (``docs/efficiency.md``): every decoder times its engine calls. A sample's ``wall_s``
+is the seconds from the start of the first engine call that worked on it to the end of the one
+that finished it, so it includes the time its batch-mates kept the engine busy: it is the latency
+this batch gave it, not what the sample would cost alone. ``waves`` lists the engine calls of the
+last ``decode`` (:class:`Wave`: kind, requests, seconds), which the runner adds to run.json's
+``generation`` section.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,6 +39,18 @@ class DecodedSample:
     engine_inserted_tokens: int = 0
     logprobs: list[float] | None = None
     generated_mask: list[bool] | None = None
+    wall_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Wave:
+    """One engine call of a decode: ``kind`` (``sequential``; fork-join's ``main``, ``paths``,
+    ``summary``; the structured decoder's ``batch``), how many requests (or rows) it carried, and
+    its wall-clock seconds."""
+
+    kind: str
+    requests: int
+    wall_s: float
 
 
 class Decoder(Protocol):
@@ -61,6 +81,10 @@ class SequentialDecoder:
 
     name = "sequential"
 
+    def __init__(self) -> None:
+        self.waves: list[Wave] = []
+        """The one engine call of the last :meth:`decode`."""
+
     def decode(
         self, engine: Engine, contexts: Sequence[Sequence[int]], k: int, sampling: SamplingConfig, request_ids: Sequence[str]
     ) -> list[list[DecodedSample]]:
@@ -68,7 +92,10 @@ class SequentialDecoder:
             GenerationRequest(request_id=rid, prompt_token_ids=list(ctx), n=k, seed=request_seed(sampling.seed, rid))
             for ctx, rid in zip(contexts, request_ids, strict=True)
         ]
+        started = time.perf_counter()
         outputs = engine.generate(requests, sampling)
+        wall = time.perf_counter() - started
+        self.waves = [Wave(self.name, len(requests), wall)]
         return [
             [
                 DecodedSample(
@@ -77,6 +104,7 @@ class SequentialDecoder:
                     finish_reason=c.finish_reason,
                     critical_path_tokens=len(c.token_ids),
                     logprobs=c.logprobs,
+                    wall_s=wall,
                 )
                 for c in completions
             ]

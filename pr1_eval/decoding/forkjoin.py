@@ -11,16 +11,19 @@ response that never branches is token for token the sequential one.
 
 Per sample it records engine calls (requests), the closing tags written for the model
 (``engine_inserted_tokens``), the critical path, which tokens were generated
-(``generated_mask``) and, when the engine records them, log-probs (0.0 on inserted tokens).
+(``generated_mask``), when the engine records them, log-probs (0.0 on inserted tokens), and its
+wall clock (``wall_s``: from the first wave to the end of the wave that finished it); each wave's
+requests and seconds are in :attr:`ForkJoinDecoder.waves`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pr1_eval.decoding.base import DecodedSample, request_seed
+from pr1_eval.decoding.base import DecodedSample, Wave, request_seed
 from pr1_eval.engines.base import Completion, Engine, GenerationRequest, SamplingConfig
 from pr1_eval.protocol.forkjoin import (
     ENGINE_GAVE_UP,
@@ -73,8 +76,9 @@ class ForkJoinDecoder:
             paths=paths, max_blocks=max_blocks, after_last_block=after_last_block, path_temperature=path_temperature,
             max_path_tokens=max_path_tokens, secondary_eos=secondary_eos,
         )
-        self.waves: list[tuple[str, int]] = []
-        """(kind, number of requests) of every engine call of the last :meth:`decode`."""
+        self.waves: list[Wave] = []
+        """Every engine call of the last :meth:`decode`: kind, number of requests, seconds."""
+        self._ended: dict[int, float] = {}  # id(machine) -> when the last wave that fed it ended
 
     @property
     def paths(self) -> int:
@@ -99,7 +103,8 @@ class ForkJoinDecoder:
         newline = engine.tokenizer.encode("\n", add_special_tokens=False)
         params = replace(self.params, budget=sampling.max_new_tokens)
         secondary = secondary_eos_ids(engine)
-        self.waves = []
+        self.waves, self._ended = [], {}
+        started = time.perf_counter()
         samples = [
             (p, j, list(ctx), rid, ForkJoinMachine(tags, newline, params, secondary_eos_ids=secondary))
             for p, (ctx, rid) in enumerate(zip(contexts, request_ids, strict=True))
@@ -112,7 +117,7 @@ class ForkJoinDecoder:
                     self._wave(engine, kind, batch, sampling)
         out: list[list[DecodedSample]] = [[] for _ in contexts]
         for p, _, _, _, machine in samples:
-            out[p].append(self._result(engine, machine))
+            out[p].append(self._result(engine, machine, self._ended.get(id(machine), started) - started))
         return out
 
     def _wave(self, engine: Engine, kind: str, batch: list[tuple[int, int, list[int], str, ForkJoinMachine]],
@@ -136,8 +141,11 @@ class ForkJoinDecoder:
                 max_new_tokens=step.max_tokens, stop_token_ids=step.stop_ids, seed=request_seed(sampling.seed, request_id),
                 temperature=step.temperature,
             ))
-        self.waves.append((kind, len(calls)))
+        begun = time.perf_counter()
         outputs = engine.generate(calls, sampling)
+        ended = time.perf_counter()
+        self.waves.append(Wave(kind, len(calls), ended - begun))
+        self._ended.update((id(m), ended) for members in groups.values() for *_, m in members)
         for (key, members), completions in zip(groups.items(), outputs, strict=True):
             generations = [generation_from_completion(c) for c in completions]
             if key[0] == "fresh":
@@ -147,7 +155,7 @@ class ForkJoinDecoder:
                 members[0][3].feed(generations)
 
     @staticmethod
-    def _result(engine: Engine, m: ForkJoinMachine) -> DecodedSample:
+    def _result(engine: Engine, m: ForkJoinMachine, wall_s: float) -> DecodedSample:
         return DecodedSample(
             token_ids=m.tokens,
             text=engine.tokenizer.decode(m.tokens, skip_special_tokens=False),
@@ -157,4 +165,5 @@ class ForkJoinDecoder:
             engine_inserted_tokens=m.repairs,
             logprobs=m.logprobs if m.engine_logprobs else None,
             generated_mask=m.generated_mask,
+            wall_s=wall_s,
         )

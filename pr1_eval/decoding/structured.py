@@ -22,17 +22,21 @@ Block limit, as fork-join: after the ``max_blocks``-th block's ``</Summary>`` th
 (finish ``block_limit``), and a ``<Parallel>`` that would open one block too many ends it before
 that token; ``after_last_block="continue"`` lifts the limit (later blocks keep the structured
 mask).
+
+Wall clock: a batch of rows is one :class:`~pr1_eval.decoding.base.Wave` (kind ``batch``); a
+sample's ``wall_s`` runs from its batch's prefill to the step that finished it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from pr1_eval.decoding.base import DecodedSample, request_seed
+from pr1_eval.decoding.base import DecodedSample, Wave, request_seed
 from pr1_eval.engines.base import Engine, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
@@ -79,6 +83,7 @@ class _Row:
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish: str = ""
+    ended: float | None = None  # perf_counter() when the row finished
 
 
 def _model_of(engine: Engine) -> Any:
@@ -178,6 +183,8 @@ class StructuredDecoder:
             raise Pr1EvalError(f"--after-last-block must be one of {', '.join(AFTER_LAST_BLOCK)}, got {after_last_block!r}")
         self.max_blocks = max_blocks
         self.after_last_block = after_last_block
+        self.waves: list[Wave] = []
+        """Every batch of the last :meth:`decode`: rows and seconds."""
 
     def describe(self) -> dict[str, Any]:
         """Mode and every protocol parameter for ``run.json``."""
@@ -205,6 +212,7 @@ class StructuredDecoder:
         ]
         out: list[list[DecodedSample]] = [[] for _ in contexts]
         batch_size = int(getattr(engine, "max_batch_size", 64))
+        self.waves = []
         for start in range(0, len(jobs), batch_size):
             chunk = jobs[start : start + batch_size]
             rows = [
@@ -212,11 +220,14 @@ class StructuredDecoder:
                      sampling.max_new_tokens, limit=limit)
                 for _, _, ctx, seed in chunk
             ]
+            begun = time.perf_counter()
             with torch.no_grad():
                 self._decode_batch(model, [ctx for _, _, ctx, _ in chunk], rows, sampling, {*eos, pad}, pad,
                                    getattr(engine, "on_decoding_step", None))
+            ended = time.perf_counter()
+            self.waves.append(Wave("batch", len(rows), ended - begun))
             for (p, _, _, _), row in zip(chunk, rows, strict=True):
-                out[p].append(self._result(engine, row))
+                out[p].append(self._result(engine, row, (row.ended or ended) - begun))
         return out
 
     def score(self, engine: Engine, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]) -> list[list[float]]:
@@ -306,26 +317,26 @@ class StructuredDecoder:
         for b, (i, token) in enumerate(zip(live, chosen, strict=True)):
             row = rows[i]
             if token in eos:
-                row.finish = "eos"
+                row.finish, row.ended = "eos", time.perf_counter()
                 continue
             if row.limit is not None and row.limit.refuses(row.tokens, token):
-                row.finish = "block_limit"
+                row.finish, row.ended = "block_limit", time.perf_counter()
                 continue
             row.tokens.append(token)
             row.logprobs.append(raw[b])
             slot = row.tracker.push(token)
             if row.limit is not None and row.limit.ends_after(row.tokens, row.tracker):
-                row.finish = "block_limit"
+                row.finish, row.ended = "block_limit", time.perf_counter()
                 continue
             if len(row.tokens) >= row.budget:
-                row.finish = "length"
+                row.finish, row.ended = "length", time.perf_counter()
                 continue
             keep.append(b)
             slots.append(slot)
         return keep, slots
 
     @staticmethod
-    def _result(engine: Engine, row: _Row) -> DecodedSample:
+    def _result(engine: Engine, row: _Row, wall_s: float) -> DecodedSample:
         return DecodedSample(
             token_ids=row.tokens,
             text=engine.tokenizer.decode(row.tokens, skip_special_tokens=False),
@@ -333,4 +344,5 @@ class StructuredDecoder:
             engine_calls=1,
             critical_path_tokens=row.tracker.max_pos + 1 - row.prompt_len,
             logprobs=row.logprobs,
+            wall_s=wall_s,
         )

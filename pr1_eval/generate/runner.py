@@ -32,6 +32,7 @@ from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.plan import PlannedTask, RunPlan, build_plan
 from pr1_eval.generate.preflight import check_output
 from pr1_eval.generate.progress import RunProgress
+from pr1_eval.generate.wall_clock import WaveLog
 from pr1_eval.grading.annotate import annotate_grades, annotate_structure, position_unit, token_offsets
 from pr1_eval.inputs.prompts import PromptTemplate, apply_chat, prompt_hash
 from pr1_eval.inputs.tasks import LoadedTask, Problem
@@ -81,7 +82,7 @@ def _make_record(task: PreparedTask, index: int, sample_idx: int, decoded: Decod
         finish_reason=_record_finish(decoded.finish_reason),
         n_prompt_tokens=len(task.prompt_ids[index]), n_response_tokens=len(decoded.token_ids),
         engine_calls=decoded.engine_calls, critical_path_tokens=decoded.critical_path_tokens,
-        engine_inserted_tokens=decoded.engine_inserted_tokens, gold=problem.gold,
+        engine_inserted_tokens=decoded.engine_inserted_tokens, gold=problem.gold, wall_s=decoded.wall_s,
     )
     return annotate_structure(record, token_offsets(tokenizer, decoded.text))
 
@@ -148,6 +149,7 @@ class LocalChunks:
         self.engine, self.decoder = engine, decoder
         self.tokenizer = engine.tokenizer
         self._watched: Engine = engine
+        self._waves = WaveLog(str(getattr(decoder, "name", "unknown")))
 
     def describe(self) -> dict[str, Any]:
         return self.engine.describe()
@@ -165,10 +167,14 @@ class LocalChunks:
     def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
         for chunk in chunks:
             contexts, request_ids = payload(chunk)
-            yield chunk, self.decoder.decode(self._watched, contexts, k, sampling, request_ids)
+            decoded = self.decoder.decode(self._watched, contexts, k, sampling, request_ids)
+            self._waves.add(getattr(self.decoder, "waves", ()), sum(map(len, decoded)))
+            yield chunk, decoded
 
     def summary(self) -> dict[str, Any]:
-        return {}
+        """run.json's ``generation`` section (:mod:`pr1_eval.generate.wall_clock`), when a chunk was decoded."""
+        section = self._waves.section()
+        return {} if section is None else {"generation": section}
 
     def close(self) -> None:
         """The caller's engine stays open (a sweep may reuse it), no longer reporting to this run."""
@@ -246,7 +252,9 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     config = plan.config
     prepared = render_prompts(plan.tasks, plan.template, source.tokenizer)
     store = RunStore(plan.out)
-    record = dataclasses.replace(plan.record, engine=source.describe(),
+    # a rerun that finds nothing left to decode keeps the wall clock of the session that did the work
+    earlier = store.read_run().generation if store.exists() else None
+    record = dataclasses.replace(plan.record, engine=source.describe(), generation=earlier,
                                  position_unit=position_unit(source.tokenizer))  # what _make_record stores
     store.write_run(record)
     finished = store.finished_keys()

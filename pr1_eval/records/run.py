@@ -19,7 +19,7 @@ Versions (``record_version``):
   ``training`` (a training job's own rollouts or validation, from ``import-verl``) and
   ``answer_policy`` (absent: ``paper``, the one reading before policies) and ``model.fingerprint``
   (the model folder's weights and tokenizer, :mod:`pr1_eval.inputs.model_fingerprint`) were added
-  the same way.
+  the same way, and so was ``generation`` (the wall clock of a generated run's engine calls).
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -122,6 +122,10 @@ class RunRecord:
     #: The answer policy the run was graded under (``paper`` or ``lenient``, :mod:`pr1_eval.grading.policy`);
     #: None in runs written before policies existed, which were all graded under ``paper`` (:attr:`policy`).
     answer_policy: str | None = None
+    #: Wall clock of the generation (:mod:`pr1_eval.generate.wall_clock`): each engine call (wave)
+    #: of the session that finished the run, with its requests and seconds. None for imports, Ray
+    #: runs and runs generated before it was recorded.
+    generation: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
     record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
 
@@ -174,7 +178,7 @@ class RunRecord:
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
-                    "merged_from", "imported_from", "position_unit", "training", "answer_policy"):
+                    "merged_from", "imported_from", "position_unit", "training", "answer_policy", "generation"):
             if out[key] is None:  # optional sections stay out of runs that have none
                 del out[key]
         return {**out, **self.extra}
@@ -318,7 +322,7 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
     "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit, "training": _object,
-    "answer_policy": _policy,
+    "answer_policy": _policy, "generation": _object,
 }
 
 

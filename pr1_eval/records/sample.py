@@ -119,6 +119,12 @@ class SampleRecord:
         "every sample annotated since these columns exist; 'char' for a sample stored before them whose lengths "
         "are derived on read from its text (no tokenizer at hand), whatever its position_unit; None: no text.",
         None)
+    # wall clock (generated runs; None for imports and runs generated before it was recorded)
+    wall_s: float | None = _doc(
+        "Seconds from the start of the first engine call that worked on this sample to the end of the one that "
+        "finished it (generated runs). Its batch-mates share those calls, so it is the latency this batch gave the "
+        "sample, not its cost alone; see docs/efficiency.md. None for imports and older runs.", None
+    )
 
     def key(self) -> tuple[str, str, int]:
         """The identity under which a run stores this sample exactly once."""
@@ -165,6 +171,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "critical_path": pa.int64(),
     "response_length": pa.int64(),
     "losing_path_length": pa.int64(),
+    "wall_s": pa.float64(),
 }
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))

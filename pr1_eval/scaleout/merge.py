@@ -143,7 +143,8 @@ def check_shards(shards: Sequence[ShardRun]) -> None:
 
 
 def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
-    """Shard 0's record as a whole run: every problem, both ends of time, the shards listed."""
+    """Shard 0's record as a whole run: every problem, both ends of time, the shards listed (each
+    with its own wall clock, ``generation``: the merged run has none of its own)."""
     ordered = sorted(shards, key=lambda s: s.index)
     first = ordered[0].info
     tasks = task_entries(first.tasks)
@@ -155,12 +156,13 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
                                      data_hash=task.data_hash)
     config = dict(first.config, shard=None, out=str(out)) if first.config is not None else None
     return dataclasses.replace(
-        first, name=out.name, tasks=tasks, shard=None, config=config, scaleout=None, status="complete",
+        first, name=out.name, tasks=tasks, shard=None, config=config, scaleout=None, generation=None, status="complete",
         started_at=min(str(s.info.started_at or "") for s in ordered) or None,
         finished_at=max(str(s.info.finished_at or "") for s in ordered) or None,
         command=list(sys.argv), merged_at=now_iso(),
         merged_from=[{"path": str(s.path), "index": s.index, "engine": s.info.engine,
-                      "started_at": s.info.started_at, "finished_at": s.info.finished_at} for s in ordered])
+                      "started_at": s.info.started_at, "finished_at": s.info.finished_at,
+                      **({} if s.info.generation is None else {"generation": s.info.generation})} for s in ordered])
 
 
 def _duplicate_problems(shards: Sequence[ShardRun]) -> list[str]:

@@ -47,7 +47,8 @@ K = 4
 PATH = re.compile(r"<Path>(.*?)</Path>", re.DOTALL)
 BLOCK = re.compile(r"<Parallel>(.*?)</Parallel>", re.DOTALL)
 PAGES = {"leaderboard": "Leaderboard", "training": "Training dynamics", "behaviour": "Behaviour",
-         "diversity": "Diversity and roles", "trace_viewer": "Trace viewer", "compare": "Compare two runs"}
+         "diversity": "Diversity and roles", "trace_viewer": "Trace viewer", "compare": "Compare two runs",
+         "efficiency": "Efficiency"}
 
 
 @pytest.fixture(scope="module")

@@ -89,6 +89,10 @@ def test_merge_reproduces_the_unsharded_run(runs: dict[str, Path], model: Path, 
     info = json.loads((out / "run.json").read_text())
     assert info["shard"] is None and info["config"]["shard"] is None
     assert info["status"] == "complete" and [m["index"] for m in info["merged_from"]] == [0, 1]
+    # each shard's wall clock stays with it; the merged run measured none of its own
+    assert "generation" not in info
+    assert [m["generation"]["samples"] for m in info["merged_from"]] == [
+        len(RunStore(runs[name]).read_frame()) for name in ("s0", "s1")]
     whole = json.loads((runs["whole"] / "run.json").read_text())
     for task in TASKS:
         assert info["tasks"][task]["n_problems"] == LIMIT
