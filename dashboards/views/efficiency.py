@@ -104,14 +104,14 @@ def render(ctx: Context) -> None:
                                                                 ctx.include_incomplete), ctx.include_incomplete)
     points = tables["points"]
     if points.empty:
-        st.info("No selected sample has a critical path: it is measured by fork-join and structured decoding, and "
-                "parsed from the response's blocks where the run stores it.")
+        st.info("No selected sample has a critical path: every response with text gets one from its parsed blocks "
+                "(runs stored before it existed, on read); the selected samples have no text.")
         return
     unit = unit_words(points)
     st.caption(f"Token latency: the {unit} on the critical path (main line, the longest path of each block, the "
                "summaries), what an engine running sibling paths side by side waits for. Speedup: mean length / mean "
                "critical path (a ratio of means). Wall-clock gains on a batching server are smaller "
-               "(docs/efficiency.md).")
+               "(docs/guides/efficiency.md).")
     if (sentence := ctx.incomplete_caption("the frontier and the step lines")) is not None:
         st.caption(sentence)
     st.subheader("Accuracy against token latency")

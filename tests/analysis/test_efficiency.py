@@ -149,8 +149,8 @@ def test_the_pages_draw_the_tables(tmp_path: Path) -> None:
     assert list(speed.x) == [100, 200, 300] and list(speed.y) == pytest.approx(want_speed) and speed.yaxis == "y2"
 
 
-def test_analyze_draws_the_decoders_measured_paths_of_forkjoin_runs(tmp_path: Path) -> None:
-    """Runs stored before the per-sample columns: fork-join's measured critical path is used, in tokens."""
+def test_analyze_draws_the_stored_token_lengths_of_forkjoin_runs(tmp_path: Path) -> None:
+    """The designed per-sample lengths (tokens) flow through analyze's points, problems and steps."""
     from analysis.loader import load_runs
     from analysis.summary import ANALYSIS_COLUMNS, analyze
     from tests.support import efficiency_fixtures as fx

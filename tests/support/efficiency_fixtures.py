@@ -1,6 +1,7 @@
 """Two fork-join checkpoints whose path lengths are known by construction, written through the run
 store as ``pr1-eval run --decoding forkjoin`` writes them (``critical_path_tokens`` as the decoder
-measured it, ``n_response_tokens``, ``wall_s``).
+measured it, ``n_response_tokens``, the per-sample ``critical_path`` / ``response_length`` in tokens,
+``wall_s``).
 
 By design, on aime24 with :data:`PROBLEMS` problems × :data:`K` samples:
 
@@ -65,7 +66,9 @@ def build_forkjoin_runs(root: Path, prefix: str = "fj", model: str = FAMILY) -> 
                                       engine_calls=4 if branches(step, s) else 1, correct=ok, correct_paper=ok,
                                       extracted_answer="7" if ok else "8", answer_source="final_answer",
                                       grade_status="ok", wall_s=0.5 + 0.001 * critical(step, p, s))
-                annotate_structure(record)
+                annotate_structure(record)  # blocks from the text; the lengths as designed, in tokens
+                record.critical_path, record.response_length = critical(step, p, s), length(p, s)
+                record.losing_path_length, record.length_unit = length(p, s) - critical(step, p, s), "token"
                 records.append(record)
         info = {"name": run_name(step, prefix), "status": "complete",
                 "model": {"path": model.replace("*", str(step)), "step": step, "family": model},
