@@ -102,7 +102,7 @@ def setup():
         "data.max_prompt_length=400",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         "reward.num_workers=1",
-        "repro.rollout_runs.dir=null",  # the rollout writer has its own tests (test_rollout_runs.py)
+        "repro.rollout_runs.dir=null",  # the rollout writer has its own tests (tests/repro/rollouts/)
     ]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="unseen_s2", overrides=overrides)

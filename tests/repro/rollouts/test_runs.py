@@ -1,7 +1,7 @@
 """repro's rollout writer: the store side (many writers, completeness, reruns) on synthetic rollouts.
 
 The end-to-end path (VERL's V1 agent-loop worker → our reward manager → runs) is in
-``test_rollout_runs_verl.py``; here the writer is driven directly, so each rule is checked on
+``test_runs_verl.py``; here the writer is driven directly, so each rule is checked on
 rollouts whose every field is known.
 """
 
@@ -15,8 +15,8 @@ import pytest
 
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_store import RunStore
-from repro.rollout_records import Rollout
-from repro.rollout_runs import LEDGER, RolloutRunsOptions, RolloutRunWriter, validation_size
+from repro.rollouts.records import Rollout
+from repro.rollouts.runs import LEDGER, RolloutRunsOptions, RolloutRunWriter, validation_size
 
 N = 4  # rollouts per prompt
 
@@ -188,7 +188,7 @@ def test_the_validation_size_is_read_from_the_files(tmp_path: Path) -> None:
 def test_the_stage_config_names_the_sizes_and_the_mid_training_switch(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from repro.rollout_runs import options_from_config
+    from repro.rollouts.runs import options_from_config
 
     def config(mode: str) -> object:
         return OmegaConf.create({
