@@ -76,6 +76,14 @@ class ForkJoinDecoder:
         self.waves: list[tuple[str, int]] = []
         """(kind, number of requests) of every engine call of the last :meth:`decode`."""
 
+    @classmethod
+    def of(cls, params: ForkJoinParams) -> ForkJoinDecoder:
+        """The decoder of a run's :class:`ForkJoinParams`, taken whole (``DecodingSpec.decoder``), so a
+        protocol parameter added there reaches the decoder with no list of names to extend on the way."""
+        decoder = cls()
+        decoder.params = params
+        return decoder
+
     @property
     def paths(self) -> int:
         return self.params.paths
