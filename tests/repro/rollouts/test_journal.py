@@ -17,12 +17,12 @@ import repro.rollouts.runs as rollout_runs
 from pr1_eval.store.run_store import RunStore
 from repro.rollouts.journal import JOURNAL_DIR, dead_journals
 from repro.rollouts.runs import LEDGER, RolloutRunWriter
-from tests.repro.rollouts.test_runs import keys, options, rollout, step_rows
+from tests.support.rollout_fixtures import keys, options, rollout, step_rows
 
 CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from tests.repro.rollouts.test_runs import options, step_rows
+    from tests.support.rollout_fixtures import options, step_rows
     from repro.rollouts.runs import RolloutRunWriter
 
     rows = step_rows(4)

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
 from repro.rollouts.runs import RolloutRunWriter, options_from_config, validation_size
-from tests.repro.rollouts.test_runs import rollout
+from tests.support.rollout_fixtures import rollout
 
 MAX_PROMPT = 64
 
