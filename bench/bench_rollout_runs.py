@@ -1,7 +1,7 @@
 """Benchmark: what repro's rollout writer costs on disk and in time, per row and for a 300-step job.
 
 One training step of ``--rows`` rollouts (512 prompts × 8 at full size) goes through
-:class:`repro.rollout_runs.RolloutRunWriter` exactly as the reward workers hand it over (chunks of
+:class:`repro.rollouts.runs.RolloutRunWriter` exactly as the reward workers hand it over (chunks of
 ``--chunk``, then the compaction when the step is complete). Responses are real Parallel-R1
 traces (``parallel_gsm8k.jsonl`` from the training folder), distinct traces joined until a
 response reaches ``--tokens`` words (about tokens: the traces are English and arithmetic), so
@@ -30,8 +30,8 @@ from pr1_eval.inputs.paths import resolve_training_dir  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 from pr1_eval.records.sample import SampleRecord  # noqa: E402
-from repro.rollout_records import Rollout  # noqa: E402
-from repro.rollout_runs import RolloutRunsOptions, RolloutRunWriter  # noqa: E402
+from repro.rollouts.records import Rollout  # noqa: E402
+from repro.rollouts.runs import RolloutRunsOptions, RolloutRunWriter  # noqa: E402
 
 FULL_ROWS = 300 * 4096
 

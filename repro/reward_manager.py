@@ -9,7 +9,7 @@ It is VERL's own ``NaiveRewardManager`` with two inputs fixed, not a copy of it:
   field VERL's V1 trainer stamps on every dispatched prompt) and a marker that the tags were kept.
 
 With ``repro.rollout_runs.dir`` set (every repro RL stage sets it), each scored rollout is also
-handed to :class:`repro.rollout_runs.RolloutRunWriter`, which journals it on disk before the
+handed to :class:`repro.rollouts.runs.RolloutRunWriter`, which journals it on disk before the
 reward is returned and stores it in its step's pr1-eval run; a rollout the writer cannot place
 (no step: scored outside a trainer) is only scored. The validation size the writer waits for is
 counted on VERL's own validation dataset, built with this manager's tokenizer.
@@ -30,8 +30,8 @@ from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManage
 
 from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from repro.rewards import STEP_KEY, TAGS_KEPT_KEY
-from repro.rollout_records import rollout_of
-from repro.rollout_runs import RolloutRunWriter, options_from_config
+from repro.rollouts.records import rollout_of
+from repro.rollouts.runs import RolloutRunWriter, options_from_config
 
 log = logging.getLogger(__name__)
 

@@ -90,7 +90,7 @@ class RunRequest:
 
 
 def rollout_overrides(req: RunRequest) -> list[str]:
-    """Where an RL stage's rollout runs go (:mod:`repro.rollout_runs`), always as an absolute
+    """Where an RL stage's rollout runs go (:mod:`repro.rollouts.runs`), always as an absolute
     path when the request names one, since VERL's reward workers need not share our directory."""
     if req.stage.kind != "ppo":
         return []

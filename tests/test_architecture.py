@@ -342,6 +342,33 @@ def test_tests_mirror_the_package_folders() -> None:
     assert (tests / "support" / "__init__.py").is_file()
 
 
+def _test_module_imports(file: Path) -> list[str]:
+    """The test modules (``test_*``) that ``file`` imports, by dotted name, at any depth in it."""
+    found = []
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [f"{node.module or ''}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [])
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.rpartition(".")[2].startswith("test_"):
+            names = [node.module]
+        found += [n for n in names if any(part.startswith("test_") for part in n.split("."))]
+    return found
+
+
+def test_test_modules_share_helpers_through_tests_support_only() -> None:
+    """A helper two test modules use lives in ``tests/support/``: importing it from another test
+    module would run that module's imports (and make its tests look like a library)."""
+    borrowed = {str(f.relative_to(ROOT)): names for f in (ROOT / "tests").rglob("*.py")
+                if (names := _test_module_imports(f))}
+    assert not borrowed, f"move what these import into tests/support/: {borrowed}"
+
+
+def test_the_test_import_check_sees_both_spellings(tmp_path: Path) -> None:
+    file = tmp_path / "test_x.py"
+    file.write_text("from tests.a.test_b import helper\nfrom .test_c import other\ndef f():\n    import tests.test_d\n"
+                    "from tests.support import parallel_fakes\n")
+    assert _test_module_imports(file) == ["tests.a.test_b", "test_c", "tests.test_d"]
+
+
 def test_the_protocol_has_one_home() -> None:
     """Evaluation and training import the token-level protocol; neither defines tag ids itself."""
     importers = {m for m, deps in GRAPH.items() if any(d.startswith("pr1_eval.protocol") for d in deps)}

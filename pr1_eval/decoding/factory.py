@@ -48,9 +48,11 @@ class DecodingSpec:
         return cls(config.decoding, params)
 
     def decoder(self) -> Decoder:
-        p = self.params
-        return make_decoder(self.mode, paths=p.paths, max_blocks=p.max_blocks, after_last_block=p.after_last_block,
-                            path={name: getattr(p, name) for name in PATH_OPTIONS})
+        """The decoder this spec describes; fork-join gets :attr:`params` whole (no field unpacked and
+        packed again on the way, so a new protocol parameter cannot be dropped here)."""
+        if self.mode == "forkjoin":
+            return _forkjoin(self.params)
+        return make_decoder(self.mode, max_blocks=self.params.max_blocks, after_last_block=self.params.after_last_block)
 
     def describe(self) -> dict[str, Any]:
         """The decoder's description, as ``run.json`` records it."""
@@ -75,14 +77,21 @@ def make_decoder(
     if mode == "sequential":
         return SequentialDecoder()
     if mode == "forkjoin":
-        from pr1_eval.decoding.forkjoin import ForkJoinDecoder
-
         unknown = set(path or {}) - set(PATH_OPTIONS)
         if unknown:
             raise Pr1EvalError(f"unknown fork-join path option(s) {', '.join(sorted(unknown))}")
-        return ForkJoinDecoder(paths=paths, max_blocks=max_blocks, after_last_block=after_last_block, **dict(path or {}))
+        return _forkjoin(ForkJoinParams(paths=paths, max_blocks=max_blocks, after_last_block=after_last_block,
+                                        **dict(path or {})))
     if mode == "structured":
         from pr1_eval.decoding.structured import StructuredDecoder
 
         return StructuredDecoder(max_blocks=max_blocks, after_last_block=after_last_block)
     raise Pr1EvalError(f"unknown --decoding {mode!r}; choose one of {', '.join(DECODING_MODES)}")
+
+
+def _forkjoin(params: ForkJoinParams) -> Decoder:
+    """Fork-join's decoder, built in this one place from its parameters whole (imported on use, as
+    the structured decoder is, so building a spec loads neither)."""
+    from pr1_eval.decoding.forkjoin import ForkJoinDecoder
+
+    return ForkJoinDecoder.of(params)

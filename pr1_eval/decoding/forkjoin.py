@@ -80,6 +80,14 @@ class ForkJoinDecoder:
         """Every engine call of the last :meth:`decode`: kind, number of requests, seconds."""
         self._ended: dict[int, float] = {}  # id(machine) -> when the last wave that fed it ended
 
+    @classmethod
+    def of(cls, params: ForkJoinParams) -> ForkJoinDecoder:
+        """The decoder of a run's :class:`ForkJoinParams`, taken whole (``DecodingSpec.decoder``), so a
+        protocol parameter added there reaches the decoder with no list of names to extend on the way."""
+        decoder = cls()
+        decoder.params = params
+        return decoder
+
     @property
     def paths(self) -> int:
         return self.params.paths

@@ -19,7 +19,7 @@ import analysis.loader as loader
 from analysis import block_cache
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol.parse import parse_structure
-from tests.pr1_eval.protocol.test_scan import _mutated, _well_formed
+from tests.support.tag_texts import mutated, well_formed
 
 
 def _reference(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -56,9 +56,9 @@ def _samples(n: int, seed: int) -> pd.DataFrame:
     rng = random.Random(seed)
     rows = []
     for i in range(n):
-        text = _well_formed(rng)
+        text = well_formed(rng)
         if rng.random() < 0.4:
-            text = _mutated(rng, text)
+            text = mutated(rng, text)
         if rng.random() < 0.1:
             text = text + "\nFinal Answer: " + rng.choice(["7", "\\frac{1}{2}", "x"])
         starts = [j for j in range(len(text)) if text.startswith("<Parallel>", j)]

@@ -96,7 +96,7 @@ def test_the_sft_commands_compose_and_pass_verls_validation(variant: str, data_d
 
     from pr1_eval.testing.tiny_model import cached_tiny_model
     from repro import stages
-    from repro.cli import build_parser
+    from repro.cli.main import build_parser
 
     model = str(cached_tiny_model("trained"))
     cmd = g.sft_command(variant, model, str(data_dir), str(tmp_path / "ckpt"))

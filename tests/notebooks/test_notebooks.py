@@ -25,10 +25,8 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
 from tests.support.analysis_fixtures import make_record, write_run
+from tests.support.notebook_paths import ALL_NOTEBOOKS, ON_TRAINING_STEPS
 
-ALL_NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-#: Notebooks run on a training job's step runs instead, by test_training_notebook.py.
-ON_TRAINING_STEPS = ("04",)
 NOTEBOOKS = [p for p in ALL_NOTEBOOKS if p.stem[:2] not in ON_TRAINING_STEPS]
 
 
@@ -162,6 +160,11 @@ def test_every_notebook_is_listed_and_an_extra_opens_them() -> None:
     pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
     extra = re.search(r"^notebooks = \[(.*)\]$", pyproject, re.MULTILINE)
     assert extra is not None and "jupyterlab" in extra[1] and "notebook>=" in extra[1]
+
+
+def test_every_notebook_is_run_by_a_test() -> None:
+    """Each notebook has a result cell here, or is run on training steps by test_training_notebook.py."""
+    assert {p.stem[:2] for p in ALL_NOTEBOOKS} == set(RESULT_CELLS) | set(ON_TRAINING_STEPS)
 
 
 def test_runs_sharing_no_task_are_cut_to_the_commonest_task(tmp_path: Path) -> None:

@@ -23,9 +23,10 @@ from typing import Any
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
+
 from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, build_hostile_runs
 from tests.support.training_job_fixtures import build_job
-from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 #: A tag plotly.js would draw (it renders a, img-like and styling tags found in label text).

@@ -102,7 +102,7 @@ def setup():
         "data.max_prompt_length=400",
         "actor_rollout_ref.rollout.agent.num_workers=1",
         "reward.num_workers=1",
-        "repro.rollout_runs.dir=null",  # the rollout writer has its own tests (test_rollout_runs.py)
+        "repro.rollout_runs.dir=null",  # the rollout writer has its own tests (tests/repro/rollouts/)
     ]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="unseen_s2", overrides=overrides)
@@ -117,7 +117,7 @@ def server(model, tok, seed: int = 0):
     return HFServerManager(model, tok, stop_bias=6.0, seed=seed)
 
 
-def test_agent_loop_is_registered_and_instantiable_like_verl_does(setup) -> None:
+def test_agent_loop_is_registered_and_instantiable_like_verl_does(setup, verl_event_loop) -> None:
     from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 
     import repro.agent_loop as al
@@ -156,7 +156,7 @@ def test_agent_loop_is_registered_and_instantiable_like_verl_does(setup) -> None
         assert parse_structure(text.replace(tok.eos_token, "")).format_ok, text
 
 
-def test_agent_loop_worker_end_to_end_with_streamed_reward(setup) -> None:
+def test_agent_loop_worker_end_to_end_with_streamed_reward(setup, verl_event_loop) -> None:
     """VERL's own AgentLoopWorker: dataset row → fork-join → padding/masks → reward from our manager (with the step)."""
     import torch
     from verl import DataProto
@@ -188,9 +188,7 @@ def test_agent_loop_worker_end_to_end_with_streamed_reward(setup) -> None:
         },
         meta_info={"global_steps": 9},
     )
-    from verl.utils.ray_utils import get_event_loop
-
-    out = get_event_loop().run_until_complete(worker.generate_sequences(batch))
+    out = verl_event_loop.run_until_complete(worker.generate_sequences(batch))
     assert out.batch["responses"].shape == (n, 96) and out.batch["prompts"].shape == (n, 400)
     assert "rm_scores" in out.batch
     scores = out.batch["rm_scores"].sum(-1).tolist()
@@ -224,7 +222,7 @@ class RecordingTransferQueue:
         self.fields.append(fields)
 
 
-def test_default_v1_trainer_worker_keeps_the_weight_versions(setup, monkeypatch) -> None:
+def test_default_v1_trainer_worker_keeps_the_weight_versions(setup, monkeypatch, verl_event_loop) -> None:
     """VERL 0.9.1's default trainer (``trainer.use_v1=true``) rolls out through ``AgentLoopWorkerTQ``
     and, after the first actor update, casts every trajectory's ``min/max_global_steps`` tag to int
     (``trainer_base._compute_metrics``). A loop that drops them (``None``) kills step 1 there."""
@@ -259,9 +257,7 @@ def test_default_v1_trainer_worker_keeps_the_weight_versions(setup, monkeypatch)
         while worker.background_tasks:
             await asyncio.gather(*list(worker.background_tasks))
 
-    from verl.utils.ray_utils import get_event_loop
-
-    get_event_loop().run_until_complete(rollout())
+    verl_event_loop.run_until_complete(rollout())
     assert queue.status == {"u0": "finished"}, queue.status
     assert len(queue.tags) == 2 and all(tag["status"] == "success" for tag in queue.tags)
     # the trainer's own cast (trainer_base.py, _compute_metrics): it raises on a None step

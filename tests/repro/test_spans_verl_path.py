@@ -36,6 +36,7 @@ from pr1_eval.protocol.mask import build_mask_and_positions
 from repro.agent_loop import ForkJoinAgentLoop, WeightVersions
 from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput, Trajectory
 from repro.spans import mask_and_positions_from_spans
+from tests.support.structured_engine import engine_for
 
 pytest.importorskip("transfer_queue")
 
@@ -182,8 +183,6 @@ def micro_batches(data, dynamic: bool) -> list:
 
 def check(tiny, data, rows) -> tuple[int, int]:
     """Every micro-batch row against its own trajectory; returns ``(rows checked, stray rows)``."""
-    from tests.repro.test_structured_actor import engine_for
-
     model, tok = tiny
     tags = {t: tok.convert_tokens_to_ids(t) for t in T.ALL_TAGS}
     by_tokens = {tuple(prompt + traj.ids): (prompt, traj, stray) for _, prompt, traj, stray in rows}

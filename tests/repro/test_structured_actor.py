@@ -10,6 +10,7 @@ import torch
 
 from pr1_eval.protocol import tags as T
 from repro.structured_actor import attention_mask_for, response_starts, structured_batch
+from tests.support.structured_engine import engine_for
 
 TAGS = {
     T.PARALLEL_OPEN: 101,
@@ -87,21 +88,6 @@ def tiny():
 
 def tag_ids(tok) -> dict[str, int]:
     return {t: tok.convert_tokens_to_ids(t) for t in T.ALL_TAGS}
-
-
-def engine_for(model, tok):
-    """The registered engine class, without FSDP/distributed init: only what prepare_model_inputs reads."""
-    from types import SimpleNamespace
-
-    from repro.structured_actor import register
-
-    cls = register()
-    engine = object.__new__(cls)
-    engine.model_config = SimpleNamespace(tokenizer=tok, hf_config=model.config)
-    engine.pad_to_length = False
-    engine.use_ulysses_sp = False
-    engine._autocast_dtype = torch.float32
-    return engine
 
 
 def micro_batch(prompts: list[list[int]], responses: list[list[int]], rmpad: bool = False):

@@ -12,7 +12,7 @@ import pytest
 
 from pr1_eval.cli.help import HelpFormatter
 from pr1_eval.cli.main import build_parser
-from repro.cli import build_parser as build_repro_parser
+from repro.cli.main import build_parser as build_repro_parser
 
 MARKUP = ("``", ":func:", ":mod:", ":class:", ":data:", "Registers ")
 

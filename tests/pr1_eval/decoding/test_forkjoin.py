@@ -4,16 +4,18 @@ limit and budget, repairs, inserted-token masks and the critical path."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from pr1_eval.decoding.base import SequentialDecoder, request_seed
-from pr1_eval.decoding.factory import make_decoder
+from pr1_eval.decoding.factory import DecodingSpec, make_decoder
 from pr1_eval.decoding.forkjoin import ForkJoinDecoder
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
+from pr1_eval.protocol.forkjoin import ForkJoinParams
 from pr1_eval.protocol.parse import parse_structure
 from tests.support.parallel_fakes import TAG, FakeEngine, FakeTokenizer, Script
 
@@ -180,6 +182,27 @@ def test_make_decoder() -> None:
         make_decoder("beam")
     with pytest.raises(Pr1EvalError):
         make_decoder("forkjoin", paths=0)
+
+
+def test_a_decoding_spec_hands_its_fork_join_parameters_to_the_decoder_whole() -> None:
+    """Every field off the paper's default, so a field lost on the way would show as the default."""
+    config = SimpleNamespace(decoding="forkjoin", paths=3, max_blocks=2, after_last_block="continue",
+                             path_temperature=None, max_path_tokens=7, secondary_eos="replace")
+    spec = DecodingSpec.of(config)
+    decoder = spec.decoder()
+    assert isinstance(decoder, ForkJoinDecoder) and decoder.params is spec.params  # the same value, not a copy
+    assert decoder.params == ForkJoinParams(paths=3, max_blocks=2, after_last_block="continue", path_temperature=None,
+                                            max_path_tokens=7, secondary_eos="replace")
+    info = spec.describe()
+    assert {k: info[k] for k in ("mode", "paths", "max_blocks", "after_last_block", "path_temperature",
+                                 "max_path_tokens", "secondary_eos", "response_budget")} == {
+        "mode": "forkjoin", "paths": 3, "max_blocks": 2, "after_last_block": "continue", "path_temperature": "run",
+        "max_path_tokens": 7, "secondary_eos": "replace", "response_budget": "sampling.max_new_tokens"}
+    assert info == make_decoder("forkjoin", paths=3, max_blocks=2, after_last_block="continue",
+                                path={"path_temperature": None, "max_path_tokens": 7,
+                                      "secondary_eos": "replace"}).describe()  # the two ways in agree
+    structured = DecodingSpec.of(SimpleNamespace(**{**vars(config), "decoding": "structured"})).describe()
+    assert (structured["mode"], structured["max_blocks"], structured["after_last_block"]) == ("structured", 2, "continue")
 
 
 # ------------------------------------------------------------ over the HF engine, with the tiny model

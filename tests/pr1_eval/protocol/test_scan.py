@@ -9,11 +9,7 @@ from hypothesis import strategies as st
 
 from pr1_eval.protocol.parse import Structure, parse_structure
 from pr1_eval.protocol.scan import count_blocks, scan_well_formed
-
-TAGS = ["<Parallel>", "</Parallel>", "<Path>", "</Path>", "<Summary>", "</Summary>"]
-#: Plain text, look-alikes and broken tags the parser must read as text.
-PIECES = ["", " ", "\n", "x = 1", "a<b", "<Parallelogram>", "<path>", "</Paths>", "<Parallel", "Path>",
-          "<<", "</", "Final Answer: 3", "\\boxed{7}", "<Summary >", "é ∑"]
+from tests.support.tag_texts import PIECES, TAGS, mutated, well_formed
 
 
 def _blocks_of(structure: Structure) -> list[tuple[object, ...]]:
@@ -42,30 +38,6 @@ def _check(text: str) -> None:
         assert scanned == _blocks_of(structure)
 
 
-def _well_formed(rng: random.Random) -> str:
-    out = [rng.choice(PIECES)]
-    for _ in range(rng.randint(0, 4)):
-        out.append("<Parallel>" + rng.choice(PIECES))
-        for _ in range(rng.randint(2, 5)):
-            out.append(f"<Path>{rng.choice(PIECES)} {rng.choice(PIECES)}</Path>{rng.choice(PIECES)}")
-        out.append(f"</Parallel>{rng.choice(PIECES)}<Summary>{rng.choice(PIECES)}</Summary>{rng.choice(PIECES)}")
-    return "".join(out)
-
-
-def _mutated(rng: random.Random, text: str) -> str:
-    """A well-formed text with a tag dropped, doubled, moved or cut off at a random point."""
-    kind = rng.randrange(4)
-    if kind == 0:
-        return text[:rng.randint(0, len(text))]
-    at = rng.randint(0, len(text))
-    if kind == 1:
-        return text[:at] + rng.choice(TAGS) + text[at:]
-    tag = rng.choice(TAGS)
-    if kind == 2:
-        return text.replace(tag, "", 1)
-    return text.replace(tag, tag + tag, 1)
-
-
 def test_hand_written_cases() -> None:
     for text in [
         "", "no tags at all", "<Parallel>", "</Parallel>", "<Path>stray</Path>",
@@ -87,10 +59,10 @@ def test_generated_well_formed_and_broken_texts() -> None:
     rng = random.Random(21)
     n_broken = 0
     for _ in range(3000):
-        text = _well_formed(rng)
+        text = well_formed(rng)
         _check(text)
         for _ in range(3):
-            broken = _mutated(rng, text)
+            broken = mutated(rng, text)
             _check(broken)
             n_broken += not parse_structure(broken).format_ok
     assert n_broken > 3000  # the mutations do reach the parser's error branches

@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pr1_eval.records.run import RunRecord, task_entry
-from pr1_eval.records.sample import SampleRecord
 from pr1_eval.report.metrics import MAJ_TIE_RULE, best_at_k, majority_correct, pass_at_k
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.table import format_report_table
+from tests.support.report_fixtures import run_record, verdict_frame
 
 
 def brute_pass_at_k(n: int, c: int, k: int) -> float:
@@ -69,30 +68,14 @@ def test_majority_ties_follow_the_stated_rule_in_any_order(classes: list[int | N
 
 
 def test_maj_tie_rule_is_stated_in_the_report() -> None:
-    report = run_report(_frame({"p1": [True, True, False, False]}), k=4)  # answer classes 0, 0, 1, 1: a tie
+    report = run_report(verdict_frame({"p1": [True, True, False, False]}), k=4)  # answer classes 0, 0, 1, 1: a tie
     assert report.tasks["t"].metrics.maj_at_k == 0.0
     assert report.maj_tie_rule == MAJ_TIE_RULE and "every tied answer is correct" in MAJ_TIE_RULE
     assert MAJ_TIE_RULE in format_report_table(report)
 
 
-def _frame(counts: dict[str, list[bool]], task: str = "t", paper: dict[str, list[bool]] | None = None) -> pd.DataFrame:
-    rows = []
-    for pid, verdicts in counts.items():
-        for i, ok in enumerate(verdicts):
-            rec = SampleRecord(task=task, problem_id=pid, sample_idx=i, response="r", gold="1", correct=ok,
-                               correct_paper=(paper or {}).get(pid, verdicts)[i], grade_status="ok",
-                               answer_class=0 if ok else 1, n_response_tokens=10 + i, has_parallel=i % 2 == 0)
-            rows.append(rec.to_row())
-    return pd.DataFrame(rows)
-
-
-def _run_record(tasks: dict[str, tuple[list[str], int]], status: str = "complete") -> RunRecord:
-    return RunRecord(status=status, k=None,
-                     tasks={t: task_entry(ids, k, version="1", source="test", data_hash=None) for t, (ids, k) in tasks.items()})
-
-
 def test_report_metrics_match_hand_computation() -> None:
-    frame = _frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4},
+    frame = verdict_frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4},
                    paper={"p1": [False] * 4, "p2": [True, False, False, False], "p3": [False] * 4})
     task = run_report(frame, k=4).tasks["t"]
     assert task.complete and task.k == 4 and task.n_problems == 3 and task.partial is None
@@ -117,14 +100,14 @@ def test_report_metrics_match_hand_computation() -> None:
 def test_best_at_k_on_paper_verdicts_reproduces_the_papers_pass16_column() -> None:
     """best@16_paper is what the paper's tables report as Pass@16 (VERL's best@16 on its checker)."""
     counts = {f"p{i}": [j < c for j in range(16)] for i, c in enumerate([2, 2, 1, 1] + [0] * 26)}
-    frame = _frame({pid: [False] * 16 for pid in counts}, paper=counts)  # math-verify says no, the checker yes
+    frame = verdict_frame({pid: [False] * 16 for pid in counts}, paper=counts)  # math-verify says no, the checker yes
     m = run_report(frame, k=16).tasks["t"].metrics
     assert m is not None and round(m.best_at_k_paper * 100, 1) == 10.2 and m.best_at_k == 0.0
     assert m.name("best_at_k_paper") == "best@16_paper"
 
 
 def test_uneven_samples_are_named_and_not_averaged() -> None:
-    frame = _frame({"p1": [True, False, False, False], "p2": [True, True]})
+    frame = verdict_frame({"p1": [True, False, False, False], "p2": [True, True]})
     report = run_report(frame, k=4)
     m = report.tasks["t"]
     assert not m.complete and not report.complete
@@ -136,8 +119,8 @@ def test_uneven_samples_are_named_and_not_averaged() -> None:
 
 def test_problems_missing_from_run_json_declaration_make_the_task_incomplete() -> None:
     """A run killed after 2 of 5 problems: every stored problem is perfect, the task is not."""
-    frame = _frame({"a0": [True] * 4, "a1": [True] * 4})
-    record = _run_record({"t": (["a0", "a1", "a2", "a3", "a4"], 4), "never": (["n0", "n1"], 4)}, status="running")
+    frame = verdict_frame({"a0": [True] * 4, "a1": [True] * 4})
+    record = run_record({"t": (["a0", "a1", "a2", "a3", "a4"], 4), "never": (["n0", "n1"], 4)}, status="running")
     report = run_report(frame, run=record)
     t, never = report.tasks["t"], report.tasks["never"]
     assert not report.complete and report.status == "running"
@@ -153,9 +136,9 @@ def test_problems_missing_from_run_json_declaration_make_the_task_incomplete() -
 
 
 def test_complete_run_declared_in_run_json_has_per_task_k() -> None:
-    frame = pd.concat([_frame({"a": [True] * 4 + [False] * 12, "b": [False] * 16}, task="aime24"),
-                       _frame({"m1": [True], "m2": [False], "m3": [True]}, task="math300_pr1")])
-    record = _run_record({"aime24": (["a", "b"], 16), "math300_pr1": (["m1", "m2", "m3"], 1)})
+    frame = pd.concat([verdict_frame({"a": [True] * 4 + [False] * 12, "b": [False] * 16}, task="aime24"),
+                       verdict_frame({"m1": [True], "m2": [False], "m3": [True]}, task="math300_pr1")])
+    record = run_record({"aime24": (["a", "b"], 16), "math300_pr1": (["m1", "m2", "m3"], 1)})
     report = run_report(frame, run=record)
     assert report.complete and report.k is None and report.incomplete == []
     aime, math = report.tasks["aime24"], report.tasks["math300_pr1"]
@@ -166,7 +149,7 @@ def test_complete_run_declared_in_run_json_has_per_task_k() -> None:
 
 
 def test_table_shows_intervals_unscored_and_integer_tokens() -> None:
-    frame = _frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4})
+    frame = verdict_frame({"p1": [True, False, False, False], "p2": [True, True, True, False], "p3": [False] * 4})
     frame.loc[0, "grade_status"] = "timeout"
     report = run_report(frame, k=4)
     table = format_report_table(report)

@@ -10,7 +10,7 @@ import pytest
 from pr1_eval.report.names import metric_name, parse_metric_name
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, json_schema
-from tests.pr1_eval.report.test_metrics import _frame, _run_record
+from tests.support.report_fixtures import run_record, verdict_frame
 
 
 @pytest.mark.parametrize(("args", "checker", "name"), [
@@ -36,9 +36,9 @@ def test_parse_metric_name_leaves_other_keys_alone(key: str) -> None:
 
 def test_every_json_key_has_its_documentation() -> None:
     """The docs the fields carry describe each key ``report --json`` writes, no more and no fewer."""
-    frame = _frame({"a0": [True] * 4, "a1": [True, False, False, True]})
-    whole = run_report(frame, run=_run_record({"t": (["a0", "a1"], 4)})).to_json()
-    part = run_report(frame, run=_run_record({"t": (["a0", "a1", "a2"], 4)})).to_json()
+    frame = verdict_frame({"a0": [True] * 4, "a1": [True, False, False, True]})
+    whole = run_report(frame, run=run_record({"t": (["a0", "a1"], 4)})).to_json()
+    part = run_report(frame, run=run_record({"t": (["a0", "a1", "a2"], 4)})).to_json()
     schema = json_schema()
     assert set(whole) == (set(schema["run"]) | {"tasks"}) - {"run", "model"}  # those two: loaded from a folder
     assert list(whole)[-1] == "schema_version" and whole["schema_version"] == 2
@@ -52,7 +52,7 @@ def test_every_json_key_has_its_documentation() -> None:
 
 
 def test_task_metrics_read_back_from_json() -> None:
-    m = run_report(_frame({"p1": [True, False, False, False], "p2": [True, True, True, False]}), k=4).tasks["t"].metrics
+    m = run_report(verdict_frame({"p1": [True, False, False, False], "p2": [True, True, True, False]}), k=4).tasks["t"].metrics
     assert m is not None
     again = TaskMetrics.from_json(json.loads(json.dumps(m.to_json())), k=4)
     assert again == m

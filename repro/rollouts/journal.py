@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pr1_eval.records.sample import SampleRecord
-from repro.rollout_records import Rollout
+from repro.rollouts.records import Rollout
 
 JOURNAL_DIR = ".journal"
 KIND_TAGS = {"train": "train", "validation": "val"}

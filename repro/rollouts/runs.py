@@ -9,7 +9,7 @@ run store (``run.json`` + durable parquet parts) whose ``RunRecord.training`` sa
 
 Many writers, one run. VERL 0.9.1 scores rollouts one at a time in ``reward.num_workers``
 processes, so no process sees a step whole. Each process journals every rollout it is handed
-(:mod:`repro.rollout_journal`: on disk when ``add`` returns, so a killed worker loses nothing),
+(:mod:`repro.rollouts.journal`: on disk when ``add`` returns, so a killed worker loses nothing),
 buffers it, and flushes a step's buffer (when it holds ``chunk`` rows, or ``max_wait_s`` after its
 first row) under one exclusive ``flock`` on ``DIR/.rollout-runs.lock``, which keeps the run store's
 one-writer rule among them; each flush also holds the step run's own writer lock
@@ -66,8 +66,8 @@ from pr1_eval.report.step_summary import step_summary
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore, write_json_atomic
 from repro.data import ROLLOUT_N_KEY
-from repro.rollout_journal import Journal, dead_journals
-from repro.rollout_records import Rollout
+from repro.rollouts.journal import Journal, dead_journals
+from repro.rollouts.records import Rollout
 
 FORMAT = "repro"
 LEDGER = "rollouts-seen.json"
@@ -230,7 +230,7 @@ class RolloutRunWriter:
 
     # ----- the buffer ------------------------------------------------------------------------
     def add(self, rollout: Rollout) -> None:
-        """Journal the rollout (on disk when this returns, rollout_journal) and buffer it."""
+        """Journal the rollout (on disk when this returns, repro.rollouts.journal) and buffer it."""
         key = (rollout.kind, rollout.step)
         with self._mutex:
             self._journal_row(rollout)

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-import repro.rollout_runs as rollout_runs
+import repro.rollouts.runs as rollout_runs
 from pr1_eval.store.run_store import RunStore
-from repro.rollout_journal import JOURNAL_DIR, dead_journals
-from repro.rollout_runs import LEDGER, RolloutRunWriter
-from tests.repro.test_rollout_runs import keys, options, rollout, step_rows
+from repro.rollouts.journal import JOURNAL_DIR, dead_journals
+from repro.rollouts.runs import LEDGER, RolloutRunWriter
+from tests.support.rollout_fixtures import keys, options, rollout, step_rows
 
 CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from tests.repro.test_rollout_runs import options, step_rows
-    from repro.rollout_runs import RolloutRunWriter
+    from tests.support.rollout_fixtures import options, step_rows
+    from repro.rollouts.runs import RolloutRunWriter
 
     rows = step_rows(4)
     writer = RolloutRunWriter(options(Path(sys.argv[1])), attempt="A", background=False)

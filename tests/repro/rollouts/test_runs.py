@@ -1,7 +1,7 @@
 """repro's rollout writer: the store side (many writers, completeness, reruns) on synthetic rollouts.
 
 The end-to-end path (VERL's V1 agent-loop worker → our reward manager → runs) is in
-``test_rollout_runs_verl.py``; here the writer is driven directly, so each rule is checked on
+``test_runs_verl.py``; here the writer is driven directly, so each rule is checked on
 rollouts whose every field is known.
 """
 
@@ -13,35 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_store import RunStore
-from repro.rollout_records import Rollout
-from repro.rollout_runs import LEDGER, RolloutRunsOptions, RolloutRunWriter, validation_size
-
-N = 4  # rollouts per prompt
-
-
-def options(root: Path, prompts: int = 3, every: int = 1, chunk: int = 5) -> RolloutRunsOptions:
-    return RolloutRunsOptions(root=root, job="job", train_rows=prompts * N, train_n=N, val_rows=6, val_n=3,
-                              every=every, chunk=chunk, max_wait_s=60.0, response_budget=100)
-
-
-def rollout(step: int, prompt: int, session: int, kind: str = "train", uid: str | None = None,
-            reward: float = 1.0) -> Rollout:
-    text = f"step {step} p{prompt} s{session} " + ("<Parallel><Path>a</Path><Path>b</Path></Parallel>"
-                                                     "<Summary>s</Summary>" if session % 2 else "") + "Final Answer: 1"
-    record = SampleRecord(task="dapo", problem_id=f"p{prompt}", sample_idx=0, response=text, reward=reward,
-                          correct=session % 2 == 1, n_response_tokens=10 + session, finish_reason="stop",
-                          has_parallel=session % 2 == 1, n_blocks=session % 2, block_rel_starts=[0.5] * (session % 2))
-    return Rollout(kind, step, uid or f"s{step}-u{prompt}", session, record)
-
-
-def step_rows(step: int, prompts: int = 3) -> list[Rollout]:
-    return [rollout(step, p, s, reward=float(s)) for p in range(prompts) for s in range(N)]
-
-
-def keys(run: Path) -> list[tuple[str, str, int]]:
-    return sorted((r.task, r.problem_id, r.sample_idx) for r in RunStore(run).read_records())
+from repro.rollouts.runs import LEDGER, RolloutRunWriter, validation_size
+from tests.support.rollout_fixtures import N, keys, options, rollout, step_rows
 
 
 def test_two_steps_become_two_complete_runs_with_summaries(tmp_path: Path) -> None:
@@ -188,7 +162,7 @@ def test_the_validation_size_is_read_from_the_files(tmp_path: Path) -> None:
 def test_the_stage_config_names_the_sizes_and_the_mid_training_switch(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from repro.rollout_runs import options_from_config
+    from repro.rollouts.runs import options_from_config
 
     def config(mode: str) -> object:
         return OmegaConf.create({

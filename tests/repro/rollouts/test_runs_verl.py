@@ -90,10 +90,9 @@ def prompt_batch(step: int, split: str, task: str, uids: list[str]):
     return batch
 
 
-def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch) -> None:
+def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch, verl_event_loop) -> None:
     from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
     from verl.trainer.ppo.v1 import agent_loop_tq
-    from verl.utils.ray_utils import get_event_loop
 
     from repro.testing.fake_server import HFServerManager
 
@@ -119,7 +118,7 @@ def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch) -> No
         while worker.background_tasks:
             await asyncio.gather(*list(worker.background_tasks))
 
-    loop = get_event_loop()
+    loop = verl_event_loop  # the loop the reward manager took when it was built
     loop.run_until_complete(rollout(prompt_batch(1, "train", "dapo_math_17k", ["a1", "a2"])))
     loop.run_until_complete(rollout(prompt_batch(2, "train", "dapo_math_17k", ["b1", "b2"])))
     loop.run_until_complete(rollout(prompt_batch(2, "test", "aime24", ["v1"])))
@@ -158,7 +157,7 @@ def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch) -> No
     assert any("<Parallel>" in s.response for s in RunStore(runs / "train" / "step-000001").read_records())
 
 
-def test_a_row_scored_outside_a_trainer_is_only_scored(job, tmp_path: Path) -> None:
+def test_a_row_scored_outside_a_trainer_is_only_scored(job, tmp_path: Path, verl_event_loop) -> None:
     """No ``global_steps``: the reward is computed as always and nothing is written."""
     import torch
     from omegaconf import open_dict

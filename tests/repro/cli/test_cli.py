@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from repro.cli import main
+from repro.cli.main import main
 from repro.data import MANIFEST, OUTPUTS
 from repro.stages import STAGES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 RL = {"rl_gsm8k", "rl_dapo", "unseen_s1", "unseen_s2", "mid_training"}
 MODES = {

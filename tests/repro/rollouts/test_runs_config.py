@@ -12,8 +12,8 @@ from omegaconf import OmegaConf
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore
-from repro.rollout_runs import RolloutRunWriter, options_from_config, validation_size
-from tests.repro.test_rollout_runs import rollout
+from repro.rollouts.runs import RolloutRunWriter, options_from_config, validation_size
+from tests.support.rollout_fixtures import rollout
 
 MAX_PROMPT = 64
 
