@@ -4,7 +4,7 @@ command and every field of the records and reports.
 Why generated: an option table or a field list written by hand goes stale the day a flag or a
 field is added, and nothing fails. Here the option tables are read from the argparse parsers the
 commands build (``pr1_eval.cli.main.build_parser`` with the ``pr1_eval.commands`` plugins named in
-pyproject.toml, ``repro.cli.build_parser``) and the schema tables from the typed records
+pyproject.toml, ``repro.cli.main.build_parser``) and the schema tables from the typed records
 (``SampleRecord``, ``RunRecord``, the report and leaderboard types), with each field's own
 documentation: ``field.metadata["doc"]`` where the record carries it, else the ``#:`` comment
 above the field or the ``#`` comment beside it in the source. ``docs/_gen/hooks.py`` puts them
@@ -52,7 +52,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def command_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser, keyed ``pr1-eval run`` … ``pr1-repro nano``."""
     from pr1_eval.cli.main import build_parser
-    from repro.cli import build_parser as build_repro
+    from repro.cli.main import build_parser as build_repro
 
     top = build_parser()
     sub_action = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
