@@ -4,7 +4,7 @@ Why a summary at write time: a training job has hundreds of steps of thousands o
 Training page, the leaderboard of validation steps and the notebooks draw a curve point per
 step, and reading every response of 300 steps to draw it would take minutes. The writer of a
 step's run (``import-verl``, repro's rollout writer) already holds the step's samples, so it
-calls :func:`step_summary` and stores the result as ``RunRecord.training["summary"]``; readers
+calls :func:`step_summary` and stores the result as ``RunRecord.training.summary``; readers
 take it from there and fall back to computing it from the samples (the same function) for a
 run written without one.
 
@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.records.training import TrainingSection
 from pr1_eval.report.metrics import best_at_k, parallel_ratio
 
 #: Version of the summary's layout (its keys below); a reader that finds another recomputes it.
@@ -99,9 +100,9 @@ def _latency(samples: list[SampleRecord], tags_kept: bool) -> dict[str, Any]:
             "speedup": sum(int(r.response_length or 0) for r in timed) / critical, "length_unit": units.pop()}
 
 
-def stored_summary(training: dict[str, Any] | None) -> dict[str, Any] | None:
+def stored_summary(training: TrainingSection | None) -> dict[str, Any] | None:
     """The summary a run.json's training section holds, when it has this version's layout."""
-    summary = (training or {}).get("summary")
+    summary = None if training is None else training.summary
     if isinstance(summary, dict) and summary.get("version") == STEP_SUMMARY_VERSION:
         return summary
     return None

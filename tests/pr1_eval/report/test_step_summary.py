@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.records.training import TrainingSection
 from pr1_eval.report.step_summary import STEP_SUMMARY_KEYS, step_summary, stored_summary
 
 
@@ -33,14 +34,14 @@ def test_a_step_of_two_groups_of_two() -> None:
     assert s["first_block_rel_pos"] == pytest.approx((0.2 + 0.5) / 2)  # first block of each branching sample
     assert s["response_tokens_mean"] == pytest.approx(250)
     assert s["truncated_ratio"] == pytest.approx(0.25)
-    assert stored_summary({"summary": s}) == s
+    assert stored_summary(TrainingSection(kind="train", step=1, summary=s)) == s
 
 
 def test_stripped_tags_give_no_structure_and_one_sample_per_problem_no_best() -> None:
     s = step_summary([_sample("a", 0, correct=True, blocks=[], tokens=10)], tags_kept=False)
     assert s["parallel_ratio"] is None and s["blocks_per_response"] is None and s["first_block_rel_pos"] is None
     assert s["best_at_k"] is None and s["k"] == 1 and s["reward_mean"] is None
-    assert stored_summary({"summary": {**s, "version": 0}}) is None and stored_summary(None) is None
+    assert stored_summary(TrainingSection(kind="train", step=1, summary={**s, "version": 0})) is None and stored_summary(None) is None
 
 
 def test_an_ungraded_step_reads_the_jobs_reward_accuracy() -> None:
