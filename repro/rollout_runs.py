@@ -56,14 +56,11 @@ import pyarrow.parquet as pq
 import ray
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.ingest.verl_formats import KIND_DIRS
-from pr1_eval.ingest.verl_groups import declared_tasks
-from pr1_eval.ingest.verl_import import supersede
-from pr1_eval.records.provenance import now_iso, package_versions
-from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
+from pr1_eval.ingest.training_layout import step_record, step_run_dir, supersede, with_samples
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.records.training import TrainingSection
-from pr1_eval.report.step_summary import step_summary
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore, write_json_atomic
 from repro.data import ROLLOUT_N_KEY
@@ -315,7 +312,7 @@ class RolloutRunWriter:
 
     # ----- one step's run, under the lock ----------------------------------------------------
     def run_dir(self, kind: str, step: int) -> Path:
-        return self.options.root / KIND_DIRS[kind] / f"step-{step:06d}"
+        return step_run_dir(self.options.root, kind, step)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -410,30 +407,20 @@ class RolloutRunWriter:
     def _new_record(self, kind: str, step: int, attempt: str) -> RunRecord:
         o = self.options
         expected = o.train_rows if kind == "train" else o.val_rows
-        return RunRecord(
-            name=f"{o.job}-{KIND_DIRS[kind]}-step-{step:06d}", status="running", model=ModelInfo(step=step, family=o.job),
-            engine={"backend": "verl", "source": "repro-rollouts"}, decoding={"mode": "rl-rollout", "tags_kept": True},
-            packages=package_versions(), started_at=now_iso(), position_unit=None,
-            training=TrainingSection(job=o.job, kind=kind, step=step, format=FORMAT, tags_kept=True,
-                                     structure_measurable=True, attempt=attempt, expected_rows=expected,
-                                     rows_seen=0, rows_stored=0, every=o.every if kind == "train" else 1,
-                                     # what the Training page marks as the curriculum's switch (analysis.training_steps)
-                                     reward_mode=o.reward_mode or None, switch_step=o.switch_step),
-        )
+        training = TrainingSection(job=o.job, kind=kind, step=step, format=FORMAT, tags_kept=True,
+                                   structure_measurable=True, attempt=attempt, expected_rows=expected,
+                                   rows_seen=0, rows_stored=0, every=o.every if kind == "train" else 1,
+                                   # what the Training page marks as the curriculum's switch (analysis.training_steps)
+                                   reward_mode=o.reward_mode or None, switch_step=o.switch_step)
+        return step_record(training, status="running", engine={"backend": "verl", "source": "repro-rollouts"},
+                           decoding={"mode": "rl-rollout", "tags_kept": True})
 
     def _complete(self, store: RunStore, record: RunRecord) -> RunRecord:
         """Compact the step's parts into one, and declare its tasks and its summary."""
         records = store.read_records()
         store.rewrite(records)
-        declared = declared_tasks(records)
-        ks = {k for _, k in declared.values()}
-        tasks = {t: task_entry(ids, k, version=None, source="repro-rollouts", data_hash=None)
-                 for t, (ids, k) in declared.items()}
-        assert record.training is not None  # a repro step run
-        training = replace(record.training, summary=step_summary(records, tags_kept=True))
-        return replace(record, status="complete", finished_at=now_iso(), tasks=tasks,
-                       k=ks.pop() if len(ks) == 1 else None,
-                       position_unit=records[0].position_unit if records else None, training=training)
+        record = with_samples(record, records, lambda task: (None, "repro-rollouts"))
+        return replace(record, status="complete", finished_at=now_iso())
 
 
 def _read_ledger(out: Path, stored: int = 0) -> dict[str, Any]:

@@ -17,7 +17,9 @@ parallel ratio and block positions cannot be read from them, accuracy, reward an
 ``earlier_turns_dropped``, ``groups``, ``problems_matched``, ``problems_unmatched``,
 ``rows_with_other_step`` (always 0: such a row is refused, see below), ``lengths``, and ``summary``: the step's numbers
 (:func:`pr1_eval.report.step_summary.step_summary`, computed once here from the graded samples, so
-per-step curves never read the responses). Samples: the job's ``score`` and ``acc`` are kept as
+per-step curves never read the responses); every key is a field of
+:class:`pr1_eval.records.training.TrainingSection`, and the layout (folders, names, tasks, summary) is
+built by :mod:`pr1_eval.ingest.training_layout`, which repro's rollout writer shares. Samples: the job's ``score`` and ``acc`` are kept as
 ``reward`` / ``reward_acc`` (its other reward keys in ``reward_info``), and every sample with a
 known gold is graded again by pr1-eval's grader (``correct``, ``correct_paper``). A task named
 like a packaged benchmark is checked against it (``benchmark_check``, as ``pr1-eval import``
@@ -67,20 +69,18 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.ingest.benchmark_check import check_import
 from pr1_eval.ingest.importer import load_tokenizer
-from pr1_eval.ingest.verl_formats import FORK, KIND_DIRS, Lengths
-from pr1_eval.ingest.verl_groups import ParsedStep, declared_tasks, read_step, step_records
+from pr1_eval.ingest.training_layout import step_record, step_run_dir, supersede, with_samples
+from pr1_eval.ingest.verl_formats import FORK, Lengths
+from pr1_eval.ingest.verl_groups import ParsedStep, read_step, step_records
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
 from pr1_eval.inputs.tasks import TASKS
-from pr1_eval.records.provenance import now_iso, package_versions
-from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.records.training import DumpSource, TrainingSection
-from pr1_eval.report.step_summary import step_summary
-from pr1_eval.store.out_folder import aside_path, holds_run, move_aside
+from pr1_eval.store.out_folder import holds_run
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RUN_JSON, RunStore
-
-SUPERSEDED = ".superseded"
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def _signature(path: Path) -> tuple[int, int]:
 
 
 def run_dir_of(root: Path, file: StepFile) -> Path:
-    return root / KIND_DIRS[file.kind] / f"step-{file.step:06d}"
+    return step_run_dir(root, file.kind, file.step)
 
 
 def _training(file: StepFile, parsed: ParsedStep, opts: ImportOptions, job: str, size_mtime: tuple[int, int],
@@ -218,19 +218,14 @@ def _training(file: StepFile, parsed: ParsedStep, opts: ImportOptions, job: str,
 
 def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, KnownProblem],
                 training: TrainingSection) -> RunRecord:
-    declared = declared_tasks(records)
-    ks = {k for _, k in declared.values()}
-    return RunRecord(  # a benchmark's task holding part of it (a thinned validation set) reports as partial
-        name=f"{training.job}-{KIND_DIRS[file.kind]}-step-{file.step:06d}", status="importing",
-        imported_from=str(file.path.resolve()), model=ModelInfo(step=file.step, family=training.job),
-        engine={"backend": "import", "source": "verl-dump", "format": training.format,
-                **({"tokenizer": training.tokenizer} if training.tokenizer else {})},
-        decoding={"mode": "unknown", "tags_kept": training.tags_kept},
-        tasks={task: task_entry(ids, k, version=tasks[task].version or None, source=tasks[task].source or None,
-                                data_hash=None) for task, (ids, k) in declared.items()},
-        k=ks.pop() if len(ks) == 1 else None, packages=package_versions(), started_at=now_iso(),
-        position_unit=records[0].position_unit, training=training,
-    ).with_sections({"benchmark_check": _benchmark_check(file, records)})
+    record = step_record(training, status="importing",
+                         engine={"backend": "import", "source": "verl-dump", "format": training.format,
+                                 **({"tokenizer": training.tokenizer} if training.tokenizer else {})},
+                         decoding={"mode": "unknown", "tags_kept": training.tags_kept})
+    record = with_samples(record, records, lambda task: (tasks[task].version or None, tasks[task].source or None))
+    # a benchmark's task holding part of it (a thinned validation set) reports as partial
+    return replace(record, imported_from=str(file.path.resolve())).with_sections(
+        {"benchmark_check": _benchmark_check(file, records)})
 
 
 def _benchmark_check(file: StepFile, records: list[SampleRecord]) -> dict[str, Any]:
@@ -270,13 +265,6 @@ def _unchanged(previous: RunRecord, size_mtime: tuple[int, int], path: Path) -> 
     return bool(digest.hexdigest() == source.sha256)
 
 
-def supersede(out: Path, root: Path, kind: str) -> Path:
-    """Move the run at ``out`` to ``ROOT.superseded/<kind>/<name>.replaced-<time>`` (never delete it),
-    a folder run discovery skips (:mod:`pr1_eval.store.discovery`); its record says when."""
-    target_dir = Path(str(root.resolve()) + SUPERSEDED) / KIND_DIRS[kind]
-    return move_aside(out, aside_path(target_dir, out.name))
-
-
 def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str,
                 tokenizer: Any = None) -> StepResult:
     """Import one complete step file as a run (or skip it when its run is up to date), holding
@@ -302,7 +290,6 @@ def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemInd
     if opts.grade and (graded := [r for r in records if r.gold]):
         annotate_grades(graded, workers=opts.workers)
     training = _training(file, parsed, opts, job, before, groups, matched, unmatched)
-    training = replace(training, summary=step_summary(records, tags_kept=bool(training.tags_kept)))
     run = _run_record(file, records, tasks, training)
     status = "imported"
     if previous is not None and previous.status == "complete":  # a changed file: the old run moves out

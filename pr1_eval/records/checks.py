@@ -7,10 +7,21 @@ shape; the sections cannot import them from :mod:`.run`, which imports the secti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+
+
+def doc_field(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field whose documentation travels with it (``field.metadata['doc']``): the records'
+    fields are documented where they are declared, and the docs are generated from them."""
+    if factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=factory, metadata={"doc": text})
+    if default is not dataclasses.MISSING:
+        return dataclasses.field(default=default, metadata={"doc": text})
+    return dataclasses.field(metadata={"doc": text})
 
 
 def run_error(where: str, field_name: str, problem: str,

@@ -28,11 +28,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from pr1_eval.records.checks import doc_field as _doc
 from pr1_eval.records.checks import read_bool, read_int, read_object, read_str, run_error
-from pr1_eval.records.sample import _doc
 
-#: The kinds of step a training job writes: its training rollouts and its validation runs.
-TRAINING_KINDS = ("train", "validation")
+#: The kinds of step a training job writes (its training rollouts and its validation runs), and the
+#: folder each kind's step runs go to under the job's run root (:mod:`pr1_eval.ingest.training_layout`).
+KIND_DIRS = {"train": "train", "validation": "val"}
+TRAINING_KINDS = tuple(KIND_DIRS)
 
 
 @dataclass(frozen=True)
