@@ -36,8 +36,9 @@ from analysis.drift import metric_trend
 from analysis.loader import distinguishing_labels, finish_blocks, parse_blocks, run_signature
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.records.step_summary import STEP_SUMMARY_KEYS
 from pr1_eval.records.training import TrainingSection
-from pr1_eval.report.step_summary import STEP_SUMMARY_KEYS, step_summary, stored_summary
+from pr1_eval.report.step_summary import step_summary, stored_summary
 from pr1_eval.store.run_store import RunStore
 
 T = TypeVar("T")
@@ -135,7 +136,7 @@ def step_row(run_dir: Path, signature: Any = None) -> dict[str, Any] | None:
                 "run_path": str(run_dir), "complete": record.status == "complete",
                 "stage": training.stage, "reward_mode": training.reward_mode, "switch_step": training.switch_step,
                 "tags_kept": training.kept_tags, "position_unit": record.position_unit,
-                "summary_source": source, **{key: summary.get(key) for key in STEP_SUMMARY_KEYS}}
+                "summary_source": source, **{key: getattr(summary, key) for key in STEP_SUMMARY_KEYS}}
 
     return CACHE.get(run_dir, signature, "row", compute)
 

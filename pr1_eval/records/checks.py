@@ -80,3 +80,12 @@ def read_bool(value: Any, where: str, name: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     raise run_error(where, name, f"must be true or false, found {value!r}")
+
+
+def read_float(value: Any, where: str, name: str) -> float | None:
+    """A number (an integer reads as its float); true/false and strings are refused."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise run_error(where, name, f"must be a number, found {value!r}")

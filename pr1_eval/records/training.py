@@ -30,6 +30,7 @@ from typing import Any
 
 from pr1_eval.records.checks import doc_field as _doc
 from pr1_eval.records.checks import read_bool, read_int, read_object, read_str, run_error
+from pr1_eval.records.step_summary import StepSummary, is_current
 
 #: The kinds of step a training job writes (its training rollouts and its validation runs), and the
 #: folder each kind's step runs go to under the job's run root (:mod:`pr1_eval.ingest.training_layout`).
@@ -93,9 +94,10 @@ class TrainingSection:
     stage: str | None = _doc("The training stage the step belongs to, when the writer knows it.", None)
     reward_mode: str | None = _doc("The stage's reward mode (reward_kwargs.mode).", None)
     switch_step: int | None = _doc("mid_training: the step after which the reward is accuracy only.", None)
-    summary: dict[str, Any] | None = _doc("The step's numbers, computed once from its samples "
-                                          "(:func:`pr1_eval.report.step_summary.step_summary`); None until the "
-                                          "rollout writer completes the step.", None)
+    summary: StepSummary | None = _doc("The step's numbers, computed once from its samples "
+                                       "(:func:`pr1_eval.report.step_summary.step_summary`); None until the "
+                                       "rollout writer completes the step, and for a summary of another "
+                                       "layout version (kept verbatim in ``extra``, recomputed by readers).", None)
     extra: dict[str, Any] = _doc("Keys this version does not know, kept verbatim and written back.", factory=dict)
 
     @property
@@ -115,7 +117,8 @@ class TrainingSection:
             value = getattr(self, f.name)
             if f.name == "extra" or (value is None and not self._writes_null(f.name)):
                 continue
-            out[f.name] = dataclasses.asdict(value) if isinstance(value, DumpSource) else value
+            out[f.name] = (dataclasses.asdict(value) if isinstance(value, DumpSource)
+                           else value.to_json() if isinstance(value, StepSummary) else value)
         return {**out, **self.extra}
 
     def _writes_null(self, name: str) -> bool:
@@ -139,7 +142,8 @@ class TrainingSection:
                 continue
             values[f.name] = _READERS[f.name](data.get(f.name), where, f"training.{f.name}")
         known = {f.name for f in dataclasses.fields(cls)}
-        values["extra"] = {key: item for key, item in data.items() if key not in known}
+        values["extra"] = {key: item for key, item in data.items() if key not in known or (key == "summary"
+                           and values["summary"] is None and item is not None)}
         return cls(**values)
 
 
@@ -153,11 +157,16 @@ def _source(value: Any, where: str, name: str) -> DumpSource | None:
                       sha256=read_str(data.get("sha256"), where, f"{name}.sha256"))
 
 
+def _summary(value: Any, where: str, name: str) -> StepSummary | None:
+    data = read_object(value, where, name)
+    return StepSummary.from_json(data, where, name) if data is not None and is_current(data) else None
+
+
 _READERS: dict[str, Any] = {  # field → reader (kind and step are read first, with their own errors)
     "job": read_str, "format": read_str, "tags_kept": read_bool, "structure_measurable": read_bool,
     "structure_note": read_str, "source": _source, "rows": read_int, "padding_rows_dropped": read_int,
     "earlier_turns_dropped": read_int, "groups": read_int, "problems_matched": read_int,
     "problems_unmatched": read_int, "rows_with_other_step": read_int, "lengths": read_object, "tokenizer": read_str,
     "attempt": read_str, "expected_rows": read_int, "rows_seen": read_int, "rows_stored": read_int,
-    "every": read_int, "stage": read_str, "reward_mode": read_str, "switch_step": read_int, "summary": read_object,
+    "every": read_int, "stage": read_str, "reward_mode": read_str, "switch_step": read_int, "summary": _summary,
 }

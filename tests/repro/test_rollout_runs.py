@@ -62,9 +62,9 @@ def test_two_steps_become_two_complete_runs_with_summaries(tmp_path: Path) -> No
         assert keys(run) == sorted(("dapo", f"p{p}", s) for p in range(3) for s in range(N))
         assert len(store.part_paths()) == 1, "a complete step's parts are compacted into one"
         summary = record.training.summary
-        assert summary["n_samples"] == 12 and summary["n_problems"] == 3 and summary["k"] == N
-        assert summary["reward_mean"] == pytest.approx(sum(range(N)) / N)  # rewards 0..3 in every group
-        assert summary["parallel_ratio"] == pytest.approx(0.5) and summary["accuracy"] == pytest.approx(0.5)
+        assert summary.n_samples == 12 and summary.n_problems == 3 and summary.k == N
+        assert summary.reward_mean == pytest.approx(sum(range(N)) / N)  # rewards 0..3 in every group
+        assert summary.parallel_ratio == pytest.approx(0.5) and summary.accuracy == pytest.approx(0.5)
         assert record.tasks["dapo"].k == N and record.tasks["dapo"].n_problems == 3
         responses = {r.response for r in store.read_records()}
         assert all(f"step {step} " in text for text in responses)

@@ -151,9 +151,9 @@ def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch) -> No
             assert sample.problem == PROMPTS[key[0]][0] and sample.gold == PROMPTS[key[0]][1]
             assert sample.n_prompt_tokens and sample.engine_calls and sample.position_unit == "token"
         summary = record.training.summary
-        assert summary["n_samples"] == len(want) and summary["k"] == 2
-        assert summary["reward_mean"] == pytest.approx(sum(r for _, r in want.values()) / len(want))
-        assert summary["parallel_ratio"] == pytest.approx(
+        assert summary.n_samples == len(want) and summary.k == 2
+        assert summary.reward_mean == pytest.approx(sum(r for _, r in want.values()) / len(want))
+        assert summary.parallel_ratio == pytest.approx(
             sum("<Parallel>" in s.response for s in samples.values()) / len(samples))
     assert any("<Parallel>" in s.response for s in RunStore(runs / "train" / "step-000001").read_records())
 

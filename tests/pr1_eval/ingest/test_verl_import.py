@@ -91,14 +91,14 @@ def test_each_step_run_holds_its_summary_computed_from_the_dump(fork_job: dict[s
         run = RunStore(out / folder / "step-000001").read_run()
         assert run.training is not None
         summary = run.training.summary
-        assert (summary["n_samples"], summary["k"]) == (len(rows), k)
-        assert summary["n_problems"] == len({t.problem for t in rows})
-        assert summary["reward_mean"] == pytest.approx(sum(t.score for t in rows) / len(rows))
-        assert summary["parallel_ratio"] == pytest.approx(sum("<Parallel>" in t.response for t in rows) / len(rows))
-        assert summary["blocks_per_response"] == pytest.approx(sum(t.response.count("<Parallel>") for t in rows)
+        assert (summary.n_samples, summary.k) == (len(rows), k)
+        assert summary.n_problems == len({t.problem for t in rows})
+        assert summary.reward_mean == pytest.approx(sum(t.score for t in rows) / len(rows))
+        assert summary.parallel_ratio == pytest.approx(sum("<Parallel>" in t.response for t in rows) / len(rows))
+        assert summary.blocks_per_response == pytest.approx(sum(t.response.count("<Parallel>") for t in rows)
                                                                / len(rows))
-        assert summary["response_tokens_mean"] == pytest.approx(sum(t.n_response_tokens for t in rows) / len(rows))
-        assert summary["truncated_ratio"] == pytest.approx(sum(t.cut for t in rows) / len(rows))
+        assert summary.response_tokens_mean == pytest.approx(sum(t.n_response_tokens for t in rows) / len(rows))
+        assert summary.truncated_ratio == pytest.approx(sum(t.cut for t in rows) / len(rows))
 
 
 def test_fork_validation_is_graded_against_the_benchmark_gold(fork_job: dict[str, object]) -> None:
@@ -139,8 +139,8 @@ def test_verl_091_v1_rollouts_group_by_uid_and_drop_padding(v1_job: dict[str, ob
     assert frame.n_blocks.sum() == 0 and any("<Parallel>" in t.response for t in truths["train"])
     assert not run.training.tags_kept and not run.training.structure_measurable
     summary = run.training.summary  # structure unmeasurable: None, never 0 ("stopped branching")
-    assert summary["parallel_ratio"] is None and summary["first_block_rel_pos"] is None
-    assert summary["reward_mean"] == pytest.approx(sum(t.score for t in truths["train"]) / len(truths["train"]))
+    assert summary.parallel_ratio is None and summary.first_block_rel_pos is None
+    assert summary.reward_mean == pytest.approx(sum(t.score for t in truths["train"]) / len(truths["train"]))
     assert frame.groupby("problem_id").size().tolist() == [N_TRAIN, N_TRAIN]
     assert (frame.gold != "").all() and frame.correct.notna().all()  # gts is known: graded
     assert sorted(frame.reward) == sorted(t.score for t in truths["train"])

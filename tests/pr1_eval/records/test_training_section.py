@@ -11,7 +11,12 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.training import DumpSource, TrainingSection
 
-SUMMARY = {"version": 1, "n_samples": 12, "n_problems": 3, "k": 4, "reward_mean": 0.0, "accuracy": 0.5}
+SUMMARY = {"version": 1, "n_samples": 12, "n_problems": 3, "k": 4, "reward_mean": 0.0, "accuracy": 0.5,
+           "best_at_k": 0.8723958333333334, "parallel_ratio": 0.5, "blocks_per_response": 0.5,
+           "first_block_rel_pos": 0.13665977301995538, "response_tokens_mean": 78.25, "truncated_ratio": 0.25,
+           "critical_path_mean": 165.91666666666666, "speedup": 1.12054244098443, "length_unit": "char"}
+#: A summary stored before the token-latency keys existed.
+OLD_SUMMARY = {key: value for key, value in SUMMARY.items() if key not in ("critical_path_mean", "speedup", "length_unit")}
 #: As ``import-verl`` wrote it (copied from a run.json written before the record existed).
 IMPORTED = ('{"job": "Parallel-R1-S1", "kind": "train", "step": 1, "format": "parallel-r1", "tags_kept": true, '
             '"structure_measurable": true, "structure_note": null, "source": {"file": "/d/rollout-log/1.jsonl", '
@@ -28,7 +33,7 @@ SWITCHED = ('{"job": "job", "kind": "train", "step": 2, "format": "repro", "tags
             '"every": 1, "reward_mode": "mid_training", "switch_step": 5}')
 
 
-@pytest.mark.parametrize("text", [IMPORTED, RUNNING, SWITCHED])
+@pytest.mark.parametrize("text", [IMPORTED, RUNNING, SWITCHED, IMPORTED.replace(json.dumps(SUMMARY), json.dumps(OLD_SUMMARY))])
 def test_stored_sections_read_and_write_back_key_for_key(text: str) -> None:
     section = TrainingSection.from_json(json.loads(text))
     assert section is not None
@@ -42,7 +47,8 @@ def test_the_fields_are_the_stored_values() -> None:
         "Parallel-R1-S1", "train", 1, 12, None)
     assert section.source == DumpSource(file="/d/rollout-log/1.jsonl", size=134093, mtime_ns=1796335926856484690,
                                         sha256="6002")
-    assert section.summary == SUMMARY and section.attempt is None
+    assert section.summary is not None and section.summary.to_json() == SUMMARY and section.attempt is None
+    assert (section.summary.k, section.summary.accuracy, section.summary.length_unit) == (4, 0.5, "char")
     running = TrainingSection.from_json(json.loads(RUNNING))
     assert running is not None and running.expected_rows is None and running.summary is None
 
@@ -68,6 +74,8 @@ def test_tags_not_recorded_read_as_kept() -> None:
     ({"tags_kept": "yes"}, "training.tags_kept"),
     ({"source": {"file": "/d/1.jsonl", "size": [1]}}, "training.source.size"),
     ({"summary": [1]}, "training.summary"),
+    ({"summary": {**SUMMARY, "accuracy": "half"}}, "training.summary.accuracy"),
+    ({"summary": {**SUMMARY, "k": None}}, "training.summary.k"),
 ])
 def test_a_malformed_section_names_file_and_key(change: dict[str, object], key: str) -> None:
     data = {**json.loads(IMPORTED), **change}
