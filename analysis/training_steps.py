@@ -36,7 +36,9 @@ from analysis.drift import metric_trend
 from analysis.loader import distinguishing_labels, finish_blocks, parse_blocks, run_signature
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
-from pr1_eval.report.step_summary import STEP_SUMMARY_KEYS, step_summary, stored_summary
+from pr1_eval.records.step_summary import STEP_SUMMARY_KEYS
+from pr1_eval.records.training import TrainingSection
+from pr1_eval.report.step_summary import step_summary, stored_summary
 from pr1_eval.store.run_store import RunStore
 
 T = TypeVar("T")
@@ -98,16 +100,13 @@ class RunCache:
 CACHE = RunCache()
 
 
-def training_section(run_dir: Path, signature: Any = None) -> dict[str, Any] | None:
-    """The run's ``training`` section when it is a step of a training job (kind and step set)."""
+def training_section(run_dir: Path, signature: Any = None) -> tuple[RunRecord, TrainingSection] | None:
+    """The run's record and ``training`` section when it is a step of a training job."""
     signature = run_signature(run_dir) if signature is None else signature
 
-    def read() -> dict[str, Any] | None:
+    def read() -> tuple[RunRecord, TrainingSection] | None:
         record = RunStore(run_dir).read_run()
-        training = record.training or {}
-        if training.get("kind") in KIND_LABELS and training.get("step") is not None:
-            return {**training, "_record": record}
-        return None
+        return None if record.training is None else (record, record.training)
 
     return CACHE.get(run_dir, signature, "training", read)
 
@@ -122,24 +121,22 @@ def summary_records(run_dir: Path) -> list[SampleRecord]:
 def step_row(run_dir: Path, signature: Any = None) -> dict[str, Any] | None:
     """One row of :data:`STEP_COLUMNS` for a step run (None when ``run_dir`` is not one)."""
     signature = run_signature(run_dir) if signature is None else signature
-    training = training_section(run_dir, signature)
-    if training is None:
+    found = training_section(run_dir, signature)
+    if found is None:
         return None
+    record, training = found
 
     def compute() -> dict[str, Any]:
-        record: RunRecord = training["_record"]
         summary, source = stored_summary(training), "stored in run.json"
         if summary is None:
-            tags = bool(training.get("tags_kept", True)) and training.get("structure_measurable", True) is not False
-            summary, source = step_summary(summary_records(run_dir), tags_kept=tags), "computed from the samples"
-        switch = training.get("switch_step")
-        return {"job": str(training.get("job") or record.model.family or record.name or run_dir.parent.name),
-                "kind": str(training["kind"]), "step": int(training["step"]), "run": record.name or run_dir.name,
+            summary = step_summary(summary_records(run_dir), tags_kept=training.measurable)
+            source = "computed from the samples"
+        return {"job": str(training.job or record.model.family or record.name or run_dir.parent.name),
+                "kind": training.kind, "step": training.step, "run": record.name or run_dir.name,
                 "run_path": str(run_dir), "complete": record.status == "complete",
-                "stage": training.get("stage"), "reward_mode": training.get("reward_mode"),
-                "switch_step": None if switch is None else int(switch),
-                "tags_kept": bool(training.get("tags_kept", True)), "position_unit": record.position_unit,
-                "summary_source": source, **{key: summary.get(key) for key in STEP_SUMMARY_KEYS}}
+                "stage": training.stage, "reward_mode": training.reward_mode, "switch_step": training.switch_step,
+                "tags_kept": training.kept_tags, "position_unit": record.position_unit,
+                "summary_source": source, **{key: getattr(summary, key) for key in STEP_SUMMARY_KEYS}}
 
     return CACHE.get(run_dir, signature, "row", compute)
 

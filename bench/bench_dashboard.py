@@ -214,7 +214,7 @@ def build_job(root: Path, n_steps: int, n_rollouts: int) -> list[Path]:
             records.append(record)
         training = {"job": "bench-job", "kind": "train", "step": step, "tags_kept": True,
                     "reward_mode": "parallel_accuracy" if step < n_steps // 2 else "accuracy",
-                    "summary": step_summary(records)}
+                    "summary": step_summary(records).to_json()}
         store = RunStore(run)
         store.write_run(RunRecord.from_dict({"name": f"bench-job-train-step-{step:06d}", "status": "complete",
                                              "model": {"step": step, "family": "bench-job"}, "k": 8,

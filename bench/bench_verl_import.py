@@ -124,7 +124,8 @@ def do_import(folder: str, out: str, response_tokens: str) -> dict[str, Any]:
     results = import_verl(folder, out, opts)
     from pr1_eval.store.run_store import RunStore
 
-    summaries = sum(1 for r in results if r.run and (RunStore(r.run).read_run().training or {}).get("summary"))
+    trainings = [RunStore(r.run).read_run().training for r in results if r.run]
+    summaries = sum(1 for t in trainings if t is not None and t.summary is not None)
     return {"rows": sum(r.rows for r in results), "statuses": sorted({r.status for r in results}),
             "steps": len(results), "summaries": summaries}
 

@@ -7,6 +7,7 @@ and bin.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,6 @@ import pandas as pd
 
 from analysis.loader import LoadedRuns
 from pr1_eval.records.run import RunRecord
-from pr1_eval.report.names import metric_name, parse_metric_name
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, TaskReport
 
@@ -25,6 +25,8 @@ OUTCOMES: tuple[str, ...] = ("correct", "wrong", "no answer", "timeout", "error"
 #: The report's metrics in the fallback table, as :class:`TaskMetrics` fields (pass@1 is left out:
 #: it is mean@K by definition, c/n per problem).
 REPORT_METRICS = ("mean", "pass_at_k", "best_at_k", "maj_at_k", "mean_paper", "best_at_k_paper")
+#: The report's metric fields (those with a name at k), in the report's order.
+METRIC_FIELDS = tuple(f.name for f in dataclasses.fields(TaskMetrics) if TaskMetrics.metric_key(f.name, "K") != f.name)
 #: Report values shown beside the @K metrics in the fallback table.
 REPORT_EXTRAS = ("parallel_ratio", "n_unscored")
 _POSITION = re.compile(r" at character \d+$")
@@ -92,14 +94,28 @@ def _report_cells(metrics: TaskMetrics) -> dict[str, Any]:
     return {**cells, **{name: getattr(metrics, name) for name in REPORT_EXTRAS}}
 
 
-def metric_cells(metrics: dict[str, Any]) -> dict[str, Any]:
-    """The numbers of one leaderboard cell or average, in its own key order and names: every
-    numeric value, and each interval of ``ci95`` as '<metric> ci95'."""
+def metric_names(k: int | str) -> dict[str, str]:
+    """Every report metric's name at ``k`` → its name at ``K`` (``mean@16`` → ``mean@K``,
+    ``best@16_paper`` → ``best@K_paper``; ``pass@1`` stays itself), named forward from the report's
+    fields through :meth:`TaskMetrics.metric_key` (:func:`pr1_eval.report.names.metric_name`), never
+    read back from a string. Interval keys follow their metric (``pass@16_ci95``, ``mean@16 ci95``)."""
+    names: dict[str, str] = {}
+    for field_name in METRIC_FIELDS:
+        at, generic = TaskMetrics.metric_key(field_name, k), TaskMetrics.metric_key(field_name, "K")
+        names.update({at: generic, f"{at}_ci95": f"{generic}_ci95", f"{at} ci95": f"{generic} ci95"})
+    return names
+
+
+def metric_cells(metrics: dict[str, Any], k: int | str) -> dict[str, Any]:
+    """The numbers of one leaderboard cell or average whose metrics are named at ``k``, in its own
+    key order and names: every numeric value, each metric (a null one too), and each interval of
+    ``ci95`` as '<metric> ci95'."""
+    named = metric_names(k)
     cells: dict[str, Any] = {}
     for key, value in metrics.items():
         if isinstance(value, bool) or key in ("k", "rank"):
             continue
-        if isinstance(value, (int, float, np.integer, np.floating)) or (value is None and parse_metric_name(key)):
+        if isinstance(value, (int, float, np.integer, np.floating)) or (value is None and key in named):
             cells[key] = value
         elif key == "ci95" and isinstance(value, dict):
             cells.update({f"{name} ci95": interval for name, interval in value.items()})
@@ -161,25 +177,14 @@ def notes_apart(frame: pd.DataFrame, column: str = "note") -> tuple[pd.DataFrame
     return frame.assign(**{column: cells}), notes
 
 
-def _generic_key(key: str, k: int) -> str:
-    """``mean@16`` → ``mean@K``, ``pass@16_ci95`` → ``pass@K_ci95``, ``mean@16 ci95`` → ``mean@K ci95``;
-    other keys (and metrics at another k, such as ``pass@1``) unchanged."""
-    for suffix in ("", " ci95", "_ci95"):
-        if not key.endswith(suffix):
-            continue
-        head = key[: len(key) - len(suffix)]
-        parsed = parse_metric_name(head)
-        if parsed is not None:
-            kind, at, checker = parsed
-            return (metric_name(kind, "K", checker=checker) if at == k else head) + suffix
-    return key
-
-
-def generic_k(cells: dict[str, Any], k: int | None) -> dict[str, Any]:
-    """``mean@16`` → ``mean@K`` (and so on), so runs with different k share columns; ``k`` is its own column."""
-    if not k:
+def generic_k(cells: dict[str, Any], k: int | str, run_k: int | None) -> dict[str, Any]:
+    """Cells named at ``k`` with their metrics renamed at ``K`` when ``k`` is the run's k (``mean@16``
+    → ``mean@K``), so runs with different k share columns; ``k`` is its own column. A run whose
+    tasks differ in k (no run k) keeps each task's own names."""
+    if not run_k or k != run_k:
         return cells
-    return {_generic_key(key, k): value for key, value in cells.items()}
+    named = metric_names(k)
+    return {named.get(key, key): value for key, value in cells.items()}
 
 
 def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:
@@ -188,8 +193,9 @@ def leaderboard_rows(document: dict[str, Any]) -> pd.DataFrame:
     for run in document["runs"]:
         cells = [*run["tasks"].items(), ("average", run["average"])]
         for task, cell in cells:
+            k = "k" if cell.get("k") is None else int(cell["k"])  # how the cell names its metrics
             rows.append({"rank": run["rank"], "run": run["name"], "step": run["step"], "task": task, "k": run["k"],
-                         **generic_k(metric_cells(cell), run["k"]),
+                         **generic_k(metric_cells(cell, k), k, run["k"]),
                          "tied with above": ("yes" if run.get("tied_with_above") else "no") if task == "average" else ""})
     return pd.DataFrame(rows)
 

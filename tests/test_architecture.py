@@ -292,6 +292,16 @@ def test_dependencies_point_one_way() -> None:
     assert upward == set()
 
 
+def test_repro_writes_step_runs_through_the_shared_layout_not_the_importer() -> None:
+    """repro's rollout writer and ``import-verl`` share the step runs' layout through
+    :mod:`pr1_eval.ingest.training_layout`, below both; repro reaches into no importer's module."""
+    borrowed = {(m, d) for m, deps in TYPE_GRAPH.items() if m.startswith("repro.") for d in deps
+                if d.startswith("pr1_eval.ingest.") and d != "pr1_eval.ingest.training_layout"}
+    assert borrowed == set()
+    assert {"pr1_eval.ingest.training_layout"} <= GRAPH["pr1_eval.ingest.verl_import"]
+    assert any("pr1_eval.ingest.training_layout" in deps for m, deps in GRAPH.items() if m.startswith("repro."))
+
+
 def test_test_fixtures_stay_out_of_the_runtime_path() -> None:
     """Only the commands that build tiny models (``demo``, ``tiny-model``, and ``pr1-repro nano``, which
     trains them: its job and its data) reach ``pr1_eval.testing``; repro's fakes are imported only by

@@ -1,7 +1,7 @@
 """``pr1-eval import-verl``: a VERL job's rollout and validation dumps as one run per step.
 
 The work is :mod:`pr1_eval.ingest.verl_import`'s, loaded when the command runs (it brings the
-grader and the store); ``--kind``'s choices are ``KIND_DIRS`` of its formats module.
+grader and the store); ``--kind``'s choices are the training section's ``KIND_DIRS``.
 
 ``--follow [SECONDS]`` imports again every SECONDS until Ctrl-C, for a job that is still running:
 each round imports only steps that are new or changed and never a file still being written (the
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.ingest.verl_formats import KIND_DIRS, Lengths
+from pr1_eval.ingest.verl_formats import Lengths
+from pr1_eval.records.training import KIND_DIRS
 
 SUMMARY = "turn a VERL job's rollout/validation dumps into runs"
 DESCRIPTION = (

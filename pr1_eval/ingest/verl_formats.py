@@ -48,8 +48,6 @@ FORMATS = (FORK, V1, LEGACY)
 PAD = "<|endoftext|>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 REQUIRED = ("input", "output", "score", "step")
-#: What a dump folder holds, and the folder its runs go to under the import's root.
-KIND_DIRS = {"train": "train", "validation": "val"}
 _TRAILING_PADS = re.compile(f"(?:{re.escape(PAD)})+\\Z")
 _LEADING_PADS = re.compile(f"(?:{re.escape(PAD)})*")
 #: Keys that are the row itself, not the reward's: everything else goes to ``reward_info``.

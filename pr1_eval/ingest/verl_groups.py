@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,20 +98,3 @@ def step_records(parsed: ParsedStep, index: ProblemIndex, tokenizer: Any = None
             records.append(annotate_structure(record, offsets))
     unmatched = len({pid for task, pid in counters if task == UNMATCHED})
     return records, tasks, len(groups), unmatched
-
-
-def declared_tasks(records: list[SampleRecord]) -> dict[str, tuple[list[str], int]]:
-    """task → (problem ids in file order, k = the most common number of samples a problem has).
-
-    Why the most common and not the most: a training batch can hold one problem twice (DAPO repeats
-    problems), and its two groups are pooled; with k = the most, every other problem of the step
-    would read as incomplete. Ties go to the larger count."""
-    held: dict[str, dict[str, int]] = {}
-    for r in records:
-        problems = held.setdefault(r.task, {})
-        problems[r.problem_id] = problems.get(r.problem_id, 0) + 1
-    declared = {}
-    for task, problems in held.items():
-        counts = Counter(problems.values())
-        declared[task] = (list(problems), max(counts, key=lambda n: (counts[n], n)))
-    return declared

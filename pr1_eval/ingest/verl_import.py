@@ -17,7 +17,9 @@ parallel ratio and block positions cannot be read from them, accuracy, reward an
 ``earlier_turns_dropped``, ``groups``, ``problems_matched``, ``problems_unmatched``,
 ``rows_with_other_step`` (always 0: such a row is refused, see below), ``lengths``, and ``summary``: the step's numbers
 (:func:`pr1_eval.report.step_summary.step_summary`, computed once here from the graded samples, so
-per-step curves never read the responses). Samples: the job's ``score`` and ``acc`` are kept as
+per-step curves never read the responses); every key is a field of
+:class:`pr1_eval.records.training.TrainingSection`, and the layout (folders, names, tasks, summary) is
+built by :mod:`pr1_eval.ingest.training_layout`, which repro's rollout writer shares. Samples: the job's ``score`` and ``acc`` are kept as
 ``reward`` / ``reward_acc`` (its other reward keys in ``reward_info``), and every sample with a
 known gold is graded again by pr1-eval's grader (``correct``, ``correct_paper``). A task named
 like a packaged benchmark is checked against it (``benchmark_check``, as ``pr1-eval import``
@@ -67,19 +69,18 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.ingest.benchmark_check import check_import
 from pr1_eval.ingest.importer import load_tokenizer
-from pr1_eval.ingest.verl_formats import FORK, KIND_DIRS, Lengths
-from pr1_eval.ingest.verl_groups import ParsedStep, declared_tasks, read_step, step_records
+from pr1_eval.ingest.training_layout import step_record, step_run_dir, supersede, with_samples
+from pr1_eval.ingest.verl_formats import FORK, Lengths
+from pr1_eval.ingest.verl_groups import ParsedStep, read_step, step_records
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
 from pr1_eval.inputs.tasks import TASKS
-from pr1_eval.records.provenance import now_iso, package_versions
-from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
-from pr1_eval.report.step_summary import step_summary
-from pr1_eval.store.out_folder import aside_path, holds_run, move_aside
+from pr1_eval.records.training import DumpSource, TrainingSection
+from pr1_eval.store.out_folder import holds_run
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RUN_JSON, RunStore
-
-SUPERSEDED = ".superseded"
 
 
 @dataclass(frozen=True)
@@ -195,43 +196,36 @@ def _signature(path: Path) -> tuple[int, int]:
 
 
 def run_dir_of(root: Path, file: StepFile) -> Path:
-    return root / KIND_DIRS[file.kind] / f"step-{file.step:06d}"
+    return step_run_dir(root, file.kind, file.step)
 
 
 def _training(file: StepFile, parsed: ParsedStep, opts: ImportOptions, job: str, size_mtime: tuple[int, int],
-              groups: int, matched: int, unmatched: int) -> dict[str, Any]:
+              groups: int, matched: int, unmatched: int) -> TrainingSection:
     tags = parsed.format == FORK
-    return {
-        "job": job, "kind": file.kind, "step": file.step, "format": parsed.format, "tags_kept": tags,
-        "structure_measurable": tags,
-        "structure_note": None if tags else ("VERL 0.9.1 decodes with skip_special_tokens=True, which deletes the "
-                                             "Parallel-R1 tags: parallel ratio and block positions cannot be "
-                                             "measured; accuracy, reward and length can"),
-        "source": {"file": str(file.path.resolve()), "size": size_mtime[0], "mtime_ns": size_mtime[1],
-                   "sha256": parsed.sha256},
-        "rows": len(parsed.rows), "padding_rows_dropped": parsed.padding, "earlier_turns_dropped": parsed.earlier_turns,
-        "groups": groups, "problems_matched": matched, "problems_unmatched": unmatched,
-        "rows_with_other_step": parsed.other_step,
-        "lengths": {"max_prompt_length": opts.lengths.prompt, "max_response_length": opts.lengths.response},
-        "tokenizer": None if opts.tokenizer is None else str(Path(opts.tokenizer).expanduser().resolve()),
-    }
+    return TrainingSection(
+        job=job, kind=file.kind, step=file.step, format=parsed.format, tags_kept=tags, structure_measurable=tags,
+        structure_note=None if tags else ("VERL 0.9.1 decodes with skip_special_tokens=True, which deletes the "
+                                          "Parallel-R1 tags: parallel ratio and block positions cannot be "
+                                          "measured; accuracy, reward and length can"),
+        source=DumpSource(file=str(file.path.resolve()), size=size_mtime[0], mtime_ns=size_mtime[1],
+                          sha256=parsed.sha256),
+        rows=len(parsed.rows), padding_rows_dropped=parsed.padding, earlier_turns_dropped=parsed.earlier_turns,
+        groups=groups, problems_matched=matched, problems_unmatched=unmatched, rows_with_other_step=parsed.other_step,
+        lengths={"max_prompt_length": opts.lengths.prompt, "max_response_length": opts.lengths.response},
+        tokenizer=None if opts.tokenizer is None else str(Path(opts.tokenizer).expanduser().resolve()),
+    )
 
 
 def _run_record(file: StepFile, records: list[SampleRecord], tasks: dict[str, KnownProblem],
-                training: dict[str, Any]) -> RunRecord:
-    declared = declared_tasks(records)
-    ks = {k for _, k in declared.values()}
-    return RunRecord(  # a benchmark's task holding part of it (a thinned validation set) reports as partial
-        name=f"{training['job']}-{KIND_DIRS[file.kind]}-step-{file.step:06d}", status="importing",
-        imported_from=str(file.path.resolve()), model=ModelInfo(step=file.step, family=training["job"]),
-        engine={"backend": "import", "source": "verl-dump", "format": training["format"],
-                **({"tokenizer": training["tokenizer"]} if training.get("tokenizer") else {})},
-        decoding={"mode": "unknown", "tags_kept": training["tags_kept"]},
-        tasks={task: task_entry(ids, k, version=tasks[task].version or None, source=tasks[task].source or None,
-                                data_hash=None) for task, (ids, k) in declared.items()},
-        k=ks.pop() if len(ks) == 1 else None, packages=package_versions(), started_at=now_iso(),
-        position_unit=records[0].position_unit, training=training,
-    ).with_sections({"benchmark_check": _benchmark_check(file, records)})
+                training: TrainingSection) -> RunRecord:
+    record = step_record(training, status="importing",
+                         engine={"backend": "import", "source": "verl-dump", "format": training.format,
+                                 **({"tokenizer": training.tokenizer} if training.tokenizer else {})},
+                         decoding={"mode": "unknown", "tags_kept": training.tags_kept})
+    record = with_samples(record, records, lambda task: (tasks[task].version or None, tasks[task].source or None))
+    # a benchmark's task holding part of it (a thinned validation set) reports as partial
+    return replace(record, imported_from=str(file.path.resolve())).with_sections(
+        {"benchmark_check": _benchmark_check(file, records)})
 
 
 def _benchmark_check(file: StepFile, records: list[SampleRecord]) -> dict[str, Any]:
@@ -250,32 +244,25 @@ def _previous(out: Path, file: StepFile) -> RunRecord | None:
         return None
     store = RunStore(out)
     record = store.read_run() if store.exists() else None
-    if record is None or not record.training or record.training.get("kind") != file.kind:
+    if record is None or record.training is None or record.training.kind != file.kind:
         raise Pr1EvalError(f"{out} already holds a run that is not an import of {file.kind} step {file.step} of a "
                            "VERL dump; import-verl never writes over it. Pass another --out")
     return record
 
 
 def _unchanged(previous: RunRecord, size_mtime: tuple[int, int], path: Path) -> bool:
-    source = (previous.training or {}).get("source") or {}
-    if previous.status != "complete":
+    source = previous.training.source if previous.training is not None else None
+    if previous.status != "complete" or source is None:
         return False
-    if (source.get("size"), source.get("mtime_ns")) == size_mtime:
+    if (source.size, source.mtime_ns) == size_mtime:
         return True
-    if source.get("size") != size_mtime[0]:
+    if source.size != size_mtime[0]:
         return False
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
-    return bool(digest.hexdigest() == source.get("sha256"))
-
-
-def supersede(out: Path, root: Path, kind: str) -> Path:
-    """Move the run at ``out`` to ``ROOT.superseded/<kind>/<name>.replaced-<time>`` (never delete it),
-    a folder run discovery skips (:mod:`pr1_eval.store.discovery`); its record says when."""
-    target_dir = Path(str(root.resolve()) + SUPERSEDED) / KIND_DIRS[kind]
-    return move_aside(out, aside_path(target_dir, out.name))
+    return bool(digest.hexdigest() == source.sha256)
 
 
 def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str,
@@ -292,7 +279,7 @@ def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemInd
     previous = _previous(out, file)
     before = _signature(file.path)
     if previous is not None and _unchanged(previous, before, file.path):
-        return StepResult(file, "unchanged", out, rows=int((previous.training or {}).get("rows") or 0))
+        return StepResult(file, "unchanged", out, rows=int(previous.training.rows or 0) if previous.training else 0)
     parsed = read_step(file.path, file.step, opts.lengths)
     if _signature(file.path) != before:
         return StepResult(file, "changed-while-read", None)
@@ -303,7 +290,6 @@ def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemInd
     if opts.grade and (graded := [r for r in records if r.gold]):
         annotate_grades(graded, workers=opts.workers)
     training = _training(file, parsed, opts, job, before, groups, matched, unmatched)
-    training["summary"] = step_summary(records, tags_kept=bool(training["tags_kept"]))
     run = _run_record(file, records, tasks, training)
     status = "imported"
     if previous is not None and previous.status == "complete":  # a changed file: the old run moves out
@@ -338,10 +324,11 @@ def check_one_job(root: Path, files: list[StepFile]) -> None:
     ours = {job_folder(f.path) for f in files}
     for run_json in sorted(root.glob(f"*/step-*/{RUN_JSON}")):
         try:
-            source = (json.loads(run_json.read_text(encoding="utf-8")).get("training") or {}).get("source") or {}
-        except (OSError, ValueError):
+            training = RunRecord.from_dict(json.loads(run_json.read_text(encoding="utf-8")), str(run_json)).training
+        except (OSError, ValueError, Pr1EvalError):
             continue  # not ours to judge here: _previous reads it with a clear error
-        theirs = job_folder(source["file"]) if isinstance(source.get("file"), str) else None
+        source = training.source if training is not None else None
+        theirs = job_folder(source.file) if source is not None and source.file is not None else None
         if theirs is not None and theirs not in ours:
             raise Pr1EvalError(f"--out {root} holds the steps of another job (dumps in {theirs}); this one's dumps are "
                                f"in {', '.join(sorted(map(str, ours)))}; import each job into its own --out "

@@ -30,13 +30,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.answer_policy import ANSWER_POLICIES, DEFAULT_POLICY
+from pr1_eval.records.checks import read_int as _int
+from pr1_eval.records.checks import read_list as _list
+from pr1_eval.records.checks import read_object as _object
+from pr1_eval.records.checks import read_str as _str
+from pr1_eval.records.checks import run_error
+from pr1_eval.records.training import TrainingSection
 
 RUN_RECORD_VERSION = 2
 #: What every table and page shows for a structure figure (parallel ratio, format check, block
@@ -115,10 +120,10 @@ class RunRecord:
     #: Unit of every sample's block positions (``block_rel_starts``): 'token' when the run knew a
     #: tokenizer (generation, or ``import --tokenizer``), 'char' otherwise; None when not recorded.
     position_unit: str | None = None
-    #: A run of a training job's own samples (``pr1-eval import-verl``): job, kind ('train' or
-    #: 'validation'), step, dump format, whether the tags survived, the source file's signature;
-    #: layout in :mod:`pr1_eval.ingest.verl_import`. None for evaluation runs.
-    training: dict[str, Any] | None = None
+    #: A step of a training job (``pr1-eval import-verl``, repro's rollout writer): job, kind ('train'
+    #: or 'validation'), step, whether the tags survived, the writer's bookkeeping and the step's
+    #: summary; every key in :class:`pr1_eval.records.training.TrainingSection`. None for evaluation runs.
+    training: TrainingSection | None = None
     #: The answer policy the run was graded under (``paper`` or ``lenient``, :mod:`pr1_eval.grading.policy`);
     #: None in runs written before policies existed, which were all graded under ``paper`` (:attr:`policy`).
     answer_policy: str | None = None
@@ -151,7 +156,7 @@ class RunRecord:
     def structure_measurable(self) -> bool:
         """Whether the samples' tags can be counted: False for a training dump whose decoder
         deleted them (``training.structure_measurable``, set by ``import-verl`` for VERL 0.9.1)."""
-        return not (self.training and self.training.get("structure_measurable") is False)
+        return not (self.training is not None and self.training.structure_measurable is False)
 
     def task_k(self, task: str) -> int | None:
         """Samples per problem of ``task``: its own k, else the run's."""
@@ -177,6 +182,7 @@ class RunRecord:
             del out["model"]["fingerprint"]
         out["tasks"] = {name: dataclasses.asdict(entry) for name, entry in self.tasks.items()}
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
+        out["training"] = None if self.training is None else self.training.to_json()
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
                     "merged_from", "imported_from", "position_unit", "training", "answer_policy", "generation"):
             if out[key] is None:  # optional sections stay out of runs that have none
@@ -203,59 +209,12 @@ def task_entries(tasks: Mapping[str, TaskEntry]) -> dict[str, TaskEntry]:
     return {name: dataclasses.replace(entry) for name, entry in tasks.items()}
 
 
-def run_error(where: str, field_name: str, problem: str,
-              fix: str = "fix the file (or rerun the run that wrote it)") -> Pr1EvalError:
-    """``run.json: field 'model.step' …``: the one shape of every run-record error."""
-    return Pr1EvalError(f"{where}: field {field_name!r} {problem}; {fix}")
-
-
 def problem_ids_sha256(problem_ids: Sequence[str]) -> str:
     """sha256 of the ordered problem ids (compare two runs' problem sets without listing them)."""
     return hashlib.sha256(json.dumps([str(p) for p in problem_ids], ensure_ascii=False).encode()).hexdigest()
 
 
-# ----- reading ``run.json`` ----------------------------------------------------------------------
-# Why strict: a run record decides what a report averages (each task's problems and k) and how
-# analysis groups runs (model path, step, family). A hand-edited ``"k": "sixteen"`` or a ``model`` that
-# is a string, read through ``.get(...)`` defaults, would silently become "no k" or "no step"; read
-# strictly, it is one error that names the file and the field. Integers written as floats (``16.0``) or digit
-# strings (``"200"`` for a step) are accepted, since JSON tools write both.
-
-
-def _int(value: Any, where: str, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise run_error(where, name, f"must be an integer, found {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and not math.isnan(value) and value == int(value):
-        return int(value)
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise run_error(where, name, f"must be an integer, found {value!r}")
-
-
-def _str(value: Any, where: str, name: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)  # a numeric task version or revision written without quotes
-    raise run_error(where, name, f"must be a string, found {type(value).__name__}")
-
-
-def _object(value: Any, where: str, name: str) -> dict[str, Any] | None:
-    if value is None or isinstance(value, dict):
-        return value
-    raise run_error(where, name, f"must be a JSON object, found {type(value).__name__}")
-
-
-def _list(value: Any, where: str, name: str) -> list[Any] | None:
-    if value is None or isinstance(value, list):
-        return value
-    raise run_error(where, name, f"must be a JSON list, found {type(value).__name__}")
+# ----- reading ``run.json`` (the field readers and the why of strictness: :mod:`.checks`) -------
 
 
 #: The values ``position_unit`` may take (a run's samples and the run itself).
@@ -321,7 +280,8 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "imported_from": _str, "regraded_at": _str, "merged_at": _str,
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
-    "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit, "training": _object,
+    "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit,
+    "training": lambda value, where, _: TrainingSection.from_json(value, where),
     "answer_policy": _policy, "generation": _object,
 }
 

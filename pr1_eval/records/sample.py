@@ -9,25 +9,18 @@ import, RL reward tests) goes through this declaration instead of guessing colum
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from pr1_eval.records.checks import doc_field as _doc
 
 #: Grade statuses whose ``correct`` is a real verdict (``no_answer`` is a verdict: wrong).
 SCORED_STATUSES = frozenset({"ok", "no_answer"})
 #: The grade status of a sample whose gold is blank: could not score, and its problem is left out
 #: of every metric (a problem cannot be scored at all without its gold).
 NO_GOLD = "no_gold"
-
-
-def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
-    """A dataclass field whose documentation travels with it (``field.metadata['doc']``)."""
-    if factory is not dataclasses.MISSING:
-        return field(default_factory=factory, metadata={"doc": text})
-    if default is not dataclasses.MISSING:
-        return field(default=default, metadata={"doc": text})
-    return field(metadata={"doc": text})
 
 
 @dataclass

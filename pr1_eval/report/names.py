@@ -11,12 +11,12 @@ the same number ended up with two names and a change of k had to be made in a do
   columns over runs of different k, ``"k"`` for an average over tasks of different k.
 * ``checker`` is None for math-verify's verdicts, ``"paper"`` for the paper's string checker.
 
-:func:`parse_metric_name` reads a name back (None for any other key).
+No function reads a name back: a reader that needs a metric's kind, k or checker takes them from
+the report's fields (:meth:`pr1_eval.report.schema.TaskMetrics.metric_key` names each field), so a
+table's column is named forward from what it shows, never parsed out of another column's name.
 """
 
 from __future__ import annotations
-
-import re
 
 #: The estimators a metric name can start with.
 KINDS = ("mean", "pass", "best", "maj")
@@ -24,8 +24,6 @@ KINDS = ("mean", "pass", "best", "maj")
 CHECKERS = (None, "paper")
 #: Labels that stand for k in generic column names.
 K_LABELS = ("K", "k")
-
-_NAME = re.compile(r"(?P<kind>[a-z]+)@(?P<k>\d+|K|k)(?:_(?P<checker>[a-z]+))?")
 
 
 def metric_name(kind: str, k: int | str, checker: str | None = None) -> str:
@@ -37,12 +35,3 @@ def metric_name(kind: str, k: int | str, checker: str | None = None) -> str:
     if isinstance(k, bool) or not (isinstance(k, int) and k >= 1 or k in K_LABELS):
         raise ValueError(f"k must be a positive number or one of {', '.join(K_LABELS)}, got {k!r}")
     return f"{kind}@{k}" + ("" if checker is None else f"_{checker}")
-
-
-def parse_metric_name(name: str) -> tuple[str, int | str, str | None] | None:
-    """``(kind, k, checker)`` of a name :func:`metric_name` writes (k an int, or its label); None otherwise."""
-    match = _NAME.fullmatch(name)
-    if match is None or match["kind"] not in KINDS or match["checker"] not in CHECKERS:
-        return None
-    k: int | str = int(match["k"]) if match["k"].isdigit() else match["k"]
-    return match["kind"], k, match["checker"]

@@ -163,5 +163,5 @@ def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | No
 
 def _structure_note(run: RunRecord | None) -> str:
     """``n/a (tags stripped by VERL 0.9.1)``: the import's own reason."""
-    reason = (run.training or {}).get("structure_note") if run is not None else None
+    reason = run.training.structure_note if run is not None and run.training is not None else None
     return NOT_MEASURABLE + (f": {reason}" if reason else "")

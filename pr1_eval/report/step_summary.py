@@ -4,7 +4,7 @@ Why a summary at write time: a training job has hundreds of steps of thousands o
 Training page, the leaderboard of validation steps and the notebooks draw a curve point per
 step, and reading every response of 300 steps to draw it would take minutes. The writer of a
 step's run (``import-verl``, repro's rollout writer) already holds the step's samples, so it
-calls :func:`step_summary` and stores the result as ``RunRecord.training["summary"]``; readers
+calls :func:`step_summary` and stores the result as ``RunRecord.training.summary``; readers
 take it from there and fall back to computing it from the samples (the same function) for a
 run written without one.
 
@@ -30,14 +30,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from pr1_eval.records.sample import SampleRecord
+from pr1_eval.records.step_summary import STEP_SUMMARY_VERSION, StepSummary
+from pr1_eval.records.training import TrainingSection
 from pr1_eval.report.metrics import best_at_k, parallel_ratio
-
-#: Version of the summary's layout (its keys below); a reader that finds another recomputes it.
-STEP_SUMMARY_VERSION = 1
-#: The summary's keys, in the order tables show them.
-STEP_SUMMARY_KEYS = ("n_samples", "n_problems", "k", "reward_mean", "accuracy", "best_at_k", "parallel_ratio",
-                     "blocks_per_response", "first_block_rel_pos", "response_tokens_mean", "truncated_ratio",
-                     "critical_path_mean", "speedup", "length_unit")
 
 
 def _mean(values: list[float]) -> float | None:
@@ -54,7 +49,7 @@ def _verdict(record: SampleRecord) -> bool | None:
     return False
 
 
-def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> dict[str, Any]:
+def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> StepSummary:
     """The summary of one step's samples (see the module docstring for each value)."""
     samples = list(records)
     groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
@@ -68,23 +63,22 @@ def step_summary(records: Iterable[SampleRecord], *, tags_kept: bool = True) -> 
     rewards = [float(r.reward) for r in samples if r.reward is not None]
     tokens = [float(r.n_response_tokens) for r in samples if r.n_response_tokens is not None]
     firsts = [r.block_rel_starts[0] for r in samples if r.block_rel_starts]
-    summary: dict[str, Any] = {
-        "version": STEP_SUMMARY_VERSION,
-        "n_samples": len(samples),
-        "n_problems": len(sizes),
-        "k": k,
-        "reward_mean": _mean(rewards),
-        "accuracy": _mean([float(v) for g in groups.values() for v in g]),
-        "best_at_k": (_mean([best_at_k(len(g), sum(g), len(g)) for g in groups.values() if g]) if k > 1 else None),
-        "parallel_ratio": parallel_ratio(sum(r.has_parallel for r in samples), len(samples))
+    return StepSummary(
+        version=STEP_SUMMARY_VERSION,
+        n_samples=len(samples),
+        n_problems=len(sizes),
+        k=k,
+        reward_mean=_mean(rewards),
+        accuracy=_mean([float(v) for g in groups.values() for v in g]),
+        best_at_k=(_mean([best_at_k(len(g), sum(g), len(g)) for g in groups.values() if g]) if k > 1 else None),
+        parallel_ratio=parallel_ratio(sum(r.has_parallel for r in samples), len(samples))
         if tags_kept and samples else None,
-        "blocks_per_response": _mean([float(r.n_blocks) for r in samples]) if tags_kept else None,
-        "first_block_rel_pos": _mean(firsts) if tags_kept else None,
-        "response_tokens_mean": _mean(tokens),
-        "truncated_ratio": _mean([float(r.finish_reason == "length") for r in samples]),
+        blocks_per_response=_mean([float(r.n_blocks) for r in samples]) if tags_kept else None,
+        first_block_rel_pos=_mean(firsts) if tags_kept else None,
+        response_tokens_mean=_mean(tokens),
+        truncated_ratio=_mean([float(r.finish_reason == "length") for r in samples]),
         **_latency(samples, tags_kept),
-    }
-    return summary
+    )
 
 
 def _latency(samples: list[SampleRecord], tags_kept: bool) -> dict[str, Any]:
@@ -99,9 +93,7 @@ def _latency(samples: list[SampleRecord], tags_kept: bool) -> dict[str, Any]:
             "speedup": sum(int(r.response_length or 0) for r in timed) / critical, "length_unit": units.pop()}
 
 
-def stored_summary(training: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The summary a run.json's training section holds, when it has this version's layout."""
-    summary = (training or {}).get("summary")
-    if isinstance(summary, dict) and summary.get("version") == STEP_SUMMARY_VERSION:
-        return summary
-    return None
+def stored_summary(training: TrainingSection | None) -> StepSummary | None:
+    """The summary a run.json's training section holds, when it has this version's layout (a
+    summary of another version is kept out of :attr:`TrainingSection.summary` when read)."""
+    return None if training is None else training.summary

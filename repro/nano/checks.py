@@ -118,7 +118,7 @@ def rollout_runs_match(stage: str, metrics: dict[int, dict[str, float]], stored:
         verl = m.get("critic/score/mean")
         if verl is None or abs(run["mean_reward"] - verl) > 1e-6:
             problems.append(f"step {step}: stored mean reward {run['mean_reward']:.6f} vs VERL's {verl}")
-        summary = (run.get("summary") or {}).get("reward_mean")
+        summary = run["summary"].reward_mean if run.get("summary") is not None else None
         if summary is None or abs(summary - run["mean_reward"]) > 1e-9:
             problems.append(f"step {step}: run.json summary reward_mean {summary} vs a recount {run['mean_reward']:.6f}")
     figures = "; ".join(problems) if problems else f"{len(metrics)} steps × {expected_rows} rows, rewards equal"

@@ -22,12 +22,11 @@ def stored_steps(train_dir: Path) -> dict[int, dict[str, Any]]:
         if not store.exists():
             continue
         record = store.read_run()
-        training = record.training or {}
         rewards = [float(r) for r in store.read_table(columns=["reward"]).column("reward").to_pylist()
                    if r is not None]
-        out[int(training.get("step", 0))] = {
+        out[record.training.step if record.training is not None else 0] = {
             "status": record.status, "rows": len(rewards), "rewards": rewards,
             "mean_reward": sum(rewards) / len(rewards) if rewards else float("nan"),
-            "summary": training.get("summary"),
+            "summary": None if record.training is None else record.training.summary,
         }
     return dict(sorted(out.items()))

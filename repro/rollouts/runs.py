@@ -56,13 +56,11 @@ import pyarrow.parquet as pq
 import ray
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.ingest.verl_formats import KIND_DIRS
-from pr1_eval.ingest.verl_groups import declared_tasks
-from pr1_eval.ingest.verl_import import supersede
-from pr1_eval.records.provenance import now_iso, package_versions
-from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
+from pr1_eval.ingest.training_layout import step_record, step_run_dir, supersede, with_samples
+from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
-from pr1_eval.report.step_summary import step_summary
+from pr1_eval.records.training import TrainingSection
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore, write_json_atomic
 from repro.data import ROLLOUT_N_KEY
@@ -314,7 +312,7 @@ class RolloutRunWriter:
 
     # ----- one step's run, under the lock ----------------------------------------------------
     def run_dir(self, kind: str, step: int) -> Path:
-        return self.options.root / KIND_DIRS[kind] / f"step-{step:06d}"
+        return step_run_dir(self.options.root, kind, step)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -356,19 +354,19 @@ class RolloutRunWriter:
                           replay: bool) -> None:
         store = RunStore(out)
         record = store.read_run() if store.exists() else None
-        training = (record.training or {}) if record is not None else {}
-        if record is not None and training.get("format") != FORMAT:
+        training = record.training if record is not None else None
+        if record is not None and (training is None or training.format != FORMAT):
             raise RuntimeError(f"{out} holds a run that is not repro's rollouts; pass another rollout_runs.dir")
-        if record is not None and training.get("attempt") != attempt:
+        if record is not None and training is not None and training.attempt != attempt:
             if replay:
                 log.info("rollout runs: %d journal rows of attempt %s for %s are not this run's attempt; dropped",
                          len(rows), attempt, out)
                 return
             supersede(out, self.options.root, kind)  # an earlier attempt's step: this attempt redoes it
-            record, training = None, {}
+            record, training = None, None
         if record is not None and record.status == "complete":
             return  # every rollout of the step is in: these are deliveries again
-        ledger = _read_ledger(out, stored=int(training.get("rows_stored") or 0))
+        ledger = _read_ledger(out, stored=int(training.rows_stored or 0) if training is not None else 0)
         _drop_uncommitted_parts(store, ledger)
         fresh = self._admit(kind, rows, ledger)
         part = store.append(fresh)
@@ -377,9 +375,9 @@ class RolloutRunWriter:
         ledger["stored"] += len(fresh)
         seen = sum(len(v) for v in ledger["seen"].values())
         record = record or self._new_record(kind, step, attempt)
-        record = replace(record, training={**(record.training or {}), "rows_seen": seen,
-                                           "rows_stored": ledger["stored"]})
-        expected = record.training["expected_rows"] if record.training else None
+        assert record.training is not None  # a repro step run (checked above, or just made)
+        record = replace(record, training=replace(record.training, rows_seen=seen, rows_stored=ledger["stored"]))
+        expected = record.training.expected_rows if record.training else None
         done = expected is not None and seen >= int(expected)
         ledger["compacting"] = bool(ledger.get("compacting") or done)
         write_json_atomic(out / LEDGER, ledger)  # the rows are the run's from here on (their journal may go)
@@ -409,30 +407,20 @@ class RolloutRunWriter:
     def _new_record(self, kind: str, step: int, attempt: str) -> RunRecord:
         o = self.options
         expected = o.train_rows if kind == "train" else o.val_rows
-        return RunRecord(
-            name=f"{o.job}-{KIND_DIRS[kind]}-step-{step:06d}", status="running", model=ModelInfo(step=step, family=o.job),
-            engine={"backend": "verl", "source": "repro-rollouts"}, decoding={"mode": "rl-rollout", "tags_kept": True},
-            packages=package_versions(), started_at=now_iso(), position_unit=None,
-            training={"job": o.job, "kind": kind, "step": step, "format": FORMAT, "tags_kept": True,
-                      "structure_measurable": True, "attempt": attempt, "expected_rows": expected,
-                      "rows_seen": 0, "rows_stored": 0, "every": o.every if kind == "train" else 1,
-                      # what the Training page marks as the curriculum's switch (analysis.training_steps)
-                      **({"reward_mode": o.reward_mode} if o.reward_mode else {}),
-                      **({"switch_step": o.switch_step} if o.switch_step is not None else {})},
-        )
+        training = TrainingSection(job=o.job, kind=kind, step=step, format=FORMAT, tags_kept=True,
+                                   structure_measurable=True, attempt=attempt, expected_rows=expected,
+                                   rows_seen=0, rows_stored=0, every=o.every if kind == "train" else 1,
+                                   # what the Training page marks as the curriculum's switch (analysis.training_steps)
+                                   reward_mode=o.reward_mode or None, switch_step=o.switch_step)
+        return step_record(training, status="running", engine={"backend": "verl", "source": "repro-rollouts"},
+                           decoding={"mode": "rl-rollout", "tags_kept": True})
 
     def _complete(self, store: RunStore, record: RunRecord) -> RunRecord:
         """Compact the step's parts into one, and declare its tasks and its summary."""
         records = store.read_records()
         store.rewrite(records)
-        declared = declared_tasks(records)
-        ks = {k for _, k in declared.values()}
-        tasks = {t: task_entry(ids, k, version=None, source="repro-rollouts", data_hash=None)
-                 for t, (ids, k) in declared.items()}
-        training = {**(record.training or {}), "summary": step_summary(records, tags_kept=True)}
-        return replace(record, status="complete", finished_at=now_iso(), tasks=tasks,
-                       k=ks.pop() if len(ks) == 1 else None,
-                       position_unit=records[0].position_unit if records else None, training=training)
+        record = with_samples(record, records, lambda task: (None, "repro-rollouts"))
+        return replace(record, status="complete", finished_at=now_iso())
 
 
 def _read_ledger(out: Path, stored: int = 0) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from pr1_eval.records.step_summary import StepSummary
 from repro import stages
 from repro.nano import checks
 from repro.nano.data import arithmetic_rows, build_nano_data, check_sft_slice
@@ -72,16 +73,20 @@ def test_on_policy_check_catches_a_frozen_rollout_server() -> None:
     assert not checks.on_policy("s", {1: {"rollout_corr/kl": 0.0}, 2: {}}).passed, "a step without the metric"
 
 
+def _summary(reward_mean: float) -> StepSummary:
+    return StepSummary(n_samples=4, n_problems=1, k=4, reward_mean=reward_mean)
+
+
 def test_rollout_runs_must_equal_verls_own_figures() -> None:
     metrics = {1: {"critic/score/mean": 0.25}, 2: {"critic/score/mean": 0.5}}
-    good: dict[int, dict[str, Any]] = {1: {"status": "complete", "rows": 4, "mean_reward": 0.25, "summary": {"reward_mean": 0.25}},
-            2: {"status": "complete", "rows": 4, "mean_reward": 0.5, "summary": {"reward_mean": 0.5}}}
+    good: dict[int, dict[str, Any]] = {1: {"status": "complete", "rows": 4, "mean_reward": 0.25, "summary": _summary(0.25)},
+            2: {"status": "complete", "rows": 4, "mean_reward": 0.5, "summary": _summary(0.5)}}
     assert checks.rollout_runs_match("s", metrics, good, 4).passed
     short = {**good, 2: {"status": "running", "rows": 3, "mean_reward": 0.5, "summary": None}}
     assert "3 of 4" in checks.rollout_runs_match("s", metrics, short, 4).figures
-    wrong = {**good, 1: {"status": "complete", "rows": 4, "mean_reward": 0.3, "summary": {"reward_mean": 0.3}}}
+    wrong = {**good, 1: {"status": "complete", "rows": 4, "mean_reward": 0.3, "summary": _summary(0.3)}}
     assert not checks.rollout_runs_match("s", metrics, wrong, 4).passed
-    stale = {**good, 2: {**good[2], "summary": {"reward_mean": 0.4}}}
+    stale = {**good, 2: {**good[2], "summary": _summary(0.4)}}
     assert "summary" in checks.rollout_runs_match("s", metrics, stale, 4).figures
     assert not checks.rollout_runs_match("s", metrics, {1: good[1]}, 4).passed
 

@@ -98,7 +98,7 @@ def write_step(root: Path, kind: str, step: int, index: int, with_summary: bool,
                 "structure_measurable": True, "stage": "mid_training", "reward_mode": reward_mode(step),
                 "rows": len(records)}
     if with_summary:
-        training["summary"] = step_summary(records)
+        training["summary"] = step_summary(records).to_json()
     info = {"name": f"{job}-{kind}-step-{step:06d}", "status": status, "model": {"step": step, "family": job},
             "decoding": {"mode": "unknown"}, "k": design.k, "position_unit": "char", "training": training,
             "tasks": {records[0].task: {"k": design.k, "n_problems": PROBLEMS,

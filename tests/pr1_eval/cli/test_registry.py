@@ -58,7 +58,7 @@ def test_choices_come_from_their_owners() -> None:
     from analysis.completeness import INCLUDE_FLAG
     from analysis.leaderboard import AVERAGES
     from pr1_eval.cli.import_run import FORMATS
-    from pr1_eval.ingest.verl_import import KIND_DIRS
+    from pr1_eval.records.training import KIND_DIRS
 
     def choices(module: str, option: str) -> list[str]:
         (parser,) = _registered(module).values()

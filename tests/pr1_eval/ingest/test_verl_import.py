@@ -77,7 +77,7 @@ def test_fork_structure_and_no_pad_left(fork_job: dict[str, object]) -> None:
         for marker in (PAD, IM_END, IM_START):
             assert not frame.response.str.contains(marker, regex=False).any(), (kind, marker)
         run = RunStore(out / folder / "step-000001").read_run()
-        assert run.training is not None and run.training["tags_kept"] and run.training["structure_measurable"]
+        assert run.training is not None and run.training.tags_kept and run.training.structure_measurable
         assert (run.model.step, run.model.family, run.status) == (1, "Parallel-R1-S1", "complete")
 
 
@@ -90,15 +90,15 @@ def test_each_step_run_holds_its_summary_computed_from_the_dump(fork_job: dict[s
         rows = truths[(kind, 1)]
         run = RunStore(out / folder / "step-000001").read_run()
         assert run.training is not None
-        summary = run.training["summary"]
-        assert (summary["n_samples"], summary["k"]) == (len(rows), k)
-        assert summary["n_problems"] == len({t.problem for t in rows})
-        assert summary["reward_mean"] == pytest.approx(sum(t.score for t in rows) / len(rows))
-        assert summary["parallel_ratio"] == pytest.approx(sum("<Parallel>" in t.response for t in rows) / len(rows))
-        assert summary["blocks_per_response"] == pytest.approx(sum(t.response.count("<Parallel>") for t in rows)
+        summary = run.training.summary
+        assert (summary.n_samples, summary.k) == (len(rows), k)
+        assert summary.n_problems == len({t.problem for t in rows})
+        assert summary.reward_mean == pytest.approx(sum(t.score for t in rows) / len(rows))
+        assert summary.parallel_ratio == pytest.approx(sum("<Parallel>" in t.response for t in rows) / len(rows))
+        assert summary.blocks_per_response == pytest.approx(sum(t.response.count("<Parallel>") for t in rows)
                                                                / len(rows))
-        assert summary["response_tokens_mean"] == pytest.approx(sum(t.n_response_tokens for t in rows) / len(rows))
-        assert summary["truncated_ratio"] == pytest.approx(sum(t.cut for t in rows) / len(rows))
+        assert summary.response_tokens_mean == pytest.approx(sum(t.n_response_tokens for t in rows) / len(rows))
+        assert summary.truncated_ratio == pytest.approx(sum(t.cut for t in rows) / len(rows))
 
 
 def test_fork_validation_is_graded_against_the_benchmark_gold(fork_job: dict[str, object]) -> None:
@@ -131,16 +131,16 @@ def test_verl_091_v1_rollouts_group_by_uid_and_drop_padding(v1_job: dict[str, ob
     frame = _frame(out / "train" / "step-000003")
     run = RunStore(out / "train" / "step-000003").read_run()
     assert run.training is not None
-    assert run.training["padding_rows_dropped"] == 3 and run.training["format"] == "verl-0.9.1-v1"
+    assert run.training.padding_rows_dropped == 3 and run.training.format == "verl-0.9.1-v1"
     assert len(frame) == len(truths["train"]) == 2 * N_TRAIN and (frame.response != "").all()
     stripped = {t.response.replace("<Parallel>", "").replace("</Parallel>", "").replace("<Path>", "")
                 .replace("</Path>", "").replace("<Summary>", "").replace("</Summary>", "") for t in truths["train"]}
     assert set(frame.response) == stripped  # the tags vanished in VERL's decode
     assert frame.n_blocks.sum() == 0 and any("<Parallel>" in t.response for t in truths["train"])
-    assert not run.training["tags_kept"] and not run.training["structure_measurable"]
-    summary = run.training["summary"]  # structure unmeasurable: None, never 0 ("stopped branching")
-    assert summary["parallel_ratio"] is None and summary["first_block_rel_pos"] is None
-    assert summary["reward_mean"] == pytest.approx(sum(t.score for t in truths["train"]) / len(truths["train"]))
+    assert not run.training.tags_kept and not run.training.structure_measurable
+    summary = run.training.summary  # structure unmeasurable: None, never 0 ("stopped branching")
+    assert summary.parallel_ratio is None and summary.first_block_rel_pos is None
+    assert summary.reward_mean == pytest.approx(sum(t.score for t in truths["train"]) / len(truths["train"]))
     assert frame.groupby("problem_id").size().tolist() == [N_TRAIN, N_TRAIN]
     assert (frame.gold != "").all() and frame.correct.notna().all()  # gts is known: graded
     assert sorted(frame.reward) == sorted(t.score for t in truths["train"])
@@ -192,7 +192,7 @@ def test_verl_091_legacy_float_step_and_prompt_groups(tmp_path: Path) -> None:
     results = import_verl(root / "rollout", tmp_path / "runs", _opts(final=True))
     assert [(r.file.step, r.status) for r in results] == [(5, "imported")]
     run = RunStore(tmp_path / "runs" / "train" / "step-000005").read_run()
-    assert run.model.step == 5 and run.training is not None and run.training["rows_with_other_step"] == 0
+    assert run.model.step == 5 and run.training is not None and run.training.rows_with_other_step == 0
     frame = _frame(tmp_path / "runs" / "train" / "step-000005")
     assert frame.groupby("problem_id").size().tolist() == [N_TRAIN, N_TRAIN] and len(frame) == len(truths)
 

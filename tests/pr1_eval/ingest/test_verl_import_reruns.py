@@ -156,7 +156,7 @@ def test_dump_folders_are_told_apart_by_name_or_kind(tmp_path: Path) -> None:
     assert [(r.file.kind, r.status) for r in results] == [("validation", "imported")]
     assert (tmp_path / "runs" / "val" / "step-000001" / "run.json").is_file()
     run = RunStore(tmp_path / "runs" / "val" / "step-000001").read_run()
-    assert run.training is not None and run.training["job"] == "job"  # the folder holding the dump folder
+    assert run.training is not None and run.training.job == "job"  # the folder holding the dump folder
 
 
 def test_problem_text_and_matching_rules() -> None:

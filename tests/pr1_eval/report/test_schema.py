@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pr1_eval.report.names import metric_name, parse_metric_name
+from pr1_eval.report.names import metric_name
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, json_schema
 from tests.support.report_fixtures import run_record, verdict_frame
@@ -17,9 +17,8 @@ from tests.support.report_fixtures import run_record, verdict_frame
     (("best", 16), "paper", "best@16_paper"), (("mean", 4), None, "mean@4"), (("pass", 1), None, "pass@1"),
     (("maj", 16), None, "maj@16"), (("mean", "K"), "paper", "mean@K_paper"), (("pass", "k"), None, "pass@k"),
 ])
-def test_metric_name_and_its_inverse(args: tuple, checker: str | None, name: str) -> None:
+def test_metric_name(args: tuple, checker: str | None, name: str) -> None:
     assert metric_name(*args, checker=checker) == name
-    assert parse_metric_name(name) == (*args, checker)
 
 
 @pytest.mark.parametrize(("kind", "k", "checker"), [("avg", 4, None), ("mean", 0, None), ("mean", 4, "verl"),
@@ -27,11 +26,6 @@ def test_metric_name_and_its_inverse(args: tuple, checker: str | None, name: str
 def test_metric_name_refuses_what_no_report_prints(kind: str, k: object, checker: str | None) -> None:
     with pytest.raises(ValueError):
         metric_name(kind, k, checker=checker)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("key", ["parallel_ratio", "mean@16x", "best@16_verl", "mean16", "ci95"])
-def test_parse_metric_name_leaves_other_keys_alone(key: str) -> None:
-    assert parse_metric_name(key) is None
 
 
 def test_every_json_key_has_its_documentation() -> None:

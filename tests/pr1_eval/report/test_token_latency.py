@@ -170,9 +170,9 @@ def test_step_summary_speedup() -> None:
     records = _records()
     pairs = [counted(r.response) for r in records]
     s = step_summary(records)
-    assert s["speedup"] == pytest.approx(sum(p[0] for p in pairs) / sum(p[1] for p in pairs))
-    assert s["critical_path_mean"] == pytest.approx(np.mean([p[1] for p in pairs])) and s["length_unit"] == "token"
-    assert step_summary(records, tags_kept=False)["speedup"] is None
+    assert s.speedup == pytest.approx(sum(p[0] for p in pairs) / sum(p[1] for p in pairs))
+    assert s.critical_path_mean == pytest.approx(np.mean([p[1] for p in pairs])) and s.length_unit == "token"
+    assert step_summary(records, tags_kept=False).speedup is None
 
 
 def test_analyze_share_of_characters_in_paths_that_disagree_with_the_final_answer(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ CHILD = textwrap.dedent("""
 def _all_twelve(run: Path) -> None:
     record = RunStore(run).read_run()
     assert record.status == "complete" and record.training is not None
-    assert record.training["rows_seen"] == record.training["rows_stored"] == 12
+    assert record.training.rows_seen == record.training.rows_stored == 12
     stored = keys(run)
     assert stored == sorted(("dapo", f"p{p}", s) for p in range(3) for s in range(4))
     rewards = {(r.problem_id, r.sample_idx): r.reward for r in RunStore(run).read_records()}
@@ -117,7 +117,7 @@ def test_an_earlier_attempts_journal_never_moves_a_later_run_aside(tmp_path: Pat
     assert later.recover() == 1
     run = later.run_dir("train", 3)
     record = RunStore(run).read_run()
-    assert record.training is not None and record.training["attempt"] == "B" and len(keys(run)) == 4
+    assert record.training is not None and record.training.attempt == "B" and len(keys(run)) == 4
     assert not Path(str(tmp_path.resolve()) + ".superseded").exists()
     later.close()
 

@@ -30,15 +30,15 @@ def test_two_steps_become_two_complete_runs_with_summaries(tmp_path: Path) -> No
         record = store.read_run()
         assert record.status == "complete" and record.model.step == step
         assert record.training is not None
-        assert {k: record.training[k] for k in ("job", "kind", "step", "format", "tags_kept", "attempt")} == {
+        assert {k: getattr(record.training, k) for k in ("job", "kind", "step", "format", "tags_kept", "attempt")} == {
             "job": "job", "kind": "train", "step": step, "format": "repro", "tags_kept": True, "attempt": "A"}
-        assert record.training["rows_seen"] == record.training["rows_stored"] == 12
+        assert record.training.rows_seen == record.training.rows_stored == 12
         assert keys(run) == sorted(("dapo", f"p{p}", s) for p in range(3) for s in range(N))
         assert len(store.part_paths()) == 1, "a complete step's parts are compacted into one"
-        summary = record.training["summary"]
-        assert summary["n_samples"] == 12 and summary["n_problems"] == 3 and summary["k"] == N
-        assert summary["reward_mean"] == pytest.approx(sum(range(N)) / N)  # rewards 0..3 in every group
-        assert summary["parallel_ratio"] == pytest.approx(0.5) and summary["accuracy"] == pytest.approx(0.5)
+        summary = record.training.summary
+        assert summary.n_samples == 12 and summary.n_problems == 3 and summary.k == N
+        assert summary.reward_mean == pytest.approx(sum(range(N)) / N)  # rewards 0..3 in every group
+        assert summary.parallel_ratio == pytest.approx(0.5) and summary.accuracy == pytest.approx(0.5)
         assert record.tasks["dapo"].k == N and record.tasks["dapo"].n_problems == 3
         responses = {r.response for r in store.read_records()}
         assert all(f"step {step} " in text for text in responses)
@@ -52,15 +52,15 @@ def test_a_step_cut_short_stays_running_and_a_restarted_writer_adds_no_duplicate
     first.close()
     run = first.run_dir("train", 5)
     record = RunStore(run).read_run()
-    assert record.status == "running" and record.training is not None and record.training["rows_seen"] == 7
-    assert "summary" not in record.training
+    assert record.status == "running" and record.training is not None and record.training.rows_seen == 7
+    assert record.training.summary is None
     again = RolloutRunWriter(options(tmp_path), attempt="A", background=False)  # a restarted reward worker
     for row in rows[3:]:  # four rollouts delivered a second time, then the five missing ones
         again.add(row)
     again.close()
     record = RunStore(run).read_run()
     assert record.status == "complete" and record.training is not None
-    assert record.training["rows_seen"] == record.training["rows_stored"] == 12
+    assert record.training.rows_seen == record.training.rows_stored == 12
     assert keys(run) == sorted(set(keys(run))) and len(keys(run)) == 12
     late = RolloutRunWriter(options(tmp_path), attempt="A", background=False)
     late.add(rows[0])
@@ -80,7 +80,7 @@ def test_a_resumed_job_redoes_the_step_and_the_old_attempt_moves_aside(tmp_path:
     resumed.close()
     run = resumed.run_dir("train", 3)
     record = RunStore(run).read_run()
-    assert record.status == "complete" and record.training is not None and record.training["attempt"] == "B"
+    assert record.status == "complete" and record.training is not None and record.training.attempt == "B"
     assert len(keys(run)) == 12 and {r.reward for r in RunStore(run).read_records()} == {2.0}
     aside = list((Path(str(tmp_path.resolve()) + ".superseded") / "train").iterdir())
     assert len(aside) == 1 and len(RunStore(aside[0]).read_records()) == 5
@@ -100,7 +100,7 @@ def test_every_nth_group_keeps_whole_groups_by_problem_and_still_completes(tmp_p
     assert 0 < len(expected) < prompts
     assert {pid for _, pid, _ in stored} == expected and len(stored) == len(expected) * N
     assert record.status == "complete" and record.training is not None
-    assert record.training["rows_seen"] == prompts * N and record.training["every"] == 4
+    assert record.training.rows_seen == prompts * N and record.training.every == 4
 
 
 def test_a_problem_drawn_twice_in_a_step_keeps_both_groups(tmp_path: Path) -> None:
@@ -120,8 +120,8 @@ def test_validation_is_its_own_run_and_never_thinned(tmp_path: Path) -> None:
     writer.close()
     record = RunStore(writer.run_dir("validation", 10)).read_run()
     assert writer.run_dir("validation", 10).parent.name == "val"
-    assert record.status == "complete" and record.training is not None and record.training["kind"] == "validation"
-    assert len(keys(writer.run_dir("validation", 10))) == 6 and record.training["every"] == 1
+    assert record.status == "complete" and record.training is not None and record.training.kind == "validation"
+    assert len(keys(writer.run_dir("validation", 10))) == 6 and record.training.every == 1
     assert (writer.run_dir("validation", 10) / LEDGER).is_file()
 
 

@@ -58,7 +58,7 @@ def test_a_validation_whose_overlong_prompts_verl_drops_still_completes(tmp_path
             writer.add(rollout(6, p, s, kind="validation", uid=f"v{p}"))
     writer.close()
     record = RunStore(writer.run_dir("validation", 6)).read_run()
-    assert record.status == "complete" and record.training is not None and record.training["rows_seen"] == 17
+    assert record.status == "complete" and record.training is not None and record.training.rows_seen == 17
 
 
 def test_without_the_filter_every_row_is_validated(tmp_path: Path, tokenizer) -> None:

@@ -135,8 +135,8 @@ def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch, verl_
         store = RunStore(runs / kind / f"step-{step:06d}")
         record = store.read_run()
         assert record.status == "complete" and record.training is not None
-        assert record.training["step"] == step and record.training["format"] == "repro"
-        assert record.training["kind"] == ("validation" if kind == "val" else "train")
+        assert record.training.step == step and record.training.format == "repro"
+        assert record.training.kind == ("validation" if kind == "val" else "train")
         samples = {(s.problem_id, s.sample_idx): s for s in store.read_records()}
         want = {(uid_problem[u], s): put[(u, s)] for u in uids for s in range(2)}
         assert set(samples) == set(want)
@@ -149,10 +149,10 @@ def test_two_steps_and_a_validation_become_complete_runs(job, monkeypatch, verl_
             assert sample.finish_reason == ("length" if len(ids) >= RESPONSE_LENGTH else "stop")
             assert sample.problem == PROMPTS[key[0]][0] and sample.gold == PROMPTS[key[0]][1]
             assert sample.n_prompt_tokens and sample.engine_calls and sample.position_unit == "token"
-        summary = record.training["summary"]
-        assert summary["n_samples"] == len(want) and summary["k"] == 2
-        assert summary["reward_mean"] == pytest.approx(sum(r for _, r in want.values()) / len(want))
-        assert summary["parallel_ratio"] == pytest.approx(
+        summary = record.training.summary
+        assert summary.n_samples == len(want) and summary.k == 2
+        assert summary.reward_mean == pytest.approx(sum(r for _, r in want.values()) / len(want))
+        assert summary.parallel_ratio == pytest.approx(
             sum("<Parallel>" in s.response for s in samples.values()) / len(samples))
     assert any("<Parallel>" in s.response for s in RunStore(runs / "train" / "step-000001").read_records())
 
