@@ -188,15 +188,14 @@ def test_the_pages_keep_hostile_run_and_model_names_as_text(tmp_path: Path) -> N
     from analysis.figures import write_figures
     from analysis.loader import load_runs
     from analysis.summary import analyze
-    from tests.analysis.test_safe_text import _assert_inert_page
     from tests.support import efficiency_fixtures as fx
-    from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, payload
+    from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, assert_inert_page, payload
 
     runs = fx.build_forkjoin_runs(tmp_path / "runs", prefix=f"fj {RUN_ATTACK}", model=f"/ck/{payload('model')}/step-*")
     written, _ = write_figures(analyze(load_runs([str(p) for p in runs.values()], tokenizer=None)), tmp_path / "out")
     pages = {p.name: p.read_text(encoding="utf-8") for p in written}
     for name in ("speedup_hist.html", "latency_frontier.html", "efficiency_steps.html"):
-        _assert_inert_page(pages[name], name)
+        assert_inert_page(pages[name], name)
         figures = pages[name].replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u002f", "/")
         assert f'<a href="https://{MARKER}' not in figures and "<img src=x" not in figures, name
     assert MARKER in pages["latency_frontier.html"]  # the names are there, as text

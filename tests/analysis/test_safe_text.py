@@ -27,6 +27,7 @@ from tests.support.hostile_fixtures import (
     PROBLEM_IDS,
     RUN_ATTACK,
     TASK,
+    assert_inert_page,
     build_hostile_runs,
     payload,
 )
@@ -95,21 +96,10 @@ def _plotly_json(text: str) -> str:
     return json.dumps(text)[1:-1].replace("<", "\\u003c").replace(">", "\\u003e").replace("/", "\\u002f")
 
 
-def _assert_inert_page(page: str, where: str) -> lxml.html.HtmlElement:
-    """No element from data in a page: every anchor, image and script is counted."""
-    tree = lxml.html.fromstring(page)
-    assert tree.xpath("//a | //img | //iframe | //object | //embed") == [], where
-    for script in tree.xpath("//script"):
-        text = script.text_content()
-        assert "__pwned='" not in text or "Plotly.newPlot" in text, (where, text[:300])
-        assert "</script" not in text.lower(), where
-    return tree
-
-
 def test_leaderboard_html_keeps_hostile_names_and_ids_as_text(hostile_runs: dict[str, Path]) -> None:
     board = compute_leaderboard(load_runs([hostile_runs[name] for name in HOSTILE_RUNS], tokenizer=None))
     page = leaderboard_html(board)
-    tree = _assert_inert_page(page, "leaderboard --html")
+    tree = assert_inert_page(page, "leaderboard --html")
     cells = {cell.text_content() for cell in tree.xpath("//td")}
     assert set(HOSTILE_RUNS) <= cells and TASK in cells
     # the figures hold ids and names as plot_text (entities), in plotly's JSON: '<', '>' and '/'
@@ -126,7 +116,7 @@ def test_analyze_pages_keep_hostile_names_as_text(hostile_runs: dict[str, Path],
     assert written
     for path in written:
         page = path.read_text(encoding="utf-8")
-        _assert_inert_page(page, path.name)
+        assert_inert_page(page, path.name)
         figures = page.replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u002f", "/")
         assert f'<a href="https://{MARKER}' not in figures and "<img src=x" not in figures, path.name
 

@@ -22,17 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboards.test_browser import (
+from tests.support import efficiency_fixtures as fx
+from tests.support.browser import (
     ATTACKS,
     WIDTH,
     DevTools,
-    _wait_healthy,
     artifacts,
     assert_inert,
     chromium_binary,
     free_port,
+    wait_healthy,
 )
-from tests.support import efficiency_fixtures as fx
 from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, payload
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def server(fj_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
                                    env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}/"
     try:
-        _wait_healthy(process, base, log)
+        wait_healthy(process, base, log)
         yield base, log
     finally:
         process.send_signal(signal.SIGINT)

@@ -14,8 +14,8 @@ import pytest
 
 from dashboards.components import fmt
 from dashboards.data import MEMO
-from tests.dashboards.test_pages import open_app, row, shown_table
 from tests.support import efficiency_fixtures as fx
+from tests.support.app_harness import open_app, row, shown_table
 from tests.support.dashboard_fixtures import build_runs
 
 
@@ -61,18 +61,6 @@ def test_a_sequentially_decoded_run_gets_its_critical_path_from_its_blocks(tmp_p
     app = open_app(monkeypatch, [runs["step100"]], "efficiency")
     assert not any("No selected sample has a critical path" in info.value for info in app.info)
     assert len(app.get("plotly_chart")) >= 2
-    MEMO.clear()
-
-
-def test_hostile_run_and_model_names_stay_literal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.dashboards.test_text_safety import assert_page_inert
-    from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, payload
-
-    monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
-    runs = fx.build_forkjoin_runs(tmp_path / "runs", prefix=f"fj {RUN_ATTACK}", model=f"/ck/{payload('model')}/step-*")
-    app = open_app(monkeypatch, list(runs.values()), "efficiency")
-    texts, strings = assert_page_inert(app, "efficiency")
-    assert any(MARKER in text for text in texts) and any(MARKER in text for text in strings)
     MEMO.clear()
 
 

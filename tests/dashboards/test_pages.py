@@ -9,7 +9,6 @@ marked on every page and kept out of trends and the ranking unless the sidebar t
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +16,14 @@ from typing import Any
 import pandas as pd
 import pytest
 from sacrebleu.metrics import BLEU
-from streamlit.testing.v1 import AppTest
 
 from analysis.completeness import INCLUDE_LABEL, MARK
 from analysis.loader import load_runs
 from analysis.trace_segments import response_segments
 from dashboards.components import fmt, fmt_interval, md_unescape
 from dashboards.data import MEMO
-from dashboards.launch import app_path
 from pr1_eval.store.run_store import RunStore
+from tests.support.app_harness import open_app, row, shown_table
 from tests.support.dashboard_fixtures import (
     HOSTILE_RUN,
     IMG,
@@ -99,31 +97,6 @@ def bleu_pairs(run: str) -> list[tuple[str, str, int, float]]:
                              + scorer.sentence_score(paths[j], [paths[i]]).score) / 200
                     out.append((str(r["task"]), str(r["problem_id"]), int(str(r["sample_idx"])), score))
     return out
-
-
-def open_app(monkeypatch: pytest.MonkeyPatch, paths: list[Path], page: str | None = None,
-             params: dict[str, str] | None = None) -> AppTest:
-    """The app on ``paths`` (as after ``--``), on ``page``, with no uncaught exception."""
-    monkeypatch.setattr(sys, "argv", ["app.py", *map(str, paths)])
-    app = AppTest.from_file(str(app_path()), default_timeout=180).run()
-    if page is not None:
-        app.query_params.update(params or {})
-        app.switch_page(f"views/{page}.py").run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
-
-
-def shown_table(app: AppTest, index: int = 0) -> pd.DataFrame:
-    """A text table as a reader sees it (cells un-escaped)."""
-    return app.table[index].value.map(md_unescape)
-
-
-def row(frame: pd.DataFrame, **where: Any) -> pd.Series:
-    match = frame
-    for column, value in where.items():
-        match = match[match[column] == value]
-    assert len(match) == 1, (where, frame)
-    return match.iloc[0]
 
 
 @pytest.mark.parametrize("page", list(PAGES))

@@ -23,7 +23,7 @@ from dashboards.data import MEMO
 from dashboards.launch import app_path
 from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, TASK, build_hostile_runs
 
-PAGES = ("leaderboard", "training", "behaviour", "diversity", "trace_viewer", "compare")
+PAGES = ("leaderboard", "training", "behaviour", "diversity", "trace_viewer", "compare", "efficiency")
 #: GFM autolink literals (the spec's extension): links made after parsing, whatever the escapes.
 GFM_AUTOLINK = re.compile(r"(?i)(?:https?://|www\.)[^\s<]|[\w.+-]+@[\w-]+\.[\w.-]*\w|(?:mailto|xmpp):")
 #: A tag plotly.js would parse (its split is ``/(<[^<>]*>)/``); ``<br>`` and ``<extra>`` are ours.

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from tests.notebooks.test_notebooks import ALL_NOTEBOOKS
+from tests.support.notebook_paths import ALL_NOTEBOOKS
 from tests.support import efficiency_fixtures as fx
 
 NOTEBOOK = next(p for p in ALL_NOTEBOOKS if p.stem.startswith("02"))

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import lxml.html
+
 from pr1_eval.ingest.importer import import_jsonl
 
 MARKER = "evil.example"
@@ -83,3 +85,14 @@ def build_hostile_runs(root: Path) -> dict[str, Path]:
         source.write_text("".join(json.dumps(row) + "\n" for row in hostile_rows(index)), encoding="utf-8")
         runs[name] = import_jsonl(source, root / name, workers=1)
     return runs
+
+
+def assert_inert_page(page: str, where: str) -> lxml.html.HtmlElement:
+    """No element from data in a page: every anchor, image and script is counted."""
+    tree = lxml.html.fromstring(page)
+    assert tree.xpath("//a | //img | //iframe | //object | //embed") == [], where
+    for script in tree.xpath("//script"):
+        text = script.text_content()
+        assert "__pwned='" not in text or "Plotly.newPlot" in text, (where, text[:300])
+        assert "</script" not in text.lower(), where
+    return tree
