@@ -108,10 +108,12 @@ def _mean_of(arrays: SampleArrays, column: str) -> float | None:
 def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
     """Each of :data:`PER_PROBLEM_METRICS` per problem (problem-id order), from one
     :func:`problem_values` call per distinct (n, c, c_paper, maj): few distinct, since n, c ≤ k."""
-    keys = np.stack([problems.n, problems.c, problems.c_paper, problems.maj.astype(np.int64)], axis=1)
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    base = int(problems.n.max(initial=0)) + 1  # c, c_paper ≤ n < base: one integer names each distinct problem
+    keys = ((problems.n * base + problems.c) * base + problems.c_paper) * 2 + problems.maj
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     table = np.array([[values[name] for name in PER_PROBLEM_METRICS] for values in
-                      (problem_values(int(n), int(c), int(cp), bool(maj), k) for n, c, cp, maj in distinct.tolist())],
+                      (problem_values(int(problems.n[i]), int(problems.c[i]), int(problems.c_paper[i]),
+                                      bool(problems.maj[i]), k) for i in first)],
                      dtype=float).reshape(len(distinct), len(PER_PROBLEM_METRICS))
     columns = np.ascontiguousarray(table[inverse.ravel()].T)
     return {name: columns[i] for i, name in enumerate(PER_PROBLEM_METRICS)}
