@@ -68,11 +68,11 @@ def problems_of(arrays: SampleArrays) -> Problems:
     and array sums over the problems' runs of rows (a group-by per problem cost seconds on a sweep's
     thousands of problems)."""
     order = np.lexsort((arrays.sample_idx, arrays.rank))  # stable: equal keys keep frame order
-    ranks = arrays.rank[order]
-    starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]]) if len(order) else np.zeros(0, dtype=np.int64)
     if not len(order):
         empty = np.zeros(0, dtype=np.int64)
         return Problems(arrays.problem[:0], empty, empty, empty, np.zeros(0, dtype=bool), order)
+    ranks = arrays.rank[order]
+    starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
     correct = need(arrays.correct, "correct")[order]
     correct_paper = need(arrays.correct_paper, "correct_paper")[order]
     classes, answered = need(arrays.answer_class, "answer_class")[order], need(arrays.answered, "answer_class")[order]
