@@ -92,14 +92,14 @@ from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
 from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
-from analysis.stats import branching_stats
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 from pr1_eval.report.efficiency import LENGTH_COLUMNS
-from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings
-from pr1_eval.report.run_report import run_report
+from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings, parallel_ratio
+from pr1_eval.report.run_report import parallel_mask, run_report
 from pr1_eval.report.schema import TaskMetrics
+from pr1_eval.report.task_arrays import task_rows
 from pr1_eval.store.run_store import RunStore
 
 ALPHA = 0.05
@@ -249,7 +249,13 @@ def _tasks_in_order(samples: pd.DataFrame) -> list[str]:
 
 
 def _problem_sets(samples: pd.DataFrame) -> dict[tuple[str, str], set[str]]:
-    return {(str(r), str(t)): set(g["problem_id"].astype(str)) for (r, t), g in samples.groupby(["run", "task"])}
+    """(run, task) → its problem ids, from one pass over the rows (a group per run × task cost
+    seconds on thousands of tasks)."""
+    sets: dict[tuple[str, str], set[str]] = {}
+    for run, task, pid in zip(samples["run"].astype(str), samples["task"].astype(str),
+                              samples["problem_id"].astype(str), strict=True):
+        sets.setdefault((run, task), set()).add(pid)
+    return sets
 
 
 def _differences(metas: list[RunMeta], base: RunMeta, sets: dict[tuple[str, str], set[str]],
@@ -314,18 +320,27 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
     if not shared_tasks:
         raise Pr1EvalError("--intersect: the runs share no task; nothing to compare")
-    keep = []
+    keep: dict[str, set[str]] = {}
     for task in shared_tasks:
-        shared = set.intersection(*(sets[(m.name, task)] for m in metas))
+        keep[task] = set.intersection(*(sets[(m.name, task)] for m in metas))
         largest = max(len(sets[(m.name, task)]) for m in metas)
-        notes.append(f"--intersect: task {task} compared on {len(shared)} shared problems (largest run has {largest})")
-        if not shared:
+        notes.append(f"--intersect: task {task} compared on {len(keep[task])} shared problems (largest run has {largest})")
+        if not keep[task]:
             raise Pr1EvalError(f"--intersect: the runs share no problem of task {task}")
-        keep.append(samples[(samples["task"] == task) & samples["problem_id"].astype(str).isin(shared)])
     dropped = [t for t in chosen if t not in shared_tasks]
     if dropped:
         notes.append(f"--intersect: task(s) {', '.join(dropped)} left out: not every run has them")
-    return pd.concat(keep, ignore_index=True), shared_tasks, notes
+    return _shared_rows(samples, keep), shared_tasks, notes
+
+
+def _shared_rows(samples: pd.DataFrame, keep: dict[str, set[str]]) -> pd.DataFrame:
+    """The rows of ``samples`` whose problem is in ``keep[task]``, task by task in ``keep``'s order (rows
+    of a task in frame order), from one pass over the rows rather than one per task."""
+    position = {task: i for i, task in enumerate(keep)}
+    where = np.array([position[task] if task in keep and pid in keep[task] else -1 for task, pid in
+                      zip(samples["task"], samples["problem_id"].astype(str), strict=True)], dtype=np.int64)
+    rows = np.flatnonzero(where >= 0)
+    return samples.iloc[rows[np.argsort(where[rows], kind="stable")]].reset_index(drop=True)
 
 
 def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
@@ -419,19 +434,43 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
     """One leaderboard row, every metric from the report on exactly the compared samples (for an
     incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k).
     Cells and average are typed here; :func:`_row_json` writes them."""
-    by_task = {str(task): group for task, group in samples.groupby("task", sort=False)}  # one pass, not one per task
+    reports = run_report(samples, {task: meta.task_k[task] for task in tasks}).tasks  # every task in one pass
+    structure = branching_by_task(samples, task_rows(samples))
     cells = {}
     for task in tasks:
         k = meta.task_k[task]
-        report = run_report(by_task.get(task, samples.iloc[:0]), k).tasks[task]
-        metrics = report.metrics_or_partial
-        if metrics is None:
+        report = reports.get(task)
+        metrics = None if report is None else report.metrics_or_partial
+        if report is None or metrics is None:
             raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
-        cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, branching_stats(by_task[task]))
+        cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, structure[task])
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
             "decoding": meta.decoding, "path": meta.path, "k": meta.k, "answer_policy": meta.answer_policy,
             "complete": not missing, "missing": missing,
             "tasks": cells, "average": _average(cells, meta.k, average)}
+
+
+def branching_by_task(samples: pd.DataFrame, rows: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """:func:`analysis.stats.branching_stats` of each task's ``rows`` (positions in ``samples``, frame order).
+
+    Why not one call per task: each call converts the task's columns with pandas (milliseconds a task,
+    minutes for thousands of tasks); here they are converted once for the run and each task takes its
+    rows. Tests hold the two to the same numbers."""
+    has_block = parallel_mask(samples).to_numpy()
+    blocked = samples["n_blocks"].fillna(0).astype(int).to_numpy() != 0
+    units = np.array([str(u) for u in samples["position_unit"]], dtype=object)
+    first, has_first = np.zeros(len(samples)), np.zeros(len(samples), dtype=bool)
+    for i, starts in enumerate(samples["block_rel_starts"]):
+        if starts is not None and len(starts):
+            first[i], has_first[i] = starts[0], True
+    stats = {}
+    for task, at in rows.items():
+        firsts = first[at][has_first[at]]
+        held = set(units[at][blocked[at]].tolist())
+        stats[task] = {"parallel_ratio": parallel_ratio(int(has_block[at].sum()), len(at)),
+                       "first_block_rel_pos": float(np.mean(firsts)) if len(firsts) else None,
+                       "position_unit": None if not held else (held.pop() if len(held) == 1 else "mixed")}
+    return stats
 
 
 def _row_json(row: dict[str, Any]) -> dict[str, Any]:

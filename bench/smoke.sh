@@ -30,6 +30,7 @@ CPU_BENCHES=(
     "bench_analyze.py|--small"
     "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
     "bench_leaderboard_html.py|--tasks 30"
+    "bench_leaderboard_tasks.py|--tasks 20"
 )
 # name|why it is skipped
 GPU_ONLY=(

@@ -34,6 +34,7 @@ present, ``grade_status`` are read).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -282,12 +283,14 @@ def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, i
     return TaskCompleteness(task, k, True, declaration.n_problems, len(held), missing, n_missing, short, undeclared)
 
 
-def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None = None) -> RunCompleteness:
+def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
+                       k: int | Mapping[str, int] | None = None) -> RunCompleteness:
     """Completeness of a run from its record (``run.json``) and its samples.
 
     ``run=None`` (samples without a run record, e.g. a test frame) checks only that every
-    problem holds k samples (``k`` given, else the most any problem holds) and takes the status
-    as complete. Tasks are listed in ``run.json`` order, then tasks found only in the samples.
+    problem holds k samples (``k`` given, for every task or as a mapping task → k, else the most any
+    problem holds) and takes the status as complete. Tasks are listed in ``run.json`` order, then
+    tasks found only in the samples.
     """
     held = samples_per_problem(frame)
     no_gold = no_gold_per_problem(frame)
@@ -296,9 +299,10 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame, k: int | None
     tasks = {}
     for name in names:
         declaration = declarations.get(name)
+        task_k = k.get(name) if isinstance(k, Mapping) else k
         if run is None:
-            declaration = TaskDeclaration(k, list(held[name]), len(held[name]))
-        tasks[name] = check_task(name, declaration, held.get(name, {}), k)
+            declaration = TaskDeclaration(task_k, list(held[name]), len(held[name]))
+        tasks[name] = check_task(name, declaration, held.get(name, {}), task_k)
         if no_gold.get(name):
             tasks[name] = dataclasses.replace(tasks[name], no_gold_problems=no_gold[name])
     if run is None:

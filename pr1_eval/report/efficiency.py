@@ -22,6 +22,7 @@ different units (an old token-unit run read in characters beside new samples) ge
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,25 +71,37 @@ def efficiency(frame: pd.DataFrame, correct: np.ndarray) -> Efficiency:
     """The figures of ``frame``'s samples (``correct``: each row's verdict, could-not-score False)."""
     if not len(frame) or any(c not in frame for c in LENGTH_COLUMNS):
         return Efficiency()
-    has = (frame["critical_path"].notna() & frame["response_length"].notna()).to_numpy()
-    units = {str(u) for u in frame["length_unit"].to_numpy(dtype=object)[has] if u is not None}
+    lengths = {name: frame[name].to_numpy(dtype=float, na_value=np.nan) for name in LENGTH_COLUMNS[:3]}
+    return length_figures(frame["problem_id"].astype(str).to_numpy(dtype=object),
+                          {**lengths, "length_unit": frame["length_unit"].to_numpy(dtype=object)}, correct)
+
+
+def length_figures(problem: np.ndarray, lengths: Mapping[str, np.ndarray], correct: np.ndarray) -> Efficiency:
+    """The figures from arrays, one entry per sample: ``problem`` sorts as the problem ids do (the ids,
+    or their ranks), ``lengths`` holds :data:`LENGTH_COLUMNS` (the lengths as floats, NaN: none).
+
+    Why arrays: a report of thousands of tasks computes every task's figures from its run's columns
+    converted once (:mod:`pr1_eval.report.task_arrays`). Each problem's summed lengths come from
+    ``bincount``: lengths are counts, so their float sums are exact in any order of addition."""
+    has = ~np.isnan(lengths["critical_path"]) & ~np.isnan(lengths["response_length"])
+    units = {str(u) for u in lengths["length_unit"][has] if u is not None}
     if len(units) > 1:
         return Efficiency(length_unit="mixed")
     if not has.any():
         return Efficiency()
-    rows = frame[has]
-    response = rows["response_length"].to_numpy(dtype=float)
-    critical = rows["critical_path"].to_numpy(dtype=float)
-    losing = rows["losing_path_length"].fillna(0).to_numpy(dtype=float)
+    response, critical = lengths["response_length"][has], lengths["critical_path"][has]
+    losing = lengths["losing_path_length"][has]
+    losing = np.where(np.isnan(losing), 0.0, losing)
     right = np.asarray(correct, dtype=bool)[has]
-    sums = pd.DataFrame({"pid": rows["problem_id"].astype(str).to_numpy(), "r": response, "c": critical}
-                        ).groupby("pid", sort=True)[["r", "c"]].sum()
-    per_problem = sums["r"].to_numpy() / np.where(sums["c"].to_numpy() > 0, sums["c"].to_numpy(), np.nan)
+    ids, which = np.unique(problem[has], return_inverse=True)  # problem-id order, as the intervals need
+    response_sums = np.bincount(which, weights=response, minlength=len(ids))
+    critical_sums = np.bincount(which, weights=critical, minlength=len(ids))
+    per_problem = response_sums / np.where(critical_sums > 0, critical_sums, np.nan)
     per_problem = per_problem[np.isfinite(per_problem)]
     return Efficiency(
         response_length_per_sample=float(response.mean()), critical_path_per_sample=float(critical.mean()),
         length_unit=units.pop() if units else None, speedup=_ratio(response.sum(), critical.sum()),
-        speedup_ci95=speedup_interval(sums["r"].to_numpy(), sums["c"].to_numpy()),
+        speedup_ci95=speedup_interval(response_sums, critical_sums),
         speedup_problem_median=float(np.median(per_problem)) if per_problem.size else None,
         speedup_problem_p90=float(np.quantile(per_problem, 0.9)) if per_problem.size else None,
         losing_path_share=_ratio(losing.sum(), response.sum()),

@@ -18,15 +18,17 @@ Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
-from pr1_eval.records.sample import SCORED_STATUSES
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
-from pr1_eval.report.efficiency import Efficiency, efficiency
+from pr1_eval.report.efficiency import Efficiency, length_figures
 from pr1_eval.report.metrics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -39,43 +41,54 @@ from pr1_eval.report.metrics import (
     problem_values,
 )
 from pr1_eval.report.schema import Interval, RunReport, TaskMetrics, TaskReport
+from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
 
 
-def _verdicts(column: pd.Series) -> np.ndarray:
-    """None/NaN (could not score) counts as not correct."""
-    if column.dtype == bool:
-        return column.to_numpy(dtype=bool)
-    return np.array([bool(x) if x is not None and not pd.isna(x) else False for x in column], dtype=bool)
+@dataclass(frozen=True)
+class Problems:
+    """One entry per problem, in problem-id order: its id, n samples, c correct (math-verify), c_paper
+    (the paper's checker) and majority verdict; ``order`` lists the samples sorted by (problem id,
+    sample index), so problem ``i`` holds ``n[i]`` consecutive positions of it."""
+
+    ids: np.ndarray
+    n: np.ndarray
+    c: np.ndarray
+    c_paper: np.ndarray
+    maj: np.ndarray
+    order: np.ndarray
+
+    def select(self, keep: np.ndarray) -> Problems:
+        """The problems where ``keep`` (one flag per problem) is set, with their samples' positions."""
+        return Problems(self.ids[keep], self.n[keep], self.c[keep], self.c_paper[keep], self.maj[keep],
+                        self.order[np.repeat(keep, self.n)])
 
 
-def _answer_classes(column: pd.Series, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which samples (in ``order``) gave an answer, and their answer classes as ``int(...)`` reads them (0 where none)."""
-    answered = column.notna().to_numpy()[order]
-    values = column.to_numpy()
-    if values.dtype.kind in "iu":
-        return answered, values[order].astype(np.int64)
-    classes = np.zeros(len(order), dtype=np.int64)
-    classes[answered] = [int(c) for c in column.to_numpy(dtype=object)[order][answered]]
-    return answered, classes
+def problems_of(arrays: SampleArrays) -> Problems:
+    """The per-problem counts, in problem-id order so intervals do not depend on row order. One sort
+    and array sums over the problems' runs of rows (a group-by per problem cost seconds on a sweep's
+    thousands of problems)."""
+    order = np.lexsort((arrays.sample_idx, arrays.rank))  # stable: equal keys keep frame order
+    if not len(order):
+        empty = np.zeros(0, dtype=np.int64)
+        return Problems(arrays.problem[:0], empty, empty, empty, np.zeros(0, dtype=bool), order)
+    ranks = arrays.rank[order]
+    starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+    correct = need(arrays.correct, "correct")[order]
+    correct_paper = need(arrays.correct_paper, "correct_paper")[order]
+    classes, answered = need(arrays.answer_class, "answer_class")[order], need(arrays.answered, "answer_class")[order]
+    return Problems(
+        ids=arrays.problem[order[starts]], n=np.diff(np.append(starts, len(order))),
+        c=np.add.reduceat(correct.astype(np.int64), starts), c_paper=np.add.reduceat(correct_paper.astype(np.int64), starts),
+        maj=majority_correct_per_problem(classes, answered, correct, starts), order=order)
 
 
 def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per problem, in problem-id order (so intervals do not depend on row order): n samples,
-    c correct (math-verify), c_paper (paper's checker), majority verdict. One sort and array sums over
-    the problems' runs of rows (a group-by per problem cost seconds on a sweep's thousands of problems)."""
-    ids = frame["problem_id"].astype(str)
-    order = pd.DataFrame({"pid": ids.to_numpy(), "idx": frame["sample_idx"].to_numpy()}).sort_values(
-        ["pid", "idx"], kind="stable").index.to_numpy()
-    pids = ids.to_numpy()[order]
-    if not len(pids):
+    """:func:`problems_of` of a frame as a table (``problem_id, n, c, c_paper, maj``)."""
+    if not len(frame):
         return pd.DataFrame(columns=["problem_id", "n", "c", "c_paper", "maj"])
-    correct, correct_paper = _verdicts(frame["correct"])[order], _verdicts(frame["correct_paper"])[order]
-    answered, classes = _answer_classes(frame["answer_class"], order)
-    starts = np.flatnonzero(np.r_[True, pids[1:] != pids[:-1]])
-    return pd.DataFrame({
-        "problem_id": [str(p) for p in pids[starts]], "n": np.diff(np.append(starts, len(pids))),
-        "c": np.add.reduceat(correct.astype(np.int64), starts), "c_paper": np.add.reduceat(correct_paper.astype(np.int64), starts),
-        "maj": majority_correct_per_problem(classes, answered, correct, starts)})
+    problems = problems_of(SampleArrays.of(frame))
+    return pd.DataFrame({"problem_id": [str(p) for p in problems.ids], "n": problems.n, "c": problems.c,
+                         "c_paper": problems.c_paper, "maj": problems.maj})
 
 
 def parallel_mask(frame: pd.DataFrame) -> pd.Series:
@@ -84,74 +97,118 @@ def parallel_mask(frame: pd.DataFrame) -> pd.Series:
     return frame["has_parallel"].astype(bool)
 
 
-def _mean_of(frame: pd.DataFrame, column: str) -> float | None:
-    values = frame[column].dropna() if column in frame else pd.Series(dtype=float)
+def _mean_of(arrays: SampleArrays, column: str) -> float | None:
+    """The mean of a column over the samples that have a value (None: no value, or no such column)."""
+    values = arrays.means.get(column)
+    if values is None:
+        return None
+    values = values[~np.isnan(values)]
     return float(values.mean()) if len(values) else None
+
+
+def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
+    """Each of :data:`PER_PROBLEM_METRICS` per problem (problem-id order), from one
+    :func:`problem_values` call per distinct (n, c, c_paper, maj): few distinct, since n, c ≤ k."""
+    base = int(problems.n.max(initial=0)) + 1  # c, c_paper ≤ n < base: one integer names each distinct problem
+    keys = ((problems.n * base + problems.c) * base + problems.c_paper) * 2 + problems.maj
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    table = np.array([[values[name] for name in PER_PROBLEM_METRICS] for values in
+                      (problem_values(int(problems.n[i]), int(problems.c[i]), int(problems.c_paper[i]),
+                                      bool(problems.maj[i]), k) for i in first)],
+                     dtype=float).reshape(len(distinct), len(PER_PROBLEM_METRICS))
+    columns = np.ascontiguousarray(table[inverse.ravel()].T)
+    return {name: columns[i] for i, name in enumerate(PER_PROBLEM_METRICS)}
 
 
 def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetrics:
     """The metrics of samples in which every problem holds at least ``k`` samples; without
     ``measurable`` (the tags were stripped) the structure figures are None, never a count of
     tags that cannot be there."""
-    problems = _problem_table(frame)
-    per_problem: dict[str, list[float]] = {name: [] for name in PER_PROBLEM_METRICS}
-    seen: dict[tuple[int, int, int, bool], dict[str, float]] = {}  # few distinct problems: n, c ≤ k
-    for key in zip(problems["n"].tolist(), problems["c"].tolist(), problems["c_paper"].tolist(),
-                   problems["maj"].tolist(), strict=True):
-        if key not in seen:
-            seen[key] = problem_values(int(key[0]), int(key[1]), int(key[2]), bool(key[3]), k)
-        for name, value in seen[key].items():
-            per_problem[name].append(value)
+    arrays = SampleArrays.of(frame)
+    return task_metrics(arrays, problems_of(arrays), k, measurable)
+
+
+def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True) -> TaskMetrics:
+    """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`)."""
+    per_problem = _per_problem_values(problems, k)
     means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
-    lengths = efficiency(frame, _verdicts(frame["correct"])) if measurable else Efficiency()
+    lengths = Efficiency()
+    if measurable and arrays.lengths is not None and len(arrays):
+        lengths = length_figures(arrays.rank, arrays.lengths, need(arrays.correct, "correct"))
     return TaskMetrics(
         k=k, **means,
-        parallel_ratio=parallel_ratio(int(parallel_mask(frame).sum()), len(frame)) if measurable else None,
-        format_ok_ratio=float(frame["format_ok"].astype(bool).mean()) if measurable else None,
-        mean_response_tokens=_mean_of(frame, "n_response_tokens"),
-        truncated_ratio=float((frame["finish_reason"] == "length").mean()),
-        no_answer_ratio=float((frame["grade_status"] == "no_answer").mean()),
-        n_unscored=int((~frame["grade_status"].isin(SCORED_STATUSES)).sum()),
+        parallel_ratio=parallel_ratio(int(need(arrays.has_parallel, "has_parallel").sum()), len(arrays))
+        if measurable else None,
+        format_ok_ratio=float(need(arrays.format_ok, "format_ok").mean()) if measurable else None,
+        mean_response_tokens=_mean_of(arrays, "n_response_tokens"),
+        truncated_ratio=float(need(arrays.truncated, "finish_reason").mean()),
+        no_answer_ratio=float(need(arrays.no_answer, "grade_status").mean()),
+        n_unscored=int(need(arrays.unscored, "grade_status").sum()),
         ci95={name: _ci(per_problem[name]) for name in TaskMetrics.CI_FIELDS},
         ci95_bootstrap=bootstrap_settings(BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
-        engine_calls_per_sample=_mean_of(frame, "engine_calls"),
-        tokens_per_sample=_mean_of(frame, "n_response_tokens"),
-        critical_path_tokens_per_sample=_mean_of(frame, "critical_path_tokens"),
+        engine_calls_per_sample=_mean_of(arrays, "engine_calls"),
+        tokens_per_sample=_mean_of(arrays, "n_response_tokens"),
+        critical_path_tokens_per_sample=_mean_of(arrays, "critical_path_tokens"),
         **dataclasses.asdict(lengths),
     )
 
 
-def _ci(values: list[float]) -> Interval | None:
-    return bootstrap_ci(values, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+def _ci(values: np.ndarray) -> Interval | None:
+    return _interval(np.ascontiguousarray(values, dtype=float).tobytes())
+
+
+@lru_cache(maxsize=4096)
+def _interval(values: bytes) -> Interval | None:
+    """:func:`bootstrap_ci` of the float64 values packed in ``values``, kept: an interval is a function
+    of the values alone (fixed resamples and seed: the same bits in, the same bits out), and many
+    repeat. mean@K_paper's values are mean@K's wherever the two checkers agree, and a suite of small
+    tasks holds few distinct vectors (4 problems at k=2 allow 81 for mean@K)."""
+    return bootstrap_ci(np.frombuffer(values), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
 
 
 def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
     """One task's report from its samples and its completeness check (``measurable``: see :func:`metrics_of`)."""
-    held = frame.groupby("problem_id", sort=False).size() if len(frame) else pd.Series(dtype=int)
-    full = [str(pid) for pid, n in held.items() if n >= check.k and str(pid) not in check.no_gold_problems]
-    metrics = None
-    if check.k >= 1 and full:
-        metrics = metrics_of(frame[frame["problem_id"].astype(str).isin(full)], check.k, measurable)
+    return report_of(SampleArrays.of(frame) if len(frame) else None, check, measurable)
+
+
+def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
+    """:func:`task_report` from the task's arrays (None: no sample). The metrics are over the problems
+    holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones."""
+    metrics, n_full = None, 0
+    if arrays is not None and len(arrays):
+        problems = problems_of(arrays)
+        full = (problems.n >= check.k) & ~np.isin(problems.ids, np.array(list(check.no_gold_problems), dtype=object))
+        n_full = int(full.sum())
+        if check.k >= 1 and n_full:
+            keep = np.zeros(len(arrays), dtype=bool)
+            keep[problems.order] = np.repeat(full, problems.n)
+            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable)
     return TaskReport(
-        complete=check.complete, k=check.k, n_problems=len(full), n_problems_expected=check.n_problems_expected,
-        n_samples=int(len(frame)), missing_problems=check.missing_problems, n_missing_problems=check.n_missing_problems,
-        short_problems=check.short_problems, undeclared_problems=check.undeclared_problems, part_of=check.part_of,
+        complete=check.complete, k=check.k, n_problems=n_full, n_problems_expected=check.n_problems_expected,
+        n_samples=0 if arrays is None else len(arrays), missing_problems=check.missing_problems,
+        n_missing_problems=check.n_missing_problems, short_problems=check.short_problems,
+        undeclared_problems=check.undeclared_problems, part_of=check.part_of,
         incomplete_reason=None if check.complete else check.describe(),
         metrics=metrics if check.complete else None, partial=None if check.complete else metrics)
 
 
-def run_report(frame: pd.DataFrame, k: int | None = None, *, run: RunRecord | None = None) -> RunReport:
+def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
+               run: RunRecord | None = None) -> RunReport:
     """The report of a run's samples.
 
     With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
-    against ``k`` (else the most samples any problem holds) over the problems present.
+    against ``k`` (one for every task, or a mapping task → k; else the most samples any problem holds) over
+    the problems present. Every task comes from one conversion of the run's columns and one split by task
+    (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task.
     """
     completeness = check_completeness(run, frame, k)
     measurable = run is None or run.structure_measurable
+    arrays = SampleArrays.of(frame) if len(frame) else None
+    rows = task_rows(frame)
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
-        group = frame[frame["task"].astype(str) == name] if len(frame) else frame
-        tasks[name] = task_report(group, check, measurable)
+        held = arrays.take(rows[name]) if arrays is not None and name in rows else None
+        tasks[name] = report_of(held, check, measurable)
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),
