@@ -7,7 +7,7 @@ from __future__ import annotations
 from analysis.leaderboard import branching_by_task
 from analysis.stats import branching_stats
 from pr1_eval.report.task_arrays import task_rows
-from tests.pr1_eval.report.test_batched_report import mixed_frame
+from tests.support.batched_fixtures import mixed_frame
 
 
 def test_branching_by_task_equals_one_task_at_a_time() -> None:
