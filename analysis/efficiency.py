@@ -9,8 +9,9 @@ means, mean response length / mean critical path, over a run × task or over one
 run knew a tokenizer, else characters; :mod:`pr1_eval.protocol.critical_path`), falling back on
 ``position_unit`` for a frame that predates that column.
 
-Accuracy here is Mean@k as the report computes it on a complete cell: the mean over problems of
-each problem's share of correct samples, over scored samples only. A checkpoint is better on both
+Accuracy here is Mean@k as the report computes it on a complete cell (:func:`graded`): the mean
+over problems of each problem's share of correct samples, a sample the grader could not score
+(timeout, error) counting as wrong and a problem without a gold left out. A checkpoint is better on both
 axes when it is more accurate *and* answers sooner; :func:`pareto_frontier` marks the ones no
 other checkpoint beats on both.
 
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import cell_flags
+from pr1_eval.records.sample import NO_GOLD
 
 LATENCY = ("critical_path", "response_length")
 RUN_KEYS = ["run", "task"]
@@ -72,12 +74,18 @@ def speedup(response_length: Sequence[float] | pd.Series, critical_path: Sequenc
     return float(lengths.mean() / paths.mean())
 
 
-def mean_at_k(samples: pd.DataFrame) -> float | None:
-    """Mean over problems of each problem's share correct among its scored samples."""
-    scored = samples[samples["correct"].notna()] if "correct" in samples else samples.iloc[0:0]
-    if scored.empty:
-        return None
-    return float(scored["correct"].astype(float).groupby(scored["problem_id"]).mean().mean())
+def graded(samples: pd.DataFrame) -> pd.DataFrame:
+    """The samples Mean@k counts, with ``correct`` as a float: as in the report, could-not-score
+    (``correct`` null: timeout, error) is wrong and a problem without a gold (``grade_status``
+    ``no_gold``; without that column, a problem none of whose samples has a verdict) is left out."""
+    if "correct" not in samples or samples.empty:
+        return samples.iloc[0:0].assign(correct=pd.Series(dtype=float))
+    if "grade_status" in samples:
+        counted = samples[samples["grade_status"] != NO_GOLD]
+    else:
+        keys = [c for c in ("run", "task", "problem_id") if c in samples]
+        counted = samples[samples["correct"].notna().groupby([samples[k] for k in keys]).transform("any")]
+    return counted.assign(correct=counted["correct"].astype("boolean").fillna(False).astype(float))
 
 
 def problem_speedups(samples: pd.DataFrame, by: Sequence[str] = ("run", "task")) -> pd.DataFrame:
@@ -122,9 +130,9 @@ def latency_points(samples: pd.DataFrame, by: Sequence[str] = RUN_KEYS) -> pd.Da
     if "has_parallel" in samples:
         points = points.join(samples["has_parallel"].astype(bool).astype(float).groupby(
             [samples[k] for k in keys], sort=True, dropna=False).mean().rename("parallel_ratio"))
-    scored = samples[samples["correct"].notna()] if "correct" in samples else samples.iloc[0:0]
+    scored = graded(samples)
     if not scored.empty:
-        per_problem = scored["correct"].astype(float).groupby(
+        per_problem = scored["correct"].groupby(
             [scored[k] for k in [*keys, "problem_id"]], sort=True, dropna=False).mean()
         points = points.join(per_problem.groupby(level=list(range(len(keys))), dropna=False).mean().rename("accuracy"))
     else:

@@ -44,7 +44,7 @@ ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_st
                     "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
                     "format_ok", "correct", "extracted_answer", RESPONSE_CHARS,
                     # the efficiency figures' lengths: stored, else measured by the decoder (analysis.efficiency)
-                    *(c for c in (*LATENCY, "length_unit", *MEASURED_COLUMNS)
+                    *(c for c in (*LATENCY, "length_unit", "grade_status", *MEASURED_COLUMNS)
                       if c in SAMPLE_COLUMNS and c != "n_response_tokens"))
 
 

@@ -213,3 +213,18 @@ def test_a_frontier_never_compares_characters_with_tokens() -> None:
     assert figure is not None
     stars = {t.name: list(t.marker.symbol) for t in figure.data if t.mode and t.mode.startswith("markers")}
     assert stars == {"math (characters): run × task": ["star"], "math (tokens): run × task": ["star"]}
+
+
+def test_accuracy_counts_unscored_as_wrong_and_leaves_no_gold_problems_out_as_the_report_does() -> None:
+    """By hand, as ``report``'s mean@k: p0 has 1 right of 2 (the timeout counts as wrong), p1 2 of 2,
+    p2 has no gold and is left out: (1/2 + 2/2) / 2 = 0.75. The frame without ``grade_status``
+    (an older projection) gives the same, p2 having no verdict at all."""
+    from analysis.efficiency import latency_points
+
+    frame = pd.DataFrame({
+        "run": "r", "task": "t", "problem_id": ["p0", "p0", "p1", "p1", "p2", "p2"],
+        "correct": [True, None, True, True, None, None],
+        "grade_status": ["ok", "timeout", "ok", "ok", "no_gold", "no_gold"],
+        "critical_path": 10, "response_length": 12, "length_unit": "token"})
+    assert latency_points(frame)["accuracy"].item() == pytest.approx(0.75)
+    assert latency_points(frame.drop(columns="grade_status"))["accuracy"].item() == pytest.approx(0.75)
