@@ -10,8 +10,8 @@ the clipped matches of every pair are counted with integer arrays (:mod:`analysi
 the same for both directions: ``min(count_a, count_b)``), and the score comes from exactly the
 statistics ``sentence_score`` would build, through a copy of sacrebleu's ``compute_bleu`` that is
 checked against it, so every number equals ``sacrebleu.sentence_bleu`` to the last bit
-(``tests/analysis/test_bleu_batch.py``, ``tests/analysis/test_fast_paths.py``). Scores are also
-cached on disk by the pair's text hashes (:mod:`analysis.result_cache`).
+(``tests/analysis/test_bleu_batch.py``, ``tests/analysis/test_fast_paths.py``). How ``analyze``
+keeps the scores on disk and scores in worker processes: :mod:`analysis.scheduled`.
 """
 
 from __future__ import annotations
@@ -27,15 +27,9 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 
 from analysis.bleu_counts import KeysTooLarge, TokenIds, clipped_matches, score_function
-from analysis.result_cache import ResultCache, hash_key
-from analysis.workers import Chunked, Workers
 
-#: What a cached score depends on (this module's code and sacrebleu's version).
-SOURCES = ("analysis.bleu", "analysis.bleu_counts")
-PACKAGES = ("sacrebleu",)
-#: Pairs scored at once: their tokens' arrays take tens of bytes per token (a few megabytes),
-#: and a pair's texts are sibling paths, neighbours in the list, so few texts straddle two batches.
-_BATCH_PAIRS = 2048
+#: The code a score depends on (with sacrebleu's version: what a kept score is valid for).
+BLEU_SOURCES = ("analysis.bleu", "analysis.bleu_counts")
 
 
 @lru_cache(maxsize=1)
@@ -176,85 +170,25 @@ def batch_bleu(pairs: Sequence[tuple[str, str]], ids: TokenIds | None = None) ->
     return out
 
 
-class PairBleu:
-    """:func:`symmetric_bleu` of many pairs: n-grams once per distinct text, scores cached."""
-
-    def __init__(self, cache: ResultCache | None = None) -> None:
-        self.cache = cache if cache is not None else ResultCache.named("bleu", SOURCES, PACKAGES)
-        self._keys: dict[str, str] = {}
-        self._ids = TokenIds(*_token_splitter())
-
-    def _key(self, text: str) -> str:
-        key = self._keys.get(text)
-        if key is None:
-            key = self._keys[text] = hash_key(text)
-        return key
-
-    def score(self, a: str, b: str) -> float | None:
-        """The symmetrised BLEU of one pair (``None`` if either text is empty)."""
-        value = self._start([(a, b)])()[0]
-        self._keys.clear()
-        return value
-
-    def scores(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None) -> list[float | None]:
-        """:meth:`score` of each pair, then the new scores written to the cache (:meth:`start`, collected)."""
-        return self.start(pairs, workers)()
-
-    def start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
-              ) -> Callable[[], list[float | None]]:
-        """:meth:`scores`, begun: pairs missing from the cache are scored :data:`_BATCH_PAIRS` at a
-        time, in their order (a block's pairs, which share their texts, are neighbours); with
-        ``workers`` the batches are handed to them now (each pair's score depends on its two texts
-        only), so this process can do other work. The function returned collects the scores and
-        writes the new ones to the cache."""
-        pending = self._start(pairs, workers)
-
-        def finish() -> list[float | None]:
-            out = pending()
-            self.cache.flush()
-            self._keys.clear()
-            return out
-
-        return finish
-
-    def _start(self, pairs: Sequence[tuple[str, str]], workers: Workers | None = None
-               ) -> Callable[[], list[float | None]]:
-        out: list[float | None] = [None] * len(pairs)
-        todo: list[tuple[int, str]] = []
-        scoring = Chunked(workers, worker_batch_bleu, _BATCH_PAIRS)
-        for i, (a, b) in enumerate(pairs):
-            if not a.strip() or not b.strip():
-                continue
-            first, second = self._key(a), self._key(b)
-            key = first + second if first <= second else second + first  # the score is symmetric
-            cached = self.cache.get(key)
-            if cached is not None:
-                out[i] = float(cached)
-                continue
-            todo.append((i, key))
-            scoring.add((a, b))
-        scoring.close()
-
-        def collect() -> list[float | None]:
-            values = scoring.results(lambda batch: batch_bleu(batch, self._ids))
-            for (i, key), value in zip(todo, values, strict=True):
-                out[i] = value
-                self.cache.put(key, value)
-            return out
-
-        return collect
+#: This process's tokeniser, kept from batch to batch (it remembers the raw tokens it split).
+_PROCESS_IDS: list[TokenIds] = []
 
 
-#: A worker process's tokeniser, kept from batch to batch (it remembers the raw tokens it split).
-_WORKER_IDS: list[TokenIds] = []
+def batch_bleu_here(pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """:func:`batch_bleu` of one batch with this process's own tokeniser, kept for the next batch
+    (the unit a worker process is handed; token ids differ from process to process, match counts
+    and so scores do not)."""
+    if not _PROCESS_IDS:
+        _PROCESS_IDS.append(TokenIds(*_token_splitter()))
+    return batch_bleu(pairs, _PROCESS_IDS[0])
 
 
-def worker_batch_bleu(pairs: Sequence[tuple[str, str]]) -> list[float]:
-    """:func:`batch_bleu` of one batch in a worker process (:mod:`analysis.workers`), with that
-    process's own tokeniser: token ids differ from process to process, match counts do not."""
-    if not _WORKER_IDS:
-        _WORKER_IDS.append(TokenIds(*_token_splitter()))
-    return batch_bleu(pairs, _WORKER_IDS[0])
+def pair_bleu(pairs: Sequence[tuple[str, str]]) -> list[float | None]:
+    """:func:`symmetric_bleu` of each pair (``None`` where a text is empty), all at once through
+    :func:`batch_bleu` (the plain computation; :func:`analysis.scheduled.bleu_scores` gives the
+    same, scored in worker processes and kept on disk)."""
+    scored = iter(batch_bleu_here([p for p in pairs if p[0].strip() and p[1].strip()]))
+    return [next(scored) if a.strip() and b.strip() else None for a, b in pairs]
 
 
 def ngram_counts(text: str) -> Counter[tuple[str, ...]]:

@@ -3,7 +3,7 @@
 A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` must not import
 ``analysis``), which builds its parser on every start; so this module imports only light leaves
 at the top, and the analysis stack (pandas, scipy, sentence-transformers) loads inside the
-handler, when ``analyze`` runs, and not at all when :mod:`analysis.output_cache` holds this exact
+handler, when ``analyze`` runs, and not at all when :mod:`analysis.engine.outputs` holds this exact
 analysis (same runs, files, code and options): its files are then copied to ``--out`` and its
 document printed. What it writes and prints: :mod:`analysis.output`.
 
@@ -22,11 +22,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from analysis import output_cache
-from analysis.collector import collector_off
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
-from analysis.output_cache import Entry
-from analysis.workers import Workers, analysis_workers
+from analysis.engine import outputs as output_cache
+from analysis.engine.collector import collector_off
+from analysis.engine.outputs import Entry
+from analysis.engine.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.terminal import terminal_json, terminal_text
@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def run_analyze(args: argparse.Namespace) -> int:
     """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
-    unchanged runs is answered from :mod:`analysis.output_cache` without loading anything."""
+    unchanged runs is answered from :mod:`analysis.engine.outputs` without loading anything."""
     out = Path(args.out)
     include = bool(getattr(args, "include_incomplete", False))
     key = None
@@ -86,9 +86,9 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
 
 
 def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
-    """Run the analysis, write its files to ``out``; the :class:`analysis.output_cache.Entry` and the files."""
+    """Run the analysis, write its files to ``out``; the :class:`analysis.engine.outputs.Entry` and the files."""
     import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
-    from analysis.roles import use_cold_grading_workers
+    from analysis.scheduled import use_cold_grading_workers
 
     use_cold_grading_workers()
     with collector_off(), analysis_workers() as workers:  # forked now, before anything below starts a thread
@@ -118,10 +118,10 @@ def _import_in_background(names: tuple[str, ...]) -> None:
 def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: Workers | None
                   ) -> tuple[Entry, list[Path]]:
     """:func:`_analyze` with its worker processes (``None``: everything in this one)."""
-    from analysis.diversity import Embedder
     from analysis.figures import PLOTLY_JS, write_figures
     from analysis.loader import load_runs
     from analysis.output import CsvBegun, group_notes, print_tables, write_document, write_tables
+    from analysis.scheduled import Embedder
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)

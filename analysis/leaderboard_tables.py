@@ -10,7 +10,7 @@ function before any table is laid out: :func:`~analysis.safe_text.markdown_text`
 (no HTML, link, image or formatting can come from data, whatever renders it; control characters
 shown first, as the Markdown is printed),
 :func:`~analysis.safe_text.terminal_text` for the text tables a terminal shows, and
-:func:`~analysis.safe_text.csv_cell` for CSV cells and column names.
+:func:`~analysis.engine.csv_text.csv_cell` for CSV cells and column names.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from analysis.completeness import MARK
+from analysis.engine.csv_text import csv_cell
 from analysis.leaderboard import UNIT_LABELS
 from analysis.leaderboard_schema import RunAverage, TaskCell
-from analysis.safe_text import csv_cell, markdown_text, terminal_text
+from analysis.safe_text import markdown_text, terminal_text
 from pr1_eval.report.schema import TaskMetrics
 
 

@@ -49,8 +49,8 @@ import pandas as pd
 
 import analysis.block_cache as block_cache
 from analysis.drift import model_family, resolve_step
+from analysis.engine.workers import Workers
 from analysis.tokens import TokenCounter, auto_token_counter
-from analysis.workers import Workers
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
@@ -206,7 +206,7 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     The blocks frame is the same either way (on a cache miss each run's responses are read for
     its parse, one run at a time). ``blocks=False``: the blocks frame is left empty (the notes are
     the same: the agreement of stored and parsed structure is still checked), for callers that
-    need only the samples, such as the leaderboard. ``workers`` (:mod:`analysis.workers`): parse the
+    need only the samples, such as the leaderboard. ``workers`` (:mod:`analysis.engine.workers`): parse the
     runs the cache does not hold in those processes, each as soon as it is read, so they parse
     while the next runs are read here (the frames are the same).
     """

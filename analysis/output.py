@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.completeness import INCLUDE_FLAG, MARK
-from analysis.csv_text import frame_csv_bytes, frame_csv_text
+from analysis.engine.csv_text import frame_csv_bytes, frame_csv_text
+from analysis.engine.workers import Workers
 from analysis.summary import Analysis
-from analysis.workers import Workers
 from pr1_eval.store.safe_write import atomic_output, write_atomic
 from pr1_eval.terminal import terminal_text
 
@@ -191,7 +191,7 @@ def csv_text(chunk: pd.DataFrame, header: bool) -> str:
 
 def csv_bytes(chunk: pd.DataFrame, header: bool) -> bytes:
     """:func:`csv_text` encoded as UTF-8, made as bytes: a sweep's blocks chunk is tens of MB of
-    text, and the files want bytes (see :mod:`analysis.csv_text` for how it equals pandas')."""
+    text, and the files want bytes (see :mod:`analysis.engine.csv_text` for how it equals pandas')."""
     return frame_csv_bytes(_csv_ready(chunk), header)
 
 

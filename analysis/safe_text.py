@@ -26,7 +26,8 @@ so every page escapes the same way and a test can attack each function directly:
   ``www.`` and after ``@`` (none of them can then start or continue an autolink), and after a
   ``:`` that a letter or ``/`` follows (no shortcode or directive can open).
 
-- :func:`csv_cell` for CSV files (``analyze``'s tables, ``leaderboard --csv``): a spreadsheet
+- :func:`analysis.engine.csv_text.csv_cell` for CSV files (``analyze``'s tables, ``leaderboard --csv``),
+  kept beside the CSV writer that applies it to every string cell: a spreadsheet
   reads a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return as a
   formula (``=HYPERLINK(…)``, ``=cmd|…``), so, as OWASP advises for CSV injection, such a *string*
   cell gets a leading ``'``, after which a spreadsheet reads the cell as text. The rule touches
@@ -62,21 +63,6 @@ _MD_LINE_START = re.compile(r"^(\s*)(\d*)([-.])(?=\s|$)")
 _MD_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()<>#+!|~$:&=.\-])")
 #: Where an autolink literal, a shortcode or a Streamlit directive could start (see the module docstring).
 _LINK_STARTS = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)|(?<=:)(?=[a-z/])")
-
-
-#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-#: A plain decimal number: a spreadsheet reads it as the number, so it is left alone.
-PLAIN_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_PLAIN_NUMBER = re.compile(PLAIN_NUMBER)
-
-
-def csv_cell(value: Any) -> Any:
-    """A CSV cell a spreadsheet cannot run: a string that starts like a formula gets a leading
-    ``'``; every other value (numbers, None, plain-number strings) is returned unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value):
-        return "'" + value
-    return value
 
 
 def html_text(value: Any) -> str:

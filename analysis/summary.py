@@ -21,13 +21,23 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, loaded_completeness
-from analysis.diversity import Embedder, block_diversity, start_diversity
+from analysis.diversity import block_diversity, scored_pairs, sibling_pairs
 from analysis.drift import drift_json, drift_trends
 from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
+from analysis.engine.workers import Workers
 from analysis.loader import RESPONSE_CHARS, LoadedRuns
-from analysis.roles import ROLES, role_shares, start_concluding, start_roles
+from analysis.roles import (
+    ROLES,
+    conclusion_groups,
+    consistency_groups,
+    consistency_table,
+    regrouped,
+    role_shares,
+    with_conclusions,
+    with_roles,
+)
+from analysis.scheduled import Embedder, bleu_scores, classify_in_background, conclude
 from analysis.stats import mark_unmeasurable, structure_stats
-from analysis.workers import Workers
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_COLUMNS
 
@@ -82,23 +92,33 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
             workers: Workers | None = None, on_table: Callable[[str, pd.DataFrame], object] | None = None) -> Analysis:
     """All tables for ``loaded``; cosine similarities only when an ``embedder`` is given; runs ×
     tasks that are incomplete against their run.json enter the drift only with ``include_incomplete``.
-    ``workers`` (:mod:`analysis.workers`): read the conclusions and score BLEU in those processes.
+    ``workers`` (:mod:`analysis.engine.workers`): read the conclusions and score BLEU in those processes.
     ``on_table(name, table)``: told of the big tables (``pairs``, ``blocks``, ``responses``) as each
-    is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then)."""
+    is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then).
+
+    The steps overlap (:mod:`analysis.scheduled`): the workers read the paths' conclusions, then
+    score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
+    process builds the tables that need neither meanwhile."""
     told = on_table or (lambda name, table: None)
-    concluding = start_concluding(loaded.blocks, workers)  # the workers read conclusions, then score BLEU,
-    scoring = start_diversity(loaded.blocks, embedder, workers)  # while this process builds what it can:
-    started = start_roles(loaded.blocks, loaded.samples, concluded=concluding())
-    cells = loaded_completeness(loaded)  # math-verify works while BLEU is scored
+    path_texts = loaded.blocks["path_texts"].tolist()
+    concluding = conclude([t for texts in path_texts for t in texts], workers)
+    pair_frame, pair_texts = sibling_pairs(loaded.blocks)
+    scoring = bleu_scores(pair_texts, workers)
+    concluded = with_conclusions(loaded.blocks, regrouped(concluding.result(), path_texts))
+    heads, response_groups = consistency_groups(loaded.samples, concluded)
+    role_groups = conclusion_groups(concluded)
+    classing = classify_in_background([*role_groups, *response_groups])  # while BLEU is scored
+    cells = loaded_completeness(loaded)
     structure = mark_unmeasurable(structure_stats(loaded.samples, by=RUN_KEYS), loaded.run_info)  # no BLEU, no verdict
     with_step = _stepped(loaded.samples, cells, include_incomplete)
     step_structure = structure_stats(with_step, by=STEP_KEYS)
-    responses = started.consistency()  # the verdicts are usually in before BLEU: their tables first
+    classes = classing.result()  # the verdicts are usually in before BLEU: their tables first
+    responses = consistency_table(heads, response_groups, classes[len(role_groups):])
     told("responses", responses)
-    with_roles = started.roles()
-    pairs = scoring()
+    roles = with_roles(concluded, classes[:len(role_groups)])
+    pairs = scored_pairs(pair_frame, pair_texts, scoring.result(), embedder)
     told("pairs", pairs)
-    blocks = block_diversity(with_roles, pairs)
+    blocks = block_diversity(roles, pairs)
     told("blocks", blocks)
     runs = _run_table(loaded.samples, structure, blocks, pairs, responses, embeddings_on=embedder is not None)
     runs = _with_completeness(runs, cells, include_incomplete)

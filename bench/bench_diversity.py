@@ -44,10 +44,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from analysis.bleu import PairBleu, _Counted, scorer  # noqa: E402
-from analysis.diversity import Embedder, diversity, load_embedding_model, symmetric_bleu  # noqa: E402
+from analysis.bleu import _Counted, scorer  # noqa: E402
+from analysis.diversity import symmetric_bleu  # noqa: E402
+from analysis.embedding import load_embedding_model  # noqa: E402
+from analysis.engine.shards import ResultCache, hash_key  # noqa: E402
 from analysis.real_data import default_source  # noqa: E402
-from analysis.result_cache import ResultCache, hash_key  # noqa: E402
+from analysis.scheduled import Embedder, bleu_scores, pairs_of  # noqa: E402
 from pr1_eval.errors import Pr1EvalError  # noqa: E402
 
 #: The 34-row slice of the same file that the tests use: a fresh clone (CI) has no training folder.
@@ -138,7 +140,7 @@ def sibling_pairs(path_lists: list[list[str]]) -> list[tuple[str, str]]:
 def bleu_ratio(pairs: list[tuple[str, str]]) -> dict[str, float]:
     """CPU seconds of the scorer (memory-only cache) and of the baseline on ``pairs``; identical scores."""
     start = time.process_time()
-    ours = PairBleu(ResultCache(None)).scores(pairs)
+    ours = bleu_scores(pairs, cache=ResultCache(None)).result()
     ours_s = time.process_time() - start
     start = time.process_time()
     baseline = BaselinePairBleu().scores(pairs)
@@ -189,15 +191,15 @@ def main() -> int:
     print(f"model load (excluded below): {time.perf_counter() - start:.1f} s")
     with tempfile.TemporaryDirectory() as cache:
         start = time.perf_counter()
-        diversity(blocks, None)
+        pairs_of(blocks, None)
         bleu_s = time.perf_counter() - start
         cold = Embedder("all-MiniLM-L6-v2", cache_dir=cache, batch_size=args.batch_size, model=model)
         start = time.perf_counter()
-        pairs = diversity(blocks, cold)
+        pairs = pairs_of(blocks, cold)
         ours_s = time.perf_counter() - start
         warm = Embedder("all-MiniLM-L6-v2", cache_dir=cache, batch_size=args.batch_size)
         start = time.perf_counter()
-        again = diversity(blocks, warm)
+        again = pairs_of(blocks, warm)
         warm_s = time.perf_counter() - start
         assert not warm.model_loaded and np.allclose(again["cosine"], pairs["cosine"])
     long_texts = [" ".join(texts[(i + j) % len(texts)] for j in range(6)) + f" [{i}]"

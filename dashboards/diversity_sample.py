@@ -1,6 +1,7 @@
 """Path diversity and block roles of the selected blocks, on a bounded random sample.
 
-Why a sample: BLEU costs a few hundred microseconds per pair and roles may call math-verify,
+Why a sample: BLEU costs a few hundred microseconds per pair and roles may call math-verify
+(both kept on disk once computed: :mod:`analysis.scheduled`),
 so all 150,000 blocks of a 96,000-response sweep would take minutes. A uniform random sample
 of at most ``max_blocks`` blocks per run × task (seed 0, so every rerun and every page shows the
 same numbers) estimates each mean well (200 blocks: standard error ≈ 0.07 σ); ``0`` takes them
@@ -13,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.diversity import Embedder, block_diversity, diversity
-from analysis.roles import assign_roles
+from analysis.diversity import block_diversity
+from analysis.scheduled import Embedder, pairs_of, roles_of
 from dashboards.data import MEMO, Context
 
 SEED = 0
@@ -37,7 +38,7 @@ def embedder() -> Embedder:
 
 def pair_sample(ctx: Context, max_blocks: int, embeddings: bool = False) -> pd.DataFrame:
     """The pairs frame (BLEU, and cosine when ``embeddings``) of the sampled blocks (memoised)."""
-    return ctx.cached("pairs", lambda: diversity(sampled_blocks(ctx.blocks(), max_blocks),
+    return ctx.cached("pairs", lambda: pairs_of(sampled_blocks(ctx.blocks(), max_blocks),
                                                  embedder() if embeddings else None), max_blocks, embeddings)
 
 
@@ -45,7 +46,7 @@ def role_sample(ctx: Context, max_blocks: int, embeddings: bool = False) -> pd.D
     """The sampled blocks with their roles and per-block diversity (memoised)."""
 
     def compute() -> pd.DataFrame:
-        blocks = assign_roles(sampled_blocks(ctx.blocks(), max_blocks))
+        blocks = roles_of(sampled_blocks(ctx.blocks(), max_blocks))
         return block_diversity(blocks, pair_sample(ctx, max_blocks, embeddings))
 
     return ctx.cached("roles", compute, max_blocks, embeddings)

@@ -35,7 +35,7 @@ PACKAGES = ("pr1_eval", "analysis", "dashboards", "repro")
 # any folder earlier in this order, never a later one. The flat modules sit below every folder.
 FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "report", "ingest",
         "scaleout", "generate", "lm_eval_tasks", "testing", "cli")
-FLAT_BELOW_ALL = ("errors", "jsonl", "terminal")
+FLAT_BELOW_ALL = ("errors", "jsonl", "processes", "terminal")
 
 # Known edges against the flow, each waiting on a change in flight; empty this once they are gone
 # (the test fails on an entry that no longer matches anything, so the list cannot go stale).
@@ -290,6 +290,35 @@ def test_dependencies_point_one_way() -> None:
               if (m.startswith("pr1_eval") and d.split(".")[0] in ("analysis", "dashboards", "repro"))
               or (m.startswith("analysis") and d.split(".")[0] in ("dashboards", "repro"))}
     assert upward == set()
+
+
+#: The analysis modules that decide how work runs (they may import ``analysis.engine``); every
+#: other analysis module is a measure, a table or a page, and is written as plain functions.
+ORCHESTRATION = frozenset({"analysis.command", "analysis.summary", "analysis.output", "analysis.scheduled",
+                           "analysis.loader", "analysis.block_cache", "analysis.leaderboard_tables"})
+#: The measures: one synchronous API each, importing no engine and starting no thread or process.
+MEASURES = ("analysis.stats", "analysis.drift", "analysis.roles", "analysis.conclusions", "analysis.diversity",
+            "analysis.bleu", "analysis.bleu_counts", "analysis.paired")
+
+
+def test_the_analysis_engine_knows_nothing_of_the_analysis() -> None:
+    """``analysis.engine`` imports nothing else from ``analysis``; only :data:`ORCHESTRATION` imports it."""
+    engine_out = {(m, d) for m, deps in TYPE_GRAPH.items() if m.startswith("analysis.engine") for d in deps
+                  if d.startswith("analysis") and not d.startswith("analysis.engine")}
+    assert engine_out == set()
+    users = {m for m, deps in TYPE_GRAPH.items() if not m.startswith("analysis.engine")
+             and any(d.startswith("analysis.engine") for d in deps)}
+    assert users - ORCHESTRATION == set(), "only the orchestration modules may import analysis.engine"
+
+
+def test_the_measures_are_plain_functions() -> None:
+    """A measure imports no engine, no thread and no process pool: how it runs at scale is
+    :mod:`analysis.scheduled`'s business."""
+    for measure in MEASURES:
+        assert measure in IMPORTS, f"{measure} is listed as a measure but does not exist"
+        bad = sorted({i.target for i in IMPORTS[measure]
+                      if i.target.startswith("analysis.engine") or i.target in ("threading", "concurrent", "multiprocessing")})
+        assert not bad, f"{measure} imports {bad}"
 
 
 def test_repro_writes_step_runs_through_the_shared_layout_not_the_importer() -> None:

@@ -1,7 +1,7 @@
 """Diversity and roles: are sibling paths really different, and does a block explore or verify?
 
 BLEU (symmetrised sacrebleu, 0–1) and, on request, embedding cosine per pair of sibling paths
-come from :func:`analysis.diversity.diversity`; roles from :func:`analysis.roles.assign_roles`
+come from :func:`analysis.scheduled.pairs_of`; roles from :func:`analysis.scheduled.roles_of`
 and :func:`analysis.roles.role_shares`. The most and least similar pairs link to the trace viewer.
 """
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from queue import Empty, SimpleQueue
 
+from pr1_eval import processes
 from pr1_eval.grading.verify import PARSE_CACHE_SIZE, TEST_HOOKS_ENV, Verdict
 from pr1_eval.grading.worker import start_worker, stop_worker
 
@@ -50,21 +51,19 @@ _MAX_START_FAILURES = 3
 AFFINITY_WINDOW = 128
 
 
+#: Grading is cheap per item: more workers than this wait on the dispatcher.
+MAX_WORKERS = 8
+
+
 def configured_workers() -> int | None:
     """The number of workers ``$PR1_EVAL_GRADING_WORKERS`` asks for (a positive integer), else ``None``."""
-    env = os.environ.get(WORKERS_ENV, "").strip()
-    return int(env) if env.isdigit() and int(env) > 0 else None
+    return processes.configured_workers(WORKERS_ENV, "grading")
 
 
 def default_workers() -> int:
-    """``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at 8 (grading is cheap)."""
-    if (configured := configured_workers()) is not None:
-        return configured
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
+    """``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at :data:`MAX_WORKERS`
+    (:func:`pr1_eval.processes.default_workers`, the project's one rule)."""
+    return processes.default_workers(WORKERS_ENV, MAX_WORKERS, "grading")
 
 
 @dataclass

@@ -13,10 +13,12 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU
 
+import analysis.scheduled
 from analysis import bleu as fast_bleu
 from analysis import bleu_counts
 from analysis.bleu_counts import TokenIds, clipped_matches, exact_score, score_function
-from analysis.result_cache import ResultCache
+from analysis.engine.shards import ResultCache
+from analysis.scheduled import bleu_scores
 
 #: Pieces that reach every 13a rule at a raw token's edges: '.', ',' and '-' next to digits and
 #: letters, the entities, ``<skipped>``, a dash before a line break, white space of every kind.
@@ -172,11 +174,12 @@ def _sibling_pairs(seed: int) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("limit", [None, 10])  # 10: every batch's keys are "too large", the Counter path scores
 def test_pair_bleu_equals_sentence_score_across_batches(monkeypatch: pytest.MonkeyPatch, limit: int | None) -> None:
-    monkeypatch.setattr(fast_bleu, "_BATCH_PAIRS", 7)  # blocks straddle batches
+    monkeypatch.setattr(analysis.scheduled, "BLEU_CHUNK", 7)  # blocks straddle batches
     if limit is not None:
         monkeypatch.setattr(bleu_counts, "_KEY_LIMIT", limit)
     pairs = _sibling_pairs(5)
     expected = [_reference(a, b) for a, b in pairs]
     assert any(e is None for e in expected) and any(e and 0 < e < 1 for e in expected)
-    assert fast_bleu.PairBleu(ResultCache(None)).scores(pairs) == expected  # ==: identical floats
-    assert [fast_bleu.PairBleu(ResultCache(None)).score(a, b) for a, b in pairs[:40]] == expected[:40]
+    assert bleu_scores(pairs, cache=ResultCache(None)).result() == expected  # ==: identical floats
+    assert [fast_bleu.pair_bleu([pair])[0] for pair in pairs[:40]] == expected[:40]
+    assert fast_bleu.pair_bleu(pairs) == expected

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 import sacrebleu
 
-import analysis.embed_cache as embed_cache
+import analysis.scheduled
 from analysis import diversity as div
-from analysis.embed_cache import EmbeddingCache, default_cache_dir, model_slug, text_key
+from analysis.embedding import model_folder
+from analysis.engine.cache import KINDS
+from analysis.engine.shards import EmbeddingCache, text_key
 from analysis.loader import load_runs
+from analysis.scheduled import Embedder, embedding_cache_dir
 from analysis.summary import analyze, to_json
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
@@ -47,7 +50,7 @@ def test_bleu_is_the_symmetrised_sacrebleu_sentence_bleu() -> None:
 
 def test_each_distinct_text_is_embedded_once_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = FakeModel()
-    embedder = div.Embedder("fake", cache_dir=tmp_path, model=model)
+    embedder = Embedder("fake", cache_dir=tmp_path, model=model)
     pairs = [("a", "b"), ("a", "c"), ("b", "a"), ("", "a")]
     cosines = div.pair_cosines(pairs, embedder)
     assert model.calls == [["a", "b", "c"]]
@@ -55,8 +58,8 @@ def test_each_distinct_text_is_embedded_once_and_cached(tmp_path: Path, monkeypa
     assert cosines[:3] == [pytest.approx(float(va @ vb)), pytest.approx(float(va @ vc)), pytest.approx(float(va @ vb))]
     assert cosines[3] is None
     # a fresh embedder on the same folder needs no model at all
-    monkeypatch.setattr(div, "load_embedding_model", lambda *a, **k: pytest.fail("model loaded despite the cache"))
-    again = div.Embedder("fake", cache_dir=tmp_path)
+    monkeypatch.setattr(analysis.scheduled, "load_embedding_model", lambda *a, **k: pytest.fail("model loaded despite the cache"))
+    again = Embedder("fake", cache_dir=tmp_path)
     assert div.pair_cosines(pairs, again) == cosines
     assert again.n_encoded == 0 and again.n_from_cache == 3 and not again.model_loaded
 
@@ -64,7 +67,7 @@ def test_each_distinct_text_is_embedded_once_and_cached(tmp_path: Path, monkeypa
 def test_missing_texts_are_encoded_longest_first_in_stored_chunks(tmp_path: Path) -> None:
     """Length-sorted chunks, each stored before the next; rows still in the caller's order."""
     model = FakeModel()
-    embedder = div.Embedder("fake", cache_dir=tmp_path, model=model, chunk_texts=2)
+    embedder = Embedder("fake", cache_dir=tmp_path, model=model, chunk_texts=2)
     texts = ["bb", "a", "dddd", "ccc", "a", "eeeee"]
     EmbeddingCache(tmp_path).add([text_key("ccc")], model.encode(["ccc"]))  # already cached
     model.calls.clear()
@@ -77,12 +80,18 @@ def test_missing_texts_are_encoded_longest_first_in_stored_chunks(tmp_path: Path
 
 
 def test_cache_location_and_bad_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(embed_cache.CACHE_ENV, str(tmp_path / "c"))
-    assert default_cache_dir("all-MiniLM-L6-v2") == tmp_path / "c" / "all-MiniLM-L6-v2"
-    assert default_cache_dir("sentence-transformers/all-MiniLM-L6-v2") == tmp_path / "c" / "all-MiniLM-L6-v2"
-    assert model_slug("org/some model") == "org_some_model"
-    monkeypatch.delenv(embed_cache.CACHE_ENV)
-    assert default_cache_dir("x") == Path.home() / ".cache" / "pr1-eval" / "embeddings" / "x"
+    monkeypatch.setenv(KINDS["embeddings"], str(tmp_path / "c"))
+    assert embedding_cache_dir("all-MiniLM-L6-v2") == tmp_path / "c" / "all-MiniLM-L6-v2"
+    assert embedding_cache_dir("sentence-transformers/all-MiniLM-L6-v2") == tmp_path / "c" / "all-MiniLM-L6-v2"
+    assert model_folder("org/some model") == "org_some_model"
+    monkeypatch.delenv(KINDS["embeddings"])
+    monkeypatch.delenv("PR1_CACHE", raising=False)
+    assert embedding_cache_dir("x") == Path.home() / ".cache" / "pr1-eval" / "embeddings" / "x"
+    monkeypatch.setenv("PR1_CACHE", str(tmp_path / "root"))  # the one root: every kind in a folder under it
+    assert embedding_cache_dir("x") == tmp_path / "root" / "embeddings" / "x"
+    monkeypatch.setenv("PR1_CACHE", "off")
+    assert embedding_cache_dir("x") is None and Embedder("x").cache.directory is None
+    monkeypatch.delenv("PR1_CACHE")
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "shard-bad.npz").write_bytes(b"not a zip")
@@ -93,8 +102,8 @@ def test_cache_location_and_bad_shards(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_shards_are_merged_when_they_pile_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embed_cache, "MAX_SHARDS", 2)
     cache = EmbeddingCache(tmp_path)
+    cache.max_shards = 2
     for i in range(3):
         cache.add([text_key(str(i))], np.full((1, 2), i, dtype=np.float32))
     assert len(list(tmp_path.glob("shard-*.npz"))) == 1
@@ -105,7 +114,7 @@ def test_shards_are_merged_when_they_pile_up(tmp_path: Path, monkeypatch: pytest
 def test_real_model_cosines_match_pairwise_encoding(tmp_path: Path) -> None:
     model = embedding_model()
     texts = ["Add 3 and 4 to get 7.", "Seven is three plus four.", "The capital of France is Paris."]
-    embedder = div.Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path, model=model)
+    embedder = Embedder("all-MiniLM-L6-v2", cache_dir=tmp_path, model=model)
     got = div.pair_cosines([(texts[0], texts[1]), (texts[0], texts[2]), (texts[0], texts[0])], embedder)
     for (a, b), value in zip([(0, 1), (0, 2)], got, strict=False):
         va, vb = model.encode([texts[a], texts[b]])
@@ -120,7 +129,7 @@ def test_diversity_in_the_analysis(tmp_path: Path) -> None:
                make_record("t", "p1", 0, response(block(["same text", ""]))),
                make_record("t", "p2", 0, response("no block"))]
     write_run(tmp_path, "r", records)
-    embedder = div.Embedder("fake", cache_dir=False, model=FakeModel())
+    embedder = Embedder("fake", cache_dir=False, model=FakeModel())
     analysis = analyze(load_runs(tmp_path, tokenizer=None), embedder)
     pairs = analysis.pairs
     assert len(pairs) == 4  # 3 pairs in the first block, 1 in the second

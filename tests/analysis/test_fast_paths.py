@@ -15,11 +15,14 @@ from sacrebleu.metrics.helpers import extract_all_word_ngrams
 
 from analysis import bleu as fast_bleu
 from analysis.conclusions import path_conclusion
-from analysis.result_cache import CACHE_ENV, ResultCache, fingerprint, hash_key
-from analysis.roles import ConclusionCache, VerdictCache, assign_roles, equivalence_classes_many, path_conclusions
+from analysis.engine.cache import KINDS, fingerprint
+from analysis.engine.shards import ResultCache, hash_key
+from analysis.roles import assign_roles, path_conclusions
+from analysis.scheduled import VerdictCache, bleu_scores, classify, conclude, roles_of
 from pr1_eval.grading.grade import answer_classes, answer_classes_many
 from pr1_eval.grading.verify import verify_pair
 
+CACHE_ENV = KINDS["analysis"]
 _WORDS = ["the", "sum", "is", "12", "so", "x", "=", "3", ".", "we", "get", "$\\frac{1}{2}$", "∑", "数学", "é", "🙂",
           "check:", "again", "(a+b)", "2^{10}", "-", "1,000", "0.5"]
 
@@ -47,9 +50,10 @@ def test_fast_bleu_equals_sacrebleu_exactly(tmp_path: Path) -> None:
     expected = [_reference_bleu(a, b) for a, b in pairs]
     assert any(e is None for e in expected) and any(e and 0 < e < 1 for e in expected)
     cache = ResultCache(tmp_path / "bleu")
-    assert fast_bleu.PairBleu(cache).scores(pairs) == expected  # ==: identical floats, not approx
-    again = fast_bleu.PairBleu(ResultCache(tmp_path / "bleu"))  # from disk only
-    assert again.scores(pairs) == expected and len(again.cache) == len(ResultCache(tmp_path / "bleu"))
+    assert bleu_scores(pairs, cache=cache).result() == expected  # ==: identical floats, not approx
+    assert fast_bleu.pair_bleu(pairs) == expected  # the plain computation, no cache
+    again = ResultCache(tmp_path / "bleu")  # from disk only
+    assert bleu_scores(pairs, cache=again).result() == expected and len(again) == len(ResultCache(tmp_path / "bleu"))
 
 
 def test_ngram_counts_equal_sacrebleu_s() -> None:
@@ -84,7 +88,7 @@ def test_ngrams_are_counted_once_per_text(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(fast_bleu.TokenIds, "encode", counting)
     texts = ["a b c d", "a b c e", "b c d e f", "z y"]
     pairs = [(a, b) for i, a in enumerate(texts) for b in texts[i + 1 :]]
-    fast_bleu.PairBleu(ResultCache(None)).scores(pairs)
+    bleu_scores(pairs, cache=ResultCache(None)).result()
     assert sorted(calls) == sorted(texts)  # sentence_score would count 2 per pair direction: 24
 
 
@@ -120,8 +124,8 @@ def test_batched_classes_equal_the_one_by_one_greedy_classes(tmp_path: Path) -> 
     assert known  # the checks made were remembered
     assert answer_classes_many(GROUPS, known=known) == expected  # all from the store now
     store = VerdictCache(ResultCache(tmp_path / "verdicts"))
-    assert equivalence_classes_many(GROUPS, store) == expected
-    assert equivalence_classes_many(GROUPS, VerdictCache(ResultCache(tmp_path / "verdicts"))) == expected
+    assert classify(GROUPS, store) == expected
+    assert classify(GROUPS, VerdictCache(ResultCache(tmp_path / "verdicts"))) == expected
 
 
 def test_each_distinct_pair_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,12 +169,11 @@ def test_groups_alike_after_stripping_are_classed_once_and_the_same(monkeypatch:
 def test_conclusion_cache_returns_the_reader_s_conclusions(tmp_path: Path) -> None:
     texts = ["so 5 * 15 = 75 berries.", "Final Answer: 12", "", "no value here", "\\boxed{3}", "数学 = 7", "x"] * 3
     expected = [path_conclusion(t) for t in texts]
-    assert ConclusionCache(ResultCache(tmp_path / "c")).conclude(texts) == expected
+    assert conclude(texts, cache=ResultCache(tmp_path / "c")).result() == expected
     cache = ResultCache(tmp_path / "c")
     assert len(cache) == len(set(texts))
-    assert ConclusionCache(cache).conclude(texts) == expected
-    assert path_conclusions([texts[:2], [], texts[2:5]], ConclusionCache(ResultCache(None))) == [
-        expected[:2], [], expected[2:5]]
+    assert conclude(texts, cache=cache).result() == expected
+    assert path_conclusions([texts[:2], [], texts[2:5]]) == [expected[:2], [], expected[2:5]]
 
 
 def test_cache_folder_follows_the_code_and_survives_bad_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,14 +198,15 @@ def test_cache_folder_follows_the_code_and_survives_bad_shards(tmp_path: Path, m
     assert hash_key("a", "b") != hash_key("ab") and hash_key("a", "b") != hash_key("b", "a")
 
 
-def test_assign_roles_cold_and_warm_give_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_roles_cold_warm_and_plain_give_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     blocks = pd.DataFrame({"path_texts": [["Final Answer: 1/2", "so x = 0.5"], ["Final Answer: 3", "we get 4."],
                                           ["nothing", "Final Answer: 7"], []]})
-    cold = assign_roles(blocks)
+    cold = roles_of(blocks)
     assert cold["role"].tolist() == ["verification", "exploration", "undetermined", "undetermined"]
-    warm = assign_roles(blocks)
+    warm = roles_of(blocks)
     pd.testing.assert_frame_equal(cold, warm)
+    pd.testing.assert_frame_equal(assign_roles(blocks), cold)  # the plain measure: the same table
     assert {p.name.split("-")[0] for p in tmp_path.iterdir()} == {"conclusions", "verdicts"}
 
 

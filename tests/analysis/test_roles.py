@@ -161,13 +161,14 @@ def test_role_shares_without_blocks_are_null(tmp_path: Path) -> None:
     assert row["paths_per_block"] is None and row["bleu_mean"] is None and row["first_block_rel_pos"] is None
 
 
-def test_started_roles_equal_the_sequential_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The checks run on a background thread while the caller works; the tables are those of
-    assign_roles and summary_consistency run one after the other (math-equal forms included)."""
-    from analysis.result_cache import CACHE_ENV, ResultCache
-    from analysis.roles import VerdictCache, start_roles, summary_consistency
+def test_the_overlapped_analysis_equals_the_sequential_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze`` classes the conclusions on a background thread while it builds other tables;
+    its blocks and responses tables carry what assign_roles and summary_consistency give run one
+    after the other (math-equal forms included)."""
+    from analysis.roles import summary_consistency
+    from analysis.summary import analyze
 
-    monkeypatch.setenv(CACHE_ENV, "off")
+    monkeypatch.setenv("PR1_CACHE", "off")
     records = [make_record("t", "p0", 0, response(block(["so x = 0.5", "Final Answer: \\frac{1}{2}"]), final="1/2")),
                make_record("t", "p1", 0, response(block(["we get 12.", "we get 13."]),
                                                   block(["Final Answer: 12", "nothing"]), final="13")),
@@ -177,11 +178,10 @@ def test_started_roles_equal_the_sequential_tables(tmp_path: Path, monkeypatch: 
     loaded = load_runs(tmp_path, tokenizer=None)
     expected_blocks = assign_roles(loaded.blocks)
     expected_responses = summary_consistency(loaded.samples, expected_blocks)
-    started = start_roles(loaded.blocks, loaded.samples, VerdictCache(ResultCache(None)))
-    pd.testing.assert_frame_equal(started.roles(), expected_blocks)
-    pd.testing.assert_frame_equal(started.consistency(), expected_responses)
+    analysis = analyze(loaded)
+    pd.testing.assert_frame_equal(analysis.blocks[list(expected_blocks.columns)], expected_blocks)
+    pd.testing.assert_frame_equal(analysis.responses, expected_responses)
     assert expected_blocks["role"].tolist() == ["verification", "exploration", "undetermined", "verification"]
     assert expected_responses["consistent"].tolist() == [True, False, True]
-    empty = start_roles(loaded.blocks.iloc[:0], loaded.samples)
-    assert empty.roles().empty and empty.consistency().empty
-    assert list(empty.consistency().columns) == list(expected_responses.columns)
+    empty = summary_consistency(loaded.samples, loaded.blocks.iloc[:0])
+    assert empty.empty and list(empty.columns) == list(expected_responses.columns)

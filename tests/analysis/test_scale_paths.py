@@ -1,5 +1,5 @@
 """What makes ``analyze`` cheap at sweep scale must change no number: the projected load
-(``load_runs(columns=...)``), and the whole-analysis cache (:mod:`analysis.output_cache`), which
+(``load_runs(columns=...)``), and the whole-analysis cache (:mod:`analysis.engine.outputs`), which
 must miss as soon as any sample of any run changes."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import loader, output_cache, summary
+from analysis import loader, summary
+from analysis.engine import outputs as output_cache
 from analysis.leaderboard import build_leaderboard
 from analysis.loader import RESPONSE_CHARS, load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json

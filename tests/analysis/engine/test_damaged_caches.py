@@ -11,9 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import block_cache, output_cache
-from analysis.embed_cache import EmbeddingCache, text_key
-from analysis.result_cache import CACHE_ENV, ResultCache
+from analysis import block_cache
+from analysis.engine import outputs as output_cache
+from analysis.engine.cache import KINDS
+from analysis.engine.shards import EmbeddingCache, ResultCache, text_key
+
+CACHE_ENV = KINDS["analysis"]
 
 
 def _cut(path: Path) -> None:
@@ -77,7 +80,7 @@ def test_a_changed_file_of_a_whole_analysis_entry_is_dropped(tmp_path: Path, mon
 
 def test_a_damaged_block_cache_entry_is_dropped_and_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv(block_cache.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(KINDS["loader"], str(tmp_path))
     frame = pd.DataFrame({name: pd.Series([], dtype=block_cache.DTYPES.get(name, object))
                           for name in block_cache.SCHEMA.names})
     block_cache.write(Path("/runs/r"), ["sig"], frame, mismatched=0)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.csv_text import _arrow_body, frame_csv_bytes, frame_csv_text
+from analysis.engine.csv_text import _arrow_body, frame_csv_bytes, frame_csv_text
 
 TRICKY = ["\u2028", "\u2029", "\x85", "\xa0", "\u3000", "\ufeff", "é", "漢", "😀", "\x1c", "\x1e"]
 CODE_POINTS = [chr(c) for c in range(128)] + TRICKY

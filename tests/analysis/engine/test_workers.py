@@ -13,13 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import analysis.bleu
 import analysis.output
-import analysis.roles
+import analysis.scheduled
+from analysis.engine.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
 from analysis.loader import load_runs
 from analysis.output import CsvBegun, write_csv, write_tables
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
-from analysis.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 
@@ -51,8 +50,8 @@ def _pid(_: int) -> int:
 def test_an_analysis_with_workers_equals_one_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_LOADER_CACHE", "off")
     monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
-    monkeypatch.setattr(analysis.bleu, "_BATCH_PAIRS", 16)
-    monkeypatch.setattr(analysis.roles, "CONCLUDE_CHUNK", 8)
+    monkeypatch.setattr(analysis.scheduled, "BLEU_CHUNK", 16)
+    monkeypatch.setattr(analysis.scheduled, "CONCLUDE_CHUNK", 8)
     runs = _sweep(tmp_path)
     here = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS))
     with analysis_workers(2) as workers:
@@ -156,17 +155,17 @@ def test_chunks_are_handed_out_as_they_fill_and_come_back_in_order() -> None:
 _FAULTS_OF_BLEU_BATCHES = """
 import random, resource, sys
 if sys.argv[1] == "keep":
-    from analysis.workers import keep_freed_memory
+    from analysis.engine.workers import keep_freed_memory
     assert keep_freed_memory()
-from analysis.bleu import worker_batch_bleu
+from analysis.bleu import batch_bleu_here
 rng = random.Random(0)
 words = [f"w{i}" for i in range(300)] + list("0123456789+=$")
 texts = [" ".join(rng.choice(words) for _ in range(rng.randint(100, 400))) for _ in range(4000)]
 pairs = list(zip(texts[0::2], texts[1::2], strict=True)) * 4
-worker_batch_bleu(pairs[:2048])  # the first batch faults its memory in either way
+batch_bleu_here(pairs[:2048])  # the first batch faults its memory in either way
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for start in range(0, len(pairs), 2048):
-    worker_batch_bleu(pairs[start:start + 2048])
+    batch_bleu_here(pairs[start:start + 2048])
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
@@ -175,7 +174,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 def test_freed_memory_is_reused_not_faulted_in_again() -> None:
     def faults(mode: str) -> int:
         done = subprocess.run([sys.executable, "-c", _FAULTS_OF_BLEU_BATCHES, mode], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).resolve().parents[2])
+                              check=True, cwd=Path(__file__).resolve().parents[3])
         return int(done.stdout)
 
     default, kept = faults("default"), faults("keep")

@@ -3,7 +3,7 @@ once string cells that a spreadsheet would run as a formula are neutralised.
 
 Formulas (the one deliberate difference from pandas): a *string* cell, or column label, starting
 with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's advice
-on CSV injection; the rule and its reasons: :func:`analysis.safe_text.csv_cell`), unless it is a
+on CSV injection; the rule and its reasons: :mod:`analysis.safe_text` and :func:`csv_cell`), unless it is a
 plain decimal number such as ``-1.5``. Numbers in numeric columns, and the numbers of an object
 column, are never touched. So the bytes are ``to_csv``'s of the frame with that rule applied to
 its string cells and labels, in both paths below.
@@ -33,14 +33,28 @@ columns at all, a string arrow cannot hold such as a lone surrogate) is written 
 
 from __future__ import annotations
 
-from typing import cast
+import re
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.safe_text import PLAIN_NUMBER, csv_cell
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A plain decimal number: a spreadsheet reads it as the number, so it is left alone.
+PLAIN_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_PLAIN_NUMBER_RE = re.compile(PLAIN_NUMBER)
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet cannot run: a string that starts like a formula gets a leading
+    ``'``; every other value (numbers, None, plain-number strings) is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER_RE.fullmatch(value):
+        return "'" + value
+    return value
+
 
 _NEEDS_QUOTES = '[,"\n]'
 _FORMULA_START = "^[=+\\-@\t\r]"

@@ -30,6 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
+from pr1_eval import processes
 from pr1_eval.errors import Pr1EvalError
 
 WORKERS_ENV = "PR1_ANALYSIS_WORKERS"
@@ -41,18 +42,9 @@ R = TypeVar("R")
 
 
 def default_workers() -> int:
-    """``$PR1_ANALYSIS_WORKERS`` (a positive integer), else the usable CPUs capped at :data:`MAX_WORKERS`."""
-    env = os.environ.get(WORKERS_ENV, "").strip()
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise Pr1EvalError(f"{WORKERS_ENV}={env!r} is not a positive integer; set it to the number of "
-                               "analysis processes (1 runs everything in this process) or unset it")
-        return int(env)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cpus))
+    """``$PR1_ANALYSIS_WORKERS`` (a positive integer), else the usable CPUs capped at :data:`MAX_WORKERS`
+    (:func:`pr1_eval.processes.default_workers`: the grading pool sizes itself by the same rule)."""
+    return processes.default_workers(WORKERS_ENV, MAX_WORKERS, "analysis")
 
 
 class Workers:
@@ -117,7 +109,7 @@ def keep_freed_memory() -> bool:
     """Let glibc's ``malloc`` keep up to 256 MB of freed heap for reuse instead of returning it to
     the kernel at once, in this process and the workers forked from it; whether it was set.
 
-    Why: BLEU's integer arrays (:mod:`analysis.bleu_counts`) take tens of MB per batch, and by
+    Why: BLEU's integer arrays (``analysis.bleu_counts``) take tens of MB per batch, and by
     default each batch's are handed back to the kernel when freed and faulted in again, zeroed,
     for the next: on a sweep's pairs a fifth of BLEU's time went to those page faults (system
     time 1.0 s against 3.1 s of user time; with this, 0.05 s). Peak memory does not grow: the

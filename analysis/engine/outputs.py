@@ -4,7 +4,7 @@ the same runs again costs a few file copies instead of the analysis.
 Why whole outputs, and why here (before pandas is imported): a second ``analyze`` of unchanged
 runs must cost about what reading the responses once costs, and merely importing the analysis
 stack (pandas, scipy, plotly, math-verify) costs more than that; so is writing the blocks and
-pairs tables again. The per-text caches (:mod:`analysis.result_cache`, the embedding cache) make
+pairs tables again. The per-text caches (:mod:`analysis.engine.shards`) make
 a run whose inputs changed cheap; this one makes an unchanged one nearly free.
 
 The key (:func:`inputs_key`) is conservative: the arguments as given (and the working folder they
@@ -16,7 +16,7 @@ installed libraries (name and version), and the options. A change anywhere gives
 analysis; an entry never answers for inputs it was not computed from. Only analyses without
 embeddings are kept whole (with embeddings, the document reports what the model encoded).
 
-Where: ``<analysis cache>/outputs`` (``$PR1_ANALYSIS_CACHE``; ``off`` disables it); the newest
+Where: ``<analysis cache>/outputs`` (:mod:`analysis.engine.cache`; ``off`` disables it); the newest
 :data:`KEEP` entries are kept. An entry is written aside and renamed into place, and each file's
 size and sha256, and the sha256 of the entry's own record (the ``--json`` document, the printed
 tables), are checked before it is used: a damaged or edited entry is dropped with a warning and
@@ -26,11 +26,9 @@ the analysis computed again, never served.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterable, Sequence
@@ -38,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.cache_check import drop_damaged
-from analysis.result_cache import cache_root
+from analysis.engine.cache import cache_folder, drop_damaged, fingerprint
 
 #: Bump when what an entry holds changes.
 FORMAT = 2
@@ -104,23 +101,10 @@ def _model_folders(tree: list[Any]) -> list[Any]:
 
 
 def code_fingerprint() -> str:
-    """A hash of every module's source in :data:`CODE_PACKAGES` and of the name and version of every
-    installed distribution (the ``*.dist-info`` folders on ``sys.path``: one listing each, where
-    asking each library's version costs a scan of them all; an upgrade of any library misses)."""
-    digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            for path in sorted(Path(location).rglob("*.py")):
-                digest.update(str(path.relative_to(location)).encode())
-                digest.update(path.read_bytes())
-    for entry in sys.path:
-        if os.path.isdir(entry):
-            digest.update(entry.encode())
-            for name in sorted(os.listdir(entry)):
-                if name.endswith((".dist-info", ".egg-info")):
-                    digest.update(name.encode())
-    return digest.hexdigest()
+    """The fingerprint (:func:`~analysis.engine.cache.fingerprint`) of every module's source in
+    :data:`CODE_PACKAGES` and of every installed distribution's name and version: an edit or an
+    upgrade of any library misses."""
+    return fingerprint(CODE_PACKAGES, ["*"])
 
 
 def inputs_key(runs: Sequence[str], options: dict[str, Any], out: Path | None = None) -> str:
@@ -138,7 +122,7 @@ def inputs_key(runs: Sequence[str], options: dict[str, Any], out: Path | None = 
 
 
 def _folder() -> Path | None:
-    root = cache_root()
+    root = cache_folder("analysis")
     return None if root is None else root / "outputs"
 
 
