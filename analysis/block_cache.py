@@ -5,7 +5,7 @@ Why: parsing every stored response to find its paths, and extracting each path's
 most of the cost of loading a large run, and the same runs are loaded over and over (the
 dashboard after every restart, notebooks, ``analyze``). A run's state is its file signature
 (size, mtime and inode of run.json and of every samples part); the code version is the source of
-the structure parser, the answer extractor and the loader. Where, and how a damaged entry heals:
+the structure parser and the loader. Where, and how a damaged entry heals:
 :mod:`analysis.engine.cache` (the ``loader`` folder: ``$PR1_CACHE/loader`` or ``$PR1_LOADER_CACHE``).
 """
 
@@ -27,16 +27,14 @@ SCHEMA = pa.schema([
     ("n_paths", pa.int64()), ("closed", pa.bool_()), ("char_start", pa.int64()), ("char_end", pa.int64()),
     ("token_start", pa.int64()), ("token_end", pa.int64()), ("rel_start", pa.float64()),
     ("position_unit", pa.string()), ("path_texts", pa.list_(pa.string())), ("path_char_lengths", pa.list_(pa.int64())),
-    ("summary_char_length", pa.int64()), ("path_answers", pa.list_(pa.string())),
-    ("path_answer_sources", pa.list_(pa.string())), ("summary_text", pa.string()),
+    ("summary_char_length", pa.int64()), ("summary_text", pa.string()),
 ])
 #: dtypes of the parsed frame, identical with and without the cache. Every other column holds
 #: Python objects (strings, lists, and ints that are None when unknown), as the loader always gave.
 DTYPES: dict[str, str] = {"sample_idx": "int64", "block_idx": "int64", "n_paths": "int64", "char_start": "int64",
                           "char_end": "int64", "rel_start": "float64", "closed": "bool"}
-#: What decides what a parsed block is (answer_text decides how an answer line is read).
-SOURCES = ("pr1_eval.protocol.parse", "pr1_eval.protocol.scan", "pr1_eval.grading.extract",
-           "pr1_eval.grading.answer_text", "analysis.loader")
+#: What decides what a parsed block is.
+SOURCES = ("pr1_eval.protocol.parse", "pr1_eval.protocol.scan", "analysis.loader")
 
 
 @lru_cache(maxsize=1)

@@ -1,13 +1,14 @@
 """THE loader: every analysis, dashboard and notebook reads runs through :func:`load_runs`.
 
-Why one loader: column names, the join of run metadata (model, step, decoding) and the way a
-path's answer is extracted must be identical everywhere, or two views of one run disagree.
+Why one loader: column names and the join of run metadata (model, step, decoding) must be
+identical everywhere, or two views of one run disagree.
 It returns two frames with the columns declared below (and nothing else), plus the runs that
 could not be read and why, so one broken run never hides the others and never vanishes silently.
 
 Paths are re-parsed from the stored response with :func:`pr1_eval.protocol.parse.parse_structure`
-(the store keeps block positions, not path spans); each path's answer is extracted with the
-grader's own :func:`pr1_eval.grading.extract_answer`.
+(the store keeps block positions, not path spans). What a path concludes has one rule,
+:func:`analysis.conclusions.path_conclusion`, read where it is needed (block roles, summary
+consistency), not here: the loader gives the paths' texts.
 
 Completeness, once: each run is checked against its ``run.json`` with the report's own
 :func:`pr1_eval.report.completeness.check_completeness` on every stored sample, and the result
@@ -52,7 +53,6 @@ from analysis.drift import model_family, resolve_step
 from analysis.engine.workers import Workers
 from analysis.tokens import TokenCounter, auto_token_counter
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading import extract_answer
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import parse_structure
 from pr1_eval.protocol.scan import count_blocks, scan_well_formed
@@ -100,8 +100,6 @@ BLOCK_COLUMN_DOCS: dict[str, str] = {
     "path_token_lengths": "Tokens of each path's stripped content (the run's tokenizer); None when no tokenizer.",
     "summary_char_length": "Characters of the block's <Summary> content (stripped); None when it has no summary.",
     "summary_token_length": "Tokens of the summary content; None when no summary or no tokenizer.",
-    "path_answers": "Answer each path reaches, extracted by the grader's extract_answer; None where none.",
-    "path_answer_sources": "Where each path answer came from: 'final_answer', 'boxed' or 'none'.",
 }
 BLOCK_COLUMNS: tuple[str, ...] = tuple(BLOCK_COLUMN_DOCS)
 #: Block columns that come from the run's metadata, joined after the (cached) parse.
@@ -545,11 +543,8 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     structure disagrees with a fresh parse of their response (the parse wins; token positions
     are then dropped and positions fall back to characters).
 
-    Each block is one row tuple in :data:`PARSED_COLUMNS` order, turned into columns once at the end.
-    Each distinct path text's answer is extracted once (a run's paths repeat: a third of them in a
-    sweep's runs, e.g. a lone ``\\boxed{4}``), which is most of the parse's time."""
+    Each block is one row tuple in :data:`PARSED_COLUMNS` order, turned into columns once at the end."""
     rows: list[tuple[Any, ...]] = []
-    answers: dict[str, tuple[str | None, str]] = {}
     mismatched = 0
     keys = zip(samples["task"], samples["problem_id"], samples["sample_idx"], strict=True)
     stored = zip(samples["response"], samples["n_blocks"], samples["block_rel_starts"], samples["block_token_starts"],
@@ -563,7 +558,7 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         stored_ok = _stored_agrees(n_blocks, rel_starts, len(blocks))
         mismatched += not stored_ok
         positions = (rel_starts, token_starts, token_ends, str(unit)) if stored_ok else None
-        _append_blocks(rows, (key[0], key[1], int(key[2])), blocks, len(text), positions, answers)
+        _append_blocks(rows, (key[0], key[1], int(key[2])), blocks, len(text), positions)
     values = list(zip(*rows, strict=True)) if rows else [()] * len(PARSED_COLUMNS)
     frame = pd.DataFrame({name: list(column) if name in block_cache.DTYPES else pd.Series(column, dtype=object)
                           for name, column in zip(PARSED_COLUMNS, values, strict=True)}, columns=list(PARSED_COLUMNS))
@@ -571,14 +566,12 @@ def parse_blocks(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def _append_blocks(rows: list[tuple[Any, ...]], key: tuple[Any, Any, int], blocks: Sequence[_RawBlock], length: int,
-                   positions: tuple[Any, Any, Any, str] | None, known: dict[str, tuple[str | None, str]]) -> None:
-    """Append one response's blocks to ``rows`` (see :data:`BLOCK_COLUMN_DOCS`); ``known``: the
-    (answer, source) of path texts already extracted, added to."""
+                   positions: tuple[Any, Any, Any, str] | None) -> None:
+    """Append one response's blocks to ``rows`` (see :data:`BLOCK_COLUMN_DOCS`)."""
     task, problem_id, sample_idx = key
     for i, block in enumerate(blocks):
         start, end, closed, contents, summary_content = block[:5]
         texts = [t.strip() for t in contents]
-        answers = [known.get(t) or known.setdefault(t, _answer_of(t)) for t in texts]
         summary = None if summary_content is None else summary_content.strip()
         if positions is not None:
             rel_starts, token_starts, token_ends, unit = positions
@@ -587,13 +580,7 @@ def _append_blocks(rows: list[tuple[Any, ...]], key: tuple[Any, Any, int], block
         else:
             rel, unit, token_start, token_end = start / max(length, 1), "char", None, None
         rows.append((task, problem_id, sample_idx, i, len(texts), closed, start, end, token_start, token_end, rel,
-                     unit, texts, [len(t) for t in texts], None if summary is None else len(summary),
-                     [a[0] for a in answers], [a[1] for a in answers], summary))
-
-
-def _answer_of(text: str) -> tuple[str | None, str]:
-    answer = extract_answer(text)
-    return answer.text, answer.source
+                     unit, texts, [len(t) for t in texts], None if summary is None else len(summary), summary))
 
 
 def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCounter | None) -> pd.DataFrame:

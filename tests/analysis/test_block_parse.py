@@ -17,7 +17,6 @@ import pytest
 
 import analysis.loader as loader
 from analysis import block_cache
-from pr1_eval.grading import extract_answer
 from pr1_eval.protocol.parse import parse_structure
 from tests.support.tag_texts import mutated, well_formed
 
@@ -34,7 +33,6 @@ def _reference(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         for i, b in enumerate(structure.blocks):
             texts = [text[p.start:p.end].strip() for p in b.paths]
             summary = text[b.summary.start:b.summary.end].strip() if b.summary else None
-            answers = [extract_answer(t) for t in texts]
             rows.append({
                 "task": s.task, "problem_id": s.problem_id, "sample_idx": int(s.sample_idx), "block_idx": i,
                 "n_paths": len(texts), "closed": b.closed, "char_start": b.start, "char_end": b.end,
@@ -44,7 +42,6 @@ def _reference(samples: pd.DataFrame) -> tuple[pd.DataFrame, int]:
                 "position_unit": str(s.position_unit) if ok else "char", "path_texts": texts,
                 "path_char_lengths": [len(t) for t in texts],
                 "summary_char_length": None if summary is None else len(summary),
-                "path_answers": [a.text for a in answers], "path_answer_sources": [a.source for a in answers],
                 "summary_text": summary})
     frame = pd.DataFrame(rows, columns=list(loader.PARSED_COLUMNS)).astype(object)
     for name in ("token_start", "token_end", "summary_char_length", "summary_text"):

@@ -48,8 +48,8 @@ def test_block_rows_match_hand_counts(tmp_path: Path) -> None:
     assert first.path_char_lengths == [18, 26]
     assert first.path_token_lengths == [5, 5]
     assert first.summary_char_length == len("Both 7.") and first.summary_token_length == 2
-    assert first.path_answers == ["7", "7"] and first.path_answer_sources == ["boxed", "final_answer"]
-    assert second.n_paths == 3 and second.path_answers == [None, None, None]
+    assert "path_answers" not in first  # what a path concludes has one rule: analysis.conclusions
+    assert second.n_paths == 3 and second.path_texts == ["one", "two", "three"]
     assert first.token_start is None and first.step == 40 and first.decoding == "structured"
 
 
@@ -172,7 +172,7 @@ def test_sidecar_cache_gives_the_same_frames_without_parsing(tmp_path: Path, mon
     for frame in (first.blocks, second.blocks):
         pd.testing.assert_frame_equal(frame, fresh.blocks)
     assert second.blocks.iloc[0].path_texts == ["x = 3 so \\boxed{7}", "Other way:\nFinal Answer: 7"]
-    assert second.blocks.iloc[1].path_answers == [None, None, None]
+    assert second.blocks.iloc[1].n_paths == 3
     assert second.blocks.iloc[0].token_start == TWO_BLOCKS.split().index("<Parallel>") == 5
 
 
