@@ -119,8 +119,8 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
                   ) -> tuple[Entry, list[Path]]:
     """:func:`_analyze` with its worker processes (``None``: everything in this one)."""
     from analysis.figures import PLOTLY_JS, write_figures
-    from analysis.loader import load_runs
     from analysis.output import CsvBegun, group_notes, print_tables, write_document, write_tables
+    from analysis.runs.loader import load_runs
     from analysis.scheduled import Embedder
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 

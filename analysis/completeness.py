@@ -3,7 +3,7 @@
 Why one table: ``report`` refuses to average a killed run, and ``analyze``, the dashboard, the
 notebooks and the sweep must say the same thing about the same run. So the loader calls
 :func:`pr1_eval.report.completeness.check_completeness` once per run (on every stored sample,
-before anything is dropped), keeps the result in :attr:`analysis.loader.LoadedRuns.completeness`,
+before anything is dropped), keeps the result in :attr:`analysis.runs.loader.LoadedRuns.completeness`,
 and :func:`completeness_frame` lays it out as one row per (run, task) with the columns of
 :data:`COMPLETENESS_COLUMN_DOCS`. Nobody re-implements the rule: they merge this frame on
 ``run, task`` and read ``complete`` and ``missing``.
@@ -32,7 +32,7 @@ from analysis.defaults import INCLUDE_FLAG  # noqa: F401 - re-exported: the note
 from pr1_eval.report.completeness import RunCompleteness, check_completeness
 
 if TYPE_CHECKING:
-    from analysis.loader import LoadedRuns
+    from analysis.runs.loader import LoadedRuns
 
 COMPLETENESS_COLUMN_DOCS: dict[str, str] = {
     "run": "Run name (as in the samples frame).",
@@ -88,7 +88,7 @@ def incomplete_cells(frame: pd.DataFrame) -> set[tuple[str, str]]:
 
 def loaded_completeness(loaded: LoadedRuns) -> pd.DataFrame:
     """:func:`completeness_frame` of every run in ``loaded``: the loader's checks, and for a run
-    without one (a hand-built :class:`~analysis.loader.LoadedRuns`) the same check made here."""
+    without one (a hand-built :class:`~analysis.runs.loader.LoadedRuns`) the same check made here."""
     checks = dict(loaded.completeness)
     if not loaded.samples.empty:
         for run, group in loaded.samples.groupby("run", sort=False):

@@ -8,7 +8,7 @@ Python API (what ``pr1-eval leaderboard``, the dashboard and the notebooks call)
     board = compute_leaderboard(["runs/"])   # Leaderboard: .document plus .per_problem (for heatmaps)
 
 ``runs`` are run directories or folders searched for runs (or an already loaded
-:class:`analysis.loader.LoadedRuns`). ``average`` is ``"task_mean"`` (default: the mean of task
+:class:`analysis.runs.loader.LoadedRuns`). ``average`` is ``"task_mean"`` (default: the mean of task
 means, the paper's convention) or ``"problem_weighted"``; it decides the sort order. Bad input
 (mismatched problem sets, data hashes or k without ``intersect``; incomplete runs; an unknown
 baseline) raises :class:`pr1_eval.errors.Pr1EvalError` naming the difference.
@@ -90,8 +90,8 @@ import pandas as pd
 from analysis.completeness import run_lines
 from analysis.defaults import AVERAGES
 from analysis.leaderboard_schema import AVERAGED, SCHEMA_VERSION, Averages, RunAverage, TaskCell
-from analysis.loader import LoadedRuns, load_runs
 from analysis.paired import holm, paired_comparison, sign_flip_test
+from analysis.runs.loader import LoadedRuns, load_runs
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import RunCompleteness, check_completeness

@@ -165,7 +165,7 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
     lengths: Any
     if token_ok:
         starts_of, ends_of, lengths = group["block_token_starts"], group["block_token_ends"], group["n_response_tokens"]
-    else:  # a projected load (analysis.loader.RESPONSE_CHARS) holds the lengths, not the texts
+    else:  # a projected load (analysis.runs.loader.RESPONSE_CHARS) holds the lengths, not the texts
         starts_of, ends_of = group["block_char_starts"], group["block_char_ends"]
         lengths = group["response_chars"] if "response_chars" in group else [
             len(r) if isinstance(r, str) else 0 for r in group["response"]]

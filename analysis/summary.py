@@ -25,7 +25,6 @@ from analysis.diversity import block_diversity, scored_pairs, sibling_pairs
 from analysis.drift import drift_json, drift_trends
 from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.engine.workers import Workers
-from analysis.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.roles import (
     ROLES,
     conclusion_groups,
@@ -36,6 +35,7 @@ from analysis.roles import (
     with_conclusions,
     with_roles,
 )
+from analysis.runs.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.scheduled import Embedder, bleu_scores, classify_in_background, conclude
 from analysis.stats import mark_unmeasurable, structure_stats
 from pr1_eval.records.run import RunRecord

@@ -8,7 +8,7 @@ then measures, each in a fresh child process so its peak memory is its own:
 
 0. ``floor`` — reading every stored response with pyarrow and counting its blocks in Python (in
    this process): the least any load must do;
-1. ``no cache`` — today's :func:`analysis.loader.load_runs` parsing every response (``cache=False``):
+1. ``no cache`` — today's :func:`analysis.runs.loader.load_runs` parsing every response (``cache=False``):
    the baseline the cache is measured against. Why today's code with the cache off rather than an
    older commit's loader: it measures the same lever, and it cannot rot (an older source stops
    importing as the records evolve);
@@ -155,7 +155,7 @@ def _floor_once(runs: list[Path]) -> tuple[float, float, int, int]:
 
 
 def child_load(root: str, cache: bool) -> dict[str, Any]:
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
 
     started, cpu = time.perf_counter(), time.process_time()
     loaded = load_runs([root], tokenizer=None, cache=cache)

@@ -156,7 +156,7 @@ def bleu_ratio(pairs: list[tuple[str, str]]) -> dict[str, float]:
 
 def run_blocks(runs: str, limit: int) -> list[tuple[str, str]]:
     """The sibling pairs of the stored runs under ``runs``, the first ``limit``."""
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
 
     loaded = load_runs(runs, tokenizer=None)
     return sibling_pairs([list(p) for p in loaded.blocks["path_texts"]])[:limit]

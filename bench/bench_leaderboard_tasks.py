@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 import analysis.leaderboard as leaderboard
-from analysis.loader import LoadedRuns, load_runs
+from analysis.runs.loader import LoadedRuns, load_runs
 from analysis.stats import branching_stats
 from pr1_eval.ingest.importer import import_jsonl
 from pr1_eval.report.run_report import run_report

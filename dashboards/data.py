@@ -1,10 +1,10 @@
 """What every page shares: the runs given on the command line, loaded once through
-:func:`analysis.loader.load_runs` and kept in memory, and the sidebar's run and task filters.
+:func:`analysis.runs.loader.load_runs` and kept in memory, and the sidebar's run and task filters.
 
 Why a process-wide memo instead of ``st.cache_data``: ``cache_data`` pickles every value and
 unpickles a copy on every rerun, which for 96,000 responses costs seconds and doubles memory
 (and the dashboard unpickles nothing, on principle). The memo hands out the same objects to
-every session; pages treat them as read-only. Keys carry :func:`analysis.loader.runs_signature`
+every session; pages treat them as read-only. Keys carry :func:`analysis.runs.index.runs_signature`
 (size, mtime and inode of every run file), so a run that is appended to or regraded is
 reloaded on the next rerun, and nothing stale is ever shown.
 
@@ -16,7 +16,7 @@ Loaded run by run: each run's frames are kept under its own signature, so when o
 reused; the merged frames of the previous state are dropped with everything derived from them.
 
 Training-step runs (a ``training`` section with a kind and a step, one run per step of a job:
-:mod:`analysis.training_steps`) are indexed from their run.json for the Training page. They
+:mod:`analysis.runs.steps`) are indexed from their run.json for the Training page. They
 join the loaded frames too (so the other pages and the trace viewer see them) while all of them
 together hold at most :data:`TRAINING_LOAD_LIMIT` samples; a real job's 4,096 rollouts × 300
 steps are far beyond what a page can hold, and then only the Training page shows them, from
@@ -42,8 +42,9 @@ import pandas as pd
 import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
-from analysis.loader import LoadedRuns, load_runs, runs_signature
-from analysis.training_steps import CACHE, step_row, training_section
+from analysis.runs.index import runs_signature
+from analysis.runs.loader import LoadedRuns, load_runs
+from analysis.runs.steps import CACHE, step_row, training_section
 from dashboards.command import DEFAULT_RUNS
 from dashboards.components import widget_default
 

@@ -3,7 +3,7 @@
 Why a fragment: a Streamlit page reruns only when a reader acts. ``pr1-eval dashboard --follow``
 starts the app with ``--follow SECONDS``; the app then renders :func:`watch` in the sidebar, a
 fragment Streamlit reruns every ``SECONDS`` on its own. Each time it computes the runs'
-signature (:func:`analysis.loader.runs_signature`: a scan of the folders and a stat of every
+signature (:func:`analysis.runs.index.runs_signature`: a scan of the folders and a stat of every
 run file, no sample read) and, when it differs from the one the page was drawn from, reruns the
 whole app, which reads only the runs that changed (:func:`dashboards.data.load`). So a step that
 lands shows within ``SECONDS`` plus its own read, and an idle job costs a scan per period.
@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from analysis.loader import runs_signature
+from analysis.runs.index import runs_signature
 from dashboards.components import md_escape
 
 #: How often a followed folder is scanned unless ``--poll`` says otherwise (seconds).

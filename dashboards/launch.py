@@ -107,7 +107,7 @@ def _bind_problem(family: int, address: tuple) -> str | None:
 def resolve_runs(runs: Sequence[str], follow_dirs: Sequence[str] = ()) -> list[str]:
     """Absolute paths of the given runs or roots; fails when nothing under them is a run, unless
     a followed folder exists (a job that has not written its first step yet)."""
-    from analysis.loader import discover_runs
+    from analysis.runs.index import discover_runs
 
     for folder in follow_dirs:
         if not Path(folder).expanduser().is_dir():

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.loader import LoadedRuns
+from analysis.runs.loader import LoadedRuns
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, TaskReport

@@ -1,6 +1,6 @@
 """The Training page's view of a training job's own steps (one run per step: rollouts, validation).
 
-The numbers are :mod:`analysis.training_steps`' step table (each step's summary from its run.json,
+The numbers are :mod:`analysis.runs.steps`' step table (each step's summary from its run.json,
 or computed from its samples once), so a job of 300 steps draws from 600 small JSON reads and
 redraws from memory. First the paper's training-dynamics figures side by side (parallel ratio,
 the relative position of the first ``<Parallel>`` with its trend test, accuracy), with the
@@ -22,8 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.completeness import MARK
-from analysis.safe_text import plot_text
-from analysis.training_steps import (
+from analysis.runs.steps import (
     KIND_LABELS,
     MAX_DIVERSITY_STEPS,
     SEED,
@@ -35,6 +34,7 @@ from analysis.training_steps import (
     step_trends,
     with_diversity,
 )
+from analysis.safe_text import plot_text
 from dashboards.components import fmt, md_escape, table, text_table
 from dashboards.data import Context
 

@@ -295,7 +295,7 @@ def test_dependencies_point_one_way() -> None:
 #: The analysis modules that decide how work runs (they may import ``analysis.engine``); every
 #: other analysis module is a measure, a table or a page, and is written as plain functions.
 ORCHESTRATION = frozenset({"analysis.command", "analysis.summary", "analysis.output", "analysis.scheduled",
-                           "analysis.loader", "analysis.block_cache", "analysis.leaderboard_tables"})
+                           "analysis.runs.loader", "analysis.runs.block_cache", "analysis.leaderboard_tables"})
 #: The measures: one synchronous API each, importing no engine and starting no thread or process.
 MEASURES = ("analysis.stats", "analysis.drift", "analysis.roles", "analysis.conclusions", "analysis.diversity",
             "analysis.bleu", "analysis.bleu_counts", "analysis.paired")

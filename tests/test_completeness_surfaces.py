@@ -12,7 +12,7 @@ import pytest
 
 from analysis.completeness import MARK, completeness_frame, loaded_completeness
 from analysis.leaderboard import build_leaderboard
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.summary import analyze
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError

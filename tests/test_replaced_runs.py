@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from analysis.leaderboard import build_leaderboard
-from analysis.loader import load_runs, runs_signature
-from analysis.notebook_runs import load_notebook_runs
+from analysis.runs.index import runs_signature
+from analysis.runs.loader import load_runs
+from analysis.runs.notebooks import load_notebook_runs
 from pr1_eval.cli.main import main
 from pr1_eval.store.discovery import aside_runs, find_runs
 from pr1_eval.store.out_folder import set_aside

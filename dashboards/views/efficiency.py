@@ -25,7 +25,7 @@ from analysis.completeness import MARK
 from analysis.efficiency import efficiency_tables, latency_samples, pareto_frontier
 from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure, unit_words
 from analysis.figures import model_name
-from analysis.training_steps import step_table
+from analysis.runs.steps import step_table
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
 
@@ -74,7 +74,7 @@ def run_links(points: pd.DataFrame) -> None:
 
 
 def job_steps(ctx: Context) -> pd.DataFrame:
-    """The training-step runs' rows (:func:`analysis.training_steps.step_table`, from their stored
+    """The training-step runs' rows (:func:`analysis.runs.steps.step_table`, from their stored
     summaries: no sample is read)."""
     return ctx.cached("efficiency_job_steps", lambda: step_table([Path(d) for d in ctx.training],
                                                                  list(ctx.training.values())))

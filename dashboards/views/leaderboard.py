@@ -43,7 +43,7 @@ def leaderboard_document(ctx: Context, baseline: str | None, intersect: bool) ->
         from analysis.leaderboard import NotComparable, compute_leaderboard
     except ImportError:
         return Unavailable("the leaderboard module (analysis.leaderboard) is not installed")
-    from analysis.loader import LoadedRuns
+    from analysis.runs.loader import LoadedRuns
 
     def compute() -> dict[str, Any] | Unavailable:
         selected = LoadedRuns(samples=ctx.samples(), blocks=ctx.loaded.blocks.iloc[0:0], run_info=ctx.loaded.run_info,

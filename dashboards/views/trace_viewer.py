@@ -1,7 +1,7 @@
 """Trace viewer: one response at a time — the main line as text, each block's paths side by side,
 the summary under them, the final answer and where it came from, each path's own conclusion.
 
-The response is split by :func:`analysis.trace_segments.response_segments` (the parse behind the
+The response is split by :func:`analysis.runs.trace.response_segments` (the parse behind the
 blocks frame); block positions, tokens and path answers are the blocks frame's. Every piece of
 model text goes through ``st.text``/``st.code``: nothing in a response is ever interpreted; the
 names in the header and the finish reason are Markdown-escaped with autolinks broken
@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.conclusions import path_conclusion
-from analysis.trace_segments import TraceSegment, response_segments
+from analysis.runs.trace import TraceSegment, response_segments
 from dashboards.components import fmt, md_escape, widget_default
 from dashboards.data import Context, context
 from dashboards.tables import OUTCOMES, outcome, trace_index

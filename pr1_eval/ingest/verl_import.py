@@ -184,7 +184,7 @@ def default_job(dump_dir: str | Path) -> str:
     jobs apart where names meet. Into one ``--out`` only one job's dumps are imported
     (:func:`check_one_job` refuses a second one, whose steps would replace the first's), and two
     same-named jobs in two run roots are shown apart by the part of their paths that differs
-    (:func:`analysis.training_steps.step_table`), never pooled into one series."""
+    (:func:`analysis.runs.steps.step_table`), never pooled into one series."""
     root = Path(dump_dir).expanduser().resolve()
     return (root.parent if any(root.glob("*.jsonl")) else root).name
 

@@ -410,7 +410,7 @@ class RolloutRunWriter:
         training = TrainingSection(job=o.job, kind=kind, step=step, format=FORMAT, tags_kept=True,
                                    structure_measurable=True, attempt=attempt, expected_rows=expected,
                                    rows_seen=0, rows_stored=0, every=o.every if kind == "train" else 1,
-                                   # what the Training page marks as the curriculum's switch (analysis.training_steps)
+                                   # what the Training page marks as the curriculum's switch (analysis.runs.steps)
                                    reward_mode=o.reward_mode or None, switch_step=o.switch_step)
         return step_record(training, status="running", engine={"backend": "verl", "source": "repro-rollouts"},
                            decoding={"mode": "rl-rollout", "tags_kept": True})

@@ -19,7 +19,7 @@ def _run(root: Path, name: str, policy: str) -> Path:
 
 
 def test_runs_table_names_each_runs_policy_and_notes_a_mix(tmp_path: Path) -> None:
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     runs = [_run(tmp_path, "paper-run", "paper"), _run(tmp_path, "lenient-run", "lenient")]
@@ -37,7 +37,7 @@ def test_runs_table_names_each_runs_policy_and_notes_a_mix(tmp_path: Path) -> No
 
 
 def test_one_policy_gives_no_note(tmp_path: Path) -> None:
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
     from analysis.summary import ANALYSIS_COLUMNS, analyze
 
     runs = [_run(tmp_path, "a", "paper"), _run(tmp_path, "b", "paper")]

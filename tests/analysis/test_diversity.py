@@ -15,7 +15,7 @@ from analysis import diversity as div
 from analysis.embedding import model_folder
 from analysis.engine.cache import KINDS
 from analysis.engine.shards import EmbeddingCache, text_key
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.scheduled import Embedder, embedding_cache_dir
 from analysis.summary import analyze, to_json
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run

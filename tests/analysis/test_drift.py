@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from analysis.drift import drift_json, drift_trends, exact_spearman_p, metric_trend, trend
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.summary import analyze, to_json
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 

@@ -151,7 +151,7 @@ def test_the_pages_draw_the_tables(tmp_path: Path) -> None:
 
 def test_analyze_draws_the_stored_token_lengths_of_forkjoin_runs(tmp_path: Path) -> None:
     """The designed per-sample lengths (tokens) flow through analyze's points, problems and steps."""
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
     from analysis.summary import ANALYSIS_COLUMNS, analyze
     from tests.support import efficiency_fixtures as fx
 
@@ -186,7 +186,7 @@ def test_a_sequential_runs_critical_path_tokens_are_not_taken_for_a_critical_pat
 
 def test_the_pages_keep_hostile_run_and_model_names_as_text(tmp_path: Path) -> None:
     from analysis.figures import write_figures
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
     from analysis.summary import analyze
     from tests.support import efficiency_fixtures as fx
     from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, assert_inert_page, payload

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import sacrebleu
 
-from analysis.loader import LoadedRuns, load_runs
 from analysis.real_data import TASK, import_parallel_gsm8k, to_import_jsonl
+from analysis.runs.loader import LoadedRuns, load_runs
 from analysis.summary import Analysis, analyze, to_json
 
 SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "parallel_gsm8k.jsonl"

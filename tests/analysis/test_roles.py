@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from analysis.conclusions import Conclusion, path_conclusion
-from analysis.loader import load_runs
 from analysis.roles import assign_roles, block_role, equivalence_classes, response_consistency, role_shares
+from analysis.runs.loader import load_runs
 from analysis.summary import analyze, to_json
 from pr1_eval.protocol.parse import parse_structure
 from tests.support.analysis_fixtures import block, make_record, response, write_run

@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from analysis.figures import write_figures
 from analysis.leaderboard import compute_leaderboard
 from analysis.leaderboard_html import leaderboard_html
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.safe_text import WORD_JOINER, html_text, markdown_plain, markdown_text, plot_frame, plot_text
 from analysis.summary import analyze
 from tests.support.hostile_fixtures import (

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import loader, summary
+from analysis import summary
 from analysis.engine import outputs as output_cache
 from analysis.leaderboard import build_leaderboard
-from analysis.loader import RESPONSE_CHARS, load_runs
+from analysis.runs import loader
+from analysis.runs.loader import RESPONSE_CHARS, load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.cli.main import main
 from pr1_eval.store.run_store import RunStore

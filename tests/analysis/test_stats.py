@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.stats import STRUCTURE_COLUMNS, structure_stats
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 

@@ -18,8 +18,8 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from analysis.completeness import INCLUDE_LABEL, MARK
-from analysis.loader import load_runs
-from analysis.trace_segments import response_segments
+from analysis.runs.loader import load_runs
+from analysis.runs.trace import response_segments
 from dashboards.components import fmt, fmt_interval, md_unescape
 from dashboards.data import MEMO
 from pr1_eval.store.run_store import RunStore

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis.training_steps import CACHE
+from analysis.runs.steps import CACHE
 from dashboards.components import fmt, md_unescape
 from dashboards.data import MEMO
 from dashboards.launch import app_path

@@ -18,8 +18,8 @@ from nbclient import NotebookClient
 from sacrebleu.metrics import BLEU
 
 from analysis.leaderboard import compute_leaderboard
-from analysis.loader import load_runs
-from analysis.notebook_runs import comparable_runs, resolve_runs_root
+from analysis.runs.loader import load_runs
+from analysis.runs.notebooks import comparable_runs, resolve_runs_root
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.store.run_store import RunStore

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import block_cache
 from analysis.engine import outputs as output_cache
 from analysis.engine.cache import KINDS
 from analysis.engine.shards import EmbeddingCache, ResultCache, text_key
+from analysis.runs import block_cache
 
 CACHE_ENV = KINDS["analysis"]
 

@@ -16,8 +16,8 @@ import pytest
 import analysis.output
 import analysis.scheduled
 from analysis.engine.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
-from analysis.loader import load_runs
 from analysis.output import CsvBegun, write_csv, write_tables
+from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run

@@ -20,7 +20,7 @@ from analysis.figures import position_title
 from analysis.leaderboard import build_leaderboard
 from analysis.leaderboard_html import behaviour_figure
 from analysis.leaderboard_tables import render, task_rows
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.summary import analyze
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError

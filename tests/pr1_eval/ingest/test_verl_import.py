@@ -150,7 +150,7 @@ def test_unmeasurable_structure_is_never_shown_as_a_number(v1_job: dict[str, obj
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """VERL 0.9.1 stripped the tags: report's table says n/a and why, --json gives null, the
     analysis' structure table (the dashboard's Behaviour page) gives n/a, not 0.0 "no parallel blocks"."""
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
     from analysis.stats import mark_unmeasurable, structure_stats
     from pr1_eval.cli.main import main
 
@@ -226,7 +226,7 @@ def test_a_problem_twice_in_a_batch_is_pooled_without_making_the_step_incomplete
 
 
 def test_the_analysis_loader_reads_the_step_runs(fork_job: dict[str, object]) -> None:
-    from analysis.loader import load_runs
+    from analysis.runs.loader import load_runs
 
     out = Path(str(fork_job["out"]))
     loaded = load_runs(out, tokenizer=None, cache=False)

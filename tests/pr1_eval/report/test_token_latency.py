@@ -16,7 +16,7 @@ import pytest
 from analysis.leaderboard import build_leaderboard, compute_leaderboard
 from analysis.leaderboard_html import leaderboard_html
 from analysis.leaderboard_tables import render
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze
 from pr1_eval.cli.main import main
 from pr1_eval.report.load import load_report

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from analysis.loader import load_runs
+from analysis.runs.loader import load_runs
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord

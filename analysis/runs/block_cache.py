@@ -1,5 +1,5 @@
 """The parsed blocks of each run, kept on disk (:class:`analysis.engine.frames.FrameCache`): what
-:func:`analysis.loader.parse_blocks` returns, by run folder and run state.
+:func:`analysis.runs.loader.parse_blocks` returns, by run folder and run state.
 
 Why: parsing every stored response to find its paths, and extracting each path's answer, is
 most of the cost of loading a large run, and the same runs are loaded over and over (the
@@ -34,7 +34,7 @@ SCHEMA = pa.schema([
 DTYPES: dict[str, str] = {"sample_idx": "int64", "block_idx": "int64", "n_paths": "int64", "char_start": "int64",
                           "char_end": "int64", "rel_start": "float64", "closed": "bool"}
 #: What decides what a parsed block is.
-SOURCES = ("pr1_eval.protocol.parse", "pr1_eval.protocol.scan", "analysis.loader")
+SOURCES = ("pr1_eval.protocol.parse", "pr1_eval.protocol.scan", "analysis.runs.loader")
 
 
 @lru_cache(maxsize=1)

@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from analysis.drift import model_family, resolve_step
-from analysis.loader import (
+from analysis.runs.loader import (
     BLOCK_COLUMN_DOCS,
     BLOCK_COLUMNS,
     SAMPLE_COLUMN_DOCS,
     SAMPLE_COLUMNS,
     load_runs,
 )
-from analysis.trace_segments import TraceSegment, response_segments
+from analysis.runs.trace import TraceSegment, response_segments
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 from tests.support.analysis_fixtures import block, make_record, response, write_run
@@ -153,7 +153,7 @@ def test_loader_reads_what_the_store_wrote(tmp_path: Path) -> None:
 
 
 def test_sidecar_cache_gives_the_same_frames_without_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import analysis.loader
+    import analysis.runs.loader
 
     monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
     records = [make_record("t", "p0", 0, TWO_BLOCKS, tokens=True), make_record("t", "p1", 0, "plain"),
@@ -167,7 +167,7 @@ def test_sidecar_cache_gives_the_same_frames_without_parsing(tmp_path: Path, mon
     def no_parse(*args: object) -> None:
         raise AssertionError("the cached run was parsed again")
 
-    monkeypatch.setattr(analysis.loader, "parse_blocks", no_parse)
+    monkeypatch.setattr(analysis.runs.loader, "parse_blocks", no_parse)
     second = load_runs(tmp_path / "runs", tokenizer=counter)
     for frame in (first.blocks, second.blocks):
         pd.testing.assert_frame_equal(frame, fresh.blocks)

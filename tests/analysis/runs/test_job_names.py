@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import tests.support.verl_dump_fixtures as F
-from analysis.loader import discover_runs, distinguishing_labels, load_runs
-from analysis.training_steps import job_notes, step_table
+from analysis.runs.index import discover_runs
+from analysis.runs.loader import distinguishing_labels, load_runs
+from analysis.runs.steps import job_notes, step_table
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import Lengths
 from pr1_eval.ingest.verl_import import ImportOptions, import_verl

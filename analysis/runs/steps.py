@@ -6,7 +6,7 @@ Why not the loader's frames: a VERL job writes 4,096 rollouts a step, 1.2 millio
 rollout writer), so a curve point costs one small JSON read; a run written without one gets the
 same :func:`~pr1_eval.report.step_summary.step_summary` computed from the few columns it needs
 (never the responses). Every value is kept per run directory under the run's file signature
-(:func:`analysis.loader.run_signature`), so a followed job that lands a step costs that step's
+(:func:`analysis.runs.index.run_signature`), so a followed job that lands a step costs that step's
 read only, and a rewritten step is read again.
 
 What marks the curriculum's stages, from the run's ``training`` section: ``stage`` (a stage's
@@ -33,7 +33,8 @@ import pandas as pd
 
 from analysis.diversity import diversity
 from analysis.drift import metric_trend
-from analysis.loader import distinguishing_labels, finish_blocks, parse_blocks, run_signature
+from analysis.runs.index import run_signature
+from analysis.runs.loader import distinguishing_labels, finish_blocks, parse_blocks
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.records.step_summary import STEP_SUMMARY_KEYS

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.completeness import INCLUDE_LABEL, MARK, loaded_completeness
-from analysis.loader import LoadedRuns, load_runs
+from analysis.runs.loader import LoadedRuns, load_runs
 from pr1_eval.errors import Pr1EvalError
 
 ENV = "PR1_RUNS"

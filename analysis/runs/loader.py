@@ -18,7 +18,7 @@ declare (not in its task's ``problem_ids``, or of a task ``run.json`` does not l
 from both frames with a note naming them: nothing counts them, and the check has already marked
 the task incomplete.
 
-Why a sidecar cache (:mod:`analysis.block_cache`): that parse is most of the cost of loading a
+Why a sidecar cache (:mod:`analysis.runs.block_cache`): that parse is most of the cost of loading a
 large run (about 80 % of it for 96,000 responses), and the dashboard, the notebooks and
 ``analyze`` reload the same runs again and again. So each run's blocks are parsed once and
 kept as parquet, keyed by the run's file signature (:func:`run_signature`: the size,
@@ -36,7 +36,6 @@ responses each time), while object columns share their strings and copy only poi
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -48,10 +47,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-import analysis.block_cache as block_cache
+import analysis.runs.block_cache as block_cache
 from analysis.drift import model_family, resolve_step
 from analysis.engine.workers import Workers
-from analysis.tokens import TokenCounter, auto_token_counter
+from analysis.runs.index import RunEntry, discover_runs
+from analysis.runs.tokens import TokenCounter, auto_token_counter
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import parse_structure
@@ -59,8 +59,7 @@ from pr1_eval.protocol.scan import count_blocks, scan_well_formed
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import COLUMN_DOCS
 from pr1_eval.report.completeness import RunCompleteness, check_completeness, name_ids
-from pr1_eval.store.discovery import scan_runs
-from pr1_eval.store.run_store import RUN_JSON, SAMPLES_DIR, RunChanged, RunStore, key_text
+from pr1_eval.store.run_store import SAMPLES_DIR, RunStore, key_text
 
 #: Run metadata joined onto every sample and block row.
 RUN_COLUMN_DOCS: dict[str, str] = {
@@ -138,54 +137,6 @@ class LoadedRuns:
     completeness: dict[str, RunCompleteness] = field(default_factory=dict)
 
 
-def discover_runs(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Run directories named directly or found under roots (at any depth, by
-    :func:`pr1_eval.store.discovery.scan_runs`'s rule), each root's in sorted order."""
-    items = [paths_or_roots] if isinstance(paths_or_roots, (str, Path)) else list(paths_or_roots)
-    found: list[Path] = []
-    failures: list[tuple[str, str]] = []
-    for item in items:
-        path = Path(item).expanduser()
-        if not path.exists():
-            failures.append((str(item), "does not exist"))
-        elif (path / RUN_JSON).is_file():
-            found.append(path.resolve())
-        elif path.is_dir():
-            scan = scan_runs(path)
-            failures.extend((str(o), f"has {SAMPLES_DIR} but no {RUN_JSON}") for o in scan.orphans)
-            if not scan.runs and not scan.orphans:
-                failures.append((str(item), f"no run found: no {RUN_JSON} in it or below it"))
-            found.extend(run.resolve() for run in scan.runs)
-        else:
-            failures.append((str(item), f"not a run directory (expected a folder with {RUN_JSON})"))
-    unique = list(dict.fromkeys(found))
-    return unique, failures
-
-
-def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int, int], ...]:
-    """(name, size, mtime_ns, inode) of run.json and of every samples part: it changes whenever
-    the run is appended to, regraded or rewritten, so caches keyed on it never serve stale data."""
-    store = RunStore(run_dir)
-    for _ in range(40):  # a part moved away under us (a rewrite's swap): list again
-        try:
-            files = [store.run_json_path] if store.run_json_path.is_file() else []
-            signature = []
-            for path in files + store.part_paths():
-                stat = path.stat()
-                signature.append((path.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
-            return tuple(signature)
-        except (FileNotFoundError, RunChanged):
-            time.sleep(0.05)
-    raise RunChanged(Path(run_dir))
-
-
-def runs_signature(paths_or_roots: Iterable[str | Path] | str | Path) -> tuple[Any, ...]:
-    """The runs found under ``paths_or_roots`` with their :func:`run_signature`: a cache key for
-    everything loaded from them (the dashboard keys its in-memory cache on it)."""
-    run_dirs, failures = discover_runs(paths_or_roots)
-    return tuple((str(d), run_signature(d)) for d in run_dirs) + tuple(failures)
-
-
 def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
               tokenizer: Literal["auto"] | TokenCounter | None = "auto", *, cache: bool = True,
               progress: Callable[[int, int, str], None] | None = None,
@@ -209,25 +160,26 @@ def load_runs(paths_or_roots: Iterable[str | Path] | str | Path,
     while the next runs are read here (the frames are the same).
     """
     run_dirs, failures = discover_runs(paths_or_roots)
+    entries = [RunEntry(run_dir) for run_dir in run_dirs]
     counting_ahead = not blocks and columns is not None and "response" not in columns
-    with _counting_ahead(run_dirs if counting_ahead else [], cache) as ahead:
-        return _load(run_dirs, failures, tokenizer, cache, progress, columns, blocks, ahead, workers)
+    with _counting_ahead(entries if counting_ahead else [], cache) as ahead:
+        return _load(entries, failures, tokenizer, cache, progress, columns, blocks, ahead, workers)
 
 
 @contextmanager
-def _counting_ahead(run_dirs: Sequence[Path], cache: bool) -> Iterator[dict[Path, Future[np.ndarray]]]:
+def _counting_ahead(entries: Sequence[RunEntry], cache: bool) -> Iterator[dict[Path, Future[np.ndarray]]]:
     """Each run's ``<Parallel>`` counts (:func:`_stored_tag_counts`), computed on two threads while
     the main one reads and checks the samples, for the runs the sidecar cache cannot answer.
 
     Why threads: reading a sweep's responses and counting their tags is most of a load without
     blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load and
     uses a second core. Each worker holds one run's responses at a time."""
-    if not run_dirs:
+    if not entries:
         yield {}
         return
     with ThreadPoolExecutor(2, thread_name_prefix="pr1-block-counts") as pool:
-        futures = {run_dir: pool.submit(_stored_tag_counts, run_dir) for run_dir in run_dirs
-                   if not _counts_cached(run_dir, cache)}
+        futures = {entry.path: pool.submit(_stored_tag_counts, entry.path) for entry in entries
+                   if not _counts_cached(entry, cache)}
         try:
             yield futures
         finally:
@@ -235,26 +187,28 @@ def _counting_ahead(run_dirs: Sequence[Path], cache: bool) -> Iterator[dict[Path
                 future.cancel()
 
 
-def _counts_cached(run_dir: Path, cache: bool) -> bool:
+def _counts_cached(entry: RunEntry, cache: bool) -> bool:
     try:
-        return cache and block_cache.read_counts(run_dir, run_signature(run_dir)) is not None
+        return cache and block_cache.read_counts(entry.path, entry.signature) is not None
     except OSError:
         return False
 
 
-def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Literal["auto"] | TokenCounter | None,
+def _load(entries: list[RunEntry], failures: list[tuple[str, str]], tokenizer: Literal["auto"] | TokenCounter | None,
           cache: bool, progress: Callable[[int, int, str], None] | None, columns: Sequence[str] | None, blocks: bool,
           ahead: dict[Path, Future[np.ndarray]], workers: Workers | None = None) -> LoadedRuns:
     """:func:`load_runs` on the discovered runs; ``ahead`` holds tag counts being computed for them."""
     report = progress or (lambda done, total, what: None)
-    read: list[tuple[pd.DataFrame, pd.DataFrame, str | None, RunRecord, Path]] = []
+    read: list[tuple[pd.DataFrame, pd.DataFrame, str | None, RunRecord, RunEntry]] = []
     parses: list[Callable[[], ParsedRun]] = []
-    for i, run_dir in enumerate(run_dirs):
+    run_dirs = [entry.path for entry in entries]
+    for i, entry in enumerate(entries):
+        run_dir = entry.path
         report(i, 2 * len(run_dirs), f"reading {run_dir.name}")
-        hit = _cached_parse(run_dir, cache) if blocks else None
+        hit = _cached_parse(entry, cache) if blocks else None
         lengths_from_parse = hit is None and _lengths_from_parse(blocks, columns)
         try:
-            samples, info = _read_run(run_dir, [c for c in columns if c != RESPONSE_CHARS]
+            samples, info = _read_run(entry, [c for c in columns if c != RESPONSE_CHARS]
                                       if lengths_from_parse and columns is not None else columns)
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the others
             failures.append((str(run_dir), f"{type(exc).__name__}: {exc}"))
@@ -265,26 +219,26 @@ def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Lite
         kept, note = drop_undeclared(samples, info)
         if blocks and not kept.empty:  # started now: the workers parse while the next runs are read
             parses.append(partial(_given, hit) if hit is not None
-                          else _parse(kept, run_dir, cache, workers, lengths_from_parse))
-        read.append((samples, kept, note, info, run_dir))
+                          else _parse(kept, entry, cache, workers, lengths_from_parse))
+        read.append((samples, kept, note, info, entry))
     _make_run_names_unique([samples for samples, _, _, _, _ in read])
     notes: list[str] = []
     checks: dict[str, RunCompleteness] = {}
-    loaded: list[tuple[pd.DataFrame, RunRecord, Path]] = []
-    for samples, kept, note, info, run_dir in read:
+    loaded: list[tuple[pd.DataFrame, RunRecord, RunEntry]] = []
+    for samples, kept, note, info, entry in read:
         name = str(samples["run"].iat[0])
         checks[name] = check_completeness(info, samples)
         if note:
             notes.append(f"{name}: {note}")
         if kept is not samples and not kept.empty and str(kept["run"].iat[0]) != name:  # renamed above
             kept = kept.assign(run=name)
-        loaded.append((kept, info, run_dir))
-    failures.extend((str(run_dir), "every stored sample belongs to a problem run.json does not declare")
-                    for samples, _, run_dir in loaded if samples.empty)
+        loaded.append((kept, info, entry))
+    failures.extend((str(entry.path), "every stored sample belongs to a problem run.json does not declare")
+                    for samples, _, entry in loaded if samples.empty)
     loaded = [item for item in loaded if not item[0].empty]
     block_parts: list[pd.DataFrame] = []
-    for i, (samples, info, run_dir) in enumerate(loaded):
-        report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {run_dir.name}")
+    for i, (samples, info, entry) in enumerate(loaded):
+        report(len(run_dirs) + i, 2 * len(run_dirs), f"finding the blocks of {entry.path.name}")
         counter = auto_token_counter(info) if isinstance(tokenizer, str) else tokenizer
         if blocks:
             parsed, n_mismatched, lengths = parses[i]()
@@ -293,7 +247,7 @@ def _load(run_dirs: list[Path], failures: list[tuple[str, str]], tokenizer: Lite
             block_parts.append(finish_blocks(parsed, samples, counter))
             n_found = len(block_parts[-1])
         else:
-            n_mismatched, n_found = _block_counts(samples, run_dir, cache, ahead.get(run_dir))
+            n_mismatched, n_found = _block_counts(samples, entry, cache, ahead.get(entry.path))
         run_notes = [] if not n_mismatched else [_mismatch_note(n_mismatched)]
         run_notes += _unit_notes(samples, info)
         if counter is None and n_found:
@@ -368,11 +322,11 @@ def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def _read_run(run_dir: Path, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, RunRecord]:
+def _read_run(entry: RunEntry, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, RunRecord]:
     """One run's samples with run metadata joined (raises when the run cannot be read); only
     the projection's columns when ``columns`` is given (see :func:`load_runs`)."""
-    store = RunStore(run_dir)
-    info = store.read_run()
+    store, run_dir = entry.store, entry.path
+    info = entry.record
     frame = store.read_frame() if columns is None else _read_projection(store, columns)
     name = info.name or run_dir.name
     meta = {
@@ -414,10 +368,9 @@ def _mismatch_note(count: int) -> str:
 ParsedRun = tuple[pd.DataFrame, int, "np.ndarray | None"]
 
 
-def _cached_parse(run_dir: Path, cache: bool) -> ParsedRun | None:
+def _cached_parse(entry: RunEntry, cache: bool) -> ParsedRun | None:
     """The sidecar cache's parse of this exact run (no response lengths: the read gives them)."""
-    signature = run_signature(run_dir) if cache else None
-    hit = block_cache.read(run_dir, signature) if signature is not None else None
+    hit = block_cache.read(entry.path, entry.signature) if cache else None
     if hit is None or len(hit[0].columns) != len(PARSED_COLUMNS):
         return None
     return hit[0], hit[1], None
@@ -430,16 +383,16 @@ def _lengths_from_parse(blocks: bool, columns: Sequence[str] | None) -> bool:
     return blocks and columns is not None and RESPONSE_CHARS in columns and "response" not in columns
 
 
-def _parse(samples: pd.DataFrame, run_dir: Path, cache: bool, workers: Workers | None,
+def _parse(samples: pd.DataFrame, entry: RunEntry, cache: bool, workers: Workers | None,
            lengths: bool = False) -> Callable[[], ParsedRun]:
     """One run's parse (:func:`parse_run`), to be asked for when needed (the sidecar cache does
     not hold this run); with ``workers`` it is started there at once, and only the columns the
     parse reads travel. ``lengths``: the parse also gives each sample's response length."""
-    signature = run_signature(run_dir) if cache else None
+    signature = entry.signature if cache else None
     if workers is None:
-        return partial(parse_run, samples, run_dir, signature, lengths)
+        return partial(parse_run, samples, entry.path, signature, lengths)
     needed = samples[[c for c in _PARSE_INPUT if c in samples]]
-    return workers.submit(parse_run, needed, run_dir, signature, lengths).result
+    return workers.submit(parse_run, needed, entry.path, signature, lengths).result
 
 
 def _given(value: ParsedRun) -> ParsedRun:
@@ -477,20 +430,19 @@ def _with_responses(samples: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
     return samples.assign(response=pd.Series(responses.to_pylist(), index=samples.index, dtype=object))
 
 
-def _block_counts(samples: pd.DataFrame, run_dir: Path, cache: bool,
+def _block_counts(samples: pd.DataFrame, entry: RunEntry, cache: bool,
                   ahead: Future[np.ndarray] | None = None) -> tuple[int, int]:
     """(samples whose stored structure disagrees with the text, blocks) without building the
     blocks frame: from the sidecar cache's footer when it holds this run, else by counting each
     response's ``<Parallel>`` tags, which is the parser's block count
     (:func:`pr1_eval.protocol.scan.count_blocks`); agreement needs only that count. ``ahead``:
     this run's counts in store order, being computed (see :func:`_counting_ahead`)."""
-    signature = run_signature(run_dir) if cache else None
-    if signature is not None and (counts := block_cache.read_counts(run_dir, signature)) is not None:
+    if cache and (counts := block_cache.read_counts(entry.path, entry.signature)) is not None:
         return counts
     if ahead is not None and "response" not in samples:
         parsed = ahead.result()[samples.index.to_numpy()]
     else:
-        parsed = _parallel_counts(samples, run_dir)
+        parsed = _parallel_counts(samples, entry.path)
     n_stored = samples["n_blocks"].fillna(0).astype("int64").to_numpy()
     n_rel = np.fromiter((0 if v is None else len(v) for v in samples["block_rel_starts"]), dtype=np.int64,
                         count=len(samples))

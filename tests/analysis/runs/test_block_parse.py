@@ -15,8 +15,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-import analysis.loader as loader
-from analysis import block_cache
+import analysis.runs.loader as loader
+from analysis.runs.index import RunEntry
+from analysis.runs import block_cache
 from pr1_eval.protocol.parse import parse_structure
 from tests.support.tag_texts import mutated, well_formed
 
@@ -105,4 +106,4 @@ def test_block_counts_equal_the_parser_s(projected: bool, monkeypatch: pytest.Mo
 
         monkeypatch.setattr(loader, "RunStore", Store)
         samples = samples.drop(columns=["response"]).iloc[::-1]  # store order is not row order
-    assert loader._block_counts(samples, tmp_path, cache=False) == (expected_mismatched, expected_blocks)
+    assert loader._block_counts(samples, RunEntry(tmp_path), cache=False) == (expected_mismatched, expected_blocks)
