@@ -135,6 +135,24 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     return RunInputs(config, tasks, template, decoding, engine_name, shard)
 
 
+#: The options of ``pr1-eval run`` whose fact has a typed home in ``run.json``, written and read
+#: there: the model section (path, revision, step), the tasks with their ``k``, the run's ``k``,
+#: ``seed``, ``limit`` and ``shard``, the prompt, the answer policy, the sampling section and the
+#: decoding section (which records every parameter its decoding uses, under the option's name).
+HOMED_OPTIONS = frozenset({"model", "revision", "step", "tasks", "k", "seed", "limit", "shard", "prompt",
+                           "answer_policy", "temperature", "top_p", "top_k", "max_new_tokens", "decoding", "paths",
+                           "max_blocks", "after_last_block", "path_temperature", "max_path_tokens", "secondary_eos"})
+
+
+def execution_options(config: RunConfig) -> dict[str, Any]:
+    """``run.json``'s ``config``: how the command ran (engine asked for, data folder and source,
+    output folder, chunking, grading workers and timeout, engine options, Ray placement), the
+    options no typed section holds. Why not the whole :class:`RunConfig`: each fact has one home,
+    so a reader never has to choose between ``sampling.temperature`` and ``config.temperature``
+    (runs written before keep their full ``config``; nothing reads the duplicated keys)."""
+    return {key: value for key, value in asdict(config).items() if key not in HOMED_OPTIONS}
+
+
 def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord:
     """The run's record as it starts (status ``running``); the runner completes it at the end."""
     tasks = inputs.tasks
@@ -153,7 +171,8 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
         tasks={t: task_entry(p.problem_ids, config.k, version=p.loaded.spec.version, source=p.loaded.source,
                              data_hash=p.loaded.data_hash)
                for t, p in tasks.items()},
-        k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=asdict(config), command=list(sys.argv),
+        k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=execution_options(config),
+        command=list(sys.argv),
         answer_policy=config.answer_policy or default_policy(template.name),
         packages=package_versions(), started_at=now_iso(),
     )

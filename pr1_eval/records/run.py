@@ -104,7 +104,7 @@ class RunRecord:
     seed: int | None = None
     limit: int | None = None
     shard: dict[str, Any] | None = None  # index, count, problem ids per task (pr1_eval.scaleout.shard)
-    config: dict[str, Any] | None = None  # the RunConfig as given
+    config: dict[str, Any] | None = None  # how the command ran: the options no other section holds (generate.plan.execution_options)
     command: list[str] | None = None
     packages: dict[str, str | None] = field(default_factory=dict)
     started_at: str | None = None

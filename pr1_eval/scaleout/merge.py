@@ -154,7 +154,7 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
             ids = [pid for s in ordered for pid in (s.info.tasks[name].problem_ids or [])]
             tasks[name] = task_entry(ids, int(first.k or 0), version=task.version, source=task.source,
                                      data_hash=task.data_hash)
-    config = dict(first.config, shard=None, out=str(out)) if first.config is not None else None
+    config = {**{k: v for k, v in first.config.items() if k != "shard"}, "out": str(out)} if first.config is not None else None
     return dataclasses.replace(
         first, name=out.name, tasks=tasks, shard=None, config=config, scaleout=None, generation=None, status="complete",
         started_at=min(str(s.info.started_at or "") for s in ordered) or None,
