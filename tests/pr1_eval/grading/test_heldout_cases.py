@@ -3,7 +3,7 @@ suites other than math-verify's and lighteval's (``heldout_cases.jsonl``; proven
 ``heldout_cases.md``), each graded as the answer a model states on its ``Final Answer:`` line
 (``Final Answer: <prediction>``), under both answer policies, beside math-verify as other harnesses
 call it (``verify(parse(gold), parse(prediction))``, defaults, a bare gold put in ``$…$``; the
-helpers of :mod:`test_reference_cases`).
+same call as :mod:`test_reference_cases`, from ``tests/support/math_verify_reference.py``).
 
 The cases are of the kinds issue 38 names: prose answer lines around the value (``The answer is
 4``, ``Therefore the answer is -3``, ``The angle is [90].``), units, currency and percent beside
@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from tests.pr1_eval.grading.test_reference_cases import harness_gold, math_verify
+from tests.support.math_verify_reference import harness_gold, math_verify
 
 pytestmark = pytest.mark.slow
 
