@@ -40,7 +40,7 @@ def items() -> list[tuple[str, str]]:
     reference, heldout = cases("reference_cases.jsonl"), cases("heldout_cases.jsonl")
     tree = ast.parse((GRADING_TESTS / "test_answer_line_forms.py").read_text(encoding="utf-8"))
     rows = {n.target.id: ast.literal_eval(n.value) for n in tree.body
-            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None}
     lines = [(r[0], r[1]) for name in ("FORMS", "WRONG", "LENIENT_FORMS", "LENIENT_WRONG") for r in rows.get(name, [])]
     return ([(c["prediction"], c["gold"]) for c in reference]
             + [(f"Final Answer: {c['prediction']}", c["gold"]) for c in reference + heldout]
