@@ -9,6 +9,10 @@ far longer than any answer to its gold could be (:func:`too_long_to_check`: over
 without a call, where math-verify would spend its whole budget and report a timeout that would
 drop the sample from the scores.
 
+Under the ``lenient`` policy a gold that states a set in words (``\\text{no solution}``, ``all
+real numbers``) is read as that set (:func:`pr1_eval.grading.intervals.gold_in_words`), as that
+policy reads an answer in the same words; the ``paper`` policy hands the gold over as it is.
+
 A blank gold is no gold: there is nothing to compare an answer with, so the sample is *could not
 score* (``grade_status='no_gold'``, ``correct`` and ``correct_paper`` None), never wrong. Every
 report leaves such a problem out of its metrics and names it
@@ -27,6 +31,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from pr1_eval.grading.extract import ExtractedAnswer
+from pr1_eval.grading.intervals import gold_in_words
 from pr1_eval.grading.paper import paper_correct
 from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy, extract_by_policy
 from pr1_eval.grading.pool import GradingPool
@@ -86,6 +91,8 @@ def _prepare(response: str, gold: str, end_texts: tuple[str, ...] = (),
         return _Prepared(extracted, paper, None), Verdict("ok", True)
     if too_long_to_check(extracted.text, gold):
         return _Prepared(extracted, paper, None), Verdict("ok", False)
+    if policy == "lenient":  # a set the gold states in words, read as the lenient reading reads answers
+        gold = gold_in_words(gold)
     return _Prepared(extracted, paper, (gold, extracted.text)), None
 
 

@@ -52,6 +52,19 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 
+#: The empty set as a symbol (math-verify reads ``\\varnothing`` and ``∅`` as unequal to ``\\emptyset``).
+_EMPTY_SYMBOLS = frozenset({"\\varnothing", "\\emptyset", "∅"})
+_WORD_UNKNOWN = r"\$?[A-Za-z]\$?"
+_NO_WHAT = (rf"(?:(?:real|possible|valid)\s+)?(?:solutions?|roots?|values?(?:\s+of\s+{_WORD_UNKNOWN})?)"
+            rf"|such\s+{_WORD_UNKNOWN}")
+#: The whole answer says there is nothing: ``no solution``, ``there are no real roots``, ``the empty set``.
+_EMPTY_SET_RE = re.compile(
+    rf"(?:there\s+(?:is|are|exists?)\s+)?no\s+(?:{_NO_WHAT})(?:\s+exists?)?"
+    r"|(?:the\s+)?(?:solution\s+set\s+is\s+)?(?:the\s+)?empty(?:\s+set)?"
+    r"|(?:the\s+)?(?:equation|system|inequality)\s+has\s+no\s+(?:real\s+)?solutions?",
+    re.IGNORECASE,
+)
+
 
 def interval_of_inequality(text: str) -> str | None:
     """The interval a one-unknown inequality states (``x > 2`` → ``(2, \\infty)``), else ``None``."""
@@ -93,6 +106,39 @@ def interval_in_words(text: str) -> str | None:
                 return shape.format(a=a, b=more[0] if more else "")
             return None
     return interval_of_inequality(rest.replace("$", ""))
+
+
+def empty_set_in_words(text: str) -> str | None:
+    """``\\emptyset`` when the whole of ``text`` says the solution set is empty (``no solution``,
+    ``There are no real solutions.``, ``the empty set``, ``\\text{No solution}``, ``\\varnothing``),
+    else ``None``. Why: math-verify reads the words as a product of symbols and ``\\varnothing`` as
+    unequal to ``\\emptyset``, so a right "no solution" never matches a gold ``\\emptyset``. Only a
+    whole answer is read: ``x = 2, no other solution`` or ``not the empty set`` are left alone."""
+    if len(text) > 120:
+        return None
+    s = _unwrap_text(text)
+    if s in _EMPTY_SYMBOLS or _EMPTY_SET_RE.fullmatch(s):
+        return "\\emptyset"
+    return None
+
+
+def gold_in_words(gold: str) -> str:
+    """``gold`` with a set it states in words written as the set (:func:`empty_set_in_words`,
+    :func:`interval_in_words`): the lenient reading turns such an *answer* into the set, so a gold
+    written the same way must be read the same way or the two would never match."""
+    s = _unwrap_text(gold)
+    if not re.search(r"[A-Za-z]{3}", re.sub(r"\\[A-Za-z]+", "", s)):
+        return empty_set_in_words(s) or gold  # no word: only the empty-set symbols are read
+    return empty_set_in_words(s) or interval_in_words(s) or gold
+
+
+def _unwrap_text(text: str) -> str:
+    """``text`` without surrounding ``$``, a whole-answer ``\\text{…}`` and a final full stop."""
+    s = text.strip().strip("$").strip()
+    wrapped = re.fullmatch(r"\\(?:text|textbf|textrm|mathrm|mbox)\{([^{}]*)\}", s)
+    if wrapped:
+        s = wrapped.group(1)
+    return " ".join(s.split()).rstrip(".").strip()
 
 
 def _one_sided(kind: str, bound: str) -> str | None:

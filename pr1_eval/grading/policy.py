@@ -12,7 +12,10 @@ boxed expression, else the last math expression. So there are two named readings
   it), else the last ``Final Answer:`` line, else the last value of the final sentence that states
   one ("The answer is $110$." → ``110``); plain-text forms are written as the LaTeX they mean
   (``3 sqrt(5)`` → ``3\\sqrt{5}``, ``137 1/2`` → ``137\\frac{1}{2}``), so they match where the LaTeX
-  would. Never from inside a ``<Path>`` (as under ``paper``).
+  would; an empty set in words (``no solution``) or as ``\\varnothing`` is ``\\emptyset``, and a gold
+  that states a set in words is read the same way (:mod:`pr1_eval.grading.grade`); a bracket that
+  nothing closes (``[45 degrees]`` → ``45``) is dropped. Never from inside a ``<Path>`` (as under
+  ``paper``).
 
 Both ignore everything after the end of the model's turn and inside paths; only where the
 answer is looked for differs. The paper's own string checker (``correct_paper``) is the same
@@ -32,6 +35,7 @@ import re
 
 from pr1_eval.grading.answer_text import box_chain, last_value, read_answer, read_boxes
 from pr1_eval.grading.extract import ExtractedAnswer, answer_region, extract_answer
+from pr1_eval.grading.intervals import empty_set_in_words
 from pr1_eval.records.answer_policy import (
     ANSWER_POLICIES,
     DEFAULT_POLICY,
@@ -65,10 +69,10 @@ def _lenient(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
     text = answer_region(response, end_texts)
     boxed = read_boxes(box_chain(text))
     if boxed.text is not None:
-        return ExtractedAnswer(latex_of_plain(boxed.text), "boxed", boxed.rule)
+        return ExtractedAnswer(lenient_value(boxed.text), "boxed", boxed.rule)
     stated = extract_answer(text)  # a Final Answer: line (no box is left to fall back to)
     if stated.source == "final_answer" or stated.rule != "none":
-        return stated if stated.text is None else ExtractedAnswer(latex_of_plain(stated.text), stated.source,
+        return stated if stated.text is None else ExtractedAnswer(lenient_value(stated.text), stated.source,
                                                                     stated.rule)
     sentence = final_sentence(text)
     if sentence is None:
@@ -76,7 +80,34 @@ def _lenient(response: str, end_texts: tuple[str, ...]) -> ExtractedAnswer:
     reading = read_answer(sentence)
     if reading.text is None:
         return ExtractedAnswer(None, "none", reading.rule)
-    return ExtractedAnswer(latex_of_plain(reading.text), "sentence", reading.rule)
+    return ExtractedAnswer(lenient_value(reading.text), "sentence", reading.rule)
+
+
+def lenient_value(answer: str) -> str:
+    """The answer text the shared reading found (:func:`pr1_eval.grading.answer_text.read_answer`,
+    which the ``paper`` policy uses unchanged), as the ``lenient`` policy hands it to math-verify:
+    an empty set stated in words or as another symbol is ``\\emptyset``
+    (:func:`pr1_eval.grading.intervals.empty_set_in_words`); a value left with a bracket that
+    nothing closes (``[45 degrees]`` is read as ``[45``: the word splits it) loses that bracket; and
+    plain-text math is written as LaTeX (:func:`latex_of_plain`)."""
+    empty = empty_set_in_words(answer)
+    if empty is not None:
+        return empty
+    return latex_of_plain(_without_lone_bracket(answer))
+
+
+def _without_lone_bracket(answer: str) -> str:
+    """``answer`` without a ``[`` at its start that nothing in it closes, or a ``]`` at its end that
+    nothing opens, around one value (a half-open interval ``[2, 5)`` keeps both of its brackets, and
+    a cut-off list ``[1, 2`` is left as it is)."""
+    s = answer.strip()
+    if "," in s:
+        return answer
+    if s.startswith("[") and not any(c in s for c in ")]"):
+        s = s[1:].strip()
+    if s.endswith("]") and not any(c in s for c in "(["):
+        s = s[:-1].strip()
+    return s or answer
 
 
 def final_sentence(text: str) -> str | None:
@@ -123,4 +154,4 @@ def latex_of_plain(answer: str) -> str:
 
 
 __all__ = ["ANSWER_POLICIES", "DEFAULT_POLICY", "POLICY_SUMMARIES", "check_policy", "default_policy",
-           "extract_by_policy", "final_sentence", "latex_of_plain"]
+           "extract_by_policy", "final_sentence", "latex_of_plain", "lenient_value"]

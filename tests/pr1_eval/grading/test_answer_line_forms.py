@@ -2,7 +2,10 @@
 bare answer: an answer that runs past the end of its ``Final Answer:`` line (a ``pmatrix`` or
 ``cases`` block over several lines, a lead-in then display math, a system one equation a line),
 an interval or set written as an inequality or in words, a compound unit or a temperature scale
-beside the value, and a concluding sentence after a worked one.
+beside the value, and a concluding sentence after a worked one. Read under the ``lenient`` policy
+only (the ``paper`` policy reads these lines as before): an empty set in words or as ``\\varnothing``
+(``no solution``, the gold ``\\text{no solution}`` too) and a bracketed value with a unit word
+(``[45 degrees]``, geometry3k's answer marker).
 
 For every row, pr1-eval grades ``Final Answer: <line>`` against the gold, and math-verify itself
 grades the bare answer (``verify(parse("$gold$"), parse("$bare$"))``): the two must agree. The
@@ -15,7 +18,7 @@ import pytest
 from math_verify import parse, verify
 
 from pr1_eval.grading import grade_responses
-from pr1_eval.grading.intervals import interval_in_words, interval_of_inequality
+from pr1_eval.grading.intervals import empty_set_in_words, gold_in_words, interval_in_words, interval_of_inequality
 
 # (text after "Final Answer:", gold, the bare answer it states)
 FORMS: list[tuple[str, str, str]] = [
@@ -72,8 +75,37 @@ WRONG: list[tuple[str, str]] = [
 ]
 
 
-def _grade(rows: list[tuple[str, str]]) -> list[bool | None]:
-    return [r.correct for r in grade_responses([(f"Work.\nFinal Answer: {a}", g) for a, g in rows], timeout_s=30)]
+# Read by the lenient policy only (pr1_eval.grading.policy.lenient_value; the paper policy reads
+# these lines as it did): (text after "Final Answer:", gold, the bare answer it states)
+LENIENT_FORMS: list[tuple[str, str, str]] = [
+    ("[45 degrees]", "45", "45"),  # geometry3k's bracket marker around a value and a unit word
+    ("no solution", "\\emptyset", "\\emptyset"),
+    ("There are no real solutions.", "\\emptyset", "\\emptyset"),
+    ("The equation has no real solutions.", "\\emptyset", "\\emptyset"),
+    ("the empty set", "\\emptyset", "\\emptyset"),
+    ("$\\varnothing$", "\\emptyset", "\\emptyset"),
+    ("\\boxed{\\text{No solution}}", "\\emptyset", "\\emptyset"),
+    ("no solution", "\\text{no solution}", "\\emptyset"),  # a gold in words is read as the set too
+    ("all real numbers", "\\text{all real numbers}", "(-\\infty, \\infty)"),
+]
+
+# (text after "Final Answer:", gold): wrong under the lenient policy
+LENIENT_WRONG: list[tuple[str, str]] = [
+    ("[45 degrees]", "46"),
+    ("[2, 5)", "[2, 5]"),  # a half-open interval keeps its brackets
+    ("There is no solution.", "5"),
+    ("5", "\\emptyset"),
+    ("5", "\\text{no solution}"),
+    ("not the empty set", "\\emptyset"),
+    ("It is not true that there is no solution.", "\\emptyset"),
+    ("x = 2, no other solution", "\\emptyset"),
+    ("(3, \\infty)", "\\text{all real numbers greater than 2}"),
+]
+
+
+def _grade(rows: list[tuple[str, str]], policy: str = "paper") -> list[bool | None]:
+    pairs = [(f"Work.\nFinal Answer: {a}", g) for a, g in rows]
+    return [r.correct for r in grade_responses(pairs, timeout_s=30, policy=policy)]
 
 
 def test_each_form_agrees_with_math_verify_on_the_bare_answer() -> None:
@@ -85,6 +117,21 @@ def test_each_form_agrees_with_math_verify_on_the_bare_answer() -> None:
 
 def test_wrong_answers_and_negations_stay_wrong() -> None:
     assert _grade(WRONG) == [False] * len(WRONG)
+    assert _grade(WRONG, "lenient") == [False] * len(WRONG)
+
+
+def test_lenient_forms_agree_with_math_verify_and_leave_the_paper_reading_alone() -> None:
+    rows = [(line, gold) for line, gold, _ in LENIENT_FORMS]
+    expected = [bool(verify(parse(f"${gold}$"), parse(f"${bare}$"))) for _, gold, bare in LENIENT_FORMS]
+    assert expected == [True] * 7 + [False] * 2  # math-verify reads a gold in words as symbols
+    assert _grade(rows, "lenient") == [True] * len(rows)
+    # the paper policy reads these lines as before: "[45", the words, "\\varnothing"; it matches a
+    # "no solution" line to the gold in the same words only
+    assert _grade(rows) == [False] * 7 + [True, False]
+
+
+def test_lenient_wrong_forms_stay_wrong() -> None:
+    assert _grade(LENIENT_WRONG, "lenient") == [False] * len(LENIENT_WRONG)
 
 
 @pytest.mark.parametrize(
@@ -118,3 +165,36 @@ def test_interval_of_inequality(text: str, interval: str | None) -> None:
 )
 def test_interval_in_words(text: str, interval: str | None) -> None:
     assert interval_in_words(text) == interval
+
+
+@pytest.mark.parametrize(
+    ("text", "empty"),
+    [
+        ("No solution.", "\\emptyset"),
+        ("\\text{no real roots}", "\\emptyset"),
+        ("there are no values of $x$", "\\emptyset"),
+        ("∅", "\\emptyset"),
+        ("The solution set is empty", "\\emptyset"),
+        ("no", None),
+        ("none", None),  # "none of the above" is a choice, not a set
+        ("no solution other than 2", None),
+        ("not the empty set", None),
+    ],
+)
+def test_empty_set_in_words(text: str, empty: str | None) -> None:
+    assert empty_set_in_words(text) == empty
+
+
+@pytest.mark.parametrize(
+    ("gold", "read"),
+    [
+        ("\\text{No solution}", "\\emptyset"),
+        ("$\\varnothing$", "\\emptyset"),
+        ("\\text{all real numbers}", "(-\\infty, \\infty)"),
+        ("(2, \\infty)", "(2, \\infty)"),
+        ("\\text{odd}", "\\text{odd}"),
+        ("5", "5"),
+    ],
+)
+def test_gold_in_words(gold: str, read: str) -> None:
+    assert gold_in_words(gold) == read

@@ -58,13 +58,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.math_verify_reference import harness_gold, math_verify
+
 pytestmark = pytest.mark.slow
 
 CASES_PATH = Path(__file__).with_name("reference_cases.jsonl")
 #: A prediction of one line up to this long is a bare answer (see the module docstring).
 BARE_ANSWER_CHARS = 100
-REFERENCE_TIMEOUT_S = 60
-_MATH_DELIMITERS = ("$", "\\(", "\\[")
 _DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)")
 _DEFAULTS: dict[str, Any] = {"match_types": ["latex", "expr"], "precision": 6, "strict": True,
                              "allow_set_relation_comp": False, "language": "ENGLISH"}
@@ -80,11 +80,6 @@ def paper_response(prediction: str) -> str:
     return f"Final Answer: {prediction}" if bare else prediction
 
 
-def harness_gold(gold: str) -> str:
-    """The gold as harnesses hand it to math-verify: in ``$…$`` unless it already holds math."""
-    return gold if any(d in gold for d in _MATH_DELIMITERS) else f"${gold}$"
-
-
 def lenient_kind(case: dict[str, Any]) -> str:
     """Which documented difference from math-verify (defaults) a case shows under ``lenient``."""
     pred = case["prediction"]
@@ -97,18 +92,6 @@ def lenient_kind(case: dict[str, Any]) -> str:
     if "\\boxed" in pred and pred.lower().rfind("final answer is") > pred.rfind("\\boxed"):
         return "box before a later 'final answer is' sentence"
     return "none"
-
-
-def math_verify(gold: str, prediction: str, targets: list[Any] | None = None, **settings: Any) -> bool:
-    """``verify(parse(gold), parse(prediction))`` with math-verify's defaults, but a 60 s budget per
-    step instead of 5 s: on a loaded machine a wall-clock timeout reads as "unequal" and would
-    flip a pinned count (what the budget changes is only whether a slow step finishes)."""
-    from math_verify import parse, verify
-
-    kw: dict[str, Any] = {"parsing_timeout": REFERENCE_TIMEOUT_S}
-    if targets is not None:
-        kw["extraction_config"] = targets
-    return bool(verify(parse(gold, **kw), parse(prediction, **kw), timeout_seconds=REFERENCE_TIMEOUT_S, **settings))
 
 
 def own_setting_verdict(case: dict[str, Any]) -> bool:
