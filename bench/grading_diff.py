@@ -9,7 +9,10 @@ cases as ``Final Answer:`` lines, the 1,880 generated agreement pairs and the an
 (right, wrong and negated rows) of ``tests/pr1_eval/grading/test_answer_line_forms.py``.
 
     git archive <commit> pr1_eval | tar -x -C /tmp/grading_base
-    python bench/grading_diff.py /tmp/grading_base
+    python bench/grading_diff.py /tmp/grading_base [--limit N]
+
+``--limit N`` grades the first N items only (``bench/smoke.sh`` runs it against this checkout
+itself, a handful of items, so the script is known to run: nothing can move then).
 """
 
 from __future__ import annotations
@@ -71,10 +74,13 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--grade"]:
         grade(argv[1], argv[2])
         return 0
+    limit = None
+    if len(argv) == 3 and argv[1] == "--limit" and argv[2].isdigit():
+        argv, limit = argv[:1], int(argv[2])
     if len(argv) != 1 or not (Path(argv[0]) / "pr1_eval" / "grading").is_dir():
-        print("usage: python bench/grading_diff.py BASE_DIR  (BASE_DIR holds pr1_eval/ of the other commit)")
+        print("usage: python bench/grading_diff.py BASE_DIR [--limit N]  (BASE_DIR holds pr1_eval/ of the other commit)")
         return 2
-    pairs = items()
+    pairs = items()[:limit]
     with tempfile.TemporaryDirectory() as tmp:
         pairs_file = Path(tmp) / "pairs.json"
         pairs_file.write_text(json.dumps(pairs), encoding="utf-8")
