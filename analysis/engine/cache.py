@@ -122,11 +122,11 @@ def write_aside(path: Path, write: Callable[[BinaryIO], object], sync: bool = Fa
         return False
 
 
-def write_shard(directory: Path, data: bytes, suffix: str) -> Path | None:
-    """``data`` as ``directory/shard-<sha256 of data>.<suffix>`` (:func:`write_aside`, synced);
-    ``None`` when it could not be written."""
+def write_shard(directory: Path, data: bytes, suffix: str, sync: bool = False) -> Path | None:
+    """``data`` as ``directory/shard-<sha256 of data>.<suffix>`` (:func:`write_aside`; ``sync``:
+    flushed to the disk before the rename); ``None`` when it could not be written."""
     path = directory / f"shard-{hashlib.sha256(data).hexdigest()}.{suffix}"
-    return path if write_aside(path, lambda handle: handle.write(data), sync=True) else None
+    return path if write_aside(path, lambda handle: handle.write(data), sync=sync) else None
 
 
 def verified_bytes(path: Path) -> bytes:

@@ -82,10 +82,11 @@ VECTORS: Codec[np.ndarray] = Codec("npz", _vectors_encode, _vectors_decode)
 class ShardedCache(Generic[V]):
     """Values by key in ``directory`` (``None``: memory only, for one command), one codec."""
 
-    def __init__(self, directory: Path | None, codec: Codec[V], max_shards: int = 16) -> None:
+    def __init__(self, directory: Path | None, codec: Codec[V], max_shards: int = 16, sync: bool = False) -> None:
         self.directory = directory
         self.codec = codec
         self.max_shards = max_shards
+        self.sync = sync
         self._values: dict[str, V] | None = None
         self._new: dict[str, V] = {}
 
@@ -135,7 +136,8 @@ class ShardedCache(Generic[V]):
         new, self._new = self._new, {}
         if self.directory is None or not new:
             return
-        if write_shard(self.directory, self.codec.encode(list(new), list(new.values())), self.codec.suffix) is None:
+        if write_shard(self.directory, self.codec.encode(list(new), list(new.values())), self.codec.suffix,
+                       self.sync) is None:
             return
         shards = self._shards()
         if len(shards) > self.max_shards:
@@ -143,7 +145,7 @@ class ShardedCache(Generic[V]):
             for shard in shards:
                 merged.update(self._read(shard))
             if write_shard(self.directory, self.codec.encode(list(merged), list(merged.values())),
-                           self.codec.suffix) is not None:
+                           self.codec.suffix, self.sync) is not None:
                 for shard in shards:
                     shard.unlink(missing_ok=True)
 
@@ -163,10 +165,12 @@ class ResultCache(ShardedCache[Any]):
 
 
 class EmbeddingCache(ShardedCache[np.ndarray]):
-    """Vectors by :func:`text_key`, in ``<embeddings cache>/<model folder>``; ``None``: memory only."""
+    """Vectors by :func:`text_key`, in ``<embeddings cache>/<model folder>``; ``None``: memory only.
+    Shards are synced to the disk: each holds minutes of model time, where a result shard holds
+    seconds of CPU that a lost one costs again."""
 
     def __init__(self, directory: Path | None) -> None:
-        super().__init__(directory, VECTORS, max_shards=32)
+        super().__init__(directory, VECTORS, max_shards=32, sync=True)
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
         """Store new vectors, on disk at once (one shard): an embedding run of hours keeps what it did."""
