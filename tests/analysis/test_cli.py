@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import pr1_eval.grading.shared as grading_shared
-from analysis import command, output
+from analysis import command, output, scheduled
 from analysis import diversity as div
 from pr1_eval.cli.main import main
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
@@ -89,7 +89,7 @@ def test_tables_printed_and_embeddings_used(tmp_path: Path, capsys: pytest.Captu
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_EMBED_CACHE", str(tmp_path / "cache"))
     model = embedding_model()  # loaded once per session, before the loader is swapped for it
-    monkeypatch.setattr(div, "load_embedding_model", lambda name, device=None: model)
+    monkeypatch.setattr(scheduled, "load_embedding_model", lambda name, device=None: model)
     run = write_run(tmp_path, "one", [make_record("t", "p0", 0, response(block(["two plus two", "2 + 2"])))])
     assert main(["analyze", str(run), "--out", str(tmp_path / "o")]) == 0
     printed = capsys.readouterr().out
