@@ -82,3 +82,14 @@ def text_table(frame: pd.DataFrame) -> None:
     """A short table drawn as HTML text (readable, searchable, fully visible): ``st.table`` renders
     cells as Markdown, so every cell is escaped first and shows literally."""
     st.table(frame.astype(str).map(md_escape), hide_index=True)
+
+
+def run_legend(labels: dict[str, str]) -> None:
+    """The full name of every run a table shows by a shortened label (:func:`dashboards.fit.short_run_names`),
+    behind an expander right below the table; nothing when no label was shortened."""
+    pairs = [(label, name) for name, label in labels.items() if label != name]
+    if not pairs:
+        return
+    with st.expander(f"Full run names ({len(pairs)} shortened in the tables; … stands for what they all share or a cut)"):
+        for label, name in pairs:
+            st.text(f"{label}  =  {name}")

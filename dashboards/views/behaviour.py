@@ -17,8 +17,9 @@ import streamlit as st
 
 from analysis.safe_text import plot_text
 from analysis.stats import mark_unmeasurable, structure_stats
-from dashboards.components import fmt, md_escape, text_table
+from dashboards.components import fmt, md_escape, run_legend, text_table
 from dashboards.data import Context, context
+from dashboards.fit import relabel, short_run_names
 from dashboards.tables import binned, format_failures
 
 UNIT_NAMES = {"char": "characters", "token": "tokens", "mixed": "tokens for some runs, characters for others"}
@@ -102,6 +103,7 @@ def render() -> None:
         stats = ctx.cached("structure_stats", lambda: with_completeness(ctx, mark_unmeasurable(
             structure_stats(ctx.samples(), by=["run", "task"]), ctx.loaded.run_info, fill="n/a")))
     render_distributions(ctx)
+    labels = short_run_names(ctx.runs)  # runs named by long paths: the part that tells them apart
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])
     fig = go.Figure([go.Bar(x=[plot_text(f"{r} · {t}" + ("" if c == "yes" else f" {c}"))
@@ -110,11 +112,12 @@ def render() -> None:
                      for variable, group in accuracy.groupby("variable")])
     fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=320, margin={"t": 20, "b": 40})
     st.plotly_chart(fig, key="bh_accuracy")
-    text_table(formatted(stats, ACCURACY_VIEW))
+    text_table(relabel(formatted(stats, ACCURACY_VIEW), labels))
+    run_legend(labels)
     if (sentence := ctx.incomplete_caption("the Training dynamics trends and the leaderboard ranking")) is not None:
         st.caption(sentence)
     st.subheader("Structure per run × task")
-    text_table(formatted(stats, STATS_VIEW))
+    text_table(relabel(formatted(stats, STATS_VIEW), labels))
     units = {UNIT_NAMES.get(str(u), str(u)) for u in [*stats["in_block_unit"], *stats["position_unit"]]
              if isinstance(u, str)}
     st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
@@ -127,7 +130,7 @@ def render() -> None:
         st.success("Every selected response passes the strict format check.")
     else:
         failures = failures.assign(**{"share of run": [fmt(v) for v in failures["share of run"]]})
-        text_table(failures.astype(str))
+        text_table(relabel(failures.astype(str), labels))
 
 
 render()

@@ -16,8 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from analysis.completeness import INCLUDE_LABEL, MARK
-from dashboards.components import fmt, fmt_interval, md_escape, text_table
+from dashboards.components import fmt, fmt_interval, md_escape, run_legend, text_table
 from dashboards.data import Context, context
+from dashboards.fit import length_unit, relabel, short_run_names, split_leaderboard
 from dashboards.tables import PARTIAL, leaderboard_rows, notes_apart, report_rows, starred
 from pr1_eval.errors import Pr1EvalError
 
@@ -103,39 +104,60 @@ def render() -> None:
             with st.expander("What differs"):
                 for line in differences:
                     st.text(line)
-        st.subheader("Per-run report")
-        rows = ctx.cached("report_rows", lambda: report_rows(ctx.loaded, ctx.runs, ctx.tasks))
-        partial = rows.pop(PARTIAL) if PARTIAL in rows else pd.Series(False, index=rows.index)
-        if len(rows):
-            rows = ctx.mark(rows)
-            rows = rows[["run", "task", "complete", *(c for c in rows.columns if c not in ("run", "task", "complete"))]]
-        rows, notes = notes_apart(rows)
-        numbers = [c for c in rows.columns if c not in ("run", "task", "complete", "k", "n_problems", "note")]
-        text_table(starred(shown(rows), partial, numbers))
-        if partial.any():
-            st.caption("Numbers marked * are partial, as in `pr1-eval report`: they cover only the problems that "
-                       "hold all k samples of an incomplete run × task.")
-        for note in notes:
-            st.caption(md_escape(note))
-        if (sentence := ctx.incomplete_caption("the ranking")) is not None:
-            st.caption(sentence)
+        render_report(ctx)
         return
     render_excluded(document)
     rows = leaderboard_rows(document)
     complete = {run["name"]: run.get("complete", True) for run in document["runs"]}
     rows.insert(list(rows.columns).index("task") + 1, "complete", ["yes" if complete.get(r, True) else MARK for r in rows["run"]])
-    text_table(shown(rows))
+    labels = short_run_names(ctx.runs)
+    ranking, latency, other = split_leaderboard(relabel(rows, labels), length_unit(document))
+    text_table(shown(ranking))
+    run_legend(labels)
     st.caption(f"Sorted by the average mean@K ({md_escape(document['average_convention'])}); "
                "'tied with above' marks a row not significantly below the one above it (paired sign-flip test, "
                f"p ≥ {document['alpha']}). Answer policy of every run: "
                f"{md_escape(str(document.get('answer_policy', 'paper')))}.")
+    if len(latency.columns):
+        st.subheader("Token latency")
+        text_table(shown(latency))
+        st.caption("Per sample, the mean response length and the mean critical path (what a parallel engine waits "
+                   "for); speedup = mean response length / mean critical path with its 95 % bootstrap interval, then "
+                   "its median and 90th percentile over problems and over correct and wrong samples; the losing "
+                   "share is the share of all length spent in paths shorter than their block's longest.")
+    if len(other.columns):
+        with st.expander("More metrics: " + ", ".join(c for c in other.columns if c not in ranking.columns)):
+            text_table(shown(other))
     if document["comparisons"]:
         st.subheader("Paired comparisons against the baseline")
-        text_table(comparison_table(document))
+        text_table(relabel(comparison_table(document), labels))
     if document["notes"]:
         with st.expander(f"{len(document['notes'])} note(s)"):
             for note in document["notes"]:
                 st.text(note)
+
+
+def render_report(ctx: Context) -> None:
+    """Each run's own report per task (runs that are not comparable): an incomplete row's partial
+    numbers starred as ``pr1-eval report`` stars them, long notes below the table, runs by label."""
+    st.subheader("Per-run report")
+    rows = ctx.cached("report_rows", lambda: report_rows(ctx.loaded, ctx.runs, ctx.tasks))
+    partial = rows.pop(PARTIAL) if PARTIAL in rows else pd.Series(False, index=rows.index)
+    if len(rows):
+        rows = ctx.mark(rows)
+        rows = rows[["run", "task", "complete", *(c for c in rows.columns if c not in ("run", "task", "complete"))]]
+    labels = short_run_names(ctx.runs)
+    rows, notes = notes_apart(relabel(rows, labels))
+    numbers = [c for c in rows.columns if c not in ("run", "task", "complete", "k", "n_problems", "note")]
+    text_table(starred(shown(rows), partial, numbers))
+    run_legend(labels)
+    if partial.any():
+        st.caption("Numbers marked * are partial, as in `pr1-eval report`: they cover only the problems that "
+                   "hold all k samples of an incomplete run × task.")
+    for note in notes:
+        st.caption(md_escape(note))
+    if (sentence := ctx.incomplete_caption("the ranking")) is not None:
+        st.caption(sentence)
 
 
 def render_excluded(document: dict[str, Any]) -> None:

@@ -30,6 +30,13 @@ Held against vLLM 0.32/0.33 (``vllm/entrypoints/llm.py``, ``vllm/sampling_params
 * a dead engine core (vLLM raises ``EngineDeadError`` on every call after it, ``v1/engine/
   exceptions.py``, ``core_client.py``) becomes :class:`~pr1_eval.engines.base.EngineDead`: the
   process must be replaced, not the call retried (the Ray pool restarts the replica);
+* progress inside a call: one ``LLM.generate`` call decodes a whole chunk, minutes on a real
+  model, with nothing to show until it returns. vLLM's ``use_tqdm`` takes a callable that builds
+  its bar (``vllm/entrypoints/common/offline.py``: ``_run_engine`` makes it with ``total`` = the
+  completions requested, Σ n, and calls ``update(len(output.outputs))`` as each request finishes;
+  ``maybe_tqdm`` wraps the prompts' rendering with the same callable). When the run's progress
+  display listens (:attr:`VLLMEngine.on_call_progress`), that callable is a tqdm drawn nowhere
+  whose updates go to the listener as (done, total); otherwise ``use_tqdm=False``, as before;
 * vllm is imported lazily, and needs Python ≥ 3.11 (vLLM 0.32 does); asking for it without it
   fails with the extra to install.
 
@@ -41,15 +48,18 @@ GPUs are used through ``--ray --replicas N``: one engine per Ray actor
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import math
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
+
+from tqdm import tqdm
 
 from pr1_eval.engines.base import (
     Completion,
@@ -112,13 +122,48 @@ def _chosen_logprobs(token_ids: Sequence[int], steps: Any) -> list[float] | None
     return out
 
 
-def run_llm(llm: Any, vllm: ModuleType, prompts: Sequence[Sequence[int]], params: Sequence[dict[str, Any]]) -> list[list[RawOutput]]:
-    """One ``LLM.generate`` call over token prompts; outputs in prompt order, as plain data."""
+#: Told (completions done, completions requested) as an ``LLM.generate`` call advances.
+CallProgress = Callable[[int, int], None]
+
+
+class _Nowhere:
+    """A stream that drops what it is given: vLLM's own bar is not drawn, the run's display is."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class ForwardingBar(tqdm):  # type: ignore[type-arg]
+    """What ``use_tqdm`` builds when the run listens (see the module docstring): a real tqdm, so
+    every attribute vLLM reads (``n``, ``format_dict['elapsed']``, ``postfix``) behaves as vLLM
+    expects, drawn nowhere; the bar vLLM counts requests with (made without an iterable) tells
+    ``listener`` each update, the one wrapping the prompts' rendering tells nothing."""
+
+    def __init__(self, *args: Any, listener: CallProgress, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "file": _Nowhere()})
+        self._listener: CallProgress | None = listener if self.iterable is None else None
+        if self._listener is not None:
+            self._listener(0, int(self.total or 0))
+
+    def update(self, n: float | None = 1) -> bool | None:
+        shown = super().update(n)
+        if self._listener is not None:
+            self._listener(int(self.n), int(self.total or 0))
+        return shown
+
+
+def run_llm(llm: Any, vllm: ModuleType, prompts: Sequence[Sequence[int]], params: Sequence[dict[str, Any]],
+            on_progress: CallProgress | None = None) -> list[list[RawOutput]]:
+    """One ``LLM.generate`` call over token prompts; outputs in prompt order, as plain data.
+    ``on_progress`` is told (done, total) completions while the call runs (no bar of vLLM's own)."""
     make_prompt = getattr(vllm, "TokensPrompt", dict)  # a TypedDict: a plain dict is the same thing
     outputs = llm.generate(
         [make_prompt(prompt_token_ids=list(p)) for p in prompts],
         [vllm.SamplingParams(**kw) for kw in params],
-        use_tqdm=False,
+        use_tqdm=False if on_progress is None else functools.partial(ForwardingBar, listener=on_progress),
     )
     return [
         [
@@ -153,6 +198,9 @@ class VLLMEngine:
     """Offline vLLM, one engine per process (see the module docstring)."""
 
     name = "vllm"
+    #: Told (completions done, completions requested) as each ``generate`` call advances (set by the
+    #: run's progress display; None: nobody listens, and vLLM draws no bar).
+    on_call_progress: CallProgress | None = None
 
     def __init__(
         self,
@@ -219,7 +267,7 @@ class VLLMEngine:
         prompts = [list(r.prompt_token_ids) for _, r, _ in todo]
         params = [sampling_kwargs(r, sampling, b, self.record_logprobs) for _, r, b in todo]
         try:
-            raw = run_llm(self._llm, self._vllm, prompts, params)
+            raw = run_llm(self._llm, self._vllm, prompts, params, self.on_call_progress)
         except Exception as exc:
             reason = dead_engine_reason(exc)
             if reason is None:

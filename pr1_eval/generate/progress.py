@@ -14,7 +14,9 @@ what a resumed run would keep). Every engine call (a fork-join wave, a batch) is
 (``calls`` in the bar), and so is every token step where the engine can tell (HF ``generate``
 and the structured decoder report each step's rows): a chunk of minutes shows its tokens and a
 token rate, and before the first chunk returns the ETA is bounded by the token budget (``ETA ≤``,
-every sample at most ``max_new_tokens``) instead of "unknown".
+every sample at most ``max_new_tokens``) instead of "unknown". The vLLM engine, whose one call
+decodes a whole chunk, tells how many of the call's completions are done
+(:meth:`RunProgress.on_call_progress`): the line shows them with the call's own ETA.
 
 Off a terminal there is no bar: a plain line goes to stderr at each chunk's end, but at most
 every few seconds, and every :data:`LOG_EVERY_S` seconds while a chunk is in flight (a heartbeat),
@@ -72,6 +74,8 @@ class RunProgress:
         self.clock = clock
         self.started = clock()
         self.generated = self.stored = self.calls = 0
+        self.call_done = self.call_total = 0  # completions of the engine call in flight (vLLM)
+        self._call_started = self._last_postfix = self.started
         self._postfix = ""
         self._last_line = self.started
         self._lock = threading.Lock()
@@ -120,6 +124,25 @@ class RunProgress:
         if self.bar is not None and self.steps % 16 == 0:
             self._show_postfix()
 
+    def on_call_progress(self, done: int, total: int) -> None:
+        """``done`` of the ``total`` completions of the engine call in flight are finished (vLLM tells
+        this as each request finishes; 0 when a call starts)."""
+        with self._lock:
+            if done == 0 or done < self.call_done:
+                self._call_started = self.clock()
+            self.call_done, self.call_total = done, total
+        if self.bar is not None and (done == total or self.clock() - self._last_postfix >= 0.5):
+            self._show_postfix()
+
+    def call_status(self) -> str:
+        """``engine call 3: 412/1024 completions done, call ETA 1m10s`` while a call is in flight; ''."""
+        if not self.call_total or self.call_done >= self.call_total:
+            return ""
+        elapsed = self.clock() - self._call_started
+        eta = duration((self.call_total - self.call_done) * elapsed / self.call_done) if self.call_done else "unknown"
+        return (f"engine call {self.calls + 1}: {self.call_done}/{self.call_total} completions done, "
+                f"call ETA {eta}")
+
     def set_postfix_str(self, text: str) -> None:
         """Extra status beside the numbers (a Ray pool's live replicas)."""
         self._postfix = text
@@ -128,9 +151,11 @@ class RunProgress:
 
     # ----- output ---------------------------------------------------------------------------------
     def _show_postfix(self) -> None:
+        self._last_postfix = self.clock()
         extra = f", {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens" if self.tokens else ""
-        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{extra}", refresh=True)
+        call = f", {self.call_status()}" if self.call_status() else ""
+        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{call}{extra}", refresh=True)
 
     def status(self) -> str:
         """``120/480 samples (25%) generated, 112 stored, 9 engine calls; 2.10 samples/s, ETA 2m51s, 57s elapsed``."""
@@ -144,8 +169,9 @@ class RunProgress:
         share = f"{100 * self.generated / self.total:.0f}%" if self.total else "-"
         extra = f"; {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
+        call = f"; {self.call_status()}" if self.call_status() else ""
         return (f"{self.generated}/{self.total} {self.desc} ({share}) generated, {self.stored} stored, "
-                f"{self.calls} engine calls{tokens}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
+                f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
                 f"elapsed{extra}")
 
     def line(self, note: str = "") -> None:

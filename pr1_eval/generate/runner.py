@@ -159,10 +159,13 @@ class LocalChunks:
 
     def watch(self, bar: Any) -> None:
         """Report each engine call, and each token step where the engine can tell (HF ``generate``,
-        the structured decoder), to the progress display."""
+        the structured decoder), or each finished completion inside a call (vLLM), to the progress
+        display."""
         self._watched = cast(Engine, _CallCounter(self.engine, bar.on_engine_call))
         if hasattr(self.engine, "on_decoding_step"):
             self.engine.on_decoding_step = bar.on_decoding_step
+        if hasattr(self.engine, "on_call_progress"):
+            self.engine.on_call_progress = bar.on_call_progress
 
     def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
         for chunk in chunks:
@@ -180,6 +183,8 @@ class LocalChunks:
         """The caller's engine stays open (a sweep may reuse it), no longer reporting to this run."""
         if hasattr(self.engine, "on_decoding_step"):
             self.engine.on_decoding_step = None
+        if hasattr(self.engine, "on_call_progress"):
+            self.engine.on_call_progress = None
 
 
 def _payload(prepared: dict[str, PreparedTask]) -> Payload:

@@ -29,14 +29,21 @@ Mirrors vLLM 0.32/0.33 where pr1-eval depends on it (sources read: ``vllm/entryp
   (``stop``, ``stop_reason=id``), then the model length or ``max_tokens`` (``length``); the final
   stop/EOS token is in ``token_ids`` and not in ``text``;
 * sample ``j`` of a request with seed ``s`` is seeded with ``s + j`` (``ParentRequest``), so it
-  equals sample 0 of a request seeded ``s + j`` on the same prompt; unseeded samples are random.
+  equals sample 0 of a request seeded ``s + j`` on the same prompt; unseeded samples are random;
+* ``use_tqdm`` (``bool | Callable[..., tqdm]``, default True) as ``entrypoints/common/offline.py``
+  uses it: ``maybe_tqdm`` wraps the prompts' rendering (``desc="Rendering prompts"``), then
+  ``_run_engine`` builds the bar with ``total`` = the unfinished requests, which are the n-fanned
+  child requests (``v1/engine/llm_engine.py``: Σ n), and as each request finishes reads
+  ``format_dict["elapsed"]`` for its speeds, sets ``postfix``, calls ``update(len(outputs))`` and
+  ``refresh()`` at the total, then ``close()``. Requests finish in prompt order here.
 
 What it "generates" comes from ``LLM.script(prompt_ids, params, index, rng)``, which returns token
 ids, or ``(token ids, "abort" | "error")`` to end that sample with vLLM's abort/error finish after
 those tokens. The default writes ``5 + index`` words and then the first stop token, or EOS.
 ``FAKE_VLLM_LOG`` (a file) gets one JSON line per ``LLM`` created and per ``generate`` call;
 ``FAKE_VLLM_FAIL=1`` makes ``LLM(...)`` raise. ``FAKE_VLLM_DELAY_S`` sleeps that long in every
-``generate`` call (a run that lasts long enough to be interrupted). ``FAKE_VLLM_LOW_MEMORY`` (a
+``generate`` call, where the engine steps (its requests added, its bar at 0), so a run lasts long
+enough to be interrupted or to show its progress. ``FAKE_VLLM_LOW_MEMORY`` (a
 file holding a count N) makes the next N ``LLM(...)`` fail vLLM's start-up memory check
 (``v1/worker/utils.py::request_memory``, raised in-process as with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``).
 """
@@ -52,10 +59,13 @@ import random
 import signal
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from tqdm import tqdm
 
 from vllm.exceptions import VLLMValidationError
 from vllm.v1.engine.exceptions import EngineDeadError
@@ -180,6 +190,36 @@ def _log(event: dict[str, Any]) -> None:
             fh.write(json.dumps({**event, "pid": os.getpid(), "cuda": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
 
 
+def _maybe_tqdm(items: list[Any], use_tqdm: bool | Callable[..., Any], **kwargs: Any) -> Any:
+    """vllm.utils.tqdm_utils.maybe_tqdm."""
+    if not use_tqdm:
+        return items
+    return (use_tqdm if callable(use_tqdm) else tqdm)(items, **kwargs)
+
+
+def _start_bar(use_tqdm: bool | Callable[..., Any], num_requests: int) -> Any:
+    """_run_engine's bar, made once the requests are added."""
+    return (use_tqdm if callable(use_tqdm) else tqdm)(
+        total=num_requests, desc="Processed prompts", dynamic_ncols=True,
+        postfix=f"est. speed input: {0:.2f} toks/s, output: {0:.2f} toks/s")
+
+
+def _advance_bar(pbar: Any, outputs: list[RequestOutput], num_requests: int) -> None:
+    """_run_engine's updates as each request finishes, then ``close``."""
+    total_in_toks = total_out_toks = 0
+    for output in outputs:
+        n = len(output.outputs)
+        total_in_toks += len(output.prompt_token_ids) * n
+        in_spd = total_in_toks / pbar.format_dict["elapsed"]
+        total_out_toks += sum(len(stp.token_ids) for stp in output.outputs)
+        out_spd = total_out_toks / pbar.format_dict["elapsed"]
+        pbar.postfix = f"est. speed input: {in_spd:.2f} toks/s, output: {out_spd:.2f} toks/s"
+        pbar.update(n)
+        if pbar.n == num_requests:
+            pbar.refresh()
+    pbar.close()
+
+
 def _default_script(prompt: list[int], params: SamplingParams, index: int, rng: random.Random) -> list[int]:
     words = [20 + rng.randrange(30) for _ in range(5 + index)]
     return words + ([params.stop_token_ids[0]] if params.stop_token_ids else [LLM.eos_token_id])
@@ -285,23 +325,29 @@ class LLM:
                 os.kill(self.engine_core.pid, signal.SIGKILL)
         self.engine_core.join(timeout=5)
 
-    def generate(self, prompts: Any, sampling_params: Any = None, *, use_tqdm: bool = True, **_: Any) -> list[RequestOutput]:
+    def generate(self, prompts: Any, sampling_params: Any = None, *, use_tqdm: bool | Callable[..., Any] = True,
+                 **_: Any) -> list[RequestOutput]:
         if not self.engine_core.is_alive():  # the client's monitor marked the engine dead: every call raises
             raise EngineDeadError()
-        delay = float(os.environ.get("FAKE_VLLM_DELAY_S") or 0)
-        if delay:
-            time.sleep(delay)
-            if not self.engine_core.is_alive():  # died during the step
-                raise EngineDeadError()
         prompts = prompts if isinstance(prompts, list) else [prompts]
         params = sampling_params if isinstance(sampling_params, list) else [sampling_params or SamplingParams()] * len(prompts)
         if len(params) != len(prompts):
             raise ValueError("The lengths of prompts and sampling_params must be the same.")
-        for p in prompts:  # added one by one; one refusal aborts the added ones and fails the call
+        for p in _maybe_tqdm(prompts, use_tqdm, desc="Rendering prompts"):  # one refusal fails the call
             self._validate_prompt(len(p["prompt_token_ids"]))
         self.calls.append((prompts, params))
         _log({"event": "generate", "prompts": len(prompts), "tokens": [len(p["prompt_token_ids"]) for p in prompts]})
-        return [self._one(i, list(p["prompt_token_ids"]), sp) for i, (p, sp) in enumerate(zip(prompts, params, strict=True))]
+        num_requests = sum(sp.n for sp in params)  # the n-fanned child requests
+        pbar = _start_bar(use_tqdm, num_requests) if use_tqdm else None  # before the first engine step
+        delay = float(os.environ.get("FAKE_VLLM_DELAY_S") or 0)
+        if delay:  # the engine steps
+            time.sleep(delay)
+            if not self.engine_core.is_alive():  # died during the step
+                raise EngineDeadError()
+        outputs = [self._one(i, list(p["prompt_token_ids"]), sp) for i, (p, sp) in enumerate(zip(prompts, params, strict=True))]
+        if pbar is not None:
+            _advance_bar(pbar, outputs, num_requests)
+        return outputs
 
     def _validate_prompt(self, length: int) -> None:
         limit = self.model_config.max_model_len

@@ -251,3 +251,48 @@ def test_forkjoin_runs_over_vllm(model_dir: Path, fake_vllm: Any) -> None:
     for s in (s for samples in out for s in samples):
         structure = parse_structure(s.text)
         assert structure.format_ok and structure.paths_per_block == [2], s.text
+
+
+def test_a_call_tells_its_listener_each_finished_request_and_draws_no_bar(model_dir: Path, fake_vllm: Any,
+                                                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """vLLM's ``use_tqdm`` callable: the run's display hears (done, total) completions as each
+    request finishes (Σ n = 3 × 4, in steps of 4), and nothing of vLLM's own bar reaches stderr;
+    with nobody listening, ``use_tqdm=False`` as before (no bar either)."""
+    engine = _engine(model_dir)
+    sampling = SamplingConfig(max_new_tokens=50, seed=4)
+    heard: list[tuple[int, int]] = []
+    engine.on_call_progress = lambda done, total: heard.append((done, total))
+    out = SequentialDecoder().decode(engine, [[10, 11], [12], [13, 14, 15]], 4, sampling, ["t/a", "t/b", "t/c"])
+    assert heard == [(0, 12), (4, 12), (8, 12), (12, 12)] and [len(s) for s in out] == [4, 4, 4]
+    engine.on_call_progress = None
+    SequentialDecoder().decode(engine, [[10, 11]], 4, sampling, ["t/a"])
+    assert len(heard) == 4 and "Processed prompts" not in capfd.readouterr().err
+
+
+def test_the_fake_draws_vllms_own_bar_by_default(model_dir: Path, fake_vllm: Any,
+                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    """The fake keeps the real default (``use_tqdm=True``: vLLM's bar on stderr, counting the
+    n-fanned completions), so the test above proves the engine turns it off or redirects it."""
+    llm = fake_vllm.LLM(str(model_dir))
+    llm.generate([{"prompt_token_ids": [10, 11]}, {"prompt_token_ids": [12]}], fake_vllm.SamplingParams(n=3, seed=1))
+    err = capfd.readouterr().err
+    assert "Rendering prompts" in err and "Processed prompts" in err and "6/6" in err
+
+
+def test_a_run_on_vllm_prints_progress_lines_while_a_call_decodes(model_dir: Path, fake_vllm: Any, tmp_path: Path,
+                                                                  capfd: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run --engine vllm`` off a terminal: while the one call of the chunk decodes (1.5 s here),
+    the heartbeat lines name it with its completions done out of 1 problem × k = 3, not only
+    '0 engine calls, ETA unknown'; the last line counts all 3 generated and stored."""
+    from pr1_eval.generate.config import RunConfig
+    from pr1_eval.generate.runner import run_eval
+
+    monkeypatch.setenv("FAKE_VLLM_DELAY_S", "1.5")
+    monkeypatch.setenv("PR1_EVAL_PROGRESS_SECONDS", "0.3")
+    run_eval(RunConfig(model=str(model_dir), tasks=["aime24"], k=3, limit=1, max_new_tokens=16, engine="vllm",
+                       data_source="packaged", out=str(tmp_path / "run"), grade_workers=1))
+    lines = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[pr1-eval]")]
+    assert any("engine call 1: 0/3 completions done, call ETA unknown" in line for line in lines), lines
+    assert lines[-1].startswith("[pr1-eval] 3/3 samples (100%) generated, 3 stored, 1 engine calls;"), lines
+    assert "Processed prompts" not in "\n".join(lines)

@@ -102,3 +102,43 @@ def test_the_hf_engine_and_the_structured_decoder_report_each_token_step() -> No
     rows.clear()
     decoded = StructuredDecoder().decode(engine, [prompt], 2, sampling, ["r"])
     assert sum(rows) == sum(len(d.token_ids) for d in decoded[0]) and len(rows) == max(len(d.token_ids) for d in decoded[0])
+
+
+def test_a_vllm_call_in_flight_shows_its_completions_done_and_its_own_eta() -> None:
+    """vLLM decodes a whole chunk in one call: the line names the call, the completions it has
+    finished and the call's ETA at the rate so far, and drops it once the call is done."""
+    clock, out = Clock(), io.StringIO()
+    progress = RunProgress(12, stream=out, tty=False, every=3600, clock=clock)
+    clock.now += 5
+    progress.on_call_progress(0, 12)  # the call starts 5 s in
+    progress.line()
+    clock.now += 10
+    progress.on_call_progress(4, 12)  # 4 in 10 s: the 8 left take 20 s
+    progress.line()
+    progress.on_call_progress(12, 12)
+    progress.on_engine_call()
+    progress.on_generated(12)
+    progress.line()
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert lines[1] == ("[pr1-eval] 0/12 samples (0%) generated, 0 stored, 0 engine calls; engine call 1: 0/12 "
+                        "completions done, call ETA unknown; 0.00 samples/s, ETA unknown, 5s elapsed")
+    assert lines[2] == ("[pr1-eval] 0/12 samples (0%) generated, 0 stored, 0 engine calls; engine call 1: 4/12 "
+                        "completions done, call ETA 20s; 0.00 samples/s, ETA unknown, 15s elapsed")
+    assert "engine call 2" not in lines[3] and lines[3].startswith("[pr1-eval] 12/12 samples (100%) generated")
+
+
+def test_the_runner_hands_vllm_the_progress_display_and_takes_it_back() -> None:
+    from pr1_eval.generate.runner import LocalChunks
+
+    class Engine:
+        name, tokenizer = "vllm", None
+        on_call_progress = None
+
+    engine = Engine()
+    with RunProgress(1, stream=io.StringIO(), tty=False, every=3600) as progress:
+        chunks = LocalChunks(engine, decoder=None)  # type: ignore[arg-type]
+        chunks.watch(progress)
+        watched = engine.on_call_progress
+        chunks.close()
+    assert watched == progress.on_call_progress and engine.on_call_progress is None
