@@ -177,7 +177,7 @@ def test_analyze_starts_its_grading_workers_cold(tmp_path: Path, monkeypatch: py
 
 def test_analyze_runs_without_the_cyclic_collector_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """The analysis itself runs with automatic collection off (``analysis.collector``); the caller's
+    """The analysis itself runs with automatic collection off (``analysis.engine.collector``); the caller's
     collector is on again afterwards, even when the analysis raises."""
     import gc
 
@@ -206,7 +206,7 @@ def test_analyze_runs_without_the_cyclic_collector_and_restores_it(tmp_path: Pat
 def test_collector_off_keeps_a_disabled_collector_disabled() -> None:
     import gc
 
-    from analysis.collector import collector_off
+    from analysis.engine.collector import collector_off
 
     gc.disable()
     try:
