@@ -66,7 +66,7 @@ def test_a_sequentially_decoded_run_gets_its_critical_path_from_its_blocks(tmp_p
 
 def test_a_training_jobs_step_speedups_are_drawn_beside_the_checkpoints(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis import training_steps
+    from analysis.runs import steps as training_steps
     from tests.support.training_job_fixtures import build_job
 
     monkeypatch.setenv("PR1_LOADER_CACHE", str(tmp_path / "cache"))
