@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 import analysis.runs.loader as loader
-from analysis.runs.index import RunEntry
 from analysis.runs import block_cache
+from analysis.runs.index import RunEntry
 from pr1_eval.protocol.parse import parse_structure
 from tests.support.tag_texts import mutated, well_formed
 
