@@ -21,7 +21,7 @@ the task incomplete.
 Why a sidecar cache (:mod:`analysis.runs.block_cache`): that parse is most of the cost of loading a
 large run (about 80 % of it for 96,000 responses), and the dashboard, the notebooks and
 ``analyze`` reload the same runs again and again. So each run's blocks are parsed once and
-kept as parquet, keyed by the run's file signature (:func:`run_signature`: the size,
+kept as parquet, keyed by the run's file signature (:func:`analysis.runs.index.run_signature`: the size,
 modification time and inode of every part); a rewritten or appended part changes the key.
 Responses without a ``<Parallel>`` tag skip the parser (they cannot have a block); well-formed
 ones are read by :func:`pr1_eval.protocol.scan.scan_well_formed`, which gives exactly the parser's
