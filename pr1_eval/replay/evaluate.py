@@ -1,0 +1,100 @@
+"""Score a controller on recorded questions: accuracy, total tokens and sequential tokens.
+
+The protocol is the Parallel-Probe authors' (``evaluation/data_loader.py: ModelandTask.evaluate``),
+so their published rows are reproduced exactly:
+
+* for each seed in ``seeds`` (theirs: 0–99) every question's branches are shuffled with that seed
+  (:class:`~pr1_eval.replay.state.QuestionState`) and the controller answers it once;
+* a question is **correct** when the reported answer equals the gold string exactly (their
+  ``==``); :func:`replay` takes another ``match`` (e.g. pr1-eval's grader) as an option;
+* **Cost** = mean over questions of the tokens charged to all branches; **Seq_Cost** = mean of the
+  largest charge of one branch (branches run side by side), except for ESC, whose windows run one
+  after another: the sum over windows of each window's largest charge;
+* each seed gives a mean over questions; the row is the mean over seeds. Acc is printed as
+  ``round(100 × mean, 2)``, Cost and Seq_Cost truncated to whole tokens (their ``int()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pr1_eval.ingest.parallel_probe import ProbeQuestion
+from pr1_eval.replay.controllers import EarlyStoppingConsistency
+from pr1_eval.replay.state import QuestionState
+
+#: The authors' seeds: their SC@64 and every other row average 100 shuffled branch orders.
+AUTHORS_SEEDS = tuple(range(100))
+Controller = Callable[[QuestionState], str | None]
+Match = Callable[[str | None, str], bool]
+
+
+def exact_match(answer: str | None, gold: str) -> bool:
+    """The authors' verdict: the reported answer string equals the gold string."""
+    return answer == gold
+
+
+@dataclass(frozen=True)
+class QuestionOutcome:
+    """One controller's answer to one question under one seed, and what it cost."""
+
+    correct: bool
+    tokens: int
+    sequential_tokens: int
+    branches_started: int
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Means over seeds of per-seed means over questions, plus the per-seed accuracies."""
+
+    accuracy: float
+    tokens: float
+    sequential_tokens: float
+    branches_started: float
+    seed_accuracies: tuple[float, ...]
+
+    @property
+    def acc_percent(self) -> float:
+        """Accuracy as the authors print it: percent, rounded to 2 decimals."""
+        return round(100 * self.accuracy, 2)
+
+
+def sequential_tokens(controller: Controller, charges: Sequence[int]) -> int:
+    """The longest chain of tokens that had to be generated one after another."""
+    if not charges:
+        return 0
+    if isinstance(controller, EarlyStoppingConsistency):
+        w = controller.window
+        return sum(max(charges[i:i + w]) for i in range(0, len(charges), w))
+    return max(charges)
+
+
+def answer_question(controller: Controller, question: ProbeQuestion, seed: int,
+                    match: Match = exact_match) -> QuestionOutcome:
+    """Run ``controller`` on ``question`` with branch order ``seed``."""
+    state = QuestionState(question, seed)
+    answer = controller(state)
+    charges = state.started_charges()
+    return QuestionOutcome(correct=match(answer, question.gold), tokens=sum(charges),
+                           sequential_tokens=sequential_tokens(controller, charges),
+                           branches_started=len(charges))
+
+
+def replay(controller: Controller, questions: Sequence[ProbeQuestion], seeds: Sequence[int] = AUTHORS_SEEDS,
+           match: Match = exact_match) -> ReplayResult:
+    """The controller's accuracy and costs over ``questions``, averaged over ``seeds``."""
+    if not questions or not seeds:
+        raise ValueError("replay needs at least one question and one seed")
+    per_seed: list[tuple[float, float, float, float]] = []
+    for seed in seeds:
+        outcomes = [answer_question(controller, q, seed, match) for q in questions]
+        n = len(outcomes)
+        per_seed.append((sum(o.correct for o in outcomes) / n, sum(o.tokens for o in outcomes) / n,
+                         sum(o.sequential_tokens for o in outcomes) / n,
+                         sum(o.branches_started for o in outcomes) / n))
+    s = len(per_seed)
+    return ReplayResult(accuracy=sum(p[0] for p in per_seed) / s, tokens=sum(p[1] for p in per_seed) / s,
+                        sequential_tokens=sum(p[2] for p in per_seed) / s,
+                        branches_started=sum(p[3] for p in per_seed) / s,
+                        seed_accuracies=tuple(p[0] for p in per_seed))
