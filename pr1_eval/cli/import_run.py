@@ -22,7 +22,8 @@ DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines 
                "like a packaged benchmark is checked against it (a subset reports as partial). An --out that "
                "holds a run is refused unless --replace, which moves the old run aside.")
 EXAMPLES = ("  pr1-eval import generations.jsonl --out runs/imported\n"
-            "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm")
+            "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm\n"
+            "  pr1-eval import Qwen3-8B-128__aime24.json --format parallel-probe --out runs/qwen3-8b-aime24")
 #: The JSON Lines format, in the help (docs/usage/import.md says the same).
 SCHEMA = ("A JSON Lines file holds one sample per line: task, problem_id, sample_idx, response, gold (required); "
           "problem (the problem's text), model and step (optional). A full line (wrapped here):\n\n"
@@ -50,10 +51,22 @@ def _import_lm_eval(args: argparse.Namespace, k: K) -> Path:
                           replace=args.replace, answer_policy=args.answer_policy)
 
 
+def _import_parallel_probe(args: argparse.Namespace, k: K) -> Path:
+    from pr1_eval.ingest.importer import import_rows
+    from pr1_eval.ingest.parallel_probe import import_rows_of, read_parallel_probe, run_info_of
+
+    trajectories = read_parallel_probe(args.files[0])
+    return import_rows(import_rows_of(trajectories), args.out, source=str(args.files[0]), workers=args.grade_workers,
+                       k=k, replace=args.replace, answer_policy=args.answer_policy or "paper",
+                       extra_run_info=run_info_of(trajectories))
+
+
 #: ``--format`` name -> (what it reads, the importer that reads it); the first is the default.
 FORMATS: dict[str, tuple[str, Callable[[argparse.Namespace, K], Path]]] = {
     "jsonl": ("one sample per line", _import_jsonl),
     "lm-eval": ("lm_eval's --log_samples file or folder", _import_lm_eval),
+    "parallel-probe": ("Parallel-Probe trajectories (MODEL__TASK.json: branches with probe answers, answers only)",
+                       _import_parallel_probe),
 }
 
 

@@ -100,7 +100,23 @@ def _validated(row: dict[str, Any]) -> tuple[SampleRecord, str | None]:
                           problem=fields.optional_text(row.get("problem"), where, "problem"),
                           response=fields.text(row["response"], where, "response", required=False), gold=gold,
                           finish_reason=str(row.get("finish_reason") or "unknown"))
+    _probed(record, row, where)
     return record, no_gold
+
+
+def _probed(record: SampleRecord, row: dict[str, Any], where: str) -> None:
+    """The optional token count and probe answers of an answers-only row (:mod:`pr1_eval.ingest.parallel_probe`)."""
+    if row.get("n_response_tokens") is not None:
+        record.n_response_tokens = fields.whole_number(row["n_response_tokens"], where, "n_response_tokens")
+    probes = row.get("probe_answers")
+    if probes is None:
+        return
+    if not isinstance(probes, list):
+        raise fields.field_error(where, "probe_answers", probes, "a list of answer strings")
+    record.probe_answers = [fields.text(a, where, "probe_answers", required=False) for a in probes]
+    if row.get("probe_interval") is None:
+        raise fields.field_error(where, "probe_interval", None, "the tokens between two probes, e.g. 500")
+    record.probe_interval = fields.whole_number(row["probe_interval"], where, "probe_interval")
 
 
 def _warn_no_gold(rows: list[dict[str, Any]], records: list[SampleRecord], reasons: list[str | None]) -> None:

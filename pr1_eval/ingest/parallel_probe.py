@@ -147,3 +147,49 @@ def read_parallel_probe(path: str | Path, *, model: str | None = None, task: str
     if not chosen_task:
         raise Pr1EvalError(f"{path}: no task name in the file name; pass --task")
     return ProbeFile(path=path, model=model or file_model or "unknown", task=chosen_task, questions=questions)
+
+
+def packaged_ids(task: str) -> dict[str, str]:
+    """Problem text (white space folded) → packaged problem id, for a packaged benchmark's name."""
+    from pr1_eval.inputs.tasks import TASKS, load_task
+
+    if task not in TASKS:
+        return {}
+    return {" ".join(p.problem.split()): p.problem_id for p in load_task(task, source="packaged").problems}
+
+
+def import_rows_of(probe_file: ProbeFile) -> list[dict[str, Any]]:
+    """The import rows of a trajectory file: one sample per branch, in file order.
+
+    Decision: the response is the branch's final answer as a ``Final Answer:`` line (the answer
+    format the grader reads), empty when the file's answer is ``"ERR"`` (none could be read: graded
+    *no answer*, i.e. wrong, as the authors count it). The text itself was never released, so
+    structure columns of these samples say nothing about the model; run.json marks the run
+    answers-only. ``problem_id`` is the packaged benchmark's id of the same problem text where the
+    task is a packaged benchmark (aime24, aime25: the files list the questions in another order),
+    else ``TASK-qINDEX``; the problem text is kept either way."""
+    packaged = packaged_ids(probe_file.task)
+    rows = []
+    for q in probe_file.questions:
+        problem_id = packaged.get(" ".join(q.question.split()), f"{probe_file.task}-q{q.index}")
+        for j, branch in enumerate(q.branches):
+            answer = branch.final_answer
+            rows.append({
+                "task": probe_file.task, "problem_id": problem_id, "sample_idx": j,
+                "problem": q.question, "gold": q.gold, "model": probe_file.model,
+                "response": "" if answer == NO_ANSWER else f"Final Answer: {answer}",
+                "n_response_tokens": branch.tokens, "probe_answers": list(branch.probe_answers),
+                "probe_interval": q.probe_interval, "_where": f"{probe_file.path}: question {q.index} branch {j}",
+            })
+    return rows
+
+
+def run_info_of(probe_file: ProbeFile) -> dict[str, Any]:
+    """The run.json section that says what an imported trajectory file is and is not."""
+    return {"trajectories": {
+        "format": "parallel-probe", "answers_only": True, "questions": len(probe_file.questions),
+        "branches_per_question": probe_file.n_branches,
+        "probe_interval": probe_file.questions[0].probe_interval,
+        "note": "answers-only: each sample's response is its branch's final answer as a 'Final Answer:' line; "
+                "the text was not released, so structure figures (parallel ratio, blocks) do not describe the model",
+    }}

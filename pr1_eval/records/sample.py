@@ -119,6 +119,14 @@ class SampleRecord:
         "sample, not its cost alone; see docs/efficiency.md. None for imports and older runs.", None
     )
 
+    # probes (answers-only imports of probed trajectories, e.g. Parallel-Probe's; None elsewhere)
+    probe_answers: list[str] | None = _doc(
+        "The answer the branch would have given had it stopped after every probe_interval tokens, in order, as "
+        "the importing file recorded it ('ERR': none could be read there); what offline early-stopping "
+        "controllers read (pr1-eval replay). None outside probed imports.", None)
+    probe_interval: int | None = _doc(
+        "Tokens between two probes of probe_answers (Parallel-Probe: 500); None outside probed imports.", None)
+
     def key(self) -> tuple[str, str, int]:
         """The identity under which a run stores this sample exactly once."""
         return (self.task, self.problem_id, self.sample_idx)
@@ -165,6 +173,8 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "response_length": pa.int64(),
     "losing_path_length": pa.int64(),
     "wall_s": pa.float64(),
+    "probe_answers": pa.list_(pa.string()),
+    "probe_interval": pa.int64(),
 }
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))

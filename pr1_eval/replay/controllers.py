@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from pr1_eval.replay.state import BranchesExhausted, QuestionState
 
@@ -89,7 +89,7 @@ class MajorityVote:
         return _vote(answers)
 
 
-@lru_cache(maxsize=None)
+@cache
 def asc_confidence(v1: int, v2: int) -> float:
     """P(p1 > p2) as Adaptive-Consistency computes it: 1 − BetaCDF(0.5; v1 + 1, v2 + 1)."""
     from scipy.stats import beta

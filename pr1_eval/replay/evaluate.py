@@ -38,7 +38,9 @@ def exact_match(answer: str | None, gold: str) -> bool:
 class QuestionOutcome:
     """One controller's answer to one question under one seed, and what it cost."""
 
-    correct: bool
+    question: int
+    seed: int
+    answer: str | None
     tokens: int
     sequential_tokens: int
     branches_started: int
@@ -70,31 +72,43 @@ def sequential_tokens(controller: Controller, charges: Sequence[int]) -> int:
     return max(charges)
 
 
-def answer_question(controller: Controller, question: ProbeQuestion, seed: int,
-                    match: Match = exact_match) -> QuestionOutcome:
+def answer_question(controller: Controller, question: ProbeQuestion, seed: int) -> QuestionOutcome:
     """Run ``controller`` on ``question`` with branch order ``seed``."""
     state = QuestionState(question, seed)
     answer = controller(state)
     charges = state.started_charges()
-    return QuestionOutcome(correct=match(answer, question.gold), tokens=sum(charges),
-                           sequential_tokens=sequential_tokens(controller, charges),
-                           branches_started=len(charges))
+    return QuestionOutcome(question=question.index, seed=seed, answer=answer, tokens=sum(charges),
+                           sequential_tokens=sequential_tokens(controller, charges), branches_started=len(charges))
 
 
-def replay(controller: Controller, questions: Sequence[ProbeQuestion], seeds: Sequence[int] = AUTHORS_SEEDS,
-           match: Match = exact_match) -> ReplayResult:
-    """The controller's accuracy and costs over ``questions``, averaged over ``seeds``."""
+def run_controller(controller: Controller, questions: Sequence[ProbeQuestion],
+                   seeds: Sequence[int] = AUTHORS_SEEDS) -> list[QuestionOutcome]:
+    """Every (seed, question) outcome, seed-major; the answers are scored by :func:`summarize`."""
     if not questions or not seeds:
         raise ValueError("replay needs at least one question and one seed")
-    per_seed: list[tuple[float, float, float, float]] = []
-    for seed in seeds:
-        outcomes = [answer_question(controller, q, seed, match) for q in questions]
-        n = len(outcomes)
-        per_seed.append((sum(o.correct for o in outcomes) / n, sum(o.tokens for o in outcomes) / n,
-                         sum(o.sequential_tokens for o in outcomes) / n,
-                         sum(o.branches_started for o in outcomes) / n))
+    return [answer_question(controller, q, seed) for seed in seeds for q in questions]
+
+
+def summarize(outcomes: Sequence[QuestionOutcome], questions: Sequence[ProbeQuestion],
+              match: Match = exact_match) -> ReplayResult:
+    """The row of a controller: per seed the means over questions, then the mean over seeds."""
+    gold = {q.index: q.gold for q in questions}
+    by_seed: dict[int, list[QuestionOutcome]] = {}
+    for outcome in outcomes:
+        by_seed.setdefault(outcome.seed, []).append(outcome)
+    per_seed = []
+    for group in by_seed.values():
+        n = len(group)
+        per_seed.append((sum(match(o.answer, gold[o.question]) for o in group) / n, sum(o.tokens for o in group) / n,
+                         sum(o.sequential_tokens for o in group) / n, sum(o.branches_started for o in group) / n))
     s = len(per_seed)
     return ReplayResult(accuracy=sum(p[0] for p in per_seed) / s, tokens=sum(p[1] for p in per_seed) / s,
                         sequential_tokens=sum(p[2] for p in per_seed) / s,
                         branches_started=sum(p[3] for p in per_seed) / s,
                         seed_accuracies=tuple(p[0] for p in per_seed))
+
+
+def replay(controller: Controller, questions: Sequence[ProbeQuestion], seeds: Sequence[int] = AUTHORS_SEEDS,
+           match: Match = exact_match) -> ReplayResult:
+    """The controller's accuracy and costs over ``questions``, averaged over ``seeds``."""
+    return summarize(run_controller(controller, questions, seeds), questions, match)

@@ -1,0 +1,62 @@
+"""Accuracy against tokens for test-time controllers: the frontier a replay draws.
+
+One panel per task; each controller a point at (mean tokens per question, accuracy), with its
+sequential tokens in the hover and as the marker size's label. Total tokens and sequential tokens
+are different costs (what a provider bills against how long a user waits), so they are two
+panels' x axes, never one axis with two meanings. The authors' published points, when given, are
+drawn as open markers beside ours, so a reader sees the reproduction at a glance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from pr1_eval.replay.rows import ReplayRow
+
+
+def frontier_figure(rows: Sequence[ReplayRow]) -> go.Figure:
+    """Accuracy (%) against total tokens (top) and sequential tokens (bottom), one column per task."""
+    tasks = sorted({r.task for r in rows})
+    fig = make_subplots(rows=2, cols=len(tasks), subplot_titles=[*tasks, *([""] * len(tasks))],
+                        shared_yaxes=True, vertical_spacing=0.16, horizontal_spacing=0.06)
+    controllers = list(dict.fromkeys(r.controller for r in rows))
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    for c_index, controller in enumerate(controllers):
+        color = palette[c_index % len(palette)]
+        for t_index, task in enumerate(tasks):
+            for row_index, (x_name, authors_x) in enumerate((("tokens", "authors_tokens"),
+                                                             ("seq_tokens", "authors_seq_tokens"))):
+                mine = [r for r in rows if r.task == task and r.controller == controller]
+                _add_points(fig, mine, x_name, authors_x, color, controller,
+                            first=t_index == 0 and row_index == 0, row=row_index + 1, col=t_index + 1)
+    for t_index in range(len(tasks)):
+        fig.update_xaxes(title_text="tokens per question (all branches)", type="log", row=1, col=t_index + 1)
+        fig.update_xaxes(title_text="sequential tokens (longest chain)", type="log", row=2, col=t_index + 1)
+    fig.update_yaxes(title_text="accuracy (%)", col=1)
+    fig.update_layout(title={"text": "Test-time controllers: accuracy against tokens (replayed)", "x": 0.01,
+                             "xanchor": "left"},
+                      height=760, margin={"t": 90, "l": 70, "r": 30, "b": 60},
+                      legend={"orientation": "h", "y": -0.12}, template="plotly_white")
+    return fig
+
+
+def _add_points(fig: go.Figure, rows: Sequence[ReplayRow], x_name: str, authors_x: str, color: str,
+                controller: str, *, first: bool, row: int, col: int) -> None:
+    if not rows:
+        return
+    hover = [f"{r.controller} on {r.task}<br>accuracy {r.acc:.2f}%<br>tokens {r.tokens:,.0f}<br>"
+             f"sequential {r.seq_tokens:,.0f}<br>branches started {r.branches:.1f}" for r in rows]
+    fig.add_trace(go.Scatter(x=[getattr(r, x_name) for r in rows], y=[r.acc for r in rows], mode="markers",
+                             marker={"color": color, "size": 11}, name=controller, legendgroup=controller,
+                             showlegend=first, hovertext=hover, hoverinfo="text"), row=row, col=col)
+    theirs: list[Any] = [r for r in rows if r.authors_acc is not None]
+    if theirs:
+        fig.add_trace(go.Scatter(x=[getattr(r, authors_x) for r in theirs], y=[r.authors_acc for r in theirs],
+                                 mode="markers", marker={"color": color, "size": 17, "symbol": "circle-open"},
+                                 name=f"{controller} (authors)", legendgroup=controller, showlegend=False,
+                                 hovertext=[f"{r.controller}: the authors' published point" for r in theirs],
+                                 hoverinfo="text"), row=row, col=col)

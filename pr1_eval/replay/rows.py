@@ -1,0 +1,105 @@
+"""One table row per (task, controller): what ``pr1-eval replay`` prints, writes and compares.
+
+``match``: ``exact`` (the authors' verdict: the reported string equals the gold) or ``grader``
+(pr1-eval's grader, as the report grades: each distinct reported answer is graded once as a
+``Final Answer:`` line against the gold). The two differ only where an answer is written unlike
+its gold (``0.5`` for ``\\frac{1}{2}``); the replay prints which it used.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.replay.evaluate import QuestionOutcome, exact_match, run_controller, summarize
+from pr1_eval.replay.sources import ReplaySource
+from pr1_eval.replay.specs import AUTHORS_ROW, ControllerSpec
+
+MATCHES = ("exact", "grader")
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    """A controller's figures on one task (means over seeds), and the authors' where known."""
+
+    source: str
+    model: str
+    task: str
+    controller: str
+    questions: int
+    seeds: int
+    match: str
+    acc: float
+    tokens: float
+    seq_tokens: float
+    branches: float
+    acc_sd_over_seeds: float
+    authors_acc: float | None = None
+    authors_tokens: float | None = None
+    authors_seq_tokens: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _grader_match(outcomes: Sequence[QuestionOutcome], source: ReplaySource) -> Any:
+    """A verdict function backed by one grading of each distinct (answer, gold) pair."""
+    from pr1_eval.grading.grade import grade_responses
+
+    gold = {q.index: q.gold for q in source.questions}
+    pairs = sorted({(o.answer, gold[o.question]) for o in outcomes if o.answer is not None})
+    results = grade_responses([(f"Final Answer: {a}", g) for a, g in pairs])
+    verdicts = {pair: bool(r.correct) for pair, r in zip(pairs, results, strict=True)}
+    return lambda answer, g: answer is not None and verdicts[(answer, g)]
+
+
+def replay_row(source: ReplaySource, spec: ControllerSpec, seeds: Sequence[int], match: str) -> ReplayRow:
+    """Replay one controller on one source."""
+    if match not in MATCHES:
+        raise Pr1EvalError(f"--match {match!r}: choose one of {', '.join(MATCHES)}")
+    outcomes = run_controller(spec.controller, source.questions, seeds)
+    verdict = exact_match if match == "exact" else _grader_match(outcomes, source)
+    result = summarize(outcomes, source.questions, verdict)
+    mean = result.accuracy
+    sd = (sum((a - mean) ** 2 for a in result.seed_accuracies) / len(result.seed_accuracies)) ** 0.5
+    return ReplayRow(source=source.label, model=source.model, task=source.task, controller=spec.text,
+                     questions=len(source.questions), seeds=len(seeds), match=match, acc=result.acc_percent,
+                     tokens=result.tokens, seq_tokens=result.sequential_tokens, branches=result.branches_started,
+                     acc_sd_over_seeds=round(100 * sd, 2))
+
+
+def read_authors_csv(path: str | Path) -> list[dict[str, str]]:
+    """The rows of an authors' ``*_raw.csv`` (Solver, Strategy, Acc, Cost, Seq_Cost, parameters)."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as exc:
+        raise Pr1EvalError(f"{path}: cannot read ({exc.strerror}); pass the authors' matrix_results CSV") from None
+    if not rows or not {"Solver", "Strategy", "Acc", "Cost", "Seq_Cost"} <= set(rows[0]):
+        raise Pr1EvalError(f"{path}: not an authors' results CSV (needs Solver, Strategy, Acc, Cost, Seq_Cost)")
+    return rows
+
+
+def with_authors(row: ReplayRow, spec: ControllerSpec, authors: list[dict[str, str]]) -> ReplayRow:
+    """``row`` with the authors' figures of the same controller, when their CSV has one row for it
+    at the same branch budget (their ``solver_n``/``num_chains``; SAC has none)."""
+    wanted = AUTHORS_ROW.get(spec.name)
+    matches = [r for r in authors if (r["Solver"], r["Strategy"]) == wanted
+               and _budget(r) in (None, float(spec.n))]
+    if len(matches) != 1 or spec.params:
+        return row
+    theirs = matches[0]
+    return ReplayRow(**{**asdict(row), "authors_acc": float(theirs["Acc"]), "authors_tokens": float(theirs["Cost"]),
+                        "authors_seq_tokens": float(theirs["Seq_Cost"])})
+
+
+def _budget(row: dict[str, str]) -> float | None:
+    for key in ("solver_n", "num_chains"):
+        if row.get(key):
+            return float(row[key])
+    return None
