@@ -1,0 +1,109 @@
+"""A trajectory file read, imported as a run and replayed: the run replays to the file's numbers.
+
+The files are synthetic (the released trajectories carry no license and are never copied here);
+``bench/bench_replay.py`` checks the released ones against the authors' published table.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from pr1_eval.cli.main import main
+from pr1_eval.errors import Pr1EvalError
+from pr1_eval.ingest.parallel_probe import read_parallel_probe
+from pr1_eval.replay.evaluate import replay
+from pr1_eval.replay.sources import load_sources
+from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
+
+
+def write_trajectories(path: Path, questions: int = 4, branches: int = 16, seed: int = 0) -> Path:
+    """Questions whose branches drift between a few answers and settle, like real probes do."""
+    rng = random.Random(seed)
+    data = []
+    for q in range(questions):
+        gold = str(10 + q)
+        each = []
+        for _ in range(branches):
+            final = gold if rng.random() < 0.6 else rng.choice([str(q), "ERR", f"\\frac{{{q}}}{{2}}"])
+            probes = [rng.choice(["ERR", final, str(q + 1)]) for _ in range(rng.randint(1, 12))]
+            each.append([probes, rng.randint(100, 6000), final])
+        data.append({"question": f"Problem {q}: what is {gold}?", "gold_answer": gold, "probe_freq": 500,
+                     "final_answers_trace": [b[2] for b in each], "each_branch": each})
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_an_imported_run_replays_to_the_numbers_of_its_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_trajectories(tmp_path / "tiny-model__toyset.json")
+    assert main(["import", str(source), "--format", "parallel-probe", "--out", str(tmp_path / "run")]) == 0
+    (from_run,), (from_file,) = load_sources([str(tmp_path / "run")]), load_sources([str(source)])
+    assert from_run.task == from_file.task == "toyset" and from_run.model == "tiny-model"
+    for text in DEFAULT_SPECS:
+        controller = parse_spec(text.replace("64", "16")).controller
+        a, b = replay(controller, from_run.questions, range(5)), replay(controller, from_file.questions, range(5))
+        assert (a.accuracy, a.tokens, a.sequential_tokens) == (b.accuracy, b.tokens, b.sequential_tokens), text
+    report = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    assert report["trajectories"]["answers_only"] is True and report["trajectories"]["branches_per_question"] == 16
+
+
+def test_replay_command_prints_every_controller_and_compares_with_the_authors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write_trajectories(tmp_path / "m__toyset.json")
+    authors = tmp_path / "matrix_results_m__toyset_raw.csv"
+    expected = replay(parse_spec("sc@16").controller, read_parallel_probe(source).questions, range(100))
+    authors.write_text("Solver,Strategy,Acc,Cost,Seq_Cost,solver_n\n"
+                       f"MajorityVoteSolver,FullReadStrategy,{expected.acc_percent},{int(expected.tokens)},"
+                       f"{int(expected.sequential_tokens)},16.0\n", encoding="utf-8")
+    assert main(["replay", str(source), "--controller", "sc@16", "--controller", "probe@16:stable=3",
+                 "--authors", str(authors), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["controller"] for r in rows] == ["sc@16", "probe@16:stable=3"]
+    assert rows[0]["acc"] == rows[0]["authors_acc"] == expected.acc_percent
+    assert rows[1]["authors_acc"] is None  # the CSV has no Parallel-Probe row
+    assert main(["replay", str(source), "--controller", "esc@16:window=4", "--html", str(tmp_path / "f.html")]) == 0
+    assert "accuracy against tokens" in (tmp_path / "f.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("vote@8", "unknown controller 'vote'"),
+    ("esc@10", "multiple of the window 8"),
+    ("asc@8:thresh=0.9", "'thresh=0.9' is not a parameter of asc"),
+    ("sc@0", "at least 1"),
+    ("probe@8:stable=x", "'x' is not a number"),
+])
+def test_bad_controller_specs_say_what_to_write(spec: str, message: str) -> None:
+    with pytest.raises(Pr1EvalError, match=message.replace("(", r"\(")):
+        parse_spec(spec)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ([], "non-empty JSON list"),
+    ([{"question": "q", "gold_answer": "1", "probe_freq": 500}], "missing field\\(s\\) each_branch"),
+    ([{"question": "q", "gold_answer": "1", "probe_freq": 500, "each_branch": [[["1"], 1.5, "1"]]}],
+     r"question 0.each_branch\[0\]\[1\]: expected a whole number"),
+    ([{"question": "q", "gold_answer": 1, "probe_freq": 500, "each_branch": [[["1"], 5, "1"]]}],
+     "gold_answer: expected a string"),
+    ([{"question": "q", "gold_answer": "1", "probe_freq": 500, "each_branch": [[["1"], 5, "1"]],
+       "final_answers_trace": ["2"]}], "disagrees with the final answers"),
+    ([{"question": "q", "gold_answer": "1", "probe_freq": 500, "each_branch": [[["1"], 5, "1"]]},
+      {"question": "r", "gold_answer": "1", "probe_freq": 500, "each_branch": [[["1"], 5, "1"]] * 2}],
+     "different numbers of branches"),
+])
+def test_malformed_trajectory_files_are_named_with_their_place(tmp_path: Path, data: object, message: str) -> None:
+    path = tmp_path / "m__t.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(Pr1EvalError, match=message):
+        read_parallel_probe(path)
+
+
+def test_a_run_without_probe_answers_cannot_be_replayed(tmp_path: Path) -> None:
+    lines = [{"task": "t", "problem_id": "p", "sample_idx": i, "response": "Final Answer: 1", "gold": "1"}
+             for i in range(2)]
+    (tmp_path / "g.jsonl").write_text("\n".join(json.dumps(x) for x in lines), encoding="utf-8")
+    assert main(["import", str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "run")]) == 0
+    with pytest.raises(Pr1EvalError, match="no probe answers or token counts"):
+        load_sources([str(tmp_path / "run")])
