@@ -12,10 +12,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pr1_eval.replay.rows import ReplayRow
+from pr1_eval.replay.rows import ReplayRow, replay_row
+from pr1_eval.replay.sources import NEEDED, ReplaySource, questions_from_rows
+from pr1_eval.replay.specs import parse_spec
+
+
+def probed_runs(samples: pd.DataFrame) -> list[str]:
+    """The runs of a loaded samples frame whose samples carry probe answers (replayable)."""
+    if "probe_answers" not in samples or samples.empty:
+        return []
+    probed = samples[samples["probe_answers"].notna()]
+    return sorted(probed["run"].astype(str).unique())
+
+
+def replay_loaded(samples: pd.DataFrame, specs: Sequence[str], seeds: int) -> list[ReplayRow]:
+    """Replay ``specs`` on every probed run × task of a loaded samples frame (the one loader's
+    frame, so the dashboard reads runs as every other page does)."""
+    rows: list[ReplayRow] = []
+    parsed = [parse_spec(s) for s in specs]
+    for (run, task), group in samples[samples["probe_answers"].notna()].groupby(["run", "task"], sort=True):
+        records = [{str(k): v for k, v in r.items()} for r in group[list(NEEDED)].to_dict("records")]
+        source = ReplaySource(label=f"{run}/{task}", model=str(group["model"].iloc[0]), task=str(task),
+                              questions=questions_from_rows(records, str(run)))
+        rows.extend(replay_row(source, spec, list(range(seeds)), "exact") for spec in parsed)
+    return rows
 
 
 def frontier_figure(rows: Sequence[ReplayRow]) -> go.Figure:

@@ -28,6 +28,7 @@ from analysis.figures import model_name
 from analysis.runs.steps import step_table
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
+from dashboards.views.controllers_section import render_controllers
 
 #: The step summary's speedup (:mod:`pr1_eval.report.step_summary`), drawn for training-step runs.
 SPEEDUP = "speedup"
@@ -106,6 +107,7 @@ def render(ctx: Context) -> None:
     if points.empty:
         st.info("No selected sample has a critical path: every response with text gets one from its parsed blocks "
                 "(runs stored before it existed, on read); the selected samples have no text.")
+        render_controllers(ctx)
         return
     unit = unit_words(points)
     st.caption(f"Token latency: the {unit} on the critical path (main line, the longest path of each block, the "
@@ -130,6 +132,7 @@ def render(ctx: Context) -> None:
                                 **({"critical_path": [fmt(v, 1) for v in timed["critical_path"]]}
                                    if "critical_path" in timed else {})).astype(str))
         st.caption("Seconds from a sample's first engine call to the one that finished it, batch-mates included.")
+    render_controllers(ctx)
 
 
 render(context())

@@ -39,7 +39,7 @@ def _final_answer(response: str) -> str:
     return response if response else NO_ANSWER
 
 
-def _questions_of(rows: list[dict[str, Any]], where: str) -> tuple[ProbeQuestion, ...]:
+def questions_from_rows(rows: list[dict[str, Any]], where: str) -> tuple[ProbeQuestion, ...]:
     """The run's problems (by id) as questions, each problem's samples in ``sample_idx`` order."""
     by_problem: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(rows, key=lambda r: (str(r["problem_id"]), int(r["sample_idx"]))):
@@ -74,7 +74,7 @@ def sources_of_run(run_dir: Path) -> list[ReplaySource]:
     for row in rows:
         by_task.setdefault(str(row["task"]), []).append(row)
     return [ReplaySource(label=f"{run_dir.name}/{task}", model=model, task=task,
-                         questions=_questions_of(task_rows, str(run_dir)))
+                         questions=questions_from_rows(task_rows, str(run_dir)))
             for task, task_rows in sorted(by_task.items())]
 
 

@@ -107,3 +107,21 @@ def test_a_run_without_probe_answers_cannot_be_replayed(tmp_path: Path) -> None:
     assert main(["import", str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "run")]) == 0
     with pytest.raises(Pr1EvalError, match="no probe answers or token counts"):
         load_sources([str(tmp_path / "run")])
+
+
+def test_the_dashboard_replays_loaded_runs_to_the_same_numbers(tmp_path: Path) -> None:
+    """The Efficiency page's section reads runs through the one loader; its rows equal the file's."""
+    from analysis.controller_frontier import frontier_figure, probed_runs, replay_loaded
+    from analysis.runs.loader import load_runs
+
+    source = write_trajectories(tmp_path / "m__toyset.json", questions=3, branches=8, seed=4)
+    assert main(["import", str(source), "--format", "parallel-probe", "--out", str(tmp_path / "runs" / "r")]) == 0
+    loaded = load_runs([tmp_path / "runs"], tokenizer=None, cache=False)
+    assert probed_runs(loaded.samples) == ["r"]
+    rows = replay_loaded(loaded.samples, ["sc@8", "probe@8:stable=2"], seeds=7)
+    questions = read_parallel_probe(source).questions
+    for row, spec in zip(rows, ["sc@8", "probe@8:stable=2"], strict=True):
+        expected = replay(parse_spec(spec).controller, questions, range(7))
+        assert (row.acc, row.tokens, row.seq_tokens) == (expected.acc_percent, expected.tokens,
+                                                         expected.sequential_tokens)
+    assert len(frontier_figure(rows).data) == 4  # two controllers × (total, sequential) panels
