@@ -22,6 +22,10 @@ from typing import Any
 
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.replay.rows import read_authors_csv, replay_row, with_authors
+from pr1_eval.replay.sources import load_sources
+from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
+from pr1_eval.store.safe_write import atomic_output
 from pr1_eval.terminal import terminal_text
 
 SUMMARY = "replay test-time controllers (SC, ESC, ASC, Parallel-Probe) offline on recorded branches"
@@ -29,10 +33,10 @@ DESCRIPTION = ("Replay test-time controllers on recorded branches (an imported P
                "trajectory file): accuracy, tokens per question and sequential tokens, averaged over seeded "
                "branch orders (seeds 0-99, the authors' protocol). Without --controller it prints the rows of "
                "the Parallel-Probe authors' table: sc@64, esc@64, asc@64, sac, sc+sac@64, probe@64, probe-all@64.")
-EXAMPLES = ("  pr1-eval import Qwen3-8B-128__aime24.json --format parallel-probe --out runs/q8b-aime24\n"
-            "  pr1-eval replay runs/q8b-aime24\n"
-            "  pr1-eval replay Qwen3-8B-128__aime24.json --authors matrix_results_Qwen3-8B-128__aime24_raw.csv\n"
-            "  pr1-eval replay runs/q8b-aime24 --controller sc@16 --controller probe@16:stable=10 --html f.html")
+EXAMPLES = ("  pr1-eval replay runs/q8b-aime24\n"
+            "  pr1-eval replay Qwen3-8B-128__aime24.json --authors AUTHORS_RAW.csv\n"
+            "  pr1-eval replay runs/q8b --controller sc@16 --controller probe@16:stable=10\n"
+            "  pr1-eval replay runs/q8b --match grader --html frontier.html")
 COLUMNS = ("task", "controller", "acc", "tokens", "seq_tokens", "branches", "acc_sd_over_seeds", "authors_acc",
            "authors_tokens", "authors_seq_tokens")
 
@@ -71,8 +75,6 @@ def _positive(text: str) -> int:
 
 
 def _authors_by_task(paths: list[str] | None, tasks: set[str]) -> dict[str, list[dict[str, str]]]:
-    from pr1_eval.replay.rows import read_authors_csv
-
     found: dict[str, list[dict[str, str]]] = {}
     for path in paths or []:
         stem = Path(path).stem.removesuffix("_raw")
@@ -86,10 +88,6 @@ def _authors_by_task(paths: list[str] | None, tasks: set[str]) -> dict[str, list
 def run_replay(args: argparse.Namespace) -> int:
     """The ``replay`` handler: one row per (source, controller), then the chosen output."""
     from tqdm import tqdm
-
-    from pr1_eval.replay.rows import replay_row, with_authors
-    from pr1_eval.replay.sources import load_sources
-    from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
 
     specs = [parse_spec(s) for s in (args.controller or DEFAULT_SPECS)]
     sources = load_sources(args.sources)
@@ -149,7 +147,6 @@ def _table(rows: list[Any], args: argparse.Namespace) -> str:
 
 def _write_html(rows: list[Any], target: str) -> None:
     from analysis.controller_frontier import frontier_figure
-    from pr1_eval.store.safe_write import atomic_output
 
     html = frontier_figure(rows).to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
     with atomic_output(target, need_bytes=len(html)) as handle:

@@ -33,7 +33,7 @@ PACKAGES = ("pr1_eval", "analysis", "dashboards", "repro")
 
 # The flow of a run through pr1_eval's folders, lowest first: a module may import its own folder and
 # any folder earlier in this order, never a later one. The flat modules sit below every folder.
-FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "report", "ingest",
+FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "report", "ingest", "replay",
         "scaleout", "generate", "lm_eval_tasks", "testing", "cli")
 FLAT_BELOW_ALL = ("errors", "jsonl", "processes", "terminal")
 

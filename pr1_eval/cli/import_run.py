@@ -15,6 +15,7 @@ from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.options import add_answer_policy_option
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.ingest.parallel_probe import import_rows_of, read_parallel_probe, run_info_of
 
 SUMMARY = "turn generations made elsewhere into a graded run"
 DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines file with one sample per line "
@@ -23,7 +24,7 @@ DESCRIPTION = ("Turn generations made elsewhere into a graded run: a JSON Lines 
                "holds a run is refused unless --replace, which moves the old run aside.")
 EXAMPLES = ("  pr1-eval import generations.jsonl --out runs/imported\n"
             "  pr1-eval import lm_eval_out/ --format lm-eval --out runs/lm\n"
-            "  pr1-eval import Qwen3-8B-128__aime24.json --format parallel-probe --out runs/qwen3-8b-aime24")
+            "  pr1-eval import MODEL__aime24.json --format parallel-probe --out runs/q8b")
 #: The JSON Lines format, in the help (docs/usage/import.md says the same).
 SCHEMA = ("A JSON Lines file holds one sample per line: task, problem_id, sample_idx, response, gold (required); "
           "problem (the problem's text), model and step (optional). A full line (wrapped here):\n\n"
@@ -53,7 +54,6 @@ def _import_lm_eval(args: argparse.Namespace, k: K) -> Path:
 
 def _import_parallel_probe(args: argparse.Namespace, k: K) -> Path:
     from pr1_eval.ingest.importer import import_rows
-    from pr1_eval.ingest.parallel_probe import import_rows_of, read_parallel_probe, run_info_of
 
     trajectories = read_parallel_probe(args.files[0])
     return import_rows(import_rows_of(trajectories), args.out, source=str(args.files[0]), workers=args.grade_workers,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.tasks import TASKS, load_task
 
 #: The probe answer the authors' extraction writes when a probe held no readable answer.
 NO_ANSWER = "ERR"
@@ -151,8 +152,6 @@ def read_parallel_probe(path: str | Path, *, model: str | None = None, task: str
 
 def packaged_ids(task: str) -> dict[str, str]:
     """Problem text (white space folded) → packaged problem id, for a packaged benchmark's name."""
-    from pr1_eval.inputs.tasks import TASKS, load_task
-
     if task not in TASKS:
         return {}
     return {" ".join(p.problem.split()): p.problem_id for p in load_task(task, source="packaged").problems}

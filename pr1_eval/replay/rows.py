@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.grading.grade import grade_responses
 from pr1_eval.replay.evaluate import QuestionOutcome, exact_match, run_controller, summarize
 from pr1_eval.replay.sources import ReplaySource
 from pr1_eval.replay.specs import AUTHORS_ROW, ControllerSpec
@@ -48,8 +49,6 @@ class ReplayRow:
 
 def _grader_match(outcomes: Sequence[QuestionOutcome], source: ReplaySource) -> Any:
     """A verdict function backed by one grading of each distinct (answer, gold) pair."""
-    from pr1_eval.grading.grade import grade_responses
-
     gold = {q.index: q.gold for q in source.questions}
     pairs = sorted({(o.answer, gold[o.question]) for o in outcomes if o.answer is not None})
     results = grade_responses([(f"Final Answer: {a}", g) for a, g in pairs])
