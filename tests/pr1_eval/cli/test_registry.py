@@ -67,7 +67,7 @@ def test_choices_come_from_their_owners() -> None:
 
     assert choices("analysis.leaderboard_command", "--average") == list(AVERAGES)
     assert choices("pr1_eval.cli.import_verl", "--kind") == list(KIND_DIRS)
-    assert choices("pr1_eval.cli.import_run", "--format") == list(FORMATS) == ["jsonl", "lm-eval"]
+    assert choices("pr1_eval.cli.import_run", "--format") == list(FORMATS) == ["jsonl", "lm-eval", "parallel-probe"]
     for plugin in ("analysis.command", "analysis.leaderboard_command"):  # the flag the notes tell users to pass
         (parser,) = _registered(plugin).values()
         assert any(INCLUDE_FLAG in a.option_strings for a in parser._actions), plugin
