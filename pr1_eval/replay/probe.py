@@ -28,6 +28,19 @@ def _majority(answers: list[str]) -> str:
     return Counter(answers).most_common(1)[0][0]
 
 
+def _start(state: QuestionState, branches: int) -> tuple[list[str], list[int], list[bool]]:
+    """Start ``branches`` branches with one probe each: (last answers, indices, finished flags)."""
+    history: list[str] = []
+    index: list[int] = []
+    finished: list[bool] = []
+    for _ in range(branches):
+        answer, i, done = state.probe_new()
+        history.append(answer)
+        index.append(i)
+        finished.append(done)
+    return history, index, finished
+
+
 @dataclass(frozen=True)
 class ParallelProbe:
     """Parallel-Probe with the vote over active (unpruned) branches."""
@@ -40,14 +53,7 @@ class ParallelProbe:
     max_steps: int = 100
 
     def __call__(self, state: QuestionState) -> str | None:
-        history: list[str] = []
-        index: list[int] = []
-        finished: list[bool] = []
-        for _ in range(self.branches):
-            answer, i, done = state.probe_new()
-            history.append(answer)
-            index.append(i)
-            finished.append(done)
+        history, index, finished = _start(state, self.branches)
         pruned = [False] * self.branches
         off_track = [0] * self.branches
         previous: str | None = None
@@ -103,14 +109,7 @@ class ParallelProbeAllVote:
     max_steps: int = 100
 
     def __call__(self, state: QuestionState) -> str | None:
-        history: list[str] = []
-        index: list[int] = []
-        finished: list[bool] = []
-        for _ in range(self.branches):
-            answer, i, done = state.probe_new()
-            history.append(answer)
-            index.append(i)
-            finished.append(done)
+        history, index, finished = _start(state, self.branches)
         off_track = [0] * self.branches
         previous: str | None = None
         stable = 0
