@@ -106,7 +106,7 @@ def _mean_of(arrays: SampleArrays, column: str) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
+def _per_problem_values(problems: Problems, k: int, adaptive: bool = False) -> dict[str, np.ndarray]:
     """Each of :data:`PER_PROBLEM_METRICS` per problem (problem-id order), from one
     :func:`problem_values` call per distinct (n, c, c_paper, maj): few distinct, since n, c ≤ k."""
     base = int(problems.n.max(initial=0)) + 1  # c, c_paper ≤ n < base: one integer names each distinct problem
@@ -114,7 +114,7 @@ def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     table = np.array([[values[name] for name in PER_PROBLEM_METRICS] for values in
                       (problem_values(int(problems.n[i]), int(problems.c[i]), int(problems.c_paper[i]),
-                                      bool(problems.maj[i]), k) for i in first)],
+                                      bool(problems.maj[i]), k, adaptive=adaptive) for i in first)],
                      dtype=float).reshape(len(distinct), len(PER_PROBLEM_METRICS))
     columns = np.ascontiguousarray(table[inverse.ravel()].T)
     return {name: columns[i] for i, name in enumerate(PER_PROBLEM_METRICS)}
@@ -128,9 +128,11 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetr
     return task_metrics(arrays, problems_of(arrays), k, measurable)
 
 
-def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True) -> TaskMetrics:
-    """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`)."""
-    per_problem = _per_problem_values(problems, k)
+def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True,
+                 adaptive: bool = False) -> TaskMetrics:
+    """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`);
+    ``adaptive``: problems may hold fewer than k samples (:func:`pr1_eval.report.metrics.problem_values`)."""
+    per_problem = _per_problem_values(problems, k, adaptive)
     means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
     lengths = Efficiency()
     if measurable and arrays.lengths is not None and len(arrays):
@@ -171,18 +173,22 @@ def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool =
     return report_of(SampleArrays.of(frame) if len(frame) else None, check, measurable)
 
 
-def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
+def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True,
+              adaptive: bool = False) -> TaskReport:
     """:func:`task_report` from the task's arrays (None: no sample). The metrics are over the problems
-    holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones."""
+    holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones. In an
+    ``adaptive`` run a problem is full when it holds what its stopping rule asks for (not short)."""
     metrics, n_full = None, 0
     if arrays is not None and len(arrays):
         problems = problems_of(arrays)
-        full = (problems.n >= check.k) & ~np.isin(problems.ids, np.array(list(check.no_gold_problems), dtype=object))
+        short = np.array(list(check.short_problems), dtype=object)
+        full = (problems.n >= check.k) if not adaptive else ~np.isin(problems.ids, short)
+        full &= ~np.isin(problems.ids, np.array(list(check.no_gold_problems), dtype=object))
         n_full = int(full.sum())
         if check.k >= 1 and n_full:
             keep = np.zeros(len(arrays), dtype=bool)
             keep[problems.order] = np.repeat(full, problems.n)
-            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable)
+            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable, adaptive)
     return TaskReport(
         complete=check.complete, k=check.k, n_problems=n_full, n_problems_expected=check.n_problems_expected,
         n_samples=0 if arrays is None else len(arrays), missing_problems=check.missing_problems,
@@ -208,7 +214,7 @@ def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         held = arrays.take(rows[name]) if arrays is not None and name in rows else None
-        tasks[name] = report_of(held, check, measurable)
+        tasks[name] = report_of(held, check, measurable, adaptive=run is not None and bool(run.adaptive))
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),
