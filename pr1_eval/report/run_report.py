@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
-from pr1_eval.report.completeness import TaskCompleteness, check_completeness
+from pr1_eval.report.completeness import TaskCompleteness, adaptive_rule, check_completeness, samples_per_problem
 from pr1_eval.report.efficiency import Efficiency, length_figures
 from pr1_eval.report.metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -221,7 +221,26 @@ def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
                      advice=None if completeness.complete else completeness.advice(),
                      shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
                      structure_note=None if measurable else _structure_note(run), tasks=tasks,
-                     answer_policy=None if run is None else run.policy)
+                     answer_policy=None if run is None else run.policy,
+                     adaptive_note=adaptive_note(run, frame, tasks))
+
+
+def adaptive_note(run: RunRecord | None, frame: pd.DataFrame, tasks: Mapping[str, TaskReport]) -> str | None:
+    """What an adaptive run's numbers are (None for a fixed-k run): the rule, the problems that stopped
+    before k, the samples drawn against fixed k's, and how the metrics read problems with n < k."""
+    rule = adaptive_rule(run)
+    if rule is None:
+        return None
+    held = samples_per_problem(frame)
+    counts = [n for task in tasks for n in held.get(task, {}).values()]
+    fixed = sum(tasks[task].k * len(held.get(task, {})) for task in tasks)
+    stopped = sum(1 for task in tasks for n in held.get(task, {}).values() if n < tasks[task].k)
+    saved = f" ({1 - sum(counts) / fixed:.0%} fewer)" if fixed else ""
+    return (f"adaptive run: rounds of {rule.round_size}, a problem stopped once a {1 - rule.alpha:.0%} confidence "
+            f"sequence put its p below {rule.margin:g} or above {1 - rule.margin:g}; {stopped} of {len(counts)} "
+            f"problems stopped before k, {sum(counts):,} samples drawn where fixed k draws {fixed:,}{saved}. "
+            "mean@K is the mean over problems of c/n, each over its own n; for a problem stopped at n < K, pass@K "
+            "is the plug-in 1 - (1 - c/n)^K and maj@K the vote of its n samples.")
 
 
 def _structure_note(run: RunRecord | None) -> str:
