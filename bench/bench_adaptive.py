@@ -18,6 +18,8 @@ baseline, fixed k, in the same process on the same draws:
   across it. The second checkpoint is simulated from the same branches: each question's 128 branches
   are redrawn with replacement, a correct one weighted by e^θ (``--effects``: θ = 0 is the same model
   again, θ > 0 a better one: p' = p e^θ / (p e^θ + 1 − p)); it is scored fixed or adaptive like the first.
+  The table gives, per θ, the share of resamples whose verdict is the same both ways (``same``) and
+  how often fixed k finds the simulated checkpoint B better (``B>A``: the power the verdict has).
 * **bias**: the mean over resamples of adaptive Mean@k − fixed Mean@k (the stopped estimate's shift:
   it stops on runs of agreeing samples, so leans towards 0 and 1), with its standard error.
 
@@ -93,7 +95,8 @@ def score(correct: np.ndarray, tokens: np.ndarray, rule: StopRule, adaptive: boo
 
 
 def verdict(a: Scored, b: Scored) -> int:
-    """+1: a better (the paired interval above 0), -1: worse, 0: not told apart."""
+    """+1: a better (the paired interval above 0), -1: worse, 0: not told apart (2,000 bootstrap
+    resamples, not the leaderboard's 10,000: the bench draws thousands of intervals)."""
     interval = paired_bootstrap_ci(a.mean - b.mean, n_resamples=2_000)
     if interval is None:
         return 0
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"adaptive vs fixed k on {', '.join(b.name for b in benches)} ({args.data}); {args.resamples} branch orders; "
           f"rounds of {args.round_size}, alpha {args.alpha}, margin {args.margin}")
     header = (f"{'task':8} {'k':>3} {'tokens saved':>12} {'samples saved':>13} {'sides same':>10} "
-              + " ".join(f"{'same θ=' + format(e, 'g'):>9} {'A>B θ=' + format(e, 'g'):>9}" for e in effects)
+              + " ".join(f"{'same θ=' + format(e, 'g'):>9} {'B>A θ=' + format(e, 'g'):>9}" for e in effects)
               + f" {'bias (pp)':>14} {'max |shift|':>11}")
     print(header)
     worst = {"tokens": 1.0, "same": 1.0}
