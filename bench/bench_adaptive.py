@@ -18,8 +18,10 @@ baseline, fixed k, in the same process on the same draws:
   across it. The second checkpoint is simulated from the same branches: each question's 128 branches
   are redrawn with replacement, a correct one weighted by e^θ (``--effects``: θ = 0 is the same model
   again, θ > 0 a better one: p' = p e^θ / (p e^θ + 1 − p)); it is scored fixed or adaptive like the first.
-  The table gives, per θ, the share of resamples whose verdict is the same both ways (``same``) and
-  how often fixed k finds the simulated checkpoint B better (``B>A``: the power the verdict has).
+  The table gives, per θ, the share of resamples whose verdict is the same both ways (``same``), the
+  same share for fixed k against fixed k on fresh branch orders of both checkpoints (``fixed²``: how
+  reproducible the verdict is in the first place, the floor any agreement figure sits on) and how
+  often fixed k finds the simulated checkpoint B better (``B>A``: the power the verdict has).
 * **bias**: the mean over resamples of adaptive Mean@k − fixed Mean@k (the stopped estimate's shift:
   it stops on runs of agreeing samples, so leans towards 0 and 1), with its standard error.
 
@@ -107,6 +109,7 @@ def measure(bench: Benchmark, rule: StopRule, resamples: int, effects: list[floa
     saved_tokens, saved_samples, bias, sides_same = [], [], [], []
     verdicts_same: dict[float, list[bool]] = {e: [] for e in effects}
     verdicts_fixed: dict[float, list[int]] = {e: [] for e in effects}
+    verdicts_again: dict[float, list[bool]] = {e: [] for e in effects}
     for seed in range(resamples):
         rng = np.random.default_rng(seed)
         correct, tokens = shuffled(rng, bench.correct, bench.tokens)
@@ -122,6 +125,9 @@ def measure(bench: Benchmark, rule: StopRule, resamples: int, effects: list[floa
             v_adaptive = verdict(score(other_c, other_t, rule, True), adaptive)
             verdicts_same[effect].append(v_fixed == v_adaptive)
             verdicts_fixed[effect].append(v_fixed)
+            again = shuffled(rng, correct, tokens) + shuffled(rng, other_c, other_t)  # fixed k on fresh orders
+            v_again = verdict(score(again[2], again[3], rule, False), score(again[0], again[1], rule, False))
+            verdicts_again[effect].append(v_fixed == v_again)
     out = {"tokens_saved": float(np.mean(saved_tokens)), "samples_saved": float(np.mean(saved_samples)),
            "bias": float(np.mean(bias)), "bias_se": float(np.std(bias, ddof=1) / np.sqrt(len(bias))) if len(bias) > 1 else 0.0,
            "max_shift": float(np.max(np.abs(bias))), "sides_same": float(np.mean(sides_same)),
@@ -129,6 +135,7 @@ def measure(bench: Benchmark, rule: StopRule, resamples: int, effects: list[floa
     for effect in effects:
         out[f"same_{effect:g}"] = float(np.mean(verdicts_same[effect]))
         out[f"better_{effect:g}"] = float(np.mean(np.array(verdicts_fixed[effect]) == 1))
+        out[f"again_{effect:g}"] = float(np.mean(verdicts_again[effect]))
     return out
 
 
@@ -152,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"adaptive vs fixed k on {', '.join(b.name for b in benches)} ({args.data}); {args.resamples} branch orders; "
           f"rounds of {args.round_size}, alpha {args.alpha}, margin {args.margin}")
     header = (f"{'task':8} {'k':>3} {'tokens saved':>12} {'samples saved':>13} {'sides same':>10} "
-              + " ".join(f"{'same θ=' + format(e, 'g'):>9} {'B>A θ=' + format(e, 'g'):>9}" for e in effects)
+              + " ".join(f"{'same θ=' + format(e, 'g'):>9} {'fixed²':>6} {'B>A θ=' + format(e, 'g'):>9}" for e in effects)
               + f" {'bias (pp)':>14} {'max |shift|':>11}")
     print(header)
     worst = {"tokens": 1.0, "same": 1.0}
@@ -163,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             worst["tokens"] = min(worst["tokens"], m["tokens_saved"])
             worst["same"] = min([worst["same"], m["sides_same"], *(m[f"same_{e:g}"] for e in effects)])
             print(f"{bench.name:8} {k:>3} {m['tokens_saved']:>11.1%} {m['samples_saved']:>13.1%} {m['sides_same']:>10.1%} "
-                  + " ".join(f"{m[f'same_{e:g}']:>9.1%} {m[f'better_{e:g}']:>9.1%}" for e in effects)
+                  + " ".join(f"{m[f'same_{e:g}']:>9.1%} {m[f'again_{e:g}']:>6.0%} {m[f'better_{e:g}']:>9.1%}"
+                             for e in effects)
                   + f" {100 * m['bias']:>+7.2f} ± {100 * m['bias_se']:.2f} {100 * m['max_shift']:>10.2f}")
     print(f"baseline: fixed k on the same branch orders; least tokens saved {worst['tokens']:.1%} (goal ≥ 30 %), "
           f"least decision agreement {worst['same']:.1%} (goal ≥ 95 %); {time.perf_counter() - started:.1f} s")

@@ -307,7 +307,7 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
     held = samples_per_problem(frame)
     no_gold = no_gold_per_problem(frame)
     rule = adaptive_rule(run)
-    needed = needed_samples(frame, rule) if rule is not None else {}
+    needed = needed_samples(frame, rule, (run.adaptive or {}).get("samples_drawn")) if rule is not None else {}
     declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]
     tasks = {}
@@ -333,11 +333,17 @@ def adaptive_rule(run: RunRecord | None) -> StopRule | None:
     return None if run is None or not run.adaptive else StopRule.from_dict(run.adaptive)
 
 
-def needed_samples(frame: pd.DataFrame, rule: StopRule) -> dict[str, dict[str, int]]:
+def needed_samples(frame: pd.DataFrame, rule: StopRule, drawn: Any = None) -> dict[str, dict[str, int]]:
     """task → problem id → samples the rule asks for, from the verdicts held in sample order.
-    Without a ``correct`` column every problem needs ``max_k`` (nothing to replay the rule on)."""
-    if frame.empty or "correct" not in frame:
+
+    A frame without a ``correct`` column (a reader that loaded only the keys) has nothing to replay
+    the rule on: the samples the finished run recorded drawing (``drawn``, run.json's
+    ``adaptive.samples_drawn``) are taken instead, and without them every problem needs ``max_k``."""
+    if frame.empty:
         return {}
+    if "correct" not in frame:
+        return {str(t): {str(p): int(n) for p, n in problems.items()} for t, problems in (drawn or {}).items()
+                if isinstance(problems, dict)}
     ordered = frame.sort_values(["task", "problem_id", "sample_idx"], kind="stable")
     correct = verdicts(ordered["correct"])
     out: dict[str, dict[str, int]] = {}

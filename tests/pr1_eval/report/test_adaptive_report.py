@@ -56,3 +56,15 @@ def test_a_fixed_k_run_still_needs_k_samples_of_every_problem() -> None:
     assert check_completeness(record, frame).tasks["t"].short_problems == {"easy": 8, "hard": 8}
     assert run_report(frame, run=record).adaptive_note is None
     assert "adaptive_note" not in run_report(frame, run=record).to_json()
+
+
+def test_without_verdicts_the_samples_the_run_recorded_drawing_are_what_it_needs() -> None:
+    """A reader that loads only the keys (no ``correct`` column) takes run.json's samples_drawn."""
+    record, frame = _run(VERDICTS)
+    keys = frame[["task", "problem_id", "sample_idx", "grade_status"]]
+    assert check_completeness(record, keys).tasks["t"].short_problems == {"easy": 8, "hard": 8}  # nothing recorded
+    drawn = {"t": {"easy": 8, "hard": 8, "mixed": 12, "nearly": 12}}
+    record = dataclasses.replace(record, adaptive={**RULE.to_dict(), "samples_drawn": drawn})
+    assert check_completeness(record, keys).tasks["t"].complete
+    cut = keys[~((keys["problem_id"] == "mixed") & (keys["sample_idx"] >= 8))]
+    assert check_completeness(record, cut).tasks["t"].short_problems == {"mixed": 8}
