@@ -68,3 +68,26 @@ def test_changing_the_rule_of_a_stored_run_is_refused(engine, tmp_path: Path) ->
     run_eval(config, engine)
     with pytest.raises(Exception, match="adaptive"):
         run_eval(dataclasses.replace(config, adaptive_margin=0.3), engine)
+
+
+def test_a_sweep_runs_every_checkpoint_adaptively_and_a_rerun_skips_it(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``sweep --adaptive``: the options reach each checkpoint's run (the shared option code), each run
+    stops its settled problems, the closing table shows its mean@12 (not ⚠), and a rerun finds it finished."""
+    from pr1_eval.cli.main import main
+
+    source = cached_tiny_model("trained")
+    folder = tmp_path / "ckpts" / "global_step_5"
+    folder.mkdir(parents=True)
+    for item in source.iterdir():
+        (folder / item.name).symlink_to(item)
+    args = ["sweep", str(tmp_path / "ckpts"), "--out-root", str(tmp_path / "runs"), "--tasks", "aime24", "-k", "12",
+            "--limit", "1", "--max-new-tokens", "8", "--engine", "hf", "--problems-per-chunk", "1",
+            "--grade-workers", "1", "--data-dir", str(packaged_benchmarks_dir()), "--adaptive"]
+    assert main(args) == 0
+    run = tmp_path / "runs" / "ckpts-step5-sequential-k12-seed0"
+    record = RunStore(run).read_run()
+    assert record.adaptive is not None and record.adaptive["samples_drawn"] == {"aime24": {"aime24-0": 8}}
+    table = capsys.readouterr().out
+    assert "done" in table and "0.000" in table and "⚠" not in table
+    assert main(args) == 0 and "finished earlier" in capsys.readouterr().out
