@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.protocol.paper_settings import (
@@ -26,8 +26,10 @@ from pr1_eval.protocol.paper_settings import (
     PAPER_TEMPERATURE,
     PAPER_TOP_P,
 )
-from pr1_eval.report.sequential import StopRule
 from pr1_eval.scaleout.shard import parse_shard, shard_suffix
+
+if TYPE_CHECKING:  # the rule's module brings numpy and scipy, which `pr1-eval --help` must not load
+    from pr1_eval.report.sequential import StopRule
 
 GRADE_TIMEOUT_S = 10.0
 """Seconds one sample's grading may take before it is recorded as a timeout."""
@@ -78,6 +80,8 @@ class RunConfig:
         """The adaptive run's stopping rule, checked; None for a fixed-k run."""
         if not self.adaptive:
             return None
+        from pr1_eval.report.sequential import StopRule  # numpy and scipy: only once a run is planned
+
         return StopRule(self.k, self.round_size, self.adaptive_alpha, self.adaptive_margin).check()
 
     def sampling(self) -> SamplingConfig:
