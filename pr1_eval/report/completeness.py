@@ -307,7 +307,8 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
     held = samples_per_problem(frame)
     no_gold = no_gold_per_problem(frame)
     rule = adaptive_rule(run)
-    needed = needed_samples(frame, rule, (run.adaptive or {}).get("samples_drawn")) if rule is not None else {}
+    drawn = (run.adaptive or {}).get("samples_drawn") if run is not None else None
+    needed = needed_samples(frame, rule, drawn) if rule is not None else {}
     declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]
     tasks = {}
