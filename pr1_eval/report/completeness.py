@@ -296,18 +296,21 @@ def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, i
 
 
 def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
-                       k: int | Mapping[str, int] | None = None) -> RunCompleteness:
+                       k: int | Mapping[str, int] | None = None,
+                       adaptive: Mapping[str, Any] | None = None) -> RunCompleteness:
     """Completeness of a run from its record (``run.json``) and its samples.
 
     ``run=None`` (samples without a run record, e.g. a test frame) checks only that every
     problem holds k samples (``k`` given, for every task or as a mapping task → k, else the most any
     problem holds) and takes the status as complete. Tasks are listed in ``run.json`` order, then
-    tasks found only in the samples.
+    tasks found only in the samples. ``adaptive`` (run.json's section, for a caller that checks
+    against ``k`` without the record: the leaderboard) makes it an adaptive run's check.
     """
     held = samples_per_problem(frame)
     no_gold = no_gold_per_problem(frame)
-    rule = adaptive_rule(run)
-    drawn = (run.adaptive or {}).get("samples_drawn") if run is not None else None
+    section = run.adaptive if run is not None and run.adaptive else adaptive
+    rule = StopRule.from_dict(dict(section)) if section else None
+    drawn = section.get("samples_drawn") if section else None
     needed = needed_samples(frame, rule, drawn) if rule is not None else {}
     declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]

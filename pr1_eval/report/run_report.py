@@ -199,22 +199,24 @@ def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: 
 
 
 def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
-               run: RunRecord | None = None) -> RunReport:
+               run: RunRecord | None = None, adaptive: Mapping[str, Any] | None = None) -> RunReport:
     """The report of a run's samples.
 
     With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
     against ``k`` (one for every task, or a mapping task → k; else the most samples any problem holds) over
     the problems present. Every task comes from one conversion of the run's columns and one split by task
-    (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task.
+    (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task. ``adaptive`` (run.json's
+    section) reports an adaptive run checked against ``k`` without its record.
     """
-    completeness = check_completeness(run, frame, k)
+    completeness = check_completeness(run, frame, k, adaptive)
+    is_adaptive = bool(run.adaptive if run is not None and run.adaptive else adaptive)
     measurable = run is None or run.structure_measurable
     arrays = SampleArrays.of(frame) if len(frame) else None
     rows = task_rows(frame)
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         held = arrays.take(rows[name]) if arrays is not None and name in rows else None
-        tasks[name] = report_of(held, check, measurable, adaptive=run is not None and bool(run.adaptive))
+        tasks[name] = report_of(held, check, measurable, adaptive=is_adaptive)
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),
