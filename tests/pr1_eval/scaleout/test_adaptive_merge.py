@@ -22,12 +22,16 @@ from pr1_eval.testing.tiny_model import cached_tiny_model
 def test_adaptive_shards_merge_into_one_adaptive_run(tmp_path: Path) -> None:
     model = str(cached_tiny_model("trained"))
     engine = make_engine("hf", model)
-    config = RunConfig(model=model, tasks=["aime24"], k=12, limit=2, max_new_tokens=8, engine="hf", seed=1,
+    config = RunConfig(model=model, tasks=["aime24"], k=12, limit=2, max_new_tokens=4, engine="hf", seed=1,
                        problems_per_chunk=1, grade_workers=1, data_dir=str(packaged_benchmarks_dir()), adaptive=True)
     shards = [run_eval(dataclasses.replace(config, shard=f"{i}/2", out=str(tmp_path / f"s{i}")), engine) for i in (0, 1)]
-    fixed = run_eval(dataclasses.replace(config, shard="1/2", adaptive=False, k=8, out=str(tmp_path / "f1")), engine)
-    with pytest.raises(Pr1EvalError, match="adaptive rule"):
-        merge_shards([shards[0], fixed], tmp_path / "mixed")
+    store = RunStore(shards[1])
+    original = store.read_run()
+    for changed in (None, {**(original.adaptive or {}), "margin": 0.3}):  # a fixed-k shard; another margin
+        store.write_run(dataclasses.replace(original, adaptive=changed))
+        with pytest.raises(Pr1EvalError, match="adaptive rule differs"):
+            merge_shards(shards, tmp_path / "mixed")
+    store.write_run(original)
 
     merged = merge_shards(shards, tmp_path / "whole")
     record = RunStore(merged).read_run()
