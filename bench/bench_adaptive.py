@@ -151,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--effects", default="0,0.5,1", help="θ of the simulated second checkpoints")
     args = ap.parse_args(argv)
     if not args.data.is_dir() or not list(args.data.glob("*.json")):
+        if args.require:
+            print(f"error: no Parallel-Probe trajectories in {args.data} (--require; pass --data DIR)", file=sys.stderr)
+            return 1
         print(f"skipped: no Parallel-Probe trajectories in {args.data} (pass --data DIR)")
-        return 1 if args.require else 0
+        return 0
     started = time.perf_counter()
     benches = load(args.data)
     effects = [float(e) for e in args.effects.split(",")]
