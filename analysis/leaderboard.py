@@ -128,6 +128,7 @@ class RunMeta:
     task_k: dict[str, int]  # samples per problem of each task (run.json's task k, else its k)
     data_hashes: dict[str, str | None]
     answer_policy: str = "paper"  # which text was read as the answer (run.json; pr1_eval.grading.policy)
+    adaptive: dict[str, Any] | None = None  # run.json's adaptive section: problems may hold fewer than k samples
 
     @property
     def k(self) -> int | None:
@@ -225,7 +226,7 @@ def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, RunRecord]]
             name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
             family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
             task_k=task_k, data_hashes={str(t): v.data_hash for t, v in info.tasks.items()},
-            answer_policy=info.policy))
+            answer_policy=info.policy, adaptive=info.adaptive))
     return metas, infos
 
 
@@ -434,7 +435,8 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
     """One leaderboard row, every metric from the report on exactly the compared samples (for an
     incomplete run ranked on request, the report's ``partial`` metrics: problems holding all k).
     Cells and average are typed here; :func:`_row_json` writes them."""
-    reports = run_report(samples, {task: meta.task_k[task] for task in tasks}).tasks  # every task in one pass
+    reports = run_report(samples, {task: meta.task_k[task] for task in tasks},  # every task in one pass
+                         adaptive=meta.adaptive).tasks
     structure = branching_by_task(samples, task_rows(samples))
     cells = {}
     for task in tasks:

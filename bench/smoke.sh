@@ -31,6 +31,7 @@ CPU_BENCHES=(
     "bench_verl_import.py|--steps 2 --rows 32 --response-tokens 64"
     "bench_leaderboard_html.py|--tasks 30"
     "bench_leaderboard_tasks.py|--tasks 20"
+    "bench_adaptive.py|--resamples 3 --ks 16"
     "grading_diff.py|. --limit 40"
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64"
 )

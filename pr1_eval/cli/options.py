@@ -104,6 +104,22 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
+    _add_adaptive_options(p)
+
+
+def _add_adaptive_options(p: argparse.ArgumentParser) -> None:
+    """``--adaptive`` and its rule's parameters (:mod:`pr1_eval.report.sequential`)."""
+    p.add_argument("--adaptive", action="store_true",
+                   help="draw samples in rounds and stop a problem once an anytime-valid confidence sequence settles "
+                        "its p below --adaptive-margin or above 1 - margin; -k is the most samples a problem gets; "
+                        "recorded in run.json")
+    p.add_argument("--round-size", type=int, default=_DEFAULTS.round_size, metavar="N",
+                   help="with --adaptive: samples per problem per round")
+    p.add_argument("--adaptive-alpha", type=float, default=_DEFAULTS.adaptive_alpha, metavar="A",
+                   help="with --adaptive: chance that a problem is ever settled on the wrong side")
+    p.add_argument("--adaptive-margin", type=float, default=_DEFAULTS.adaptive_margin, metavar="M",
+                   help="with --adaptive: settled when p is surely below M or above 1 - M (0.5: which side of 1/2; "
+                        "smaller keeps more samples of nearly always solved problems)")
 
 
 #: Engine options and the ``--`` option that sets each; ``None`` (not given) leaves the engine's own default.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.protocol.paper_settings import (
@@ -27,6 +27,9 @@ from pr1_eval.protocol.paper_settings import (
     PAPER_TOP_P,
 )
 from pr1_eval.scaleout.shard import parse_shard, shard_suffix
+
+if TYPE_CHECKING:  # the rule's module brings numpy and scipy, which `pr1-eval --help` must not load
+    from pr1_eval.report.sequential import StopRule
 
 GRADE_TIMEOUT_S = 10.0
 """Seconds one sample's grading may take before it is recorded as a timeout."""
@@ -68,6 +71,18 @@ class RunConfig:
     replicas: int | None = None  # Ray replicas (None: the cluster's GPUs / gpus_per_replica)
     gpus_per_replica: int | None = None  # None: 1 on a cluster with GPUs, else 0
     shard: str | None = None  # "i/n": only every n-th problem from i, for job arrays (then `merge`)
+    adaptive: bool = False  # draw in rounds, stop a problem once settled (pr1_eval.report.sequential)
+    round_size: int = 4  # adaptive: samples per problem per round
+    adaptive_alpha: float = 0.05  # adaptive: error rate of the confidence sequence
+    adaptive_margin: float = 0.5  # adaptive: settled when p is surely below it or above 1 - it
+
+    def stop_rule(self) -> StopRule | None:
+        """The adaptive run's stopping rule, checked; None for a fixed-k run."""
+        if not self.adaptive:
+            return None
+        from pr1_eval.report.sequential import StopRule  # numpy and scipy: only once a run is planned
+
+        return StopRule(self.k, self.round_size, self.adaptive_alpha, self.adaptive_margin).check()
 
     def sampling(self) -> SamplingConfig:
         return SamplingConfig(self.temperature, self.top_p, self.top_k, self.max_new_tokens, self.seed)
@@ -75,4 +90,5 @@ class RunConfig:
     def default_out(self) -> Path:
         name = Path(self.model.rstrip("/")).name or "model"
         suffix = shard_suffix(*parse_shard(self.shard)) if self.shard else ""
-        return Path("runs") / f"{name}-{self.decoding}-k{self.k}-seed{self.seed}{suffix}"
+        adaptive = "-adaptive" if self.adaptive else ""
+        return Path("runs") / f"{name}-{self.decoding}-k{self.k}{adaptive}-seed{self.seed}{suffix}"

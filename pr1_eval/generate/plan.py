@@ -112,6 +112,7 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     replicas, so vllm need not be installed here.
     """
     check_k(config.k)
+    config.stop_rule()  # the adaptive rule's parameters, checked before anything loads
     check_limit(config.limit)
     check_greedy(config.temperature, config.k)
     check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
@@ -138,10 +139,12 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
 #: The options of ``pr1-eval run`` whose fact has a typed home in ``run.json``, written and read
 #: there: the model section (path, revision, step), the tasks with their ``k``, the run's ``k``,
 #: ``seed``, ``limit`` and ``shard``, the prompt, the answer policy, the sampling section and the
-#: decoding section (which records every parameter its decoding uses, under the option's name).
+#: decoding section (which records every parameter its decoding uses, under the option's name), and
+#: the adaptive section (the stopping rule's parameters).
 HOMED_OPTIONS = frozenset({"model", "revision", "step", "tasks", "k", "seed", "limit", "shard", "prompt",
                            "answer_policy", "temperature", "top_p", "top_k", "max_new_tokens", "decoding", "paths",
-                           "max_blocks", "after_last_block", "path_temperature", "max_path_tokens", "secondary_eos"})
+                           "max_blocks", "after_last_block", "path_temperature", "max_path_tokens", "secondary_eos",
+                           "adaptive", "round_size", "adaptive_alpha", "adaptive_margin"})
 
 
 def execution_options(config: RunConfig) -> dict[str, Any]:
@@ -174,8 +177,15 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
         k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=execution_options(config),
         command=list(sys.argv),
         answer_policy=config.answer_policy or default_policy(template.name),
-        packages=package_versions(), started_at=now_iso(),
+        packages=package_versions(), started_at=now_iso(), adaptive=_adaptive_section(config),
     )
+
+
+def _adaptive_section(config: RunConfig) -> dict[str, Any] | None:
+    """run.json's ``adaptive`` section as a run starts: the rule and its parameters (the runner adds
+    ``samples_drawn`` and ``settled`` as it ends)."""
+    rule = config.stop_rule()
+    return None if rule is None else rule.to_dict()
 
 
 def derive_plan(inputs: RunInputs, *, model: str | None = None, out: str | None = None, step: int | None = None,

@@ -28,7 +28,13 @@ def _fingerprint(record: RunRecord) -> dict[str, Any]:
         "prompt_sha256": record.prompt.sha256 if record.prompt is not None else None,
         "shard": _shard_key(record.shard),
         "answer_policy": record.policy,
+        "adaptive": _rule_key(record.adaptive),
     }
+
+
+def _rule_key(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An adaptive run's rule, without what the run itself adds (samples drawn, settled sides)."""
+    return None if not section else {k: v for k, v in section.items() if k not in ("samples_drawn", "settled")}
 
 
 def _shard_key(section: dict[str, Any] | None) -> list[int] | None:

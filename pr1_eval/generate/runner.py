@@ -28,6 +28,7 @@ from pr1_eval.decoding.base import DecodedSample
 from pr1_eval.engines.base import Engine, SamplingConfig
 from pr1_eval.engines.factory import make_engine
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.generate.adaptive import Draw, adaptive_rounds
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.plan import PlannedTask, RunPlan, build_plan
 from pr1_eval.generate.preflight import check_output
@@ -187,26 +188,28 @@ class LocalChunks:
             self.engine.on_call_progress = None
 
 
-def _payload(prepared: dict[str, PreparedTask]) -> Payload:
-    """A chunk's prompt ids and request ids (the ids seed each request: same id, same seed)."""
+def _payload(prepared: dict[str, PreparedTask], suffix: str = "") -> Payload:
+    """A chunk's prompt ids and request ids (the ids seed each request: same id, same seed; an
+    adaptive run's rounds add ``suffix``, so each round draws new samples)."""
     def build(chunk: Chunk) -> tuple[list[list[int]], list[str]]:
         task = prepared[chunk.task]
         return ([task.prompt_ids[i] for i, _ in chunk.items],
-                [f"{task.loaded.spec.name}/{task.loaded.problems[i].problem_id}" for i, _ in chunk.items])
+                [f"{task.loaded.spec.name}/{task.loaded.problems[i].problem_id}{suffix}" for i, _ in chunk.items])
     return build
 
 
 def _generate(config: RunConfig, source: ChunkSource, prepared: dict[str, PreparedTask], chunks: Sequence[Chunk],
-              store: RunStore, bar: RunProgress) -> None:
+              store: RunStore, bar: RunProgress, draw: Draw | None = None) -> None:
     """Turn every chunk the source yields into records, graded and stored on a grader thread while
     the next chunks generate. At most ``source.waiting_limit`` chunks wait for the grader, so memory
     stays bounded: one behind a single engine; more behind a pool, whose driver must keep handing
     out work while the grader catches up."""
+    draw = draw or Draw(config.k)
     waiting: deque[Future[None]] = deque()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-grade") as grader:
-        for chunk, decoded in source.results(chunks, _payload(prepared), config.k, config.sampling()):
+        for chunk, decoded in source.results(chunks, _payload(prepared, draw.suffix), draw.count, config.sampling()):
             task = prepared[chunk.task]
-            records = [_make_record(task, i, s, decoded[j][s], source.tokenizer)
+            records = [_make_record(task, i, s, decoded[j][s - draw.offset], source.tokenizer)
                        for j, (i, missing) in enumerate(chunk.items) for s in missing]
             bar.on_generated(len(records))
             while len(waiting) >= source.waiting_limit:
@@ -262,12 +265,24 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     record = dataclasses.replace(plan.record, engine=source.describe(), generation=earlier,
                                  position_unit=position_unit(source.tokenizer))  # what _make_record stores
     store.write_run(record)
-    finished = store.finished_keys()
-    todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
-    chunks = source.plan(todo, config.problems_per_chunk)
+    rule = config.stop_rule()
+    if rule is not None:
+        def generate(chunks: Sequence[Chunk], draw: Draw) -> None:
+            _generate_all(config, source, prepared, chunks, store, draw)
+
+        record = dataclasses.replace(record, adaptive=adaptive_rounds(config, rule, source, prepared, store, generate))
+    else:
+        finished = store.finished_keys()
+        todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
+        _generate_all(config, source, prepared, source.plan(todo, config.problems_per_chunk), store)
+    store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
+    return plan.out
+
+
+def _generate_all(config: RunConfig, source: ChunkSource, prepared: dict[str, PreparedTask], chunks: Sequence[Chunk],
+                  store: RunStore, draw: Draw | None = None) -> None:
+    """Generate ``chunks`` under one progress display."""
     total = sum(c.n_samples for c in chunks)
     with RunProgress(total=total, token_budget=total * config.max_new_tokens) as bar:
         source.watch(bar)
-        _generate(config, source, prepared, chunks, store, bar)
-    store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
-    return plan.out
+        _generate(config, source, prepared, chunks, store, bar, draw)

@@ -19,7 +19,8 @@ Versions (``record_version``):
   ``training`` (a training job's own rollouts or validation, from ``import-verl``) and
   ``answer_policy`` (absent: ``paper``, the one reading before policies) and ``model.fingerprint``
   (the model folder's weights and tokenizer, :mod:`pr1_eval.inputs.model_fingerprint`) were added
-  the same way, and so was ``generation`` (the wall clock of a generated run's engine calls).
+  the same way, and so was ``generation`` (the wall clock of a generated run's engine calls) and
+  ``adaptive`` (an adaptive run's stopping rule and samples drawn per problem).
 
 Keys this version does not know (a newer writer's, or one added by hand) are kept in
 :attr:`RunRecord.extra` and written back unchanged, so a read-modify-write never loses them.
@@ -131,6 +132,12 @@ class RunRecord:
     #: of the session that finished the run, with its requests and seconds. None for imports, Ray
     #: runs and runs generated before it was recorded.
     generation: dict[str, Any] | None = None
+    #: An adaptive run (``run --adaptive``): the stopping rule and its parameters (``rule``, ``max_k``,
+    #: ``round_size``, ``alpha``, ``margin``, ``prior``: :class:`pr1_eval.report.sequential.StopRule`) and,
+    #: once the run ends, ``samples_drawn`` (task → problem id → samples drawn) and ``settled`` (task →
+    #: problem id → -1 or +1, the side its p was settled on; unsettled problems are absent). None for
+    #: fixed-k runs, whose every problem holds k samples.
+    adaptive: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
     record_version: int = RUN_RECORD_VERSION  # of the file this record was read from
 
@@ -184,7 +191,7 @@ class RunRecord:
         out["prompt"] = None if self.prompt is None else dataclasses.asdict(self.prompt)
         out["training"] = None if self.training is None else self.training.to_json()
         for key in ("k_option", "samples_left_out_by_k", "lm_eval", "scaleout", "regraded_at", "merged_at",
-                    "merged_from", "imported_from", "position_unit", "training", "answer_policy", "generation"):
+                    "merged_from", "imported_from", "position_unit", "training", "answer_policy", "generation", "adaptive"):
             if out[key] is None:  # optional sections stay out of runs that have none
                 del out[key]
         return {**out, **self.extra}
@@ -282,7 +289,7 @@ _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nes
     "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
     "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit,
     "training": lambda value, where, _: TrainingSection.from_json(value, where),
-    "answer_policy": _policy, "generation": _object,
+    "answer_policy": _policy, "generation": _object, "adaptive": _object,
 }
 
 

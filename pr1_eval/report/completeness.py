@@ -25,6 +25,14 @@ none) cannot be scored: it makes its task incomplete ("could not score …: no g
 report leaves it out of the metrics rather than count its samples wrong. This is read from the
 ``grade_status`` column when the frame has one.
 
+An adaptive run (``run.json``'s ``adaptive`` section, :mod:`pr1_eval.report.sequential`) promises
+fewer than k samples of a problem its rule settled: a problem needs the samples the rule asks for
+given the verdicts it holds (the first round boundary where it is settled, else k), so a problem
+that stopped early is complete, and one whose run was killed before its rule was satisfied is
+short. The rule is replayed on the ``correct`` column (could not score counts as wrong, as in the
+metrics), so a regrade that changes a verdict can make a problem short again: rerunning the run's
+command then draws its next rounds.
+
 Older ``run.json`` files record only ``n_problems``: missing problems are then counted, not
 named. Call :func:`check_run` on a run folder, or :func:`check_completeness` on a ``run.json``
 dict and a samples frame you already hold (only ``task``, ``problem_id``, ``sample_idx`` and, when
@@ -44,6 +52,8 @@ import pandas as pd
 from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import NO_GOLD
+from pr1_eval.report.sequential import StopRule, required_samples
+from pr1_eval.report.task_arrays import verdicts
 from pr1_eval.store.run_store import RunStore
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"
@@ -263,13 +273,15 @@ def part_of_task(run: RunRecord, task: str) -> tuple[PartOf | None, list[str]]:
 
 
 def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, int],
-               default_k: int | None = None) -> TaskCompleteness:
+               default_k: int | None = None, needed: Mapping[str, int] | None = None) -> TaskCompleteness:
     """Compare one task's stored counts (``held``: problem id → samples) with its declaration.
 
-    Without a declared k, k is ``default_k`` or else the most samples any problem holds.
+    Without a declared k, k is ``default_k`` or else the most samples any problem holds. ``needed``
+    (an adaptive run: problem id → samples its rule asks for) replaces k for the problems it names.
     """
     k = (declaration.k if declaration else None) or default_k or max(held.values(), default=0)
-    short = {pid: n for pid, n in held.items() if n < k}
+    needed = needed or {}
+    short = {pid: n for pid, n in held.items() if n < needed.get(pid, k)}
     if declaration is None:
         return TaskCompleteness(task, k, False, None, len(held), short_problems=short)
     if declaration.problem_ids is not None:
@@ -284,16 +296,22 @@ def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, i
 
 
 def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
-                       k: int | Mapping[str, int] | None = None) -> RunCompleteness:
+                       k: int | Mapping[str, int] | None = None,
+                       adaptive: Mapping[str, Any] | None = None) -> RunCompleteness:
     """Completeness of a run from its record (``run.json``) and its samples.
 
     ``run=None`` (samples without a run record, e.g. a test frame) checks only that every
     problem holds k samples (``k`` given, for every task or as a mapping task → k, else the most any
     problem holds) and takes the status as complete. Tasks are listed in ``run.json`` order, then
-    tasks found only in the samples.
+    tasks found only in the samples. ``adaptive`` (run.json's section, for a caller that checks
+    against ``k`` without the record: the leaderboard) makes it an adaptive run's check.
     """
     held = samples_per_problem(frame)
     no_gold = no_gold_per_problem(frame)
+    section = run.adaptive if run is not None and run.adaptive else adaptive
+    rule = StopRule.from_dict(dict(section)) if section else None
+    drawn = section.get("samples_drawn") if section else None
+    needed = needed_samples(frame, rule, drawn) if rule is not None else {}
     declarations = declared_tasks(run) if run is not None else {}
     names = list(declarations) + [t for t in held if t not in declarations]
     tasks = {}
@@ -302,7 +320,7 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
         task_k = k.get(name) if isinstance(k, Mapping) else k
         if run is None:
             declaration = TaskDeclaration(task_k, list(held[name]), len(held[name]))
-        tasks[name] = check_task(name, declaration, held.get(name, {}), task_k)
+        tasks[name] = check_task(name, declaration, held.get(name, {}), task_k, needed.get(name))
         if no_gold.get(name):
             tasks[name] = dataclasses.replace(tasks[name], no_gold_problems=no_gold[name])
     if run is None:
@@ -314,6 +332,36 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
     return RunCompleteness(run.status, run.imported, tasks, _shard_of(run))
 
 
+def adaptive_rule(run: RunRecord | None) -> StopRule | None:
+    """The stopping rule of an adaptive run (None for a fixed-k run or no record)."""
+    return None if run is None or not run.adaptive else StopRule.from_dict(run.adaptive)
+
+
+def needed_samples(frame: pd.DataFrame, rule: StopRule, drawn: Any = None) -> dict[str, dict[str, int]]:
+    """task → problem id → samples the rule asks for, from the verdicts held in sample order.
+
+    A frame without a ``correct`` column (a reader that loaded only the keys) has nothing to replay
+    the rule on: the samples the finished run recorded drawing (``drawn``, run.json's
+    ``adaptive.samples_drawn``) are taken instead, and without them every problem needs ``max_k``."""
+    if frame.empty:
+        return {}
+    if "correct" not in frame:
+        return {str(t): {str(p): int(n) for p, n in problems.items()} for t, problems in (drawn or {}).items()
+                if isinstance(problems, dict)}
+    ordered = frame.sort_values(["task", "problem_id", "sample_idx"], kind="stable")
+    correct = verdicts(ordered["correct"])
+    out: dict[str, dict[str, int]] = {}
+    keys = list(zip(ordered["task"].astype(str), ordered["problem_id"].astype(str), strict=True))
+    start = 0
+    while start < len(keys):
+        end = start
+        while end < len(keys) and keys[end] == keys[start]:
+            end += 1
+        out.setdefault(keys[start][0], {})[keys[start][1]] = required_samples(correct[start:end], rule)
+        start = end
+    return out
+
+
 def _shard_of(run: RunRecord) -> tuple[int, int] | None:
     shard = run.shard or {}
     try:
@@ -323,8 +371,10 @@ def _shard_of(run: RunRecord) -> tuple[int, int] | None:
 
 
 def check_run(run_dir: str | Path) -> RunCompleteness:
-    """Completeness of the run stored at ``run_dir`` (reads run.json, the sample keys and grade statuses)."""
+    """Completeness of the run stored at ``run_dir`` (reads run.json, the sample keys and grade statuses,
+    and the verdicts of an adaptive run)."""
     store = RunStore(run_dir)
     record = store.read_run()
-    keys = store.read_table(columns=["task", "problem_id", "sample_idx", "grade_status"]).to_pandas()
+    columns = ["task", "problem_id", "sample_idx", "grade_status"] + (["correct"] if record.adaptive else [])
+    keys = store.read_table(columns=columns).to_pandas()
     return check_completeness(record, keys)

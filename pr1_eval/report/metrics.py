@@ -85,16 +85,23 @@ def parallel_ratio(n_parallel: int, n_samples: int) -> float:
 PER_PROBLEM_METRICS = ("mean", "pass_at_1", "pass_at_k", "best_at_k", "maj_at_k", "mean_paper", "best_at_k_paper")
 
 
-def problem_values(n: int, c: int, c_paper: int, maj: bool, k: int) -> dict[str, float]:
+def problem_values(n: int, c: int, c_paper: int, maj: bool, k: int, *, adaptive: bool = False) -> dict[str, float]:
     """What one problem contributes to each of :data:`PER_PROBLEM_METRICS`: ``n`` samples, ``c``
     correct by math-verify, ``c_paper`` by the paper's checker, ``maj`` its majority verdict.
 
     A task's metric is the mean of these over its problems; the report and the lm-eval
-    aggregations both take it from here, so they cannot define a metric differently."""
+    aggregations both take it from here, so they cannot define a metric differently.
+
+    ``adaptive`` (a problem an adaptive run stopped at n < k samples, :mod:`pr1_eval.report.sequential`):
+    the unbiased pass@k needs n ≥ k, so such a problem contributes the plug-in 1 − (1 − c/n)^k (best@k's
+    formula). Why not leave it out: the problems that stop early are the settled ones, nearly all with
+    c/n = 0 or 1, so a mean over the others would drop the easiest and hardest problems; and for
+    c/n = 0 or 1 the plug-in is exactly what k samples with the same verdicts give. mean@k is c/n as
+    always, maj@k the vote of the n samples held."""
     return {
         "mean": c / n,
         "pass_at_1": pass_at_k(n, c, 1),
-        "pass_at_k": pass_at_k(n, c, k),
+        "pass_at_k": best_at_k(n, c, k) if adaptive and n < k else pass_at_k(n, c, k),
         "best_at_k": best_at_k(n, c, k),
         "maj_at_k": float(maj),
         "mean_paper": c_paper / n,

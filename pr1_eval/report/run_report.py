@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
-from pr1_eval.report.completeness import TaskCompleteness, check_completeness
+from pr1_eval.report.completeness import TaskCompleteness, adaptive_rule, check_completeness, samples_per_problem
 from pr1_eval.report.efficiency import Efficiency, length_figures
 from pr1_eval.report.metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -106,7 +106,7 @@ def _mean_of(arrays: SampleArrays, column: str) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
+def _per_problem_values(problems: Problems, k: int, adaptive: bool = False) -> dict[str, np.ndarray]:
     """Each of :data:`PER_PROBLEM_METRICS` per problem (problem-id order), from one
     :func:`problem_values` call per distinct (n, c, c_paper, maj): few distinct, since n, c ≤ k."""
     base = int(problems.n.max(initial=0)) + 1  # c, c_paper ≤ n < base: one integer names each distinct problem
@@ -114,7 +114,7 @@ def _per_problem_values(problems: Problems, k: int) -> dict[str, np.ndarray]:
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     table = np.array([[values[name] for name in PER_PROBLEM_METRICS] for values in
                       (problem_values(int(problems.n[i]), int(problems.c[i]), int(problems.c_paper[i]),
-                                      bool(problems.maj[i]), k) for i in first)],
+                                      bool(problems.maj[i]), k, adaptive=adaptive) for i in first)],
                      dtype=float).reshape(len(distinct), len(PER_PROBLEM_METRICS))
     columns = np.ascontiguousarray(table[inverse.ravel()].T)
     return {name: columns[i] for i, name in enumerate(PER_PROBLEM_METRICS)}
@@ -128,9 +128,11 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetr
     return task_metrics(arrays, problems_of(arrays), k, measurable)
 
 
-def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True) -> TaskMetrics:
-    """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`)."""
-    per_problem = _per_problem_values(problems, k)
+def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True,
+                 adaptive: bool = False) -> TaskMetrics:
+    """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`);
+    ``adaptive``: problems may hold fewer than k samples (:func:`pr1_eval.report.metrics.problem_values`)."""
+    per_problem = _per_problem_values(problems, k, adaptive)
     means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
     lengths = Efficiency()
     if measurable and arrays.lengths is not None and len(arrays):
@@ -171,18 +173,22 @@ def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool =
     return report_of(SampleArrays.of(frame) if len(frame) else None, check, measurable)
 
 
-def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True) -> TaskReport:
+def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True,
+              adaptive: bool = False) -> TaskReport:
     """:func:`task_report` from the task's arrays (None: no sample). The metrics are over the problems
-    holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones."""
+    holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones. In an
+    ``adaptive`` run a problem is full when it holds what its stopping rule asks for (not short)."""
     metrics, n_full = None, 0
     if arrays is not None and len(arrays):
         problems = problems_of(arrays)
-        full = (problems.n >= check.k) & ~np.isin(problems.ids, np.array(list(check.no_gold_problems), dtype=object))
+        short = np.array(list(check.short_problems), dtype=object)
+        full = (problems.n >= check.k) if not adaptive else ~np.isin(problems.ids, short)
+        full &= ~np.isin(problems.ids, np.array(list(check.no_gold_problems), dtype=object))
         n_full = int(full.sum())
         if check.k >= 1 and n_full:
             keep = np.zeros(len(arrays), dtype=bool)
             keep[problems.order] = np.repeat(full, problems.n)
-            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable)
+            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable, adaptive)
     return TaskReport(
         complete=check.complete, k=check.k, n_problems=n_full, n_problems_expected=check.n_problems_expected,
         n_samples=0 if arrays is None else len(arrays), missing_problems=check.missing_problems,
@@ -193,29 +199,50 @@ def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: 
 
 
 def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
-               run: RunRecord | None = None) -> RunReport:
+               run: RunRecord | None = None, adaptive: Mapping[str, Any] | None = None) -> RunReport:
     """The report of a run's samples.
 
     With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
     against ``k`` (one for every task, or a mapping task → k; else the most samples any problem holds) over
     the problems present. Every task comes from one conversion of the run's columns and one split by task
-    (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task.
+    (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task. ``adaptive`` (run.json's
+    section) reports an adaptive run checked against ``k`` without its record.
     """
-    completeness = check_completeness(run, frame, k)
+    completeness = check_completeness(run, frame, k, adaptive)
+    is_adaptive = bool(run.adaptive if run is not None and run.adaptive else adaptive)
     measurable = run is None or run.structure_measurable
     arrays = SampleArrays.of(frame) if len(frame) else None
     rows = task_rows(frame)
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         held = arrays.take(rows[name]) if arrays is not None and name in rows else None
-        tasks[name] = report_of(held, check, measurable)
+        tasks[name] = report_of(held, check, measurable, adaptive=is_adaptive)
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),
                      advice=None if completeness.complete else completeness.advice(),
                      shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
                      structure_note=None if measurable else _structure_note(run), tasks=tasks,
-                     answer_policy=None if run is None else run.policy)
+                     answer_policy=None if run is None else run.policy,
+                     adaptive_note=adaptive_note(run, frame, tasks))
+
+
+def adaptive_note(run: RunRecord | None, frame: pd.DataFrame, tasks: Mapping[str, TaskReport]) -> str | None:
+    """What an adaptive run's numbers are (None for a fixed-k run): the rule, the problems that stopped
+    before k, the samples drawn against fixed k's, and how the metrics read problems with n < k."""
+    rule = adaptive_rule(run)
+    if rule is None:
+        return None
+    held = samples_per_problem(frame)
+    counts = [n for task in tasks for n in held.get(task, {}).values()]
+    fixed = sum(tasks[task].k * len(held.get(task, {})) for task in tasks)
+    stopped = sum(1 for task in tasks for n in held.get(task, {}).values() if n < tasks[task].k)
+    saved = f" ({1 - sum(counts) / fixed:.0%} fewer)" if fixed else ""
+    return (f"adaptive run: rounds of {rule.round_size}, a problem stopped once a {1 - rule.alpha:.0%} confidence "
+            f"sequence put its p below {rule.margin:g} or above {1 - rule.margin:g}; {stopped} of {len(counts)} "
+            f"problems stopped before k, {sum(counts):,} samples drawn where fixed k draws {fixed:,}{saved}. "
+            "mean@K is the mean over problems of c/n, each over its own n; for a problem stopped at n < K, pass@K "
+            "is the plug-in 1 - (1 - c/n)^K and maj@K the vote of its n samples.")
 
 
 def _structure_note(run: RunRecord | None) -> str:

@@ -233,14 +233,17 @@ class RunReport:
         "The answer policy the verdicts were made under ('paper' or 'lenient', pr1_eval.grading.policy; run.json's, "
         "'paper' for runs that record none); only when the report has the run's record. Numbers under different "
         "policies are not comparable.", None)
+    adaptive_note: str | None = _doc(
+        "An adaptive run (run --adaptive): its stopping rule, how many problems stopped before k and the samples "
+        "drawn, and how the metrics treat problems with fewer than k samples; absent for a fixed-k run.", None)
 
     def to_json(self) -> dict[str, Any]:
         """The ``pr1-eval report --json`` document (``run``, ``model`` and ``answer_policy`` only when
-        loaded from a folder)."""
+        loaded from a folder, ``adaptive_note`` only for an adaptive run)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("run", "model", "answer_policy") and value is None:
+            if f.name in ("run", "model", "answer_policy", "adaptive_note") and value is None:
                 continue
             out[f.name] = {name: task.to_json() for name, task in value.items()} if f.name == "tasks" else value
         out["schema_version"] = REPORT_SCHEMA_VERSION

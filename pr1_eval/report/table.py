@@ -72,6 +72,8 @@ def format_report_table(report: RunReport) -> str:
     lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
     if report.structure_note:
         lines.append(f"parallel, format_ok {report.structure_note}")
+    if report.adaptive_note:
+        lines.append(report.adaptive_note)
     if report.incomplete:
         lines.append("")
         starred = any(not t.complete for t in report.tasks.values())

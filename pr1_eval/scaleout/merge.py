@@ -66,7 +66,27 @@ def settings_of(info: RunRecord) -> dict[str, Any]:
         "engine": info.backend,
         "tasks": {name: (t.version, t.data_hash, (shard.get("task_sizes") or {}).get(name))
                   for name, t in sorted(info.tasks.items())},
+        "adaptive rule": {k: v for k, v in (info.adaptive or {}).items() if k not in _ADAPTIVE_OUTCOMES} or None,
     }
+
+
+#: What each shard of an adaptive run records about its own problems (joined by the merge).
+_ADAPTIVE_OUTCOMES = ("samples_drawn", "settled")
+
+
+def _merged_adaptive(ordered: Sequence[ShardRun]) -> dict[str, Any] | None:
+    """The adaptive section of the whole run: the rule, and every shard's problems' samples and sides."""
+    first = ordered[0].info.adaptive
+    if not first:
+        return None
+    out: dict[str, Any] = dict(first)
+    for key in _ADAPTIVE_OUTCOMES:
+        joined: dict[str, dict[str, Any]] = {}
+        for s in ordered:
+            for task, problems in ((s.info.adaptive or {}).get(key) or {}).items():
+                joined.setdefault(task, {}).update(problems)
+        out[key] = joined
+    return out
 
 
 def load_shard(path: str | Path) -> ShardRun:
@@ -102,7 +122,8 @@ def _index_problems(shards: Sequence[ShardRun]) -> list[str]:
 
 def _coverage_problems(shards: Sequence[ShardRun], count_tasks: bool = True) -> list[str]:
     """Disjoint problems that add up to every task (``count_tasks``: not when a shard is already
-    named missing), and k samples of each in every shard."""
+    named missing), and k samples of each in every shard (in an adaptive shard, the samples its run
+    recorded drawing for the problem)."""
     problems = []
     owner: dict[tuple[str, str], Path] = {}
     k = int(shards[0].info.k or 0)
@@ -115,7 +136,8 @@ def _coverage_problems(shards: Sequence[ShardRun], count_tasks: bool = True) -> 
                 if (task, pid) in owner:
                     problems.append(f"problem {task}/{pid} is in both {owner[(task, pid)]} and {shard.path}")
                 owner[(task, pid)] = shard.path
-        want = Counter({(task, pid): k for task, ids in declared.items() for pid in ids})
+        drawn = (shard.info.adaptive or {}).get("samples_drawn") or {}  # an adaptive shard: what each problem drew
+        want = Counter({(task, pid): int(drawn.get(task, {}).get(pid, k)) for task, ids in declared.items() for pid in ids})
         have = Counter((task, pid) for task, pid, _ in shard.keys)
         wrong = sorted(key for key in want.keys() | have.keys() if want[key] != have[key])
         if wrong:
@@ -157,6 +179,7 @@ def merged_run_record(shards: Sequence[ShardRun], out: Path) -> RunRecord:
     config = {**{k: v for k, v in first.config.items() if k != "shard"}, "out": str(out)} if first.config is not None else None
     return dataclasses.replace(
         first, name=out.name, tasks=tasks, shard=None, config=config, scaleout=None, generation=None, status="complete",
+        adaptive=_merged_adaptive(ordered),
         started_at=min(str(s.info.started_at or "") for s in ordered) or None,
         finished_at=max(str(s.info.finished_at or "") for s in ordered) or None,
         command=list(sys.argv), merged_at=now_iso(),

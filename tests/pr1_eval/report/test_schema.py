@@ -34,7 +34,8 @@ def test_every_json_key_has_its_documentation() -> None:
     whole = run_report(frame, run=run_record({"t": (["a0", "a1"], 4)})).to_json()
     part = run_report(frame, run=run_record({"t": (["a0", "a1", "a2"], 4)})).to_json()
     schema = json_schema()
-    assert set(whole) == (set(schema["run"]) | {"tasks"}) - {"run", "model"}  # those two: loaded from a folder
+    # run and model: only when loaded from a folder; adaptive_note: only for an adaptive run
+    assert set(whole) == (set(schema["run"]) | {"tasks"}) - {"run", "model", "adaptive_note"}
     assert list(whole)[-1] == "schema_version" and whole["schema_version"] == 2
     task_keys = set(schema["task"])
     assert set(whole["tasks"]["t"]) == task_keys | {k.replace("K", "4") for k in schema["metrics"]}
