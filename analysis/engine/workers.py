@@ -15,7 +15,8 @@ those of running it here. ``workers=None`` everywhere means "run here", which is
 caller but ``analyze`` (the dashboards, the notebooks, the tests) gets.
 
 How many: ``$PR1_ANALYSIS_WORKERS``, else the usable CPUs capped at :data:`MAX_WORKERS`;
-``1`` (or a platform without ``fork``) runs everything in this process.
+``1`` (or a platform without ``fork``) runs everything in this process. A count asked for is
+refused past :func:`pr1_eval.processes.worker_limit`.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     """Forked workers for one analysis, or ``None`` when one process is asked for (or fork is not
     available). Call it before anything starts a thread; the workers are started at once and
     stopped on exit."""
-    size = default_workers() if size is None else size
+    size = default_workers() if size is None else processes.check_worker_count(size, "size", "analysis")
     keep_freed_memory()  # before the fork: the workers inherit it
     if size < 2 or "fork" not in multiprocessing.get_all_start_methods():
         yield None
