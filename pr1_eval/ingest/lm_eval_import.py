@@ -32,7 +32,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.ingest.fields import identifier, optional_text, shown, text
-from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.jsonl import iter_jsonl, unique_keys
 from pr1_eval.store.run_lock import run_lock
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,8 @@ def _read_results(samples_file: Path) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text, object_pairs_hook=unique_keys(str(path), text))
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or not UTF-8
         log.warning("%s: unreadable lm-eval results file (%s); importing without its run settings", path,
                     describe_exception(exc, 120))

@@ -38,7 +38,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest import fields
-from pr1_eval.jsonl import json_reason
+from pr1_eval.jsonl import json_reason, unique_keys
 from pr1_eval.protocol.paper_settings import PAPER_MAX_NEW_TOKENS
 
 FORK = "parallel-r1"
@@ -216,7 +216,7 @@ def iter_dump(path: Path, lengths: Lengths = Lengths(), digest: Any = None) -> I
             where = f"{path}:{lineno}"
             try:
                 line = data.decode("utf-8")
-                raw = json.loads(line)
+                raw = json.loads(line, object_pairs_hook=unique_keys(where))
             except UnicodeDecodeError as exc:
                 raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start}); {HINT}") from None
             except json.JSONDecodeError as exc:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
+from pr1_eval.jsonl import unique_keys
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import ADDED_COLUMNS, GRADE_COLUMNS, SAMPLE_SCHEMA, SampleRecord, records_to_table
 from pr1_eval.store.derived import lacks_lengths, with_lengths
@@ -93,7 +94,8 @@ class RunStore:
         if not self.run_json_path.is_file():
             raise Pr1EvalError(f"{self.root} is not a pr1-eval run: {RUN_JSON} is missing")
         try:
-            data = json.loads(self.run_json_path.read_text(encoding="utf-8"))
+            text = self.run_json_path.read_text(encoding="utf-8")
+            data = json.loads(text, object_pairs_hook=unique_keys(str(self.run_json_path), text))
         except json.JSONDecodeError as exc:
             raise Pr1EvalError(f"{self.run_json_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         return RunRecord.from_dict(data, str(self.run_json_path))
