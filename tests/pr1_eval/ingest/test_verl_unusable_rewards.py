@@ -12,7 +12,7 @@ import pytest
 
 from pr1_eval.cli.main import main
 from pr1_eval.store.run_store import RunStore
-from tests.pr1_eval.ingest.test_bad_inputs import _dump_line
+from tests.support.import_input_fixtures import dump_line
 
 
 def _import(tmp_path: Path, rows: bytes, capsys: pytest.CaptureFixture[str]) -> tuple[list[dict[str, object]], str]:
@@ -30,7 +30,7 @@ def _import(tmp_path: Path, rows: bytes, capsys: pytest.CaptureFixture[str]) -> 
 @pytest.mark.parametrize("raw", ["NaN", "Infinity", "-Infinity", "1e309"])
 def test_a_score_that_is_no_finite_number_is_stored_as_no_reward_with_a_warning(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: str) -> None:
-    rows, err = _import(tmp_path, _dump_line() + _dump_line(score=raw), capsys)
+    rows, err = _import(tmp_path, dump_line() + dump_line(score=raw), capsys)
     assert rows == [{"reward": 1.0, "reward_acc": True}, {"reward": None, "reward_acc": True}]
     dump = tmp_path / "dump" / "5.jsonl"
     assert f"warning: {dump}:2: score {raw if raw != '1e309' else 'Infinity'} is not a finite number" in err
@@ -42,13 +42,13 @@ def test_a_score_that_is_no_finite_number_is_stored_as_no_reward_with_a_warning(
                                              ("0", False), ("1.0", True), ("false", False)])
 def test_an_acc_that_is_no_verdict_is_stored_as_none_with_a_warning(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: str, stored: bool | None) -> None:
-    rows, err = _import(tmp_path, _dump_line() + _dump_line(acc=raw), capsys)
+    rows, err = _import(tmp_path, dump_line() + dump_line(acc=raw), capsys)
     assert rows[1]["reward_acc"] is stored and rows[1]["reward"] == 1.0
     assert ("is not a verdict" in err) == (stored is None)
 
 
 def test_many_such_rows_print_three_lines_and_a_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rows, err = _import(tmp_path, _dump_line() + _dump_line(score="NaN") * 5, capsys)
+    rows, err = _import(tmp_path, dump_line() + dump_line(score="NaN") * 5, capsys)
     assert [r["reward"] for r in rows] == [1.0, None, None, None, None, None]
     warnings = [line for line in err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 4 and warnings[-1] == "warning: … and 2 more such row(s) in this step"
