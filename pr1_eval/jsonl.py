@@ -1,10 +1,22 @@
 """Reading JSON Lines with errors that name file and line: the one reader every stage uses
-(benchmarks, imports, lm-eval logs, training sets)."""
+(benchmarks, imports, lm-eval logs, training sets); and :func:`unique_keys`, the rule every JSON
+reader of user files (these lines, VERL dumps, ``run.json``, lm-eval results) follows for a key
+that appears twice in one object.
+
+Why refuse a repeated key: :mod:`json` keeps the last value without a word, so
+``{"gold": "1", "gold": "2"}`` stored gold "2" and turned a right sample wrong (mean@2 1.000 →
+0.750). Which of the two the writer meant cannot be known, so it is an error naming file, line
+and key, never a guess.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+import json.decoder
+import json.scanner
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +34,64 @@ def json_reason(exc: json.JSONDecodeError, line: str) -> str:
     elif exc.msg.startswith("Invalid control character"):
         reason += f" ({text[exc.pos]!r} inside a string: escape it, e.g. as \\n or \\t)"
     return reason
+
+
+def unique_keys(where: str, text: str | None = None) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json.loads`` ``object_pairs_hook``: each object as a dict, or a
+    :class:`~pr1_eval.errors.Pr1EvalError` naming ``where``, the line and the key when a key appears
+    twice in one object. ``where``: the file (with its line, for JSON Lines); ``text``: the whole
+    document, given for a multi-line file so the error can name the line (found only then)."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) < len(pairs):
+            key = _repeated(pairs)
+            line = "" if text is None else f":{_repeated_line(text, key)}"
+            raise Pr1EvalError(f"{where}{line}: key {key!r} appears twice in one JSON object (a JSON reader keeps "
+                               "the last value without a word); remove the one that is wrong")
+        return found
+    return hook
+
+
+def _repeated(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise AssertionError("no key repeats")
+
+
+def _repeated_line(text: str, key: str) -> int:
+    """The line of the second ``key`` of the first object that repeats it (the line where that
+    object begins when the key is written with escapes). Parsed again in pure Python, which tells
+    where each object begins: only on the way to an error."""
+    starts: list[int] = []
+    found: list[int] = []
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[dict[str, Any], int]:
+        starts.append(s_and_end[1] - 1)
+        try:
+            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined,no-any-return]
+        finally:
+            starts.pop()
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        if not found and len({k for k, _ in pairs}) < len(pairs):
+            found.append(starts[-1])
+        return dict(pairs)
+
+    decoder = json.JSONDecoder(object_pairs_hook=hook)
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    with contextlib.suppress(ValueError, RecursionError):
+        decoder.decode(text)
+    start = found[0] if found else 0
+    spellings = {json.dumps(key, ensure_ascii=False), json.dumps(key)}
+    for spelling in spellings:
+        places = [m.start() for m in re.finditer(re.escape(spelling) + r"\s*:", text[start:])]
+        if len(places) >= 2:
+            return text.count("\n", 0, start + places[1]) + 1
+    return text.count("\n", 0, start) + 1
 
 
 def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -48,7 +118,7 @@ def iter_jsonl(path: str | Path, *, hint: str = "") -> Iterator[tuple[str, dict[
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=unique_keys(where))
             except json.JSONDecodeError as exc:
                 raise Pr1EvalError(f"{where}: not valid JSON ({json_reason(exc, line)}){tail}") from None
             except RecursionError:

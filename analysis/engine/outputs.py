@@ -20,7 +20,10 @@ Where: ``<analysis cache>/outputs`` (:mod:`analysis.engine.cache`; ``off`` disab
 :data:`KEEP` entries are kept. An entry is written aside and renamed into place, and each file's
 size and sha256, and the sha256 of the entry's own record (the ``--json`` document, the printed
 tables), are checked before it is used: a damaged or edited entry is dropped with a warning and
-the analysis computed again, never served.
+the analysis computed again, never served. The record holds the key the entry was written for,
+checked against the key it is looked up by: an entry folder copied over another's (a sync tool, a
+backup restored by hand, two machines sharing a cache) is whole and checks out by its sums, but
+answers other inputs, and is dropped the same way.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 from analysis.engine.cache import cache_folder, drop_damaged, fingerprint
 
 #: Bump when what an entry holds changes.
-FORMAT = 2
+FORMAT = 3
 #: Entries kept (each holds one analysis's tables and figures).
 KEEP = 3
 #: The packages whose source is part of the key: every number comes from their code.
@@ -137,6 +140,8 @@ def lookup(key: str) -> tuple[Path, Entry] | None:
         if _digest(json.dumps(meta["body"], sort_keys=True).encode()) != meta["sha256"]:
             raise ValueError("its record was changed after it was written")
         body = dict(meta["body"])
+        if body.pop("key") != key:
+            raise ValueError("it was written for other inputs (copied or restored from another analysis)")
         sums: dict[str, str] = body.pop("sha256")
         entry = Entry(**body)
         if set(sums) != set(entry.files):
@@ -171,7 +176,7 @@ def store(key: str, out: Path, files: Iterable[Path], entry: Entry) -> None:
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
         for name in names:
             shutil.copyfile(out / name, staging / name)
-        body = {**entry.__dict__, "files": names, "sha256": {n: _file_digest(staging / n) for n in names}}
+        body = {**entry.__dict__, "files": names, "sha256": {n: _file_digest(staging / n) for n in names}, "key": key}
         meta = {"body": body, "sha256": _digest(json.dumps(body, sort_keys=True).encode())}
         (staging / _META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
         target = folder / key

@@ -6,7 +6,10 @@ and renamed, named by its checksum: :mod:`analysis.engine.cache`), never rewriti
 so two analyses at once never corrupt the cache and a killed one loses only its own new values.
 Readers load every shard; when more than ``max_shards`` pile up they are merged into one (a shard
 another command writes meanwhile is not listed, so it survives). A damaged shard is dropped with a
-warning and its values computed again.
+warning and its values computed again, and so is one that records another cache folder than the
+one it lies in (copied from the cache of another model or of other code: whole, its checksum right,
+but its values computed by something else). Shards written before shards recorded their folder are
+read as before (dropping them would cost hours of embeddings); a merge rewrites them with it.
 
 One codec per kind of value: :data:`JSON` (any JSON value: conclusions, verdicts, scores) and
 :data:`VECTORS` (float32 rows in ``.npz``, the embeddings). Keys are hex strings (:func:`hash_key`).
@@ -47,32 +50,36 @@ def text_key(text: str) -> str:
 
 @dataclass(frozen=True)
 class Codec(Generic[V]):
-    """How one kind of value is written to a shard and read back (``suffix``: the file extension)."""
+    """How one kind of value is written to a shard and read back (``suffix``: the file extension).
+    ``encode(cache, keys, values)`` records ``cache``, the name of the folder the shard is written
+    to; ``decode`` gives it back (``None`` for a shard written before shards recorded it)."""
 
     suffix: str
-    encode: Callable[[list[str], list[V]], bytes]
-    decode: Callable[[bytes], dict[str, V]]
+    encode: Callable[[str, list[str], list[V]], bytes]
+    decode: Callable[[bytes], tuple[str | None, dict[str, V]]]
 
 
-def _json_encode(keys: list[str], values: list[Any]) -> bytes:
+def _json_encode(cache: str, keys: list[str], values: list[Any]) -> bytes:
     # dumps, then one write: json.dump encodes in pure Python, piece by piece (5x slower)
-    return json.dumps({"keys": keys, "values": values}, separators=(",", ":")).encode("utf-8")
+    return json.dumps({"cache": cache, "keys": keys, "values": values}, separators=(",", ":")).encode("utf-8")
 
 
-def _json_decode(data: bytes) -> dict[str, Any]:
+def _json_decode(data: bytes) -> tuple[str | None, dict[str, Any]]:
     loaded = json.loads(data.decode("utf-8"))
-    return dict(zip(loaded["keys"], loaded["values"], strict=True))
+    return loaded.get("cache"), dict(zip(loaded["keys"], loaded["values"], strict=True))
 
 
-def _vectors_encode(keys: list[str], values: list[np.ndarray]) -> bytes:
+def _vectors_encode(cache: str, keys: list[str], values: list[np.ndarray]) -> bytes:
     buffer = io.BytesIO()
-    np.savez(buffer, keys=np.asarray(keys), vectors=np.asarray(np.stack(values), dtype=np.float32))
+    np.savez(buffer, cache=np.asarray(cache), keys=np.asarray(keys),
+             vectors=np.asarray(np.stack(values), dtype=np.float32))
     return buffer.getvalue()
 
 
-def _vectors_decode(data: bytes) -> dict[str, np.ndarray]:
+def _vectors_decode(data: bytes) -> tuple[str | None, dict[str, np.ndarray]]:
     with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-        return dict(zip(arrays["keys"].tolist(), arrays["vectors"], strict=True))
+        cache = str(arrays["cache"]) if "cache" in arrays.files else None
+        return cache, dict(zip(arrays["keys"].tolist(), arrays["vectors"], strict=True))
 
 
 JSON: Codec[Any] = Codec("json", _json_encode, _json_decode)
@@ -105,7 +112,11 @@ class ShardedCache(Generic[V]):
     def _read(self, shard: Path) -> dict[str, V]:
         """A shard's values; a damaged one is dropped with a warning (its values are computed again)."""
         try:
-            return self.codec.decode(verified_bytes(shard))
+            cache, values = self.codec.decode(verified_bytes(shard))
+            if cache is not None and cache != shard.parent.name:
+                raise ValueError(f"it was written for the cache {cache!r}, not {shard.parent.name!r} "
+                                 "(copied from another cache folder)")
+            return values
         except FileNotFoundError:
             return {}  # merged away by another command meanwhile: its values are in the merged shard
         except Exception as exc:  # noqa: BLE001 - json, numpy and zipfile raise many kinds for a damaged file
@@ -136,7 +147,7 @@ class ShardedCache(Generic[V]):
         new, self._new = self._new, {}
         if self.directory is None or not new:
             return
-        if write_shard(self.directory, self.codec.encode(list(new), list(new.values())), self.codec.suffix,
+        if write_shard(self.directory, self.codec.encode(self.directory.name, list(new), list(new.values())), self.codec.suffix,
                        self.sync) is None:
             return
         shards = self._shards()
@@ -144,7 +155,7 @@ class ShardedCache(Generic[V]):
             merged: dict[str, V] = {}
             for shard in shards:
                 merged.update(self._read(shard))
-            if write_shard(self.directory, self.codec.encode(list(merged), list(merged.values())),
+            if write_shard(self.directory, self.codec.encode(self.directory.name, list(merged), list(merged.values())),
                            self.codec.suffix, self.sync) is not None:
                 for shard in shards:
                     shard.unlink(missing_ok=True)

@@ -15,7 +15,8 @@ those of running it here. ``workers=None`` everywhere means "run here", which is
 caller but ``analyze`` (the dashboards, the notebooks, the tests) gets.
 
 How many: ``$PR1_ANALYSIS_WORKERS``, else the usable CPUs capped at :data:`MAX_WORKERS`;
-``1`` (or a platform without ``fork``) runs everything in this process.
+``1`` (or a platform without ``fork``) runs everything in this process. A count asked for is
+refused past :func:`pr1_eval.processes.worker_limit`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ import ctypes
 import ctypes.util
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -130,17 +134,49 @@ def _ready() -> int:
     return os.getpid()
 
 
+#: ``prctl`` option (``linux/prctl.h``): the signal this process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Each worker's first act: end when the process that forked it ends, however it ends.
+
+    Why: the pool stops its workers on a clean exit, but a parent killed outright (SIGKILL, the
+    OOM killer, a timeout, a notebook kernel restarted) runs no ``finally``, and its workers stayed
+    alive and idle (the audit counted 12 of 12 after 8 s, 100 MB each). On Linux the kernel sends
+    SIGKILL at the parent's death (``PR_SET_PDEATHSIG``; the pool forks from the thread that first
+    submits, which lives as long as the pool); elsewhere a daemon thread polls the parent's pid.
+    A parent already gone before this runs (the race the kernel option leaves) ends the worker at
+    once. SIGKILL, not SIGTERM: a worker holds nothing but a pure function's state."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError, TypeError):
+        armed = False
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 @contextmanager
 def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     """Forked workers for one analysis, or ``None`` when one process is asked for (or fork is not
     available). Call it before anything starts a thread; the workers are started at once and
     stopped on exit."""
-    size = default_workers() if size is None else size
+    size = default_workers() if size is None else processes.check_worker_count(size, "size", "analysis")
     keep_freed_memory()  # before the fork: the workers inherit it
     if size < 2 or "fork" not in multiprocessing.get_all_start_methods():
         yield None
         return
-    executor = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork"))
+    executor = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_die_with_parent, initargs=(os.getpid(),))
     try:
         # with fork every worker starts on the first submit, before the executor's own thread
         executor.submit(_ready).result()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
-from pr1_eval.cli.options import add_answer_policy_option
+from pr1_eval.cli.options import add_answer_policy_option, add_grade_workers_option
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.parallel_probe import import_rows_of, read_parallel_probe, run_info_of
 
@@ -82,8 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", default=None, metavar="DIR",
                    help="local model folder whose tokenizer counts block positions in tokens, as a generated run "
                         "does (default: characters)")
-    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
-                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_grade_workers_option(p)
     add_answer_policy_option(p, "paper (an import names no prompt; pass lenient for a base model or a boxed prompt); "
                                 "for --format lm-eval, the policy its pr1_* tasks graded under, else paper")
     p.add_argument("--replace", action="store_true",

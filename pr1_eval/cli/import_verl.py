@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pr1_eval.ingest.verl_import import ImportOptions
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.options import add_grade_workers_option
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import Lengths
 from pr1_eval.records.training import KIND_DIRS
@@ -69,8 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "tokens where the dump has no padding to count them from (default: characters)")
     p.add_argument("--no-grade", action="store_true",
                    help="keep only the job's own reward and accuracy; do not grade with pr1-eval's grader")
-    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
-                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_grade_workers_option(p)
     p.add_argument("--follow", type=float, nargs="?", const=FOLLOW_DEFAULT_S, default=None, metavar="SECONDS",
                    help=f"keep importing new steps every SECONDS (default {FOLLOW_DEFAULT_S:g}) until Ctrl-C, for a "
                         "running job; pair it with `pr1-eval dashboard --follow RUNS_ROOT`")

@@ -14,6 +14,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE, SHARED_TEMPLATES
 from pr1_eval.inputs.tasks import DATA_SOURCES, TASKS, parse_task_list
+from pr1_eval.processes import check_worker_count
 from pr1_eval.protocol.forkjoin import AFTER_LAST_BLOCK, SECONDARY_EOS
 from pr1_eval.protocol.paper_settings import (
     PAPER_K,
@@ -44,6 +45,26 @@ def add_answer_policy_option(p: argparse.ArgumentParser, default_help: str) -> N
     summaries = "; ".join(f"{name}: {POLICY_SUMMARIES[name]}" for name in ANSWER_POLICIES)
     p.add_argument("--answer-policy", choices=ANSWER_POLICIES, default=None, metavar="|".join(ANSWER_POLICIES),
                    help=f"which text is the answer ({summaries}); recorded in run.json; default: {default_help}")
+
+
+def add_grade_workers_option(p: argparse.ArgumentParser) -> None:
+    """``--grade-workers``, one option for every command that grades: 0 grades in the command's own
+    process; past :func:`pr1_eval.processes.worker_limit` (or below 0) it is refused, as
+    ``$PR1_EVAL_GRADING_WORKERS`` is."""
+    p.add_argument("--grade-workers", type=_grade_workers, default=None, metavar="N",
+                   help="grading processes, 0 to grade in this process (default: $PR1_EVAL_GRADING_WORKERS, "
+                        "else the CPUs, at most 8)")
+
+
+def _grade_workers(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes, got {text!r}") from None
+    try:
+        return check_worker_count(count, "", "grading", zero="grades in this process")
+    except Pr1EvalError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_generation_options(p: argparse.ArgumentParser) -> None:
@@ -93,8 +114,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
                         "at most that, shrinking to 1 near the end)")
     _add_engine_options(p)
-    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
-                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_grade_workers_option(p)
     p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|ADDRESS",
                    help="run replicas on a Ray cluster: auto joins the running one or starts a local one (default "
                         "without a value), or the head's ADDRESS (host:port)")

@@ -6,7 +6,7 @@ import argparse
 
 from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
-from pr1_eval.cli.options import add_answer_policy_option
+from pr1_eval.cli.options import add_answer_policy_option, add_grade_workers_option
 
 SUMMARY = "re-grade stored responses without generating"
 DESCRIPTION = ("Grade the stored responses of a run again (after a grader upgrade, or under another "
@@ -17,8 +17,7 @@ EXAMPLES = "  pr1-eval regrade runs/RUN\n  pr1-eval regrade runs/RUN --answer-po
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = add_command(subparsers, "regrade", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="run folder (the one holding run.json)")
-    p.add_argument("--grade-workers", type=int, default=None, metavar="N",
-                   help="grading processes (default: $PR1_EVAL_GRADING_WORKERS, else the CPUs, at most 8)")
+    add_grade_workers_option(p)
     add_answer_policy_option(p, "the run's own (run.json; paper when it records none)")
     p.set_defaults(func=_cmd_regrade)
 

@@ -37,6 +37,7 @@ from pr1_eval.grading.policy import DEFAULT_POLICY, check_policy, extract_by_pol
 from pr1_eval.grading.pool import GradingPool
 from pr1_eval.grading.shared import shared_pool
 from pr1_eval.grading.verify import Verdict, inner_timeout, verify_pair
+from pr1_eval.processes import check_worker_count
 
 DEFAULT_TIMEOUT_S = 10.0
 #: An answer longer than this many characters, and than ``_MAX_ANSWER_RATIO`` times its gold, is
@@ -179,7 +180,7 @@ def _checker(workers: int | None) -> Iterator[_Checker]:
     elif workers is None:
         yield shared_pool()
     else:
-        with GradingPool(workers) as pool:
+        with GradingPool(check_worker_count(workers, "workers", "grading", zero="grades in this process")) as pool:
             yield pool
 
 

@@ -24,6 +24,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.annotate import annotate_grades
 from pr1_eval.grading.policy import check_policy
 from pr1_eval.records.provenance import now_iso
+from pr1_eval.records.sample import GRADE_COLUMNS
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 
@@ -47,7 +48,7 @@ def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 
                                "was stopped); regrade grades a finished run: finish it first (rerun the command "
                                "that made it), then regrade")
         policy = check_policy(answer_policy) if answer_policy is not None else record.policy
-        records = store.read_records()
+        records = store.read_records(may_lack=GRADE_COLUMNS)  # what it grades again may be missing
         if not records:
             raise Pr1EvalError(f"{run_dir}: no samples to regrade")
         before = [(r.correct, r.correct_paper, r.grade_status) for r in records]

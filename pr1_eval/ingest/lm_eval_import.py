@@ -32,7 +32,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.ingest.fields import identifier, optional_text, shown, text
-from pr1_eval.jsonl import iter_jsonl
+from pr1_eval.jsonl import iter_jsonl, unique_keys
 from pr1_eval.store.run_lock import run_lock
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,8 @@ def _read_results(samples_file: Path) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text, object_pairs_hook=unique_keys(str(path), text))
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or not UTF-8
         log.warning("%s: unreadable lm-eval results file (%s); importing without its run settings", path,
                     describe_exception(exc, 120))
@@ -140,7 +141,13 @@ def _first(doc: dict[str, Any], fields: tuple[str, ...]) -> Any:
 
 
 def _flatten(resps: Any, where: str) -> list[str]:
-    """All raw generations of one document, in order: ``resps`` is per request, per repeat."""
+    """All raw generations of one document, in order: ``resps`` is per request, per repeat.
+
+    A document with none (``[]``, ``[[]]``) is an error. Why not skip it: its problem would vanish
+    from the run, which would then read as complete over the problems left (for a task that is no
+    packaged benchmark nothing else knows how many there were). Why not store it as a wrong answer:
+    no response was given to grade. lm-eval writes every repeat of a generation request, an empty
+    text included (``""``, imported as it is), so a document without any is a damaged or edited log."""
     if not isinstance(resps, list):
         raise Pr1EvalError(f"{where}: 'resps' must be a list of lists of generations, got {type(resps).__name__}")
     out: list[str] = []
@@ -148,6 +155,10 @@ def _flatten(resps: Any, where: str) -> list[str]:
         for j, response in enumerate(item if isinstance(item, list) else [item]):
             out.append(text(response, where, f"resps[{i}][{j}]" if isinstance(item, list) else f"resps[{i}]",
                             required=False))
+    if not out:
+        raise Pr1EvalError(f"{where}: 'resps' holds no generation ({shown(resps)}), so this document's problem would "
+                           "vanish from the run; lm-eval writes one per repeat: run lm_eval for this task again, or "
+                           "delete the line to import the run without this problem")
     return out
 
 

@@ -30,6 +30,7 @@ likewise: ``max_prompt_length − leading pads``. Every pad is removed from the 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest import fields
-from pr1_eval.jsonl import json_reason
+from pr1_eval.jsonl import json_reason, unique_keys
 from pr1_eval.protocol.paper_settings import PAPER_MAX_NEW_TOKENS
 
 FORK = "parallel-r1"
@@ -86,6 +87,8 @@ class DumpRow:
     n_prompt_tokens: int | None = None
     n_response_tokens: int | None = None
     finish_reason: str = "unknown"
+    #: What was not stored as the file wrote it (a score or acc that is no usable value), one line each.
+    notes: list[str] = field(default_factory=list)
 
 
 def detect_format(row: dict[str, Any], where: str) -> str:
@@ -121,9 +124,30 @@ def _number(value: Any, where: str, name: str) -> float | None:
     raise Pr1EvalError(f"{where}: {name} {value!r} is not a number; the file is damaged or not a VERL dump")
 
 
-def _acc(value: Any, where: str) -> bool | None:
+def _score(value: Any, where: str, notes: list[str]) -> float | None:
+    """``score``, the job's reward; a score that is no finite number (``NaN``, ``Infinity``, or
+    ``1e309``, which JSON reads as infinity) is stored as no reward (``None``), with a note naming
+    the line. Why not keep it: one NaN makes every mean reward of the step NaN, one infinity makes
+    it infinite, without a word. Why not refuse the file: a dump is the only record of a training
+    step and cannot be made again; the row's response is still a sample, graded by the grader."""
+    number = _number(value, where, "score")
+    if number is not None and not math.isfinite(number):
+        notes.append(f"{where}: score {fields.shown(value)} is not a finite number; stored as no reward (could not score)")
+        return None
+    return number
+
+
+def _acc(value: Any, where: str, notes: list[str]) -> bool | None:
+    """``acc``, the job's own verdict: true/false, 1/0 (1.0/0.0). Anything else (``NaN``, ``5``,
+    ``-1``, ``0.5``) is no verdict: stored as none (``None``), with a note naming the line, never
+    read as right because it is above 0."""
     number = _number(value, where, "acc")
-    return None if number is None else number > 0
+    if number is None:
+        return None
+    if number not in (0.0, 1.0):
+        notes.append(f"{where}: acc {fields.shown(value)} is not a verdict (true/false or 1/0); stored as no verdict")
+        return None
+    return number == 1.0
 
 
 def _text(value: Any, where: str, name: str) -> str:
@@ -190,10 +214,11 @@ def parse_row(raw: dict[str, Any], fmt: str, where: str, lengths: Lengths) -> Du
         raise Pr1EvalError(f"{where}: this row's fields ({', '.join(raw)}) are not those of the file's first row "
                            f"({fmt} format); a dump holds one format")
     gold = raw.get("gts")
+    notes: list[str] = []
     row = DumpRow(where=where, prompt=_text(raw["input"], where, "input"), response=_text(raw["output"], where, "output"),
-                  score=_number(raw["score"], where, "score"), acc=_acc(raw.get("acc"), where),
+                  score=_score(raw["score"], where, notes), acc=_acc(raw.get("acc"), where, notes),
                   gold=_gold(gold, where), step=read_step(raw["step"], where),
-                  reward_info={k: v for k, v in raw.items() if k not in _OWN_KEYS})
+                  reward_info={k: v for k, v in raw.items() if k not in _OWN_KEYS}, notes=notes)
     if fmt == V1:
         uid = str(raw["uid"])
         row.group, row.order = _v1_group(uid)
@@ -216,7 +241,7 @@ def iter_dump(path: Path, lengths: Lengths = Lengths(), digest: Any = None) -> I
             where = f"{path}:{lineno}"
             try:
                 line = data.decode("utf-8")
-                raw = json.loads(line)
+                raw = json.loads(line, object_pairs_hook=unique_keys(where))
             except UnicodeDecodeError as exc:
                 raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start}); {HINT}") from None
             except json.JSONDecodeError as exc:

@@ -30,6 +30,7 @@ class ParsedStep:
     earlier_turns: int = 0
     other_step: int = 0
     sha256: str = ""
+    notes: list[str] = field(default_factory=list)  # the kept rows' (DumpRow.notes)
 
 
 def read_step(path: Path, step: int, lengths: Lengths) -> ParsedStep:
@@ -48,6 +49,7 @@ def read_step(path: Path, step: int, lengths: Lengths) -> ParsedStep:
         parsed.rows.append(row)
     parsed.sha256 = digest.hexdigest()
     parsed.rows, parsed.earlier_turns = _last_turns(parsed.rows)
+    parsed.notes = [note for row in parsed.rows for note in row.notes]
     return parsed
 
 

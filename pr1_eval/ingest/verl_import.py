@@ -81,6 +81,7 @@ from pr1_eval.records.training import DumpSource, TrainingSection
 from pr1_eval.store.out_folder import holds_run
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RUN_JSON, RunStore
+from pr1_eval.terminal import terminal_text
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,7 @@ def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemInd
         return StepResult(file, "changed-while-read", None)
     if not parsed.rows:
         raise Pr1EvalError(f"{file.path}: no rows to import (only padding rows, or an empty file)")
+    _warn(parsed.notes)
     records, tasks, groups, unmatched = step_records(parsed, index, tokenizer)
     matched = len({(r.task, r.problem_id) for r in records if r.task != UNMATCHED})
     if opts.grade and (graded := [r for r in records if r.gold]):
@@ -300,6 +302,18 @@ def _import_step_locked(file: StepFile, root: Path, out: Path, index: ProblemInd
     store.rewrite(records)
     store.write_run(replace(run, status="complete", finished_at=now_iso()))
     return StepResult(file, status, out, len(records), groups, matched, unmatched, parsed.padding, parsed.format)
+
+
+#: How many rows' notes a step prints before it counts the rest.
+SHOWN_NOTES = 3
+
+
+def _warn(notes: list[str]) -> None:
+    """The first :data:`SHOWN_NOTES` notes of a step, then how many more (each names its line)."""
+    for note in notes[:SHOWN_NOTES]:
+        print(terminal_text(f"warning: {note}"), file=sys.stderr)
+    if len(notes) > SHOWN_NOTES:
+        print(f"warning: … and {len(notes) - SHOWN_NOTES} more such row(s) in this step", file=sys.stderr)
 
 
 # ----- the command -------------------------------------------------------------------------------

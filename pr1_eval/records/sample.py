@@ -178,6 +178,16 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SampleRecord))
+#: Columns added after the first run format, so a part written before them lacks them: read as
+#: nulls (the token-latency lengths derived from the text). Every other column is required: a part
+#: without one was not written by pr1-eval, or was edited, and reading it as nulls would change a
+#: number silently (a part without ``correct`` read as every sample wrong).
+ADDED_COLUMNS: frozenset[str] = frozenset({"reward", "reward_acc", "reward_info", "critical_path", "response_length",
+                                           "losing_path_length", "length_unit", "wall_s"})
+#: The grade columns: what grading fills (``GradeResult.fill`` and the answer classes), so
+#: ``pr1-eval regrade`` computes them again from the response and the gold.
+GRADE_COLUMNS: frozenset[str] = frozenset({"extracted_answer", "answer_source", "correct", "correct_paper",
+                                           "grade_status", "grade_error", "answer_class"})
 SAMPLE_SCHEMA: pa.Schema = pa.schema(
     [
         pa.field(name, _ARROW_TYPES.get(name, pa.string()), metadata={"doc": f.metadata["doc"]})

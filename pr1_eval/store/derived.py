@@ -45,7 +45,7 @@ def with_lengths(table: pa.Table, columns: list[str] | None) -> pa.Table:
         "length_unit": [None if f is None else f.unit for f in found],
     }
     for name in DERIVED_LENGTHS:
-        if columns is None or name in columns:
+        if (columns is None or name in columns) and name not in table.column_names:  # one stored: kept
             table = table.append_column(pa.field(name, _TYPES[name]), pa.array(values[name], _TYPES[name]))
     if columns is not None and "response" not in columns:
         table = table.drop_columns(["response"])

@@ -29,8 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
+from pr1_eval.jsonl import unique_keys
 from pr1_eval.records.run import RunRecord
-from pr1_eval.records.sample import SAMPLE_SCHEMA, SampleRecord, records_to_table
+from pr1_eval.records.sample import ADDED_COLUMNS, GRADE_COLUMNS, SAMPLE_SCHEMA, SampleRecord, records_to_table
 from pr1_eval.store.derived import lacks_lengths, with_lengths
 from pr1_eval.store.run_lock import held_by_another
 from pr1_eval.store.safe_write import atomic_output
@@ -93,7 +94,8 @@ class RunStore:
         if not self.run_json_path.is_file():
             raise Pr1EvalError(f"{self.root} is not a pr1-eval run: {RUN_JSON} is missing")
         try:
-            data = json.loads(self.run_json_path.read_text(encoding="utf-8"))
+            text = self.run_json_path.read_text(encoding="utf-8")
+            data = json.loads(text, object_pairs_hook=unique_keys(str(self.run_json_path), text))
         except json.JSONDecodeError as exc:
             raise Pr1EvalError(f"{self.run_json_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         return RunRecord.from_dict(data, str(self.run_json_path))
@@ -164,10 +166,11 @@ class RunStore:
         _fsync_dir(self.samples_dir)
         return final
 
-    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+    def read_table(self, columns: list[str] | None = None, *, may_lack: frozenset[str] = frozenset()) -> pa.Table:
         """All samples (``columns`` only, when given). Temporary files of a killed writer are
         never read; a part that is cut short or corrupt is an error naming it, and so is a column of
-        the wrong type.
+        the wrong type, or a missing one that is required (see :func:`_conform`; ``may_lack``:
+        columns the caller computes again, read as nulls when a part lacks them).
 
         A consistent snapshot: appends only add whole parts, and a rewrite swaps the parts folder
         (a new inode); a read that saw the folder change, or a part vanish, under it is read
@@ -189,7 +192,7 @@ class RunStore:
         schema = _schema(columns)
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables([_conform(table, schema, part) for part, table in tables])
+        return pa.concat_tables([_conform(table, schema, part, may_lack) for part, table in tables])
 
     @staticmethod
     def _read_whole(part: Path, columns: list[str] | None) -> pa.Table:
@@ -208,8 +211,8 @@ class RunStore:
             raise Pr1EvalError(f"{self.samples_dir}: duplicated sample key {key_text(first)}; the run store is corrupt")
         return frame
 
-    def read_records(self) -> list[SampleRecord]:
-        return [SampleRecord.from_row(row) for row in self.read_table().to_pylist()]
+    def read_records(self, *, may_lack: frozenset[str] = frozenset()) -> list[SampleRecord]:
+        return [SampleRecord.from_row(row) for row in self.read_table(may_lack=may_lack).to_pylist()]
 
     def damaged_parts(self) -> list[tuple[Path, str]]:
         """(part, what is wrong) for every part that cannot be read whole, checksums verified."""
@@ -314,9 +317,12 @@ def _schema(columns: list[str] | None) -> pa.Schema:
     return pa.schema([SAMPLE_SCHEMA.field(name) for name in columns])
 
 
-def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | None = None) -> pa.Table:
-    """Cast a part to the current schema (adds columns written by newer versions as nulls). A column
-    that cannot be cast (a hand-edited part: ``sample_idx`` as text) is an error naming part and column."""
+def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | None = None,
+             may_lack: frozenset[str] = frozenset()) -> pa.Table:
+    """Cast a part to the current schema. A column that cannot be cast (a hand-edited part:
+    ``sample_idx`` as text) is an error naming part and column; so is a missing column, unless a
+    newer version added it (:data:`~pr1_eval.records.sample.ADDED_COLUMNS`: read as nulls) or the
+    caller computes it again (``may_lack``: regrade's grade columns)."""
     columns = []
     for field in schema:
         if field.name in table.column_names:
@@ -327,6 +333,18 @@ def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | No
                 raise Pr1EvalError(f"{part or 'a stored part'}: column {field.name!r} holds {column.type}; expected "
                                    f"{field.type} (the part was not written by pr1-eval, or was edited): restore "
                                    "it, or rerun the command that made this run into a new folder") from None
-        else:
+        elif field.name in ADDED_COLUMNS or field.name in may_lack:
             columns.append(pa.nulls(table.num_rows, field.type))
+        else:
+            raise Pr1EvalError(_missing_column(field.name, part))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _missing_column(name: str, part: Path | None) -> str:
+    """The one line for a part without a required column, with the fix: a grade column is graded
+    again by ``regrade``; any other can only come back from the files that made the run."""
+    run = part.parent.parent if part is not None else "RUN"
+    fix = (f"run `pr1-eval regrade {run}` to grade its samples again" if name in GRADE_COLUMNS else
+           "restore the part, or rerun the command that made this run into a new folder")
+    return (f"{part or 'a stored part'}: column {name!r} is missing (the part was not written by pr1-eval, or was "
+            f"edited); it is not read as empty: {fix}")

@@ -42,3 +42,29 @@ def test_both_pools_follow_the_one_rule(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv(analysis_workers.WORKERS_ENV, raising=False)
     assert grading_pool.default_workers() == grading_pool.MAX_WORKERS == 8
     assert analysis_workers.default_workers() == analysis_workers.MAX_WORKERS == 8
+
+
+def test_a_count_past_the_limit_is_refused_for_both_pools_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's ``PR1_ANALYSIS_WORKERS=99999`` forked 5,450 processes; the limit is four per CPU
+    of the machine, never under 16 (here 64 CPUs: 256 is the last count allowed)."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    for env, sized in ((grading_pool.WORKERS_ENV, grading_pool.default_workers),
+                       (analysis_workers.WORKERS_ENV, analysis_workers.default_workers)):
+        monkeypatch.setenv(env, "256")
+        assert sized() == 256
+        for value in ("257", "99999"):
+            monkeypatch.setenv(env, value)
+            with pytest.raises(Pr1EvalError, match=rf"^\${env} is {value}: ask for 1 to 256 .*4 per CPU"):
+                sized()
+        monkeypatch.delenv(env)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert processes.worker_limit() == 16  # the floor
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert processes.worker_limit() == 16
+
+
+def test_an_explicit_size_past_the_limit_forks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(Pr1EvalError, match="size is 17: ask for 1 to 16 analysis"), \
+            analysis_workers.analysis_workers(17):
+        pytest.fail("no pool is made")

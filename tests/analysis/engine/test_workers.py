@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -193,3 +194,55 @@ def test_csv_parts_never_written_are_removed(tmp_path: Path, monkeypatch: pytest
         assert [p.name for p in (tmp_path / "out").iterdir()][0].startswith(".csv-parts-")
         begun.close()
     assert list((tmp_path / "out").iterdir()) == []
+
+
+_ANALYZE_THAT_HANGS = """
+import sys, time
+import analysis.command
+def hang(*args, **kwargs):
+    print("analyzing", flush=True)
+    time.sleep(300)
+analysis.command._analyze_with = hang  # the workers are forked by then, as in a real analysis
+from pr1_eval.cli.main import main
+main(["analyze", sys.argv[1], "--no-embeddings", "--out", sys.argv[2]])
+"""
+
+
+def _children(pid: int) -> set[int]:
+    kids: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids |= {int(child) for child in (task / "children").read_text().split()}
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    """Running, or stopped, but not gone and not a zombie nobody reaped yet."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc for the children")
+def test_a_killed_analyze_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL to ``analyze`` (the OOM killer, a timeout, a restarted kernel) runs no cleanup; its
+    forked workers end with it instead of idling on (the audit counted 12 of 12 alive after 8 s)."""
+    runs = _sweep(tmp_path)
+    env = {**os.environ, WORKERS_ENV: "3", "PR1_CACHE": "off"}
+    analyze = subprocess.Popen([sys.executable, "-c", _ANALYZE_THAT_HANGS, str(runs), str(tmp_path / "out")],
+                               stdout=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).resolve().parents[3])
+    try:
+        assert analyze.stdout is not None and analyze.stdout.readline() == "analyzing\n"
+        workers = _children(analyze.pid)
+        assert len(workers) == 3 and all(_alive(pid) for pid in workers)
+    finally:
+        analyze.kill()
+        analyze.wait()
+    deadline = time.monotonic() + 5.0
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:  # so a failure leaves nothing running either
+        os.kill(pid, 9)
+    assert not left
