@@ -183,7 +183,8 @@ SAMPLE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Sampl
 #: without one was not written by pr1-eval, or was edited, and reading it as nulls would change a
 #: number silently (a part without ``correct`` read as every sample wrong).
 ADDED_COLUMNS: frozenset[str] = frozenset({"reward", "reward_acc", "reward_info", "critical_path", "response_length",
-                                           "losing_path_length", "length_unit", "wall_s"})
+                                           "losing_path_length", "length_unit", "wall_s", "probe_answers",
+                                           "probe_interval"})
 #: The grade columns: what grading fills (``GradeResult.fill`` and the answer classes), so
 #: ``pr1-eval regrade`` computes them again from the response and the gold.
 GRADE_COLUMNS: frozenset[str] = frozenset({"extracted_answer", "answer_source", "correct", "correct_paper",

@@ -63,3 +63,23 @@ def test_a_column_added_by_a_newer_version_may_be_absent(tmp_path: Path, column:
     run = _run(tmp_path)
     _drop(run, column)
     assert RunStore(run).read_table().num_rows == 8
+
+
+#: The columns every part has held since the first run format. A new SampleRecord field is in
+#: neither this set nor ADDED_COLUMNS until someone decides: a field left out of ADDED_COLUMNS would
+#: make every run stored before it unreadable ("column ... is missing").
+FIRST_FORMAT = {
+    "answer_class", "answer_source", "block_char_ends", "block_char_starts", "block_rel_starts", "block_token_ends",
+    "block_token_starts", "correct", "correct_paper", "critical_path_tokens", "engine_calls",
+    "engine_inserted_tokens", "extracted_answer", "finish_reason", "format_error", "format_ok", "gold",
+    "grade_error", "grade_status", "has_parallel", "n_blocks", "n_prompt_tokens", "n_response_tokens",
+    "paths_per_block", "position_unit", "problem", "problem_id", "prompt_hash", "response", "sample_idx", "task",
+    "task_version"}
+
+
+def test_every_new_sample_field_is_declared_optional_for_older_runs() -> None:
+    from pr1_eval.records.sample import SAMPLE_COLUMNS
+
+    assert set(SAMPLE_COLUMNS) - ADDED_COLUMNS == FIRST_FORMAT, (
+        "a SampleRecord field added since the first format must be listed in ADDED_COLUMNS "
+        "(pr1_eval/records/sample.py), or runs stored before it stop reading")
