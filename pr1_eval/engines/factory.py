@@ -28,6 +28,7 @@ VLLM_OPTIONS = frozenset({
 })
 OPENAI_OPTIONS = frozenset({
     "base_url", "api_key", "served_model", "tokenizer", "max_concurrency", "request_timeout", "record_logprobs",
+    "exact_model",
 })
 ALLOWED = {"hf": HF_OPTIONS, "vllm": VLLM_OPTIONS, "openai": OPENAI_OPTIONS}
 

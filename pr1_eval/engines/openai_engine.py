@@ -53,21 +53,38 @@ sequences), few enough not to queue minutes of work behind a single replica."""
 API_KEY_ENV = "OPENAI_API_KEY"
 
 
-def pick_served_model(listed: Sequence[str], wanted: str | None, model: str, where: str) -> str:
+GENERIC_FOLDERS = frozenset({"hf", "huggingface", "actor", "model"})
+"""Folder names that say nothing of which checkpoint it is (VERL's merge writes ``global_step_N/hf``)."""
+
+
+def model_names(model: str) -> set[str]:
+    """The names a server may serve ``--model`` under: as given, its folder name, and the nearest
+    folder above it that names the checkpoint (``global_step_100`` for ``…/global_step_100/hf``)."""
+    path = Path(model.rstrip("/"))
+    names = {model, str(path), path.name}
+    named = next((part for part in reversed(path.parts) if part not in GENERIC_FOLDERS and part != "/"), None)
+    return names | ({named} if named else set())
+
+
+def pick_served_model(listed: Sequence[str], wanted: str | None, model: str, where: str, exact: bool = False) -> str:
     """The served model to ask for: ``wanted`` (``--served-model``) when listed; else the one whose
-    name is ``--model`` or its folder name; else the only one served. Why not the first of many: a
-    run must never score another model than the one it names."""
+    name is ``--model`` or its folder name; else (unless ``exact``: a sweep, where every checkpoint
+    must be served under its own name) the only one served. Why not the first of many: a run must
+    never score another model than the one it names."""
     if wanted:
         if wanted in listed:
             return wanted
         raise Pr1EvalError(f"--served-model {wanted!r} is not served at {where} (it serves: {', '.join(listed) or 'nothing'}); "
                            "pass one of those")
-    names = {model, model.rstrip("/"), Path(model.rstrip("/")).name}
+    names = model_names(model)
     matching = [m for m in listed if m in names or Path(m.rstrip("/")).name in names]
     if len(matching) == 1:
         return matching[0]
-    if len(listed) == 1 and not matching:
+    if len(listed) == 1 and not matching and not exact:
         return listed[0]
+    if exact:
+        raise Pr1EvalError(f"{where} serves no model named like {model} (it serves: {', '.join(listed) or 'nothing'}); "
+                           "serve each checkpoint under its folder's name (--served-model-name)")
     raise Pr1EvalError(f"{where} serves {len(listed)} models ({', '.join(listed) or 'none'}); pass --served-model NAME "
                        "to say which one this run scores")
 
@@ -79,7 +96,8 @@ class OpenAIEngine:
 
     def __init__(self, model_path: str, *, base_url: str, api_key: str | None = None, served_model: str | None = None,
                  tokenizer: str | None = None, max_concurrency: int = MAX_CONCURRENCY,
-                 request_timeout: float = REQUEST_TIMEOUT_S, record_logprobs: bool = False) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT_S, record_logprobs: bool = False,
+                 exact_model: bool = False) -> None:
         from pr1_eval.engines.hf import load_tokenizer
 
         if max_concurrency < 1:
@@ -98,7 +116,7 @@ class OpenAIEngine:
         models = self.client.get("/models")
         cards = [m for m in (models.get("data") or []) if isinstance(m, dict)] if isinstance(models, dict) else []
         self.served_model = pick_served_model([str(m.get("id")) for m in cards], served_model, model_path,
-                                              f"{self.client.public_base_url}/models")
+                                              f"{self.client.public_base_url}/models", exact_model)
         card = next(m for m in cards if str(m.get("id")) == self.served_model)
         self.max_model_len: int | None = int(card["max_model_len"]) if card.get("max_model_len") else None
         self.served_root = card.get("root")

@@ -29,6 +29,7 @@ class FakeServer:
     responder: Responder
     eos_id: int
     model_id: str = "served-tiny"
+    more_models: tuple[str, ...] = ()
     max_model_len: int | None = 4096
     failures: list[int] = field(default_factory=list)
     delay_s: float = 0.0
@@ -45,7 +46,7 @@ class FakeServer:
         card: dict[str, Any] = {"id": self.model_id, "object": "model", "root": "/srv/" + self.model_id}
         if self.max_model_len is not None:
             card["max_model_len"] = self.max_model_len
-        return {"object": "list", "data": [card]}
+        return {"object": "list", "data": [card, *({"id": m, "object": "model"} for m in self.more_models)]}
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self.lock:

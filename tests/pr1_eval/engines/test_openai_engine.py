@@ -117,9 +117,9 @@ def test_a_server_failing_every_try_ends_in_one_line(model: Path, tok: Any) -> N
 @pytest.mark.parametrize(("status", "fix"), [(400, "sampling options"), (401, "OPENAI_API_KEY"), (404, "--base-url")])
 def test_a_4xx_is_not_retried_and_says_how_to_fix_it(model: Path, tok: Any, status: int, fix: str) -> None:
     fake = FakeServer(lambda body: [[30]], tok.eos_token_id, failures=[status])
-    with serving(fake), OpenAIEngine(str(model), base_url=fake.url) as engine:
-        with pytest.raises(Pr1EvalError, match=f"refused the request \\({status} .*scripted {status}\\); .*{fix}"):
-            engine.generate([GenerationRequest("r", [5])], SamplingConfig())
+    with (serving(fake), OpenAIEngine(str(model), base_url=fake.url) as engine,
+          pytest.raises(Pr1EvalError, match=f"refused the request \\({status} .*scripted {status}\\); .*{fix}")):
+        engine.generate([GenerationRequest("r", [5])], SamplingConfig())
     assert len(fake.requests) == 1
 
 
@@ -153,6 +153,10 @@ def test_the_served_model_is_the_named_one_never_a_guess() -> None:
     assert pick_served_model(["only"], None, "/ckpt/step_100", where) == "only"
     assert pick_served_model(["step_100", "step_200"], None, "/ckpt/step_200", where) == "step_200"
     assert pick_served_model(["a", "b"], "b", "/ckpt/x", where) == "b"
+    assert pick_served_model(["global_step_100", "global_step_200"], None, "/ckpt/global_step_100/hf", where,
+                             exact=True) == "global_step_100"
+    with pytest.raises(Pr1EvalError, match="serves no model named like /ckpt/global_step_300/hf"):
+        pick_served_model(["only"], None, "/ckpt/global_step_300/hf", where, exact=True)  # a sweep never guesses
     with pytest.raises(Pr1EvalError, match="serves 2 models .*pass --served-model"):
         pick_served_model(["a", "b"], None, "/ckpt/x", where)
     with pytest.raises(Pr1EvalError, match="--served-model 'c' is not served .*a, b"):
