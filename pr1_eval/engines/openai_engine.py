@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.engines.base import Completion, GenerationRequest, SamplingConfig, is_greedy, request_sampling
+from pr1_eval.engines.hf import load_tokenizer
 from pr1_eval.engines.openai_client import REQUEST_TIMEOUT_S, OpenAIClient
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol.eos import model_eos_token_ids
@@ -98,8 +99,6 @@ class OpenAIEngine:
                  tokenizer: str | None = None, max_concurrency: int = MAX_CONCURRENCY,
                  request_timeout: float = REQUEST_TIMEOUT_S, record_logprobs: bool = False,
                  exact_model: bool = False) -> None:
-        from pr1_eval.engines.hf import load_tokenizer
-
         if max_concurrency < 1:
             raise Pr1EvalError(f"--max-concurrency must be at least 1, got {max_concurrency}")
         if request_timeout <= 0:
