@@ -36,8 +36,8 @@ attention mask and position ids per token, which no completions API takes.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,9 @@ class OpenAIEngine:
     """Generation through an OpenAI-compatible completions endpoint (see the module docstring)."""
 
     name = "openai"
+    #: Told (completions done, completions requested) as the requests of a ``generate`` call come
+    #: back (set by the run's progress display, as on the vLLM engine; None: nobody listens).
+    on_call_progress: Callable[[int, int], None] | None = None
 
     def __init__(self, model_path: str, *, base_url: str, api_key: str | None = None, served_model: str | None = None,
                  tokenizer: str | None = None, max_concurrency: int = MAX_CONCURRENCY,
@@ -162,6 +165,14 @@ class OpenAIEngine:
         todo = [(i, r, b) for i, r, b in todo if b > 0 and r.n > 0]
         futures = [(i, r, self._pool.submit(self.client.post, "/completions", self.request_body(r, sampling, b)))
                    for i, r, b in todo]
+        listener = self.on_call_progress
+        if listener is not None:
+            sizes = {id(f): r.n for _, r, f in futures}
+            total, done = sum(sizes.values()), 0
+            listener(0, total)
+            for future in as_completed([f for *_, f in futures]):
+                done += sizes[id(future)]
+                listener(done, total)
         for i, request, future in futures:
             results[i] = self._completions(future.result(), request)
         return results
@@ -174,7 +185,10 @@ class OpenAIEngine:
         choices = sorted(choices, key=lambda c: int(c.get("index", 0)))
         out = [self._to_completion(c, request) for c in choices]
         if len(out) == 1 and request.n > 1:  # greedy: one sent, repeated
-            out += [replace(out[0], token_ids=list(out[0].token_ids)) for _ in range(request.n - 1)]
+            first = out[0]
+            out += [replace(first, token_ids=list(first.token_ids),
+                            logprobs=None if first.logprobs is None else list(first.logprobs))
+                    for _ in range(request.n - 1)]
         if len(out) != request.n:
             raise Pr1EvalError(f"{self.client.public_base_url}/completions returned {len(out)} choices for n={request.n}")
         return out

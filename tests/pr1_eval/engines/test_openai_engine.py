@@ -91,11 +91,14 @@ def test_greedy_sends_one_and_repeats_it_and_budgets_respect_the_model_length(mo
 
 
 def test_requests_in_flight_stay_under_the_bound(model: Path, tok: Any) -> None:
-    fake = FakeServer(lambda body: [[30, tok.eos_token_id]], tok.eos_token_id, delay_s=0.15)
+    fake = FakeServer(lambda body: [[30, tok.eos_token_id]] * body["n"], tok.eos_token_id, delay_s=0.15)
+    told: list[tuple[int, int]] = []
     with serving(fake), OpenAIEngine(str(model), base_url=fake.url, max_concurrency=3) as engine:
-        out = engine.generate([GenerationRequest(f"r{i}", [5, i]) for i in range(9)], SamplingConfig())
+        engine.on_call_progress = lambda done, total: told.append((done, total))
+        out = engine.generate([GenerationRequest(f"r{i}", [5, i], n=2) for i in range(9)], SamplingConfig())
     assert len(out) == 9 and all(c[0].token_ids == [30] for c in out)
     assert fake.most_in_flight == 3  # in flight together, never more than the bound
+    assert told == [(2 * i, 18) for i in range(10)]  # the progress line hears each request's n as it returns
 
 
 def test_a_5xx_or_429_is_retried_then_answers(model: Path, tok: Any) -> None:
