@@ -150,3 +150,52 @@ def test_a_sweep_asks_for_each_checkpoint_by_its_own_name(model: Path, tmp_path:
     assert sorted(b["model"] for b in fake.requests) == ["global_step_10", "global_step_20"]
     served = sorted(RunStore(run.parent).read_run().engine["served_model"] for run in (tmp_path / "runs").rglob("run.json"))
     assert served == ["global_step_10", "global_step_20"]
+
+
+def _hf_responder(engine: Any) -> Any:
+    """A server backed by the HF engine on the trained tiny model: each request is one ``generate``
+    call with the request's own n, budget, stops, seed and temperature, one at a time (the HF
+    engine seeds torch's global generator)."""
+    from threading import Lock
+
+    from pr1_eval.engines.base import GenerationRequest, SamplingConfig
+
+    lock = Lock()
+
+    def respond(body: dict[str, Any]) -> list[list[int]]:
+        request = GenerationRequest("served", body["prompt"], n=body["n"], max_new_tokens=body["max_tokens"],
+                                    stop_token_ids=tuple(body["stop_token_ids"]), seed=body.get("seed"),
+                                    temperature=body["temperature"])
+        sampling = SamplingConfig(body["temperature"], body["top_p"], body.get("top_k", 0), body["max_tokens"])
+        with lock:
+            [completions] = engine.generate([request], sampling)
+        eos = engine.tokenizer.eos_token_id
+        return [[*c.token_ids, *([eos] if c.finish_reason == "eos" else [])] for c in completions]
+
+    return respond
+
+
+@pytest.mark.slow  # two runs of the trained tiny model (3-12 s on 2 busy cores)
+@pytest.mark.parametrize("decoding", ["sequential", "forkjoin"])
+def test_the_endpoint_writes_what_the_hf_engine_writes(tmp_path: Path, decoding: str) -> None:
+    """The same run twice on the trained tiny model: in this process (--engine hf, one row per call)
+    and through a server holding the same model (--engine openai). Every stored response, token count
+    and finish reason agrees: prompts, seeds, budgets, stops and the protocol reach the server intact."""
+    from pr1_eval.engines.hf import HFEngine
+
+    trained = cached_tiny_model("trained")
+    options = ["--tasks", "gsm8k", "-k", "2", "--limit", "1", "--max-new-tokens", "96", "--seed", "4",
+               "--decoding", decoding, "--data-dir", str(packaged_benchmarks_dir()), "--grade-workers", "1"]
+    assert main(["run", "--model", str(trained), "--engine", "hf", "--batch-size", "1", "--out", str(tmp_path / "hf"),
+                 *options]) == 0
+    served = HFEngine(str(trained), max_batch_size=1)
+    fake = FakeServer(_hf_responder(served), served.tokenizer.eos_token_id)
+    with serving(fake):
+        assert main(["run", "--model", str(trained), "--engine", "openai", "--base-url", fake.url,
+                     "--out", str(tmp_path / "openai"), *options]) == 0
+    columns = ["problem_id", "sample_idx", "response", "n_response_tokens", "finish_reason", "n_blocks", "engine_calls"]
+    hf, openai = (RunStore(tmp_path / name).read_frame()[columns].sort_values(columns[:2]).reset_index(drop=True)
+                  for name in ("hf", "openai"))
+    assert hf.equals(openai)
+    if decoding == "forkjoin":
+        assert (hf["n_blocks"] > 0).any()  # the model branches, so paths went through the server
