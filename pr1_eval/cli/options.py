@@ -91,7 +91,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-source", default=DATA_SOURCES[0], choices=DATA_SOURCES,
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
     p.add_argument("--problems-per-chunk", type=int, default=None, metavar="N",
-                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
+                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm and openai; with --ray "
                         "at most that, shrinking to 1 near the end)")
     _add_engine_options(p)
     p.add_argument("--grade-workers", type=int, default=None, metavar="N",

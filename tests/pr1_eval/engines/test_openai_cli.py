@@ -199,3 +199,16 @@ def test_the_endpoint_writes_what_the_hf_engine_writes(tmp_path: Path, decoding:
     assert hf.equals(openai)
     if decoding == "forkjoin":
         assert (hf["n_blocks"] > 0).any()  # the model branches, so paths went through the server
+
+
+def test_a_run_keeps_a_chunk_of_problems_in_flight(model: Path, tmp_path: Path) -> None:
+    """The server's scheduler needs many sequences at once: a run's chunk (64 problems on a server, as
+    on vLLM) is sent together, so 10 problems are 10 requests in flight, not the HF engine's 8."""
+    tok = load_tokenizer(str(model))
+    _, respond = _script(tok)
+    fake = FakeServer(respond, tok.eos_token_id, delay_s=0.3)
+    with serving(fake):
+        assert main(["run", "--model", str(model), "--tasks", "aime24", "-k", "1", "--limit", "10",
+                     "--max-new-tokens", "100", "--engine", "openai", "--base-url", fake.url, "--out",
+                     str(tmp_path / "run"), "--data-dir", str(packaged_benchmarks_dir()), "--grade-workers", "1"]) == 0
+    assert len(fake.requests) == 10 and fake.most_in_flight == 10
