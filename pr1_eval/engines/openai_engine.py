@@ -115,14 +115,22 @@ class OpenAIEngine:
         self.record_logprobs = record_logprobs
         self.client = OpenAIClient(base_url, api_key or os.environ.get(API_KEY_ENV) or None,
                                    timeout_s=request_timeout, max_connections=max_concurrency)
-        models = self.client.get("/models")
-        cards = [m for m in (models.get("data") or []) if isinstance(m, dict)] if isinstance(models, dict) else []
-        self.served_model = pick_served_model([str(m.get("id")) for m in cards], served_model, model_path,
-                                              f"{self.client.public_base_url}/models", exact_model)
-        card = next(m for m in cards if str(m.get("id")) == self.served_model)
+        try:
+            card = self._served_card(served_model, exact_model)
+        except BaseException:
+            self.client.close()
+            raise
         self.max_model_len: int | None = int(card["max_model_len"]) if card.get("max_model_len") else None
         self.served_root = card.get("root")
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="pr1-openai")
+
+    def _served_card(self, wanted: str | None, exact: bool) -> dict[str, Any]:
+        """``GET /models``: the card of the model this run asks for (:func:`pick_served_model`)."""
+        where = f"{self.client.public_base_url}/models"
+        models = self.client.get("/models")
+        cards = [m for m in (models.get("data") or []) if isinstance(m, dict)] if isinstance(models, dict) else []
+        self.served_model = pick_served_model([str(m.get("id")) for m in cards], wanted, self.model_path, where, exact)
+        return next(m for m in cards if str(m.get("id")) == self.served_model)
 
     @property
     def tokenizer(self) -> Any:
