@@ -212,3 +212,28 @@ def test_a_run_keeps_a_chunk_of_problems_in_flight(model: Path, tmp_path: Path) 
                      "--max-new-tokens", "100", "--engine", "openai", "--base-url", fake.url, "--out",
                      str(tmp_path / "run"), "--data-dir", str(packaged_benchmarks_dir()), "--grade-workers", "1"]) == 0
     assert len(fake.requests) == 10 and fake.most_in_flight == 10
+
+
+def test_a_folder_with_only_the_tokenizer_is_enough(model: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The weights are the server's: --model may hold the tokenizer alone, or be a bare name with
+    --tokenizer; a folder without tokenizer files is refused before any request."""
+    tok = load_tokenizer(str(model))
+    _, respond = _script(tok)
+    folder = tmp_path / "tokenizer-only"
+    folder.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):
+        (folder / name).symlink_to(model / name)
+    (tmp_path / "empty").mkdir()
+    fake = FakeServer(respond, tok.eos_token_id)
+    with serving(fake):
+        assert _run(folder, fake.url, tmp_path / "a", "-k", "1", "--limit", "1") == 0
+        assert main(["run", "--model", "served-tiny", "--tokenizer", str(folder), "--tasks", "gsm8k", "-k", "1",
+                     "--limit", "1", "--engine", "openai", "--base-url", fake.url, "--out", str(tmp_path / "b"),
+                     "--data-dir", str(packaged_benchmarks_dir()), "--grade-workers", "1"]) == 0
+        capsys.readouterr()
+        assert _run(tmp_path / "empty", fake.url, tmp_path / "c") == 2
+    assert "has no tokenizer files" in capsys.readouterr().err
+    responses = [RunStore(tmp_path / name).read_frame()["response"].tolist() for name in ("a", "b")]
+    assert responses == [[RESPONSE], [RESPONSE]]
+    assert RunStore(tmp_path / "b").read_run().engine["tokenizer"] == str(folder)
