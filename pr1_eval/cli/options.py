@@ -81,7 +81,8 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=_DEFAULTS.seed, metavar="N",
                    help="run seed; each request's seed derives from it")
     p.add_argument("--engine", default=_DEFAULTS.engine, choices=ENGINES,
-                   help="auto: vllm when installed with a GPU, else hf (transformers)")
+                   help="auto: vllm when installed with a GPU, else hf (transformers); openai: a running server's "
+                        "OpenAI-compatible API (--base-url)")
     p.add_argument("--decoding", default=_DEFAULTS.decoding, choices=DECODING_MODES,
                    help="sequential: one request per sample; forkjoin: the paper's rollout, each path its own "
                         "request; structured: one pass under the Unseen mask (hf only)")
@@ -111,7 +112,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-source", default=DATA_SOURCES[0], choices=DATA_SOURCES,
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
     p.add_argument("--problems-per-chunk", type=int, default=None, metavar="N",
-                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm; with --ray "
+                   help="problems generated, graded and stored together (default 8 on hf, 64 on vllm and openai; with --ray "
                         "at most that, shrinking to 1 near the end)")
     _add_engine_options(p)
     add_grade_workers_option(p)
@@ -144,7 +145,9 @@ def _add_adaptive_options(p: argparse.ArgumentParser) -> None:
 
 #: Engine options and the ``--`` option that sets each; ``None`` (not given) leaves the engine's own default.
 _ENGINE_OPTIONS = {"batch_size": "max_batch_size", "tensor_parallel_size": "tensor_parallel_size",
-                   "gpu_memory_utilization": "gpu_memory_utilization", "max_model_len": "max_model_len"}
+                   "gpu_memory_utilization": "gpu_memory_utilization", "max_model_len": "max_model_len",
+                   "base_url": "base_url", "api_key": "api_key", "served_model": "served_model",
+                   "tokenizer": "tokenizer", "max_concurrency": "max_concurrency", "request_timeout": "request_timeout"}
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
@@ -158,6 +161,22 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="vllm: share of GPU memory it may take (default: 0.9)")
     p.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="vllm: longest prompt + response (default: the model's)")
+    # --- openai: a server (vllm serve, SGLang, a router in front of many; pr1_eval.engines.openai_engine) ---
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="openai: the server's OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1 (recorded in "
+                        "run.json without any user or password)")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help="openai: the server's key (default: $OPENAI_API_KEY); never written to run.json")
+    p.add_argument("--served-model", default=None, metavar="NAME",
+                   help="openai: the model name the server serves (default: the one named like --model, else the "
+                        "only one it lists)")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="openai: folder (or hub id) of the tokenizer and chat template that render the prompts "
+                        "(default: --model)")
+    p.add_argument("--max-concurrency", type=int, default=None, metavar="N",
+                   help="openai: requests in flight at once (default: 64)")
+    p.add_argument("--request-timeout", type=float, default=None, metavar="S",
+                   help="openai: seconds one request may take before it is retried (default: 1800)")
 
 
 def _path_temperature(text: str) -> float | None:

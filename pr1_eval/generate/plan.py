@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.decoding.factory import DecodingSpec
+from pr1_eval.engines.openai_client import public_argv, public_options
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.preflight import (
     check_decoding,
@@ -31,9 +32,11 @@ from pr1_eval.generate.preflight import (
     check_k,
     check_limit,
     check_model,
+    check_openai,
     check_output,
     check_prompt,
     check_scaleout,
+    check_served_model,
     check_tasks,
 )
 from pr1_eval.generate.sampling_limits import check_sampling_limits
@@ -88,7 +91,8 @@ class RunPlan:
     resumes: bool
     """The output folder holds this run already: finished samples are kept, the rest generated."""
     model_source: str
-    """``local``, ``hub-cache`` (a hub id found in the local cache), ``hub``, or ``not checked``
+    """``local``, ``hub-cache`` (a hub id found in the local cache), ``hub``, ``served`` (``--engine
+    openai``: the weights are the server's, only the tokenizer was checked here), or ``not checked``
     (the caller brought its own engine)."""
 
     @property
@@ -127,6 +131,8 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     else:
         engine_name = check_engine(config.engine)
     decoding = check_decoding(config, engine_name)
+    if engine is None and config.engine == "openai":
+        check_openai(config)
     check_scaleout(config.ray, config.replicas, config.gpus_per_replica, engine_given=engine is not None)
     shard = parse_shard(config.shard) if config.shard else None
     tasks = {name: PlannedTask(task if shard is None else
@@ -153,7 +159,9 @@ def execution_options(config: RunConfig) -> dict[str, Any]:
     options no typed section holds. Why not the whole :class:`RunConfig`: each fact has one home,
     so a reader never has to choose between ``sampling.temperature`` and ``config.temperature``
     (runs written before keep their full ``config``; nothing reads the duplicated keys)."""
-    return {key: value for key, value in asdict(config).items() if key not in HOMED_OPTIONS}
+    options = {key: value for key, value in asdict(config).items() if key not in HOMED_OPTIONS}
+    options["engine_options"] = public_options(options.get("engine_options") or {})  # no API key, no URL secrets
+    return options
 
 
 def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord:
@@ -175,7 +183,7 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
                              data_hash=p.loaded.data_hash)
                for t, p in tasks.items()},
         k=config.k, seed=config.seed, limit=config.limit, shard=shard, config=execution_options(config),
-        command=list(sys.argv),
+        command=public_argv(sys.argv),
         answer_policy=config.answer_policy or default_policy(template.name),
         packages=package_versions(), started_at=now_iso(), adaptive=_adaptive_section(config),
     )
@@ -202,7 +210,12 @@ def derive_plan(inputs: RunInputs, *, model: str | None = None, out: str | None 
     folder = Path(config.out) if config.out else config.default_out()
     record = planned_record(inputs, config, folder.name)
     stored = check_output(folder, record)
-    source = check_model(config.model, config.revision) if check_the_model else "not checked"
+    if not check_the_model:
+        source = "not checked"
+    elif config.engine == "openai":  # the weights are the server's
+        source = check_served_model(config.model, config.engine_options.get("tokenizer"), config.revision)
+    else:
+        source = check_model(config.model, config.revision)
     return RunPlan(inputs, config, folder, stored or record, stored is not None, source)
 
 

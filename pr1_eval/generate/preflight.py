@@ -20,6 +20,7 @@ from pathlib import Path
 from pr1_eval.decoding.factory import DecodingSpec
 from pr1_eval.engines.base import is_greedy
 from pr1_eval.engines.factory import resolve_engine_name
+from pr1_eval.engines.openai_client import normalise_base_url
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.generate.config import RunConfig
 from pr1_eval.generate.resume import check_resumable
@@ -87,6 +88,10 @@ def check_decoding(config: RunConfig, engine_name: str) -> DecodingSpec:
         raise Pr1EvalError(f"--paths and --max-blocks must be at least 1, got {config.paths} and {config.max_blocks}")
     if config.decoding == "structured" and engine_name == "vllm":
         raise Pr1EvalError("--decoding structured drives a transformers model itself; pass --engine hf")
+    if config.decoding == "structured" and engine_name == "openai":
+        raise Pr1EvalError("--decoding structured needs a per-token attention mask (sibling paths hidden) and position "
+                           "ids, which no completions API takes; use --decoding forkjoin with --engine openai, or "
+                           "--engine hf for structured")
     spec = DecodingSpec.of(config)
     spec.decoder()  # each decoder checks its own parameters
     return spec
@@ -98,6 +103,40 @@ def check_scaleout(ray: str | None, replicas: int | None, gpus_per_replica: int 
         raise Pr1EvalError("--replicas and --gpus-per-replica need --ray (e.g. --ray auto)")
     if ray is not None and engine_given:
         raise Pr1EvalError("--ray builds an engine inside every replica; it cannot use an engine loaded here")
+
+
+def check_openai(config: RunConfig) -> None:
+    """``--engine openai``: a server URL, no ``--ray`` (the server is the scale-out); the options of
+    the other engines are refused later, where every engine's are (``make_engine``)."""
+    url = config.engine_options.get("base_url")
+    if not url:
+        raise Pr1EvalError("--engine openai needs --base-url (the server's OpenAI-compatible API, e.g. "
+                           "http://127.0.0.1:8000/v1)")
+    normalise_base_url(str(url))
+    if config.ray is not None:
+        raise Pr1EvalError("--ray starts engines on a Ray cluster, but --engine openai generates on a server; to use "
+                           "many GPUs run many servers behind one router and pass its URL (docs/guides/scale-out.md)")
+
+
+def check_served_model(model: str, tokenizer: str | None, revision: str | None = None) -> str:
+    """``--engine openai``: the weights are the server's, so a model folder needs only its tokenizer
+    files; with ``--tokenizer`` the ``--model`` is only the run's name for the model."""
+    if tokenizer:
+        folder = Path(tokenizer).expanduser()
+        if folder.is_dir():
+            check_tokenizer_files(folder, "--tokenizer folder")
+        elif _looks_like_path(tokenizer):
+            raise Pr1EvalError(f"--tokenizer {tokenizer}: no such folder; pass the folder of the served model's tokenizer")
+        return "served"
+    path = Path(model).expanduser()
+    if path.is_dir():
+        check_tokenizer_files(path)
+        return "served"
+    if _looks_like_path(model):
+        raise Pr1EvalError(f"--model {model}: no such folder; with --engine openai pass the served model's folder (for "
+                           "its tokenizer), or --tokenizer DIR")
+    check_hub_model(model, revision)
+    return "served"
 
 
 # ----- model ----------------------------------------------------------------------------------

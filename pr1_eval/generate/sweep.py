@@ -99,7 +99,20 @@ def plan_sweep(request: SweepRequest, config: RunConfig) -> Sweep:
         raise Pr1EvalError(ckpts.merge_hint(unmerged[0])
                            + (f" (and {len(unmerged) - 1} more step(s))" if len(unmerged) > 1 else ""))
     family = request.family or family_name(request.ckpt_root)
+    if config.engine == "openai":
+        config = _served_checkpoints(config, len(chosen))
     return Sweep(request, chosen, family, plan_inputs(config))
+
+
+def _served_checkpoints(config: RunConfig, checkpoints: int) -> RunConfig:
+    """``--engine openai``: each checkpoint must be served under its own name (its folder's path or
+    name, vLLM's ``--served-model-name``), never "the one model the server serves", which would
+    score one model under every step's name."""
+    if config.engine_options.get("served_model") and checkpoints > 1:
+        raise Pr1EvalError(f"--served-model names one model, but the sweep has {checkpoints} checkpoints; serve each "
+                           "under its folder's name (vllm serve CKPT --served-model-name global_step_N) and drop "
+                           "--served-model")
+    return dataclasses.replace(config, engine_options={**config.engine_options, "exact_model": True})
 
 
 def _finished(out: Path, tasks: dict[str, PlannedTask] | Any) -> bool:

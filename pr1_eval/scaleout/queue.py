@@ -80,9 +80,10 @@ def plan_chunks(todo: Mapping[str, Sequence[tuple[int, Sequence[int]]]], size: i
 
 
 def engine_chunk_size(engine_name: str) -> int:
-    """Problems per chunk on one engine: small on HF (bounded loss on a kill), large on vLLM, whose
-    scheduler needs many sequences in flight to fill a GPU."""
-    return 64 if engine_name == "vllm" else 8
+    """Problems per chunk on one engine: small on HF (bounded loss on a kill), large on vLLM and on a
+    server (``openai``), whose schedulers need many sequences in flight to fill their GPUs (a chunk's
+    requests are all that one call can have in flight)."""
+    return 64 if engine_name in ("vllm", "openai") else 8
 
 
 class WorkQueue:
