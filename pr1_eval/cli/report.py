@@ -24,7 +24,7 @@ DESCRIPTION = ("Print the metrics of a run: per task mean@k, pass@k with 95% int
                "paper-compatible figures, parallel ratio and format rate. An incomplete run (stopped, a lone "
                "shard, part of a benchmark) is marked and its numbers starred.")
 EXAMPLES = ("  pr1-eval report runs/RUN\n"
-            "  pr1-eval report runs/RUN --at 1,4,16,64   # pass@K, best@K, maj@K at each K <= k\n"
+            "  pr1-eval report runs/RUN --at 1,4,16,64   # pass/best/maj at each K\n"
             "  pr1-eval report runs/RUN --json --strict   # exit 2 when incomplete")
 
 

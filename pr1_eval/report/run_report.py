@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
+from pr1_eval.report.at_k import at_k_values, problem_classes
 from pr1_eval.report.completeness import TaskCompleteness, check_completeness
 from pr1_eval.report.efficiency import Efficiency, length_figures
 from pr1_eval.report.metrics import (
@@ -40,7 +41,6 @@ from pr1_eval.report.metrics import (
     parallel_ratio,
     problem_values,
 )
-from pr1_eval.report.at_k import at_k_values, problem_classes
 from pr1_eval.report.schema import AtK, Interval, MeanVariance, RunReport, TaskMetrics, TaskReport
 from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
 from pr1_eval.report.variance import WITHIN_SHARE, required_k, variance_split
