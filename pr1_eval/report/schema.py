@@ -77,7 +77,10 @@ class MeanVariance:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> MeanVariance | None:
-        return None if data is None else cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+        if data is None:
+            return None
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**values)
 
 
 @dataclass(frozen=True)
