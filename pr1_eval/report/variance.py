@@ -34,7 +34,8 @@ far tail, below 1e-4 at 80 %, is ignored). SD(d) is the **observed** sample SD o
 differences (ddof 1), taken as the SD under the alternative. The leaderboard's own test is the
 sign-flip permutation test; for the normal-shaped differences of a mean over ≥ 30 problems its
 power is close to the z-test's, and at P = 30 the z quantile makes the MDE a few per cent small
-(Student's t_{29} would give 2.05 in place of 1.96).
+(Student's t_{29} would give 2.05 in place of 1.96). With every difference 0 the SD and so the MDE
+are 0: the formula then says nothing about power (the test reads ``no_difference``).
 
 Required k (:func:`required_k`): the smallest k at which within(k) is at most a share ``f``
 (:data:`WITHIN_SHARE`, 10 %) of Var(Mean@k): ``k ≥ (1 − f)/f · E[p(1−p)] / Var(p)``. Past it, even
