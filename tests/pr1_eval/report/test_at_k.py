@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import random
 from math import comb
+from pathlib import Path
 
 import pytest
 
+from pr1_eval.cli.main import main
 from pr1_eval.report.at_k import maj_at_k
 from pr1_eval.report.metrics import majority_correct
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics
 from pr1_eval.report.table import format_at_table
+from tests.support.leaderboard_fixtures import write_counts_run
 from tests.support.report_fixtures import run_record, verdict_frame
 
 
@@ -102,3 +106,22 @@ def test_the_at_option_refuses_what_is_not_a_list_of_positive_integers() -> None
     for bad in ("0,4", "x", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="positive integers"):
             at_values(bad)
+
+
+def test_the_report_command_prints_the_variance_and_at_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pr1-eval report RUN --at 1,2,8``: the variance table by default, the at-K table on request, K = 8
+    named as above the run's 4 samples; ``--json`` carries the same numbers."""
+    run = write_counts_run(tmp_path, "run", {"t": {"p1": 4, "p2": 1, "p3": 2}}, k=4)
+    assert main(["report", str(run)]) == 0
+    plain = capsys.readouterr().out
+    assert "Variance of mean@K" in plain and "At K" not in plain
+    assert main(["report", str(run), "--at", "1,2,8"]) == 0
+    text = capsys.readouterr().out
+    assert "At K" in text and "t: K = 8 above its 4 samples per problem" in text
+    assert main(["report", str(run), "--json", "--at", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)["tasks"]["t"]
+    # pass@2 by hand: 1 − C(4−c, 2)/C(4, 2) for c = 4, 1, 2 → 1, 1/2, 5/6
+    assert [entry["k"] for entry in doc["at"]] == [2] and doc["at"][0]["pass@2"] == pytest.approx((1 + 0.5 + 5 / 6) / 3)
+    p = [1, 0.25, 0.5]
+    s2 = sum((x - sum(p) / 3) ** 2 for x in p) / 2
+    assert doc["variance"]["se"] == pytest.approx((s2 / 3) ** 0.5)
