@@ -31,12 +31,16 @@ the report's name for it)::
                                 # additive, token latency (the report's fields, pr1_eval.report.efficiency):
                                 "length_unit", "response_length_per_sample", "critical_path_per_sample",
                                 "speedup", "speedup_ci95", "speedup_problem_median", "speedup_problem_p90",
-                                "losing_path_share", "speedup_correct", "speedup_wrong"}},
+                                "losing_path_share", "speedup_correct", "speedup_wrong",
+                                # additive, the report's split of Var(mean@K) (pr1_eval.report.variance):
+                                "se", "variance_between", "variance_within", "required_k"}},
                "average": {"convention", "k", "n_tasks", "n_problems", "mean@K", "pass@K", "best@K_paper",
                            "maj@K", "parallel_ratio", "speedup" (additive: null across length units),
                            "task_mean": {the six metrics}, "problem_weighted": {the six metrics}}}],
      "comparisons": [{"run", "baseline", "task", "n_problems", "delta", "ci95": [lo, hi],
-                      "p_value", "p_holm", "test", "n_nonzero"}],
+                      "p_value", "p_holm", "test", "n_nonzero",
+                      # additive: SD of the paired differences, minimum detectable effect
+                      "diff_sd", "mde"}],
      "excluded": [{"name", "path", "complete": false, "missing": [lines], "advice"}],
      "baseline", "answer_policy" (additive: every run's; runs under different policies are refused as
      not comparable, with the regrade command that aligns them), "average_convention", "tasks", "alpha", "ci95_bootstrap", "maj_tie_rule", "notes", "failures"}
@@ -69,7 +73,9 @@ Conventions, and why:
 * Comparisons are each run against the baseline (``--baseline``; default the lowest step when all
   runs are steps of one family, else the first run given), per task, on the problems both share:
   delta of mean@K, paired bootstrap 95% interval (10,000 resamples, seed 0), two-sided sign-flip
-  p-value (exact up to 20 non-zero differences) and Holm's adjustment across that run's tasks.
+  p-value (exact up to 20 non-zero differences) and Holm's adjustment across that run's tasks, and
+  the minimum detectable effect of that pair (``mde``: 80 % power, two-sided 5 %, from the observed SD
+  of its per-problem differences, ``diff_sd``; :mod:`pr1_eval.report.variance`).
 * Runs must share tasks, problem ids, data hashes and k. With ``intersect`` every run is cut to
   the tasks and problems all runs share (so every number in the table is on the same problems)
   and the notes say how many were kept; unknown data hashes (imports) are noted, not refused.
@@ -403,7 +409,15 @@ def _task_cell(metrics: TaskMetrics, n_problems: int, n_samples: int, structure:
         parallel_ratio=structure["parallel_ratio"], n_samples=n_samples, pass_at_1=metrics.pass_at_1,
         pass_at_k_ci95=metrics.interval("pass_at_k"), best_at_k=metrics.best_at_k, mean_paper=metrics.mean_paper,
         first_block_rel_pos=structure["first_block_rel_pos"], position_unit=structure["position_unit"],
-        **{name: getattr(metrics, name) for name in LATENCY_FIELDS})
+        **{name: getattr(metrics, name) for name in LATENCY_FIELDS}, **_variance_cells(metrics))
+
+
+def _variance_cells(metrics: TaskMetrics) -> dict[str, Any]:
+    """The cell's view of the report's split of Var(mean@K) (all None when it is not estimable)."""
+    v = metrics.variance
+    if v is None:
+        return {}
+    return {"se": v.se, "variance_between": v.between, "variance_within": v.within, "required_k": v.required_k}
 
 
 #: The report's token-latency fields every cell carries under the same names.

@@ -35,7 +35,7 @@ from plotly.subplots import make_subplots
 
 from analysis.leaderboard import LATENCY_FIELDS, UNIT_LABELS, Leaderboard
 from analysis.leaderboard_schema import RunAverage, TaskCell
-from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
+from analysis.leaderboard_tables import MDE_NOTE, comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
 from pr1_eval.report.names import metric_name
 from pr1_eval.store.safe_write import refuse_run_file, write_atomic
@@ -264,7 +264,7 @@ below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']})
 <h2>Paired comparisons with the baseline</h2>
 <p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
 ({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip
-permutation p-value; Holm-adjusted across the tasks of each run.</p>
+permutation p-value; Holm-adjusted across the tasks of each run. {html_text(MDE_NOTE)}</p>
 {_table(comparison_rows(doc))}
 <h2>Over checkpoints</h2>{figure_note}{''.join(divs[:2])}
 <h2>Which problems flip</h2>{heatmap_note}{''.join(divs[2:])}

@@ -50,7 +50,11 @@ class TaskCell:
     token-latency extras (:mod:`pr1_eval.report.efficiency`, the report's fields of the same names):
     ``length_unit``, ``response_length_per_sample``, ``critical_path_per_sample``, ``speedup``,
     ``speedup_ci95``, ``speedup_problem_median``, ``speedup_problem_p90``, ``losing_path_share``,
-    ``speedup_correct``, ``speedup_wrong``."""
+    ``speedup_correct``, ``speedup_wrong``, then the report's split of Var(mean@K)
+    (:class:`pr1_eval.report.schema.MeanVariance`): ``se`` (standard error of mean@K over problems),
+    ``variance_between`` and ``variance_within`` (its two parts, which add up to se²) and
+    ``required_k`` (samples per problem past which more narrow the interval by at most ~5 %; None:
+    no between-problem spread detected)."""
 
     k: int
     n_problems: int
@@ -77,6 +81,10 @@ class TaskCell:
     losing_path_share: float | None = None
     speedup_correct: float | None = None
     speedup_wrong: float | None = None
+    se: float | None = None
+    variance_between: float | None = None
+    variance_within: float | None = None
+    required_k: int | None = None
 
     @staticmethod
     def key(field_name: str, k: int | str) -> str:
@@ -201,6 +209,8 @@ class Comparison(TypedDict):
     p_holm: float
     test: str
     n_nonzero: int
+    diff_sd: float | None  # sample SD (ddof 1) of the per-problem differences; None below 2 problems
+    mde: float | None  # minimum detectable effect, 80 % power, two-sided 5 %: 2.80 · diff_sd / √n_problems
 
 
 class Excluded(TypedDict):

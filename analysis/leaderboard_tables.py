@@ -142,11 +142,20 @@ def comparison_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
     """One row per run × task compared with the baseline."""
     return [{"run": c["run"], "vs": c["baseline"], "task": c["task"], "problems": str(c["n_problems"]),
              "delta [95% CI]": _interval(c["delta"], c["ci95"]), "p": _p(c["p_value"]), "p (Holm)": _p(c["p_holm"]),
-             "test": c["test"]} for c in doc["comparisons"]]
+             "test": c["test"], "MDE": _num(c.get("mde"))} for c in doc["comparisons"]]
+
+
+#: What the comparisons' MDE column is, under every text form of the table.
+MDE_NOTE = ("MDE: minimum detectable effect of the pair, the true delta a two-sided 5% paired test detects with 80% "
+            "power, 2.80 · SD(per-problem differences, ddof 1) / √problems: a non-significant delta below it is "
+            "no evidence of equality.")
 
 
 def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The runs as one flat row each (numbers unrounded), for ``--csv``."""
+    """The runs as one flat row each (numbers unrounded), for ``--csv``. A comparison belongs to a run
+    and a task, so its minimum detectable effect is the run's ``TASK.mde_vs_baseline`` column (empty
+    for the baseline, which is compared with nothing)."""
+    mde = {(c["run"], c["task"]): c.get("mde") for c in doc["comparisons"]}
     rows = []
     for run in doc["runs"]:
         row: dict[str, Any] = {key: run[key] for key in ("rank", "tied_with_above", "p_vs_above", "name", "model",
@@ -161,6 +170,7 @@ def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     row[f"{task}.{key}.low"] = row[f"{task}.{key}.high"] = None
                 else:
                     row[f"{task}.{key}"] = value
+            row[f"{task}.mde_vs_baseline"] = mde.get((run["name"], task))
         rows.append(row)
     return rows
 
@@ -242,7 +252,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
                 "what each lacks is in the notes."] if any(not r.get("complete", True) for r in doc["runs"]) else []),
              head("Per task"), table(task_rows(doc)), intervals_and_ties_note(doc),
              head(f"Paired comparisons with the baseline {doc['baseline']} (shared problems; bootstrap 95% CI; "
-                  "sign-flip p; Holm across tasks)"), table(comparison_rows(doc))]
+                  "sign-flip p; Holm across tasks)"), table(comparison_rows(doc)), MDE_NOTE]
     if doc["notes"] or doc["failures"]:
         lines = [f"- {note}" for note in doc["notes"]]
         lines += [f"- run not loaded: {f['path']}: {f['reason']}" for f in doc["failures"]]

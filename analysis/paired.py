@@ -18,6 +18,10 @@ of zero. Everything here takes per-problem values (mean@K per problem, c/n) and 
   p-value), beyond that :data:`MONTE_CARLO_DRAWS` random patterns with a fixed seed give
   ``(1 + hits) / (1 + draws)`` (never 0, Phipson & Smyth 2010).
 * :func:`holm` — Holm's step-down adjustment across the tasks of one comparison.
+* ``mde`` of :func:`paired_comparison` — the minimum detectable effect at 80 % power and two-sided
+  5 % (:func:`pr1_eval.report.variance.minimum_detectable_effect`): 2.80 · SD(d) / √P with the
+  observed sample SD of the paired differences (ddof 1, written as ``diff_sd``). A delta smaller than
+  it that the test did not reject says little: such a comparison was unlikely to detect it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
+from pr1_eval.report.variance import minimum_detectable_effect
 
 #: Up to this many non-zero differences the permutation p-value is exact (2^20 ≈ 10^6 patterns).
 EXACT_MAX_NONZERO = 20
@@ -151,7 +156,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 
 def paired_comparison(values: Sequence[float] | np.ndarray, baseline: Sequence[float] | np.ndarray, *,
                       n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED) -> dict[str, object]:
-    """Delta, its paired-bootstrap 95% interval and the sign-flip p-value of two aligned per-problem vectors."""
+    """Delta, its paired-bootstrap 95% interval, the sign-flip p-value, the SD of the paired differences
+    and the minimum detectable effect (None below 2 problems) of two aligned per-problem vectors."""
     a, b = _as_array(values), _as_array(baseline)
     if a.size != b.size:
         raise ValueError(f"paired values need the same problems: {a.size} vs {b.size}")
@@ -160,4 +166,5 @@ def paired_comparison(values: Sequence[float] | np.ndarray, baseline: Sequence[f
     interval = paired_bootstrap_ci(diffs, n_resamples=n_resamples, seed=seed)
     return {"n_problems": int(a.size), "delta": float(diffs.mean()) if a.size else 0.0,
             "ci95": None if interval is None else [interval[0], interval[1]],
-            "p_value": test.p_value, "test": test.method, "n_nonzero": test.n_nonzero}
+            "p_value": test.p_value, "test": test.method, "n_nonzero": test.n_nonzero,
+            "diff_sd": float(np.std(diffs, ddof=1)) if a.size >= 2 else None, "mde": minimum_detectable_effect(diffs)}

@@ -79,7 +79,8 @@ def shown(rows: pd.DataFrame) -> pd.DataFrame:
 def comparison_table(document: dict[str, Any]) -> pd.DataFrame:
     rows = [{"run": c["run"], "baseline": c["baseline"], "task": c["task"], "n_problems": str(c["n_problems"]),
              "Δ mean@K": fmt(c["delta"]), "ci95": fmt_interval(c["ci95"]), "p": fmt(c["p_value"]),
-             "p (Holm)": fmt(c["p_holm"]), "test": str(c["test"])} for c in document["comparisons"]]
+             "p (Holm)": fmt(c["p_holm"]), "test": str(c["test"]), "MDE": fmt(c.get("mde"))}
+            for c in document["comparisons"]]
     return pd.DataFrame(rows)
 
 

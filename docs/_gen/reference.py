@@ -242,16 +242,18 @@ def run_record_markdown() -> str:
 def report_markdown() -> str:
     """The ``report --json`` keys as :func:`pr1_eval.report.schema.json_schema` gives them, K standing
     for the task's k, then the types they come from."""
-    from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport, json_schema
+    from pr1_eval.report.schema import AtK, MeanVariance, RunReport, TaskMetrics, TaskReport, json_schema
 
     schema = json_schema()
     parts = [f"Report schema version: **{schema['schema_version']}** (not written into the document)."]
     for section, title in (("run", "The run (top level)"), ("task", "Each task (`tasks.TASK`)"),
-                           ("metrics", "A complete task's numbers (beside the task keys; K is the task's k)")):
+                           ("metrics", "A complete task's numbers (beside the task keys; K is the task's k)"),
+                           ("variance", "`variance`: the split of Var(mean@K) (a task's numbers)"),
+                           ("at", "Each entry of `at` (`report --at`; K is the entry's k)")):
         rows = [f"| `{key}` | {cell(doc)} |" for key, doc in schema[section].items()]
         parts.append("\n".join([f"**{title}**", "", "| key | meaning |", "|---|---|", *rows]))
     parts.append(f"**`partial`** (an incomplete task, instead of the numbers): {cell(schema['partial'])}")
-    parts += [record_markdown(cls) for cls in (RunReport, TaskReport, TaskMetrics)]
+    parts += [record_markdown(cls) for cls in (RunReport, TaskReport, TaskMetrics, MeanVariance, AtK)]
     return "\n\n".join(parts)
 
 

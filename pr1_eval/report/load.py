@@ -9,6 +9,7 @@ sweep sits below the CLI in the flow.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
@@ -57,13 +58,14 @@ def replaced_line(run_dir: str | Path) -> str | None:
         return None
 
 
-def load_report(run_dir: str | Path) -> RunReport:
+def load_report(run_dir: str | Path, at: Sequence[int] = ()) -> RunReport:
     """The report of the run stored at ``run_dir``, checked against what its run.json declares,
-    with ``run`` (the folder) and ``model`` (run.json's model section) filled in."""
+    with ``run`` (the folder) and ``model`` (run.json's model section) filled in; ``at``: see
+    :func:`pr1_eval.report.run_report.run_report`."""
     run_dir = Path(run_dir)
     if not (run_dir / RUN_JSON).is_file():
         raise _not_a_run(run_dir)
     store = RunStore(run_dir)
     record = store.read_run()
-    report = run_report(store.read_frame(), run=record)
+    report = run_report(store.read_frame(), run=record, at=at)
     return dataclasses.replace(report, run=str(run_dir), model=dataclasses.asdict(record.model))

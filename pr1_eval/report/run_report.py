@@ -18,7 +18,7 @@ Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
+from pr1_eval.report.at_k import at_k_values, problem_classes
 from pr1_eval.report.completeness import TaskCompleteness, adaptive_rule, check_completeness, samples_per_problem
 from pr1_eval.report.efficiency import Efficiency, length_figures
 from pr1_eval.report.metrics import (
@@ -40,8 +41,9 @@ from pr1_eval.report.metrics import (
     parallel_ratio,
     problem_values,
 )
-from pr1_eval.report.schema import Interval, RunReport, TaskMetrics, TaskReport
+from pr1_eval.report.schema import AtK, Interval, MeanVariance, RunReport, TaskMetrics, TaskReport
 from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
+from pr1_eval.report.variance import WITHIN_SHARE, required_k, variance_split
 
 
 @dataclass(frozen=True)
@@ -120,16 +122,53 @@ def _per_problem_values(problems: Problems, k: int, adaptive: bool = False) -> d
     return {name: columns[i] for i, name in enumerate(PER_PROBLEM_METRICS)}
 
 
-def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True) -> TaskMetrics:
+def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True, at: Sequence[int] = ()) -> TaskMetrics:
     """The metrics of samples in which every problem holds at least ``k`` samples; without
     ``measurable`` (the tags were stripped) the structure figures are None, never a count of
-    tags that cannot be there."""
+    tags that cannot be there. ``at``: the Ks of :attr:`TaskMetrics.at` (those ≤ k are kept)."""
     arrays = SampleArrays.of(frame)
-    return task_metrics(arrays, problems_of(arrays), k, measurable)
+    return task_metrics(arrays, problems_of(arrays), k, measurable, at)
+
+
+def mean_variance(problems: Problems) -> MeanVariance | None:
+    """The between/within split of Var(mean@K) (:func:`pr1_eval.report.variance.variance_split`) with
+    its required k; None when it is not estimable (fewer than 2 problems or samples)."""
+    parts = variance_split(problems.c, problems.n)
+    if parts is None:
+        return None
+    return MeanVariance(between_problem=parts.between_problem, within_problem=parts.within_problem,
+                        between=parts.between, within=parts.within, total=parts.total, se=parts.se,
+                        within_share=parts.within_share, required_k=required_k(parts),
+                        required_k_share=WITHIN_SHARE)
+
+
+def at_k_metrics(arrays: SampleArrays, problems: Problems, ks: Sequence[int], k: int) -> list[AtK]:
+    """pass@K, best@K and maj@K (:mod:`pr1_eval.report.at_k`) at each K of ``ks`` that is ≤ ``k``,
+    ascending, with the report's intervals; over all of each problem's samples, as the report's other
+    numbers are (pass@K's estimator holds for any n ≥ K)."""
+    wanted = sorted({K for K in ks if 1 <= K <= k})
+    if not wanted:
+        return []
+    classes = need(arrays.answer_class, "answer_class")[problems.order]
+    answered = need(arrays.answered, "answer_class")[problems.order]
+    correct = need(arrays.correct, "correct")[problems.order]
+    starts = np.concatenate([[0], np.cumsum(problems.n)[:-1]])
+    held = [slice(int(s), int(s + n)) for s, n in zip(starts, problems.n, strict=True)]
+    parts = variance_split(problems.c, problems.n)
+    per_problem = [(int(n), int(c), problem_classes(classes[h], answered[h], correct[h]))
+                   for h, n, c in zip(held, problems.n, problems.c, strict=True)]
+    out = []
+    for K in wanted:
+        values = [at_k_values(n, c, cls, K) for n, c, cls in per_problem]
+        columns = {name: np.array([v[name] for v in values]) for name in AtK.FIELDS}
+        out.append(AtK(k=K, **{name: float(column.mean()) for name, column in columns.items()},
+                       mean_se=None if parts is None else parts.se_at(K),
+                       ci95={name: _ci(column) for name, column in columns.items()}))
+    return out
 
 
 def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True,
-                 adaptive: bool = False) -> TaskMetrics:
+                 at: Sequence[int] = (), adaptive: bool = False) -> TaskMetrics:
     """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`);
     ``adaptive``: problems may hold fewer than k samples (:func:`pr1_eval.report.metrics.problem_values`)."""
     per_problem = _per_problem_values(problems, k, adaptive)
@@ -152,6 +191,8 @@ def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: b
         tokens_per_sample=_mean_of(arrays, "n_response_tokens"),
         critical_path_tokens_per_sample=_mean_of(arrays, "critical_path_tokens"),
         **dataclasses.asdict(lengths),
+        variance=mean_variance(problems),
+        at=at_k_metrics(arrays, problems, at, k),
     )
 
 
@@ -174,7 +215,7 @@ def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool =
 
 
 def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: bool = True,
-              adaptive: bool = False) -> TaskReport:
+              at: Sequence[int] = (), adaptive: bool = False) -> TaskReport:
     """:func:`task_report` from the task's arrays (None: no sample). The metrics are over the problems
     holding k samples that have a gold (``full``); an incomplete task's are its ``partial`` ones. In an
     ``adaptive`` run a problem is full when it holds what its stopping rule asks for (not short)."""
@@ -188,7 +229,7 @@ def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: 
         if check.k >= 1 and n_full:
             keep = np.zeros(len(arrays), dtype=bool)
             keep[problems.order] = np.repeat(full, problems.n)
-            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable, adaptive)
+            metrics = task_metrics(arrays.take(keep), problems.select(full), check.k, measurable, at, adaptive)
     return TaskReport(
         complete=check.complete, k=check.k, n_problems=n_full, n_problems_expected=check.n_problems_expected,
         n_samples=0 if arrays is None else len(arrays), missing_problems=check.missing_problems,
@@ -199,14 +240,17 @@ def report_of(arrays: SampleArrays | None, check: TaskCompleteness, measurable: 
 
 
 def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
-               run: RunRecord | None = None, adaptive: Mapping[str, Any] | None = None) -> RunReport:
+               run: RunRecord | None = None, adaptive: Mapping[str, Any] | None = None,
+               at: Sequence[int] = ()) -> RunReport:
     """The report of a run's samples.
 
     With ``run`` (the run's record) every task is checked against the problems and k it declares; without it,
     against ``k`` (one for every task, or a mapping task → k; else the most samples any problem holds) over
     the problems present. Every task comes from one conversion of the run's columns and one split by task
     (:mod:`pr1_eval.report.task_arrays`), not one pass over the run per task. ``adaptive`` (run.json's
-    section) reports an adaptive run checked against ``k`` without its record.
+    section) reports an adaptive run checked against ``k`` without its record. ``at``: the Ks at which
+    each task also gets pass@K, best@K and maj@K (:attr:`TaskMetrics.at`; those above a task's k are
+    left out of that task, and the table says so).
     """
     completeness = check_completeness(run, frame, k, adaptive)
     is_adaptive = bool(run.adaptive if run is not None and run.adaptive else adaptive)
@@ -216,7 +260,7 @@ def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
     tasks: dict[str, TaskReport] = {}
     for name, check in completeness.tasks.items():
         held = arrays.take(rows[name]) if arrays is not None and name in rows else None
-        tasks[name] = report_of(held, check, measurable, adaptive=is_adaptive)
+        tasks[name] = report_of(held, check, measurable, at, adaptive=is_adaptive)
     ks = {task.k for task in tasks.values()}
     return RunReport(k=ks.pop() if len(ks) == 1 else None, status=completeness.status, complete=completeness.complete,
                      incomplete=completeness.problems(),

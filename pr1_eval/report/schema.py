@@ -14,7 +14,10 @@ The JSON form (``to_json``) is the ``report --json`` document. Version 1 of this
 still read the same. Version 2 (the answer policy per run; the token-latency keys per task:
 ``critical_path_per_sample`` … ``speedup_wrong``) keeps every version-1 key in its place, adds the
 new ones after them and writes ``schema_version`` as the document's last key, so a reader tells the
-two apart (no ``schema_version``: version 1). A further change of the shape raises the version.
+two apart (no ``schema_version``: version 1). Version 3 adds two keys after version 2's in each task's
+numbers: ``variance`` (:class:`MeanVariance`: the between/within split of Var(mean@K), its standard
+error and required k) and ``at`` (:class:`AtK`: pass@K, best@K, maj@K at the Ks ``report --at`` asks
+for); nothing else moved. A further change of the shape raises the version.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ if TYPE_CHECKING:  # an annotation only: the completeness check brings pandas, w
     from pr1_eval.report.completeness import PartOf
 
 #: Version of the shape :meth:`RunReport.to_json` writes (its last key; see the module docstring).
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 
 
 def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING, *,
@@ -47,6 +50,70 @@ def _doc(text: str, default: Any = dataclasses.MISSING, factory: Any = dataclass
 
 
 Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class MeanVariance:
+    """Where Mean@K's uncertainty comes from (:mod:`pr1_eval.report.variance`): which problems the
+    task holds (between) and the Bernoulli noise of its K samples per problem (within)."""
+
+    between_problem: float = _doc("Var(p) over problems: the spread of the true solve rates, unbiased "
+                                  "(sample variance of c/n minus the mean of (c/n)(1 − c/n)/(n − 1)); may be < 0.")
+    within_problem: float = _doc("E[p(1 − p)]: one sample's Bernoulli variance, averaged over problems "
+                                 "(mean of (c/n)(1 − c/n)·n/(n − 1)).")
+    between: float = _doc("between_problem / P: the between-problem part of Var(mean@K).")
+    within: float = _doc("within_problem / (K·P): the within-problem (sampling) part of Var(mean@K).")
+    total: float = _doc("between + within: the estimated Var(mean@K), the sample variance of c/n over P.")
+    se: float = _doc("√total: the standard error of mean@K over problems.")
+    within_share: float | None = _doc("within / total; None when total is 0.")
+    required_k: int | None = _doc(
+        "Smallest k at which within(k) = within_problem/(k·P) is at most required_k_share of Var(mean@k): more "
+        "samples per problem then narrow the interval by at most 1 − √(1 − share) (5 % at 10 %). None when "
+        "between_problem ≤ 0 (no spread detected: every sample still narrows the interval).")
+    required_k_share: float = _doc("The within-problem share required_k allows (0.10).")
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> MeanVariance | None:
+        if data is None:
+            return None
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class AtK:
+    """pass@K, best@K and maj@K at one K ≤ the task's samples per problem (``report --at``;
+    :mod:`pr1_eval.report.at_k`). JSON keys are the metric names at that K (``pass@4``)."""
+
+    k: int = _doc("The K these numbers are at (≤ the task's k).")
+    pass_at_k: float = _doc("pass@K: the unbiased Pass@K from the task's n samples, 1 − C(n−c, K)/C(n, K).",
+                            kind="pass")
+    best_at_k: float = _doc("best@K: 1 − (1 − c/n)^K.", kind="best")
+    maj_at_k: float = _doc("maj@K: mean over every K-subset of a problem's samples of that subset's majority verdict "
+                           "(tie rule: maj_tie_rule), averaged over problems; at K = k the task's maj@K.", kind="maj")
+    mean_se: float | None = _doc(
+        "Predicted standard error of mean@K had each problem K samples: √((between_problem + within_problem/K)/P); "
+        "mean@K itself is estimated by the task's mean (c/n has the same expectation at any K).", None)
+    ci95: dict[str, Interval | None] = _doc(
+        "95% interval of pass@K, best@K and maj@K (keyed by name): the report's bootstrap over problems.", factory=dict)
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("pass_at_k", "best_at_k", "maj_at_k")
+
+    def to_json(self) -> dict[str, Any]:
+        names = {m: TaskMetrics.metric_key(m, self.k) for m in self.FIELDS}
+        return {"k": self.k, **{names[m]: getattr(self, m) for m in self.FIELDS}, "mean_se": self.mean_se,
+                "ci95": {names[m]: None if v is None else [v[0], v[1]] for m, v in self.ci95.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AtK:
+        k = int(data["k"])
+        names = {TaskMetrics.metric_key(m, k): m for m in cls.FIELDS}
+        return cls(k=k, **{m: data[key] for key, m in names.items()}, mean_se=data.get("mean_se"),
+                   ci95={names[key]: None if v is None else (float(v[0]), float(v[1]))
+                         for key, v in (data.get("ci95") or {}).items() if key in names})
 
 
 @dataclass(frozen=True)
@@ -112,6 +179,11 @@ class TaskMetrics:
     speedup_correct: float | None = _doc("Speedup over the correct samples only (ratio of means); None: none.", None)
     speedup_wrong: float | None = _doc(
         "Speedup over the wrong samples only (could-not-score counts as wrong); None: none.", None)
+    variance: MeanVariance | None = _doc(
+        "Var(mean@K) split into between-problem and within-problem parts, its standard error and required_k "
+        "(keys: MeanVariance); None below 2 problems or 2 samples per problem.", None)
+    at: list[AtK] = _doc("pass@K, best@K and maj@K at each K the report was asked for (report --at) that is ≤ k, "
+                         "ascending (keys: AtK); empty when none was asked.", factory=list)
 
     #: The metrics with a bootstrap interval (the per-problem ones but pass@1), in ``ci95`` order.
     CI_FIELDS: ClassVar[tuple[str, ...]] = tuple(m for m in PER_PROBLEM_METRICS if m != "pass_at_1")
@@ -142,6 +214,10 @@ class TaskMetrics:
             value = getattr(self, f.name)
             if f.name == "ci95":
                 value = {self.name(m): None if v is None else [v[0], v[1]] for m, v in value.items()}
+            elif f.name == "variance":
+                value = None if value is None else value.to_json()
+            elif f.name == "at":
+                value = [entry.to_json() for entry in value]
             out[self.name(f.name)] = value
         return out
 
@@ -158,6 +234,8 @@ class TaskMetrics:
             values["speedup_ci95"] = (float(values["speedup_ci95"][0]), float(values["speedup_ci95"][1]))
         values["ci95"] = {names[key]: None if v is None else (float(v[0]), float(v[1]))
                           for key, v in (data.get("ci95") or {}).items() if key in names}
+        values["variance"] = MeanVariance.from_json(data.get("variance"))
+        values["at"] = [AtK.from_json(entry) for entry in data.get("at") or []]
         return cls(**values)
 
 
@@ -259,9 +337,12 @@ def json_schema() -> dict[str, Any]:
 
     task = {key: doc for key, doc in docs(TaskReport).items() if key not in ("metrics", "partial")}
     metrics = docs(TaskMetrics)
+    at = {(f.name if f.metadata["kind"] is None else metric_name(f.metadata["kind"], "K")): f.metadata["doc"]
+          for f in dataclasses.fields(AtK)}
     return {"schema_version": REPORT_SCHEMA_VERSION,
             "run": {**{key: doc for key, doc in docs(RunReport).items() if key != "tasks"},
                     "schema_version": "Version of this document's shape (the last key; absent: version 1, written "
-                                      "before the answer policy and the token-latency keys)."},
-            "task": task, "metrics": metrics,
+                                      "before the answer policy and the token-latency keys; 2: before variance "
+                                      "and at)."},
+            "task": task, "metrics": metrics, "variance": docs(MeanVariance), "at": at,
             "partial": {f.name: f for f in dataclasses.fields(TaskReport)}["partial"].metadata["doc"]}

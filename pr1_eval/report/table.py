@@ -101,3 +101,62 @@ def format_forkjoin_table(report: RunReport) -> str | None:
         lines.append(f"{terminal_text(task):>12}  {m.engine_calls_per_sample:>12.2f}  {'-' if tokens is None else round(tokens):>13}  "
                      f"{'-' if critical is None else round(critical):>13}")
     return "\n".join(lines)
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """Fixed-width lines, the first column left-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+            for row in rows]
+
+
+def format_variance_table(report: RunReport) -> str | None:
+    """Var(mean@K) per task split into between-problem and within-problem parts, its standard error and
+    the required k (:mod:`pr1_eval.report.variance`); None when no task has the split."""
+    rows = [["task", "k", "problems", "mean", "se", "var between", "var within", "within share", "required k"]]
+    share = None
+    for task, t in report.tasks.items():
+        values = t.metrics_or_partial
+        v = None if values is None else values.variance
+        if values is None or v is None:
+            continue
+        share = v.required_k_share
+        rows.append([terminal_text(task) + ("" if t.complete else "*"), str(t.k), str(t.n_problems),
+                     f"{values.mean:.3f}", f"{v.se:.4f}", f"{v.between:.6f}", f"{v.within:.6f}",
+                     "-" if v.within_share is None else f"{v.within_share:.2f}",
+                     "-" if v.required_k is None else str(v.required_k)])
+    if share is None:
+        return None
+    return "\n".join(["Variance of mean@K (between: which problems; within: sampling, ∝ 1/k):", *_columns(rows), "",
+                      f"required k: smallest k whose within part is at most {share:.0%} of the variance "
+                      "(more samples then narrow the interval by at most ~5%); '-': no between-problem spread "
+                      "detected."])
+
+
+def format_at_table(report: RunReport, ks: tuple[int, ...]) -> str:
+    """pass@K, best@K and maj@K at each asked K (``report --at``), one row per task and K; the Ks a
+    task has too few samples for are named below, never dropped silently."""
+    rows = [["task", "K", "pass@K [95% CI]", "best@K", "maj@K [95% CI]", "se of mean@K"]]
+    skipped = []
+    for task, t in report.tasks.items():
+        values = t.metrics_or_partial
+        name = terminal_text(task) + ("" if t.complete else "*")
+        if values is None:
+            continue
+        for entry in values.at:
+            interval = {m: entry.ci95.get(m) for m in ("pass_at_k", "maj_at_k")}
+            rows.append([name, str(entry.k), _cell(entry.pass_at_k, interval["pass_at_k"]), f"{entry.best_at_k:.3f}",
+                         _cell(entry.maj_at_k, interval["maj_at_k"]),
+                         "-" if entry.mean_se is None else f"{entry.mean_se:.4f}"])
+        above = sorted({k for k in ks if k > t.k})
+        if above:
+            skipped.append(f"{name}: K = {', '.join(map(str, above))} above its {t.k} samples per problem")
+    lines = ["At K (from the same samples; maj@K: the mean over every K-subset of a problem's samples):",
+             *_columns(rows)]
+    if skipped:
+        lines += ["", "not given (too few samples):", *(f"  {line}" for line in skipped)]
+    return "\n".join(lines)
+
+
+def _cell(value: float, interval: tuple[float, float] | None) -> str:
+    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")

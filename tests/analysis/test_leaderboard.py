@@ -220,3 +220,28 @@ def test_html_page_is_self_contained(two_runs: Path, tmp_path: Path) -> None:
     assert text.count("plotly.js v") == 1  # the library once, inline
     assert "<script src=" not in text and 'src="http' not in text  # nothing fetched: it opens offline
     assert "Which problems flip" in text and "fraction correct per problem" in text and "run-a" in text
+
+
+def test_every_comparison_carries_its_minimum_detectable_effect(two_runs: Path) -> None:
+    """run-b − run-a on ta: differences (2−4)/4, 0, 1/4, (0−2)/4 → SD (ddof 1) 0.375 (hand: squared
+    deviations sum to 0.421875, over 3); MDE = (z_.975 + z_.80) · 0.375 / √4, z from the normal tables."""
+    from analysis.leaderboard_tables import csv_rows, render
+
+    doc = build_leaderboard([two_runs / "run-a", two_runs / "run-b"])
+    ta = next(c for c in doc["comparisons"] if c["run"] == "run-b" and c["task"] == "ta")
+    assert ta["diff_sd"] == pytest.approx(0.375)
+    assert ta["mde"] == pytest.approx((1.959963984540054 + 0.8416212335729143) * 0.375 / 2)
+    assert all(c["mde"] is not None for c in doc["comparisons"])
+    text = render(doc, "text")
+    assert "MDE" in text and f"{ta['mde']:.3f}" in text and "80% power" in text
+    assert f"{ta['mde']:.3f}" in render(doc, "markdown")
+    rows = {r["name"]: r for r in csv_rows(doc)}
+    assert rows["run-b"]["ta.mde_vs_baseline"] == ta["mde"] and rows["run-a"]["ta.mde_vs_baseline"] is None
+    # the cells carry the report's split of Var(mean@K): run-a on ta, p̂ = 1, 3/4, 0, 1/2
+    cell = doc["runs"][0]["tasks"]["ta"]
+    p = [1, 0.75, 0, 0.5]
+    s2 = sum((x - sum(p) / 4) ** 2 for x in p) / 3
+    assert cell["se"] == pytest.approx((s2 / 4) ** 0.5)
+    assert cell["variance_between"] + cell["variance_within"] == pytest.approx(s2 / 4)
+    assert cell["variance_within"] == pytest.approx(sum(x * (1 - x) / 3 for x in p) / 4 / 4)
+    assert isinstance(cell["required_k"], int)
