@@ -20,6 +20,7 @@ import random
 import resource
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pr1_eval.inputs.prompts import load_template
@@ -29,16 +30,21 @@ from repro.nano import checks
 from repro.nano.job import NanoReport, run_nano, stage_data, summary_table
 from repro.nano.plan import Scale
 from repro.nano.positions import REGIONS, position_gap
-from repro.nano.repeat import same_twice
+from repro.nano.repeat import compare_jobs, same_twice
 from repro.nano.runner import StageResult, run_stage
 from repro.nano.stored import stored_steps
 
 STAGE_HEADER = ("stage", "kind", "steps", "wall s", "VERL first → last", "what", "rollout_corr/kl first → last")
-STAGE_NOTE = ("VERL first → last: SFT train/loss = mean NLL per response token (nats; a uniform guess over the "
-              "tiny vocabulary of 800 is ln 800 = 6.68); GRPO critic/score/mean = mean reward per rollout (the "
-              "stage's reward units). rollout_corr/kl = VERL's mean over response tokens of log π_rollout − "
-              "log π_actor on the sampled tokens (nats per token; ≈ 0 when the sampler holds the trainer's "
-              "weights). wall s = seconds from start to merged checkpoint.")
+STAGE_NOTE = """\
+VERL first → last: SFT train/loss = mean NLL per response token, nats. A uniform guess over the tiny
+  vocabulary of 800 scores ln 800 = 6.68; the trained tiny model starts higher because it is
+  confidently wrong on Parallel-GSM8K text (the untrained one scores 6.70: repro/nano/checks.py).
+  GRPO critic/score/mean = mean reward per rollout, in the stage's reward units (parallel_accuracy:
+  0 or 1; the S2 reward: −1, +1, +1.2).
+rollout_corr/kl = VERL's mean over response tokens of log π_rollout − log π_actor on the sampled
+  tokens, nats per token: ≈ 0 when the sampler holds the trainer's weights; 0.2–0.4 on Unseen stages,
+  where the serving engine's positions are not the structured actor's (the gap table below).
+wall s = seconds from the stage's start to its merged checkpoint."""
 
 
 def _first_last(metrics: dict[int, dict[str, float]], key: str) -> str:
@@ -106,6 +112,8 @@ def main() -> int:
     parser.add_argument("--gap-samples", type=int, default=2, help="fork-join rollouts per problem")
     parser.add_argument("--repeat", action="append", default=[], metavar="STAGE",
                         help="train STAGE a second time from the same start; its figures must repeat (repeatable)")
+    parser.add_argument("--compare", metavar="OUT", default=None,
+                        help="an earlier job folder of the same plan: every shared stage's figures must be the same")
     parser.add_argument("--frozen-control", action="store_true",
                         help="rerun the Seen GRPO stage with a rollout server that ignores weight syncs; its "
                              "on-policy check must fail")
@@ -114,6 +122,8 @@ def main() -> int:
     report = run_nano(Path(args.out), plan=args.plan, fresh=True)
     for name in args.repeat:
         report.checks.append(repeat_stage(report, name))
+    if args.compare:
+        report.checks += [replace(c, name=f"same as {args.compare}") for c in compare_jobs(Path(args.compare), report.out)]
     report.seconds = time.monotonic() - started
     (report.out / "nano.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
     print("\n" + stage_table(report))

@@ -13,7 +13,11 @@ Ray delivers the results in. :func:`same_twice` compares two runs of one stage; 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from repro.nano.checks import Check
+from repro.nano.stored import stored_steps
 
 COMPARED = ("critic/score/mean", "actor/pg_loss", "rollout_corr/kl", "response_length/mean", "train/loss")
 """VERL's per-step figures that must repeat: mean reward, policy-gradient loss, rollout/actor KL,
@@ -55,3 +59,19 @@ def same_twice(stage: str, first: dict[int, dict[str, float]], second: dict[int,
     return Check(stage, "same figures twice", not problems, figures,
                  f"a second run of the stage from the same start: every step's {', '.join(keys) or 'figures'} "
                  f"within {TOLERANCE:g}, rollout rewards equal")
+
+
+def compare_jobs(first: Path, second: Path) -> list[Check]:
+    """:func:`same_twice` for every stage two finished nano jobs (``OUT`` folders) share, from their
+    ``nano.json`` and stored rollout runs: how two runs of one commit are shown to agree."""
+    docs = [json.loads((out / "nano.json").read_text(encoding="utf-8")) for out in (first, second)]
+    stages = [{s["name"]: s for s in doc["stages"]} for doc in docs]
+    found = []
+    for name in [n for n in stages[0] if n in stages[1]]:
+        metrics = [{int(k): v for k, v in st[name]["metrics"].items()} for st in stages]
+        rewards = None
+        if stages[0][name]["kind"] == "ppo":
+            rewards = [{s: run["rewards"] for s, run in stored_steps(out / name / "rollout_runs" / "train").items()}
+                       for out in (first, second)]
+        found.append(same_twice(name, metrics[0], metrics[1], *(rewards or (None, None))))
+    return found
