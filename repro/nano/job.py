@@ -27,6 +27,7 @@ from repro.nano.plan import PLANS, NanoStage, Scale
 from repro.nano.runner import StageResult, run_stage
 from repro.nano.scoring import score_and_rank
 from repro.nano.stored import stored_steps
+from repro.rewards import TAG_MODES
 
 
 @dataclass
@@ -103,10 +104,7 @@ def reward_asks_for_parallel(stage: NanoStage) -> bool:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from repro.rewards import TAG_MODES
-    from repro.stages import CONFIG_DIR
-
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+    with initialize_config_dir(config_dir=str(repro_stages.CONFIG_DIR), version_base=None):
         config = compose(config_name=stage.stage, overrides=[o for o in stage.extra if "reward_kwargs" in o])
     return str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode")) in TAG_MODES
 

@@ -50,6 +50,7 @@ import torch
 from pr1_eval.decoding.base import request_seed as _derived_seed
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.hf import HFEngine
+from repro.testing.threads import fix_threads
 
 ROLLOUT_NAME = "pr1_cpu"
 FROZEN_ENV = "PR1_CPU_ROLLOUT_FROZEN"
@@ -96,8 +97,6 @@ class CpuHFServer:
         self.frozen = os.environ.get(FROZEN_ENV, "") == "1"
         self.deterministic = bool(getattr(config, "full_determinism", False))
         self.seed = int(getattr(config, "seed", 0) or 0)
-        from repro.testing.verl_cpu import fix_threads  # loaded beside this module in every CPU job
-
         fix_threads()
         path = model_config.local_path if getattr(model_config, "local_path", None) else model_config.path
         self.engine = HFEngine(str(path), device="cpu", dtype="float32", max_batch_size=1, record_logprobs=True)
