@@ -262,3 +262,14 @@ def test_the_sft_loss_is_a_per_token_mean_and_the_tiny_model_is_confidently_wron
     trained = response_nll(str(tiny_model_dir("trained")), parquet, limit=4)
     assert untrained == pytest.approx(math.log(vocab), abs=0.1)
     assert trained > math.log(vocab) + 2, trained
+
+
+def test_the_parallel_check_is_required_where_the_reward_pays_for_blocks() -> None:
+    """From each stage's own config: parallel_accuracy (Seen GSM8K) and the S2/mid-training schedules
+    ask for blocks; plain accuracy (Seen DAPO, Unseen S1) does not."""
+    from repro.nano.job import reward_asks_for_parallel
+
+    asked = {stage.name: reward_asks_for_parallel(stage) for stage in PLANS["full"]
+             if stages.STAGES[stage.stage].kind == "ppo"}
+    assert asked == {"seen-gsm8k": True, "seen-dapo": False, "unseen-s1": False, "unseen-s2": True,
+                     "unseen-s2-tis": True, "unseen-mid": True}
