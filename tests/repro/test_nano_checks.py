@@ -164,6 +164,12 @@ def test_nano_data_is_built_by_pr1_repro_data_with_true_golds(tmp_path: Path) ->
     sft = pq.read_table(data / "sft_parallel_gsm8k.parquet").to_pylist()
     assert len(sft) == 16 and all("<Parallel>" in r["messages"][-1]["content"] for r in sft)
     assert pq.read_table(data / "rl_gsm8k.parquet").num_rows == 12
+    from repro.nano.data import TARGET_ANSWER, UNSEEN_DATA, UNSEEN_TARGET_ANSWER
+
+    unseen = pq.read_table(tmp_path / UNSEEN_DATA / "rl_dapo.parquet").to_pylist()
+    assert len(unseen) == 12 and {r["reward_model"]["ground_truth"] for r in unseen} == {str(UNSEEN_TARGET_ANSWER)}
+    seen = pq.read_table(data / "rl_dapo.parquet").to_pylist()
+    assert {r["reward_model"]["ground_truth"] for r in seen} == {str(TARGET_ANSWER)}
 
 
 def test_the_start_model_writes_the_target_answer_often_enough_to_learn() -> None:
