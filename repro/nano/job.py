@@ -82,8 +82,9 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
     rewards = {step: run["rewards"] for step, run in runs.items()}
     parallel = {step: run["parallel"] for step, run in runs.items()}
     found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
-             checks.parallel_ratio(name, parallel, asked=reward_asks_for_parallel(result.stage)),
-             checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
+             checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
+             checks.rollout_runs_match(name, result.metrics, runs,
+                                      scale.rl_prompts * result.stage.rollouts_per_prompt(scale))]
     if repro_stages.STAGES[result.stage.stage].structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:
@@ -97,16 +98,18 @@ def stage_data(stage: NanoStage, out: Path) -> Path:
     return out / (UNSEEN_DATA if repro_stages.STAGES[stage.stage].structured else "data")
 
 
-def reward_asks_for_parallel(stage: NanoStage) -> bool:
-    """Whether the stage's reward pays for parallel structure: its mode (the stage config with the
-    nano stage's own overrides) is one of those that read the tags (``parallel_accuracy``, ``tiered``,
-    the S2 ``alternating`` and ``mid_training``), not plain ``accuracy``."""
+def reward_parallel_demand(stage: NanoStage) -> str:
+    """How the stage's reward pays for parallel structure (:data:`repro.nano.checks.DEMANDS`), from its
+    mode in the stage config with the nano stage's own overrides."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(repro_stages.CONFIG_DIR), version_base=None):
         config = compose(config_name=stage.stage, overrides=[o for o in stage.extra if "reward_kwargs" in o])
-    return str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode")) in TAG_MODES
+    mode = str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode"))
+    if mode in ("parallel_accuracy", "tiered"):
+        return "every step"
+    return "tiered steps" if mode in TAG_MODES else "never"
 
 
 def prepare_out(out: Path, fresh: bool) -> Path:

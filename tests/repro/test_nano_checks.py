@@ -65,16 +65,20 @@ def test_reward_check_passes_a_learned_task_and_fails_noise() -> None:
 
 def test_parallel_ratio_check_rises_holds_or_reports() -> None:
     rising = {1: [0.0] * 12 + [1.0] * 4, 2: [0.0] * 10 + [1.0] * 6, 3: [1.0] * 12 + [0.0] * 4, 4: [1.0] * 15 + [0.0]}
-    verdict = checks.parallel_ratio("s", rising, asked=True)
+    verdict = checks.parallel_ratio("s", rising, "every step")
     assert verdict.passed and verdict.name == "parallel ratio rises" and "1: 0.25" in verdict.figures
     flat_low = {s: [0.0] * 12 + [1.0] * 4 for s in range(1, 7)}
-    assert not checks.parallel_ratio("s", flat_low, asked=True).passed
+    assert not checks.parallel_ratio("s", flat_low, "every step").passed
     saturated = {s: [1.0] * 16 for s in range(1, 7)}
-    held = checks.parallel_ratio("s", saturated, asked=True)
+    held = checks.parallel_ratio("s", saturated, "every step")
     assert held.passed and held.name == "parallel ratio holds" and "saturated" in held.figures
     falling = {**saturated, 4: [1.0] * 10 + [0.0] * 6, 5: [1.0] * 10 + [0.0] * 6, 6: [1.0] * 9 + [0.0] * 7}
-    assert not checks.parallel_ratio("s", falling, asked=True).passed  # 19 of 48 fell: z = -(19/48)/sqrt((19/48)(29/48)/47) = -5.5
-    assert checks.parallel_ratio("s", falling, asked=False).passed
+    assert not checks.parallel_ratio("s", falling, "every step").passed  # 19 of 48 fell: z = -(19/48)/sqrt((19/48)(29/48)/47) = -5.5
+    for demand in ("tiered steps", "never"):
+        reported = checks.parallel_ratio("s", falling, demand)
+        assert reported.passed and reported.name == "parallel ratio (reported)"
+    with pytest.raises(ValueError):
+        checks.parallel_ratio("s", falling, "sometimes")
 
 
 def test_same_twice_compares_every_step_and_every_reward() -> None:
@@ -271,11 +275,11 @@ def test_the_sft_loss_is_a_per_token_mean_and_the_tiny_model_is_confidently_wron
 
 
 def test_the_parallel_check_is_required_where_the_reward_pays_for_blocks() -> None:
-    """From each stage's own config: parallel_accuracy (Seen GSM8K) and the S2/mid-training schedules
-    ask for blocks; plain accuracy (Seen DAPO, Unseen S1) does not."""
-    from repro.nano.job import reward_asks_for_parallel
+    """From each stage's own config: parallel_accuracy (Seen GSM8K) pays for blocks every step, the S2
+    and mid-training schedules on their tiered steps, plain accuracy (Seen DAPO, Unseen S1) never."""
+    from repro.nano.job import reward_parallel_demand
 
-    asked = {stage.name: reward_asks_for_parallel(stage) for stage in PLANS["full"]
-             if stages.STAGES[stage.stage].kind == "ppo"}
-    assert asked == {"seen-gsm8k": True, "seen-dapo": False, "unseen-s1": False, "unseen-s2": True,
-                     "unseen-s2-tis": True, "unseen-mid": True}
+    demand = {stage.name: reward_parallel_demand(stage) for stage in PLANS["full"]
+              if stages.STAGES[stage.stage].kind == "ppo"}
+    assert demand == {"seen-gsm8k": "every step", "seen-dapo": "never", "unseen-s1": "never",
+                      "unseen-s2": "tiered steps", "unseen-s2-tis": "tiered steps", "unseen-mid": "tiered steps"}
