@@ -83,8 +83,7 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
     parallel = {step: run["parallel"] for step, run in runs.items()}
     found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
              checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
-             checks.rollout_runs_match(name, result.metrics, runs,
-                                      scale.rl_prompts * result.stage.rollouts_per_prompt(scale))]
+             checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
     if repro_stages.STAGES[result.stage.stage].structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:

@@ -88,10 +88,6 @@ class NanoStage:
     steps: int
     extra: tuple[str, ...] = field(default=())  # stage-specific nano overrides (e.g. the reward switch)
     expect_rise: bool = True  # RL: the reward must rise (the Seen stages); else its trend is only reported
-    rl_n: int | None = None  # RL: rollouts per prompt, when not the Scale's
-
-    def rollouts_per_prompt(self, scale: Scale) -> int:
-        return self.rl_n or scale.rl_n
 
 
 SEEN = (
@@ -149,7 +145,7 @@ def scale_overrides(stage: NanoStage, kind: str, scale: Scale) -> list[str]:
         return [*common, f"data.train_batch_size={scale.sft_batch}", f"optim.lr={scale.sft_lr}",
                 "optim.lr_warmup_steps_ratio=0", "optim.lr_scheduler_type=constant",
                 f"trainer.save_freq={stage.steps}", "data.max_length=2048"]
-    batch, n = scale.rl_prompts, stage.rollouts_per_prompt(scale)
+    batch, n = scale.rl_prompts, scale.rl_n
     return [*common, f"data.train_batch_size={batch}", f"actor_rollout_ref.rollout.n={n}",
             f"actor_rollout_ref.actor.ppo_mini_batch_size={scale.rl_mini_batch_prompts}",
             f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={scale.rl_mini_batch_prompts * n}",
