@@ -45,7 +45,7 @@ GPU_ONLY=(
     "vllm_carry_deps.py|the carry list that vllm_carry.py imports (no bench)"
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
-    "bench_nano.py|run by .ci/run as a step of its own (--plan ci: the nano curriculum's CI slice, ~10 min)"
+    "bench_nano.py|run by .ci/run as a step of its own (--plan ci --repeat unseen-s2: the nano curriculum's CI slice, about 6 min on an idle machine)"
 )
 
 listed() {  # whether bench/$1 is named in either list (patterns allowed in GPU_ONLY)

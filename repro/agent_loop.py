@@ -68,6 +68,15 @@ class WeightVersions:
         return {"min_global_steps": self.min, "max_global_steps": self.max}
 
 
+def trajectory_key(kwargs: dict[str, Any]) -> str:
+    """A trajectory's name that is the same on every run: ``det-<index>-<session>``, its prompt's data
+    index (``extra_info.index``) and its sample number among the prompt's ``n`` (``session_id``, which
+    VERL 0.9.1's V1 worker passes to every agent loop). VERL's own ``det-<priority>`` cannot serve: the
+    V1 trainer's transfer-queue path never sets ``priority``, so every request of a step would be
+    ``det-0``. The step is not in the name: the server adds the weight version it holds."""
+    return f"det-{int(kwargs.get('index', 0))}-{int(kwargs.get('session_id', 0))}"
+
+
 @register(AGENT_NAME)
 class ForkJoinAgentLoop(AgentLoopBase):
     """Parallel-R1's fork-join rollout: paths are separate requests that never see each other."""
@@ -102,11 +111,16 @@ class ForkJoinAgentLoop(AgentLoopBase):
             )
         return prompt_ids
 
-    def _generator(self, sampling_params: dict[str, Any], versions: WeightVersions) -> Any:
-        """A ``generate(prompt, stops, max_tokens)`` bound to one trajectory's request id."""
-        request_id = uuid4().hex
-        counter = itertools.count()
+    def _generator(self, sampling_params: dict[str, Any], versions: WeightVersions, key: str | None = None) -> Any:
+        """A ``generate(prompt, stops, max_tokens)`` bound to one trajectory's request id.
+
+        Under ``rollout.full_determinism`` the id is :func:`trajectory_key` (given as ``key``) and each
+        call adds its ordinal within the trajectory. The ordinal is deterministic: the machine issues a
+        block's path requests through one ``asyncio.gather``, whose tasks start in argument order, and
+        each call takes its number before its first ``await``."""
         deterministic = bool(getattr(self.rollout_config, "full_determinism", False))
+        request_id = key if deterministic and key else uuid4().hex
+        counter = itertools.count()
 
         async def generate(prompt_ids: list[int], stops: list[int], max_tokens: int,
                            temperature: float | None) -> RawOutput:
@@ -132,7 +146,8 @@ class ForkJoinAgentLoop(AgentLoopBase):
         start = time.perf_counter()
         versions = WeightVersions()
         rollout = ForkJoinRollout(
-            self.tag_ids, self.eos_ids, self.newline_ids, self.fj_config, self._generator(sampling_params, versions),
+            self.tag_ids, self.eos_ids, self.newline_ids, self.fj_config,
+            self._generator(sampling_params, versions, trajectory_key(kwargs)),
             primary_eos_id=getattr(self.tokenizer, "eos_token_id", None),
         )
         traj = await rollout.run(list(prompt_ids))

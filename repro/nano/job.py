@@ -21,12 +21,13 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.testing.tiny_model import cached_tiny_model
 from repro import stages as repro_stages
 from repro.nano import checks
-from repro.nano.data import build_nano_data
+from repro.nano.data import UNSEEN_DATA, build_nano_data
 from repro.nano.nll import response_nll
 from repro.nano.plan import PLANS, NanoStage, Scale
 from repro.nano.runner import StageResult, run_stage
 from repro.nano.scoring import score_and_rank
 from repro.nano.stored import stored_steps
+from repro.rewards import TAG_MODES
 
 
 @dataclass
@@ -79,13 +80,35 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
         return found
     runs = stored_steps(result.rollout_runs / "train")
     rewards = {step: run["rewards"] for step, run in runs.items()}
+    parallel = {step: run["parallel"] for step, run in runs.items()}
     found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
+             checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
              checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
     if repro_stages.STAGES[result.stage.stage].structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:
         found.append(checks.on_policy(name, result.metrics))
     return found
+
+
+def stage_data(stage: NanoStage, out: Path) -> Path:
+    """The data folder of a stage: the Unseen stages' RL golds are the structured model's own answer
+    (:data:`repro.nano.data.UNSEEN_TARGET_ANSWER`), the Seen stages' the causal model's."""
+    return out / (UNSEEN_DATA if repro_stages.STAGES[stage.stage].structured else "data")
+
+
+def reward_parallel_demand(stage: NanoStage) -> str:
+    """How the stage's reward pays for parallel structure (:data:`repro.nano.checks.DEMANDS`), from its
+    mode in the stage config with the nano stage's own overrides."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(repro_stages.CONFIG_DIR), version_base=None):
+        config = compose(config_name=stage.stage, overrides=[o for o in stage.extra if "reward_kwargs" in o])
+    mode = str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode"))
+    if mode in ("parallel_accuracy", "tiered"):
+        return "every step"
+    return "tiered steps" if mode in TAG_MODES else "never"
 
 
 def prepare_out(out: Path, fresh: bool) -> Path:
@@ -116,7 +139,7 @@ def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: b
     data_dir = build_nano_data(out)
     done: dict[str, StageResult] = {}
     for stage in PLANS[plan]:
-        result = run_stage(stage, start_model(stage, done), out, data_dir, scale, echo)
+        result = run_stage(stage, start_model(stage, done), out, stage_data(stage, out), scale, echo)
         done[stage.name] = result
         report.stages.append(result)
         report.checks += stage_checks(result, data_dir, scale)
@@ -128,11 +151,15 @@ def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: b
 
 
 def summary_table(report: NanoReport) -> str:
-    """The checks as a fixed-width table, one line each, for the end of the command."""
-    rows = [("stage", "check", "ok", "figures")]
-    rows += [(c.stage, c.name, "yes" if c.passed else "NO", c.figures) for c in report.checks]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+    """The checks, one block each: verdict, stage and check on the first line, its rule and its figures
+    below, so a reader sees what was required beside what was measured."""
+    lines = ["checks (the rule each verdict applies, then the figures it read):"]
+    width = max((len(c.stage) + len(c.name) for c in report.checks), default=0) + 2
+    for c in report.checks:
+        verdict = "pass" if c.passed else "FAIL"
+        lines.append(f"{verdict}  {(c.stage + '  ' + c.name).ljust(width)}")
+        lines.append(f"        rule:    {c.rule}")
+        lines.append(f"        figures: {c.figures}")
     verdict = "every check passed" if report.passed else "SOME CHECKS FAILED"
-    return "\n".join([*lines, f"nano ({report.plan}): {verdict} in {report.seconds:.0f} s; figures in "
-                      f"{report.out / 'nano.json'}"])
+    lines.append(f"nano ({report.plan}): {verdict} in {report.seconds:.0f} s; figures in {report.out / 'nano.json'}")
+    return "\n".join(lines)

@@ -25,8 +25,10 @@ from repro.nano.plan import NanoStage, Scale, cpu_overrides, scale_overrides
 from repro.testing.cpu_rollout import FROZEN_ENV
 from repro.testing.verl_cpu import cpu_environment
 
-EXTRA_MODULES = ("repro.testing.cpu_rollout",)
-SHOWN = ("train/loss", "critic/score/mean", "rollout_corr/kl", "response_length/mean")
+EXTRA_MODULES = ("repro.testing.cpu_rollout", "repro.testing.determinism")
+SHOWN = {"train/loss": "loss (nats/token)", "critic/score/mean": "mean reward",
+         "rollout_corr/kl": "rollout-actor kl (nats/token)", "response_length/mean": "mean response tokens"}
+"""VERL's keys echoed as progress, with the label each is printed under."""
 
 
 @dataclass
@@ -69,8 +71,7 @@ def stage_argv(stage: NanoStage, model: str, out: Path, data_dir: Path, scale: S
 
 
 def _short(step: int, metrics: dict[str, float]) -> str:
-    shown = [f"{key.split('/')[-1] if key != 'critic/score/mean' else 'reward'} {metrics[key]:.4g}"
-             for key in SHOWN if key in metrics]
+    shown = [f"{label} {metrics[key]:.4g}" for key, label in SHOWN.items() if key in metrics]
     return f"step {step}: " + ", ".join(shown)
 
 

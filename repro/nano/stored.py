@@ -13,7 +13,10 @@ from pr1_eval.store.run_store import RunStore
 
 
 def stored_steps(train_dir: Path) -> dict[int, dict[str, Any]]:
-    """``{step: {"status", "rows", "rewards", "mean_reward", "summary"}}`` for every run under ``train_dir``."""
+    """``{step: {"status", "rows", "rewards", "parallel", "blocks", "mean_reward", "summary"}}`` for every run
+    under ``train_dir``. Rows in (problem, sample) order, so two runs' lists compare element by element
+    (the writer stores them in the order the reward workers finished them); ``parallel`` is each row's
+    ``has_parallel`` (at least one block: the parallel ratio is its mean), ``blocks`` its block count."""
     out: dict[int, dict[str, Any]] = {}
     if not train_dir.is_dir():
         return out
@@ -22,10 +25,13 @@ def stored_steps(train_dir: Path) -> dict[int, dict[str, Any]]:
         if not store.exists():
             continue
         record = store.read_run()
-        rewards = [float(r) for r in store.read_table(columns=["reward"]).column("reward").to_pylist()
-                   if r is not None]
+        table = store.read_table(columns=["problem_id", "sample_idx", "reward", "has_parallel", "n_blocks"])
+        rows = sorted((r for r in table.to_pylist() if r["reward"] is not None),
+                      key=lambda r: (str(r["problem_id"]), int(r["sample_idx"])))
+        rewards = [float(r["reward"]) for r in rows]
         out[record.training.step if record.training is not None else 0] = {
             "status": record.status, "rows": len(rewards), "rewards": rewards,
+            "parallel": [float(bool(r["has_parallel"])) for r in rows], "blocks": [int(r["n_blocks"]) for r in rows],
             "mean_reward": sum(rewards) / len(rewards) if rewards else float("nan"),
             "summary": None if record.training is None else record.training.summary,
         }

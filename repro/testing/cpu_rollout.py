@@ -11,7 +11,11 @@ a GPU job, with the same contracts:
   ``prompt_length + response_length``; ``logprobs`` only when asked; ``extra_fields`` carries the
   weight version ``global_steps``). Sampling is pr1-eval's :class:`~pr1_eval.engines.hf.HFEngine`
   (temperature, top-p, top-k, per-request seed), the engine ``pr1-eval run --engine hf`` scores
-  with, so there is no third sampler.
+  with, so there is no third sampler. Under VERL's ``rollout.full_determinism`` every request is
+  seeded (:func:`request_seed`): from ``rollout.seed``, the weight version the server holds and
+  VERL's request id (``det-<priority>``, a sample's place in the step's batch: prompt × sample
+  index), never from the order requests arrive in, so two runs of one commit sample the same
+  tokens. Without it (a GPU-like run), requests share the process's RNG in arrival order.
 - :class:`CpuHFReplica` launches one server per replica under the actor name the adapter looks up.
 - :class:`CpuServerAdapter` is the trainer-side ``BaseRollout``: at every weight sync VERL's
   ``ActorRolloutRefWorker.update_weights`` hands it the trainer's full parameters
@@ -43,8 +47,10 @@ from typing import Any
 import ray
 import torch
 
+from pr1_eval.decoding.base import request_seed as _derived_seed
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
 from pr1_eval.engines.hf import HFEngine
+from repro.testing.threads import fix_threads
 
 ROLLOUT_NAME = "pr1_cpu"
 FROZEN_ENV = "PR1_CPU_ROLLOUT_FROZEN"
@@ -53,6 +59,16 @@ SERVER_PREFIX = "pr1cpu_"
 
 def _server_name(replica_rank: int, node_rank: int = 0) -> str:
     return f"{SERVER_PREFIX}server_{replica_rank}_{node_rank}"
+
+
+def request_seed(rollout_seed: int, version: int, request_id: str) -> int:
+    """The seed of one request: a hash of ``rollout.seed``, the weight version the server holds (one
+    sync per training step, so the step) and VERL's deterministic request id. Nothing here depends
+    on arrival order, so concurrent requests (the n samples of a prompt, the paths of a block) draw
+    the same tokens whichever reaches the server first."""
+    seed = _derived_seed(int(rollout_seed), f"v{int(version)}:{request_id}")
+    assert seed is not None
+    return seed
 
 
 def _clamped_max_tokens(params: dict[str, Any], prompt_len: int, prompt_length: int, response_length: int,
@@ -79,6 +95,9 @@ class CpuHFServer:
         self.replica_rank = replica_rank
         self.global_steps: int | None = None
         self.frozen = os.environ.get(FROZEN_ENV, "") == "1"
+        self.deterministic = bool(getattr(config, "full_determinism", False))
+        self.seed = int(getattr(config, "seed", 0) or 0)
+        fix_threads()
         path = model_config.local_path if getattr(model_config, "local_path", None) else model_config.path
         self.engine = HFEngine(str(path), device="cpu", dtype="float32", max_batch_size=1, record_logprobs=True)
         self.syncs = 0
@@ -102,6 +121,8 @@ class CpuHFServer:
         temperature = float(params.get("temperature", 1.0))
         top_k = int(params.get("top_k", -1) or -1)
         seed = params.get("seed")
+        if seed is None and self.deterministic:
+            seed = request_seed(self.seed, self.syncs, request_id)
         request = GenerationRequest(request_id=request_id, prompt_token_ids=prompt, max_new_tokens=max_tokens,
                                     stop_token_ids=tuple(sorted(stops)),
                                     seed=int(seed) if seed is not None else None)

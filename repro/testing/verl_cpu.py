@@ -20,6 +20,9 @@ Why each piece is needed (found by running VERL's unmodified trainers on this ma
   VERL makes on ``get_torch_device()`` (``torch.cpu`` lacks ``empty_cache``, ``mem_get_info``,
   ``memory_allocated``, ``get_rng_state`` …); memory figures are the process's RSS and the
   machine's RAM, so VERL's memory log lines stay meaningful.
+- every process runs torch on a fixed number of threads (:func:`repro.testing.threads.fix_threads`, ``OMP_NUM_THREADS``,
+  1 unless set): a float reduction split over another thread count rounds differently, and CI's
+  figures must be the same on two runs of one commit whatever else the machine is doing.
 - ``ray_resource_name()`` is ``"GPU"``: VERL schedules its workers only on Ray GPU resources, so a
   CPU job declares logical GPUs (``ray_init.num_gpus``), one per worker.
 
@@ -45,6 +48,8 @@ from typing import Any
 import torch
 import torch.distributed
 
+from repro.testing.threads import fix_threads
+
 PLATFORM_NAME = "cpu"
 MODULE = __name__
 
@@ -64,6 +69,9 @@ def cpu_environment(extra_modules: tuple[str, ...] = ()) -> dict[str, str]:
         "VERL_ENGINE_VENDOR": "nvidia",
         "TOKENIZERS_PARALLELISM": "false",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        "MKL_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        # set iteration and str hashes the same in every process of every run (VERL forwards it to Ray)
+        "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
     }
 
 
@@ -251,3 +259,4 @@ def _register() -> None:
 check_verl_surface()
 _register()
 _install_gloo_wrapper()
+fix_threads()

@@ -63,6 +63,38 @@ def test_reward_check_passes_a_learned_task_and_fails_noise() -> None:
     assert reported.passed and reported.name == "reward trend (reported)" and "z = 0.0" in reported.figures
 
 
+def test_parallel_ratio_check_rises_holds_or_reports() -> None:
+    rising = {1: [0.0] * 12 + [1.0] * 4, 2: [0.0] * 10 + [1.0] * 6, 3: [1.0] * 12 + [0.0] * 4, 4: [1.0] * 15 + [0.0]}
+    verdict = checks.parallel_ratio("s", rising, "every step")
+    assert verdict.passed and verdict.name == "parallel ratio rises" and "1: 0.25" in verdict.figures
+    flat_low = {s: [0.0] * 12 + [1.0] * 4 for s in range(1, 7)}
+    assert not checks.parallel_ratio("s", flat_low, "every step").passed
+    saturated = {s: [1.0] * 16 for s in range(1, 7)}
+    held = checks.parallel_ratio("s", saturated, "every step")
+    assert held.passed and held.name == "parallel ratio holds" and "saturated" in held.figures
+    falling = {**saturated, 4: [1.0] * 10 + [0.0] * 6, 5: [1.0] * 10 + [0.0] * 6, 6: [1.0] * 9 + [0.0] * 7}
+    assert not checks.parallel_ratio("s", falling, "every step").passed  # 19 of 48 fell: z = -(19/48)/sqrt((19/48)(29/48)/47) = -5.5
+    for demand in ("tiered steps", "never"):
+        reported = checks.parallel_ratio("s", falling, demand)
+        assert reported.passed and reported.name == "parallel ratio (reported)"
+    with pytest.raises(ValueError):
+        checks.parallel_ratio("s", falling, "sometimes")
+
+
+def test_same_twice_compares_every_step_and_every_reward() -> None:
+    from repro.nano.repeat import same_twice
+
+    first = {1: {"critic/score/mean": 0.25, "actor/pg_loss": 0.01, "timing_s/gen": 4.0}, 2: {"critic/score/mean": 0.5}}
+    again = {1: {"critic/score/mean": 0.25 + 1e-9, "actor/pg_loss": 0.01, "timing_s/gen": 9.0},
+             2: {"critic/score/mean": 0.5}}
+    assert same_twice("s", first, again, {1: [0.0, 1.0]}, {1: [0.0, 1.0]}).passed  # timings are the machine's
+    moved = {**again, 2: {"critic/score/mean": 0.5 + 1e-4}}
+    verdict = same_twice("s", first, moved)
+    assert not verdict.passed and "step 2 critic/score/mean" in verdict.figures
+    assert not same_twice("s", first, again, {1: [0.0, 1.0]}, {1: [1.0, 0.0]}).passed
+    assert not same_twice("s", first, {1: again[1]}).passed
+
+
 def test_on_policy_check_catches_a_frozen_rollout_server() -> None:
     synced = {s: {"rollout_corr/kl": kl} for s, kl in enumerate([-3e-5, -6e-4, 1e-3, 4e-4], start=1)}
     assert checks.on_policy("s", synced).passed
@@ -136,6 +168,12 @@ def test_nano_data_is_built_by_pr1_repro_data_with_true_golds(tmp_path: Path) ->
     sft = pq.read_table(data / "sft_parallel_gsm8k.parquet").to_pylist()
     assert len(sft) == 16 and all("<Parallel>" in r["messages"][-1]["content"] for r in sft)
     assert pq.read_table(data / "rl_gsm8k.parquet").num_rows == 12
+    from repro.nano.data import TARGET_ANSWER, UNSEEN_DATA, UNSEEN_TARGET_ANSWER
+
+    unseen = pq.read_table(tmp_path / UNSEEN_DATA / "rl_dapo.parquet").to_pylist()
+    assert len(unseen) == 12 and {r["reward_model"]["ground_truth"] for r in unseen} == {str(UNSEEN_TARGET_ANSWER)}
+    seen = pq.read_table(data / "rl_dapo.parquet").to_pylist()
+    assert {r["reward_model"]["ground_truth"] for r in seen} == {str(TARGET_ANSWER)}
 
 
 def test_the_start_model_writes_the_target_answer_often_enough_to_learn() -> None:
@@ -166,10 +204,82 @@ def test_the_start_model_writes_the_target_answer_often_enough_to_learn() -> Non
 
 def test_repro_readme_lists_every_override_cpu_forces() -> None:
     """The table of what CPU forces is the list the job applies (a new override must be documented)."""
-    from repro.nano.plan import CPU_PPO, CPU_SEEN, CPU_SFT
+    from repro.nano.plan import CPU_PPO, CPU_SEEN, CPU_SFT, DETERMINISM, DETERMINISM_SEEN
 
     readme = (Path(__file__).resolve().parents[2] / "repro" / "README.md").read_text(encoding="utf-8")
-    for override in (*CPU_SFT, *CPU_PPO):
+    for override in (*CPU_SFT, *CPU_PPO, *DETERMINISM, *DETERMINISM_SEEN):
         assert f"`{override.text}`" in readme, override.text
     for override in CPU_SEEN:
         assert override.text.format(model="model").lstrip("+").split(".", 1)[1] in readme, override.text
+
+
+@pytest.mark.slow  # 32 fork-join rollouts: about 5 s
+def test_the_structured_start_model_gets_the_unseen_target_right_often_enough() -> None:
+    """Why the Unseen RL golds are all UNSEEN_TARGET_ANSWER (repro/nano/data.py): sampled as the Unseen
+    stages sample it (fork-join, 96-token responses, paths capped at 24) on problems whose answer it
+    is, the structured tiny model is right often enough for GRPO to have something to reinforce."""
+    import asyncio
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from pr1_eval.inputs.prompts import load_template
+    from pr1_eval.protocol.eos import eos_token_ids
+    from pr1_eval.protocol.tags import resolve_tag_ids
+    from repro.forkjoin import ForkJoinConfig, ForkJoinRollout, RawOutput
+    from repro.nano.data import UNSEEN_TARGET_ANSWER
+    from repro.rewards import judge
+    from repro.testing import tiny_model_dir
+    from repro.testing.fake_server import HFServerManager
+
+    path = str(tiny_model_dir("trained-structured"))
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    server = HFServerManager(model, tok, seed=0, global_steps=None)
+
+    async def generate(prompt: list[int], stops: list[int], max_tokens: int, temperature: float | None) -> RawOutput:
+        params = {"stop_token_ids": stops, "max_tokens": max_tokens, "temperature": temperature or 1.0}
+        out = await server.generate("r", prompt_ids=prompt, sampling_params=params)
+        return RawOutput(list(out.token_ids), None)
+
+    fork = ForkJoinRollout(resolve_tag_ids(tok), eos_token_ids(tok, model.generation_config),
+                           list(tok.encode("\n", add_special_tokens=False)),
+                           ForkJoinConfig(response_length=96, max_path_response_length=24), generate)
+    template = load_template("parallel_r1_v3").text
+    right = total = 0
+    for row in arithmetic_rows(4, 0, "t", answer=UNSEEN_TARGET_ANSWER):
+        text = tok.apply_chat_template([{"role": "user", "content": template.replace("{problem}", row["problem"])}],
+                                       add_generation_prompt=True, tokenize=False)
+        prompt = list(tok(text, add_special_tokens=False)["input_ids"])
+        for _ in range(8):
+            traj = asyncio.run(fork.run(prompt))
+            response = tok.decode(traj.ids, skip_special_tokens=False).replace(tok.eos_token, "")
+            right += judge(response, row["answer"]).correct
+            total += 1
+    assert right / total >= 0.06, f"the structured tiny model is right on {right} of {total} rollouts"
+
+
+def test_the_sft_loss_is_a_per_token_mean_and_the_tiny_model_is_confidently_wrong(tmp_path: Path) -> None:
+    """Why the SFT loss starts above ln(vocabulary) (repro/nano/checks.py): not a sum nor the prompt
+    counted (an untrained model scores ln V on the same tokens by the same function), but a model that
+    learnt one-digit traces only, confidently wrong on Parallel-GSM8K text."""
+    from repro.nano.nll import response_nll
+    from repro.testing import tiny_model_dir
+
+    data = build_nano_data(tmp_path, rl_problems=4)
+    parquet = data / "sft_parallel_gsm8k.parquet"
+    vocab = 800
+    untrained = response_nll(str(tiny_model_dir("random")), parquet, limit=4)
+    trained = response_nll(str(tiny_model_dir("trained")), parquet, limit=4)
+    assert untrained == pytest.approx(math.log(vocab), abs=0.1)
+    assert trained > math.log(vocab) + 2, trained
+
+
+def test_the_parallel_check_is_required_where_the_reward_pays_for_blocks() -> None:
+    """From each stage's own config: parallel_accuracy (Seen GSM8K) pays for blocks every step, the S2
+    and mid-training schedules on their tiered steps, plain accuracy (Seen DAPO, Unseen S1) never."""
+    from repro.nano.job import reward_parallel_demand
+
+    demand = {stage.name: reward_parallel_demand(stage) for stage in PLANS["full"]
+              if stages.STAGES[stage.stage].kind == "ppo"}
+    assert demand == {"seen-gsm8k": "every step", "seen-dapo": "never", "unseen-s1": "never",
+                      "unseen-s2": "tiered steps", "unseen-s2-tis": "tiered steps", "unseen-mid": "tiered steps"}
