@@ -325,7 +325,7 @@ def check_one_job(root: Path, files: list[StepFile]) -> None:
     for run_json in sorted(root.glob(f"*/step-*/{RUN_JSON}")):
         try:
             training = RunRecord.from_dict(json.loads(run_json.read_text(encoding="utf-8")), str(run_json)).training
-        except (OSError, ValueError, Pr1EvalError):
+        except (OSError, ValueError, RecursionError, Pr1EvalError):
             continue  # not ours to judge here: _previous reads it with a clear error
         source = training.source if training is not None else None
         theirs = job_folder(source.file) if source is not None and source.file is not None else None

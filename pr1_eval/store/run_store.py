@@ -92,10 +92,19 @@ class RunStore:
         """The run's record (``run.json``), checked field by field; errors name the file and field."""
         if not self.run_json_path.is_file():
             raise Pr1EvalError(f"{self.root} is not a pr1-eval run: {RUN_JSON} is missing")
+        where, fix = self.run_json_path, "restore it from a copy, or rerun the command that made the run"
+        raw = self.run_json_path.read_bytes()
+        try:  # decoded here, not by read_text: a byte that is not UTF-8 is named, never a traceback
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start + 1} is 0x{raw[exc.start]:02x}); the "
+                               f"record is damaged: {fix}") from None
         try:
-            data = json.loads(self.run_json_path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise Pr1EvalError(f"{self.run_json_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+        except RecursionError:
+            raise Pr1EvalError(f"{where}: not valid JSON (nested too deeply to read); {fix}") from None
         return RunRecord.from_dict(data, str(self.run_json_path))
 
     def write_run(self, record: RunRecord) -> None:
