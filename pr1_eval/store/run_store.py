@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
@@ -338,4 +339,18 @@ def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | No
                                    "it, or rerun the command that made this run into a new folder") from None
         else:
             columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
+    conformed = pa.Table.from_arrays(columns, schema=schema)
+    _check_sample_idx(conformed, part)
+    return conformed
+
+
+def _check_sample_idx(table: pa.Table, part: Path | None) -> None:
+    """A negative ``sample_idx`` (a hand-edited part) is refused naming the part, as every writer
+    of samples refuses one: read as it is, it would count as one more sample of its problem."""
+    if "sample_idx" not in table.column_names or table.num_rows == 0:
+        return
+    low = pc.min(table.column("sample_idx")).as_py()
+    if low is not None and low < 0:
+        raise Pr1EvalError(f"{part or 'a stored part'}: column 'sample_idx' holds {low}; a sample index is a whole "
+                           "number from 0 (the part was edited or not written by pr1-eval): restore it, or rerun the "
+                           "command that made this run into a new folder")
