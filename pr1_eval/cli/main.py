@@ -103,8 +103,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"error: {terminal_text(exc)}", file=sys.stderr)  # errors quote data (names, paths): shown, never run
         return 2
     except OSError as exc:
-        if os.environ.get(TRACEBACK_ENV) == "1":
-            raise
+        if isinstance(exc, BrokenPipeError) or os.environ.get(TRACEBACK_ENV) == "1":
+            raise  # a closed pipe: main() ends quietly (141)
         if not is_disk_full(exc):
             print(f"error: {terminal_text(_os_error_line(exc))}", file=sys.stderr)
             return 2
