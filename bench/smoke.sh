@@ -32,6 +32,7 @@ CPU_BENCHES=(
     "bench_leaderboard_html.py|--tasks 30"
     "bench_leaderboard_tasks.py|--tasks 20"
     "grading_diff.py|. --limit 40"
+    "bench_malformed.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(
@@ -41,6 +42,7 @@ GPU_ONLY=(
     "gpu_*|GPU scripts (gpu_*): need CUDA"
     "vllm_carry.py|vLLM on a GPU machine"
     "vllm_carry_deps.py|the carry list that vllm_carry.py imports (no bench)"
+    "bench_malformed_cases.py|the cases that bench_malformed.py imports (no bench)"
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
     "bench_nano.py|run by .ci/run as a step of its own (--plan ci: the nano curriculum's CI slice, ~10 min)"
