@@ -147,7 +147,8 @@ def classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) ->
         return Outcome(case.name, case.source, "traceback", err.strip().splitlines()[-1][:200])
     if status not in (0, 1):
         said = any("error:" in line for line in err.splitlines())
-        return Outcome(case.name, case.source, "clean error" if said else "silent failure", err.strip()[-200:])
+        last = err.strip().splitlines()[-1][:200] if err.strip() else ""
+        return Outcome(case.name, case.source, "clean error" if said else "silent failure", last)
     warned = "warning" in err.lower() or "incomplete" in (out + err).lower()
     reader, document = case.reader, out
     if case.reader == "report" and case.writes is not None:  # an import: read what it stored
