@@ -37,8 +37,9 @@ from analysis.leaderboard import LATENCY_FIELDS, UNIT_LABELS, Leaderboard
 from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.leaderboard_tables import comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
+from pr1_eval.output_paths import check_output_target
 from pr1_eval.report.names import metric_name
-from pr1_eval.store.safe_write import check_output_target, refuse_run_file, write_atomic
+from pr1_eval.store.safe_write import refuse_run_file, write_atomic
 
 #: Tasks with at most this many problems are drawn whole; larger ones only where they change.
 SMALL_TASK = 60

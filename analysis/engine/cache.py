@@ -42,6 +42,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from pr1_eval.output_paths import temporary_in
+
 ROOT_ENV = "PR1_CACHE"
 #: Each kind of cache: its folder under the root, and the older variable read as its alias.
 KINDS = {"loader": "PR1_LOADER_CACHE", "embeddings": "PR1_EMBED_CACHE", "analysis": "PR1_ANALYSIS_CACHE"}
@@ -107,8 +109,6 @@ def write_aside(path: Path, write: Callable[[BinaryIO], object], sync: bool = Fa
     the temporary file is removed whatever failed, its close included (a full disk often surfaces
     only there). A kill leaves ``.NAME.PID-XXXX.tmp``, which the next write in that folder removes
     (:func:`pr1_eval.store.safe_write.remove_stale_temporaries`)."""
-    from pr1_eval.store.safe_write import temporary_in  # here: building the CLI's parser imports this module
-
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
