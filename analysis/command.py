@@ -29,6 +29,7 @@ from analysis.engine.outputs import Entry
 from analysis.engine.workers import Workers, analysis_workers
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.output_paths import check_output_target
 from pr1_eval.terminal import terminal_json, terminal_text
 
 SUMMARY = "behaviour analysis: parallel ratio, block positions, drift, diversity, roles"
@@ -59,6 +60,7 @@ def run_analyze(args: argparse.Namespace) -> int:
     """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
     unchanged runs is answered from :mod:`analysis.engine.outputs` without loading anything."""
     out = Path(args.out)
+    check_output_target(out, "--out", folder=True)  # before any work: a file in the way, a read-only disk
     include = bool(getattr(args, "include_incomplete", False))
     key = None
     if args.no_embeddings:

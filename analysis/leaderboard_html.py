@@ -37,6 +37,7 @@ from analysis.leaderboard import LATENCY_FIELDS, UNIT_LABELS, Leaderboard
 from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.leaderboard_tables import MDE_NOTE, comparison_rows, intervals_and_ties_note, ranking_rows, task_rows
 from analysis.safe_text import html_text, plot_text, plot_texts
+from pr1_eval.output_paths import check_output_target
 from pr1_eval.report.names import metric_name
 from pr1_eval.store.safe_write import refuse_run_file, write_atomic
 
@@ -276,6 +277,7 @@ permutation p-value; Holm-adjusted across the tasks of each run. {html_text(MDE_
 def check_html_target(out: str | Path) -> None:
     """``--html OUT`` is refused when it names a run's own file (``RUN/run.json``) or a folder."""
     refuse_run_file(out, "--html")
+    check_output_target(out, "--html")
 
 
 def write_leaderboard_html(board: Leaderboard, out: str | Path) -> Path:

@@ -10,7 +10,10 @@ function before any table is laid out: :func:`~analysis.safe_text.markdown_text`
 (no HTML, link, image or formatting can come from data, whatever renders it; control characters
 shown first, as the Markdown is printed),
 :func:`~analysis.safe_text.terminal_text` for the text tables a terminal shows, and
-:func:`~analysis.engine.csv_text.csv_cell` for CSV cells and column names.
+:func:`~analysis.engine.csv_text.csv_cell` for CSV cells and column names. ``--csv`` is printed
+too (to stdout, often a terminal), so its text cells pass :func:`~analysis.safe_text.terminal_text`
+first (an ESC, CSI, C1 or OSC-8 byte from a run name, model path or family is shown as its escape,
+``\x1b``, never sent raw), then ``csv_cell`` (a formula-leading cell gets its ``'``).
 """
 
 from __future__ import annotations
@@ -231,11 +234,16 @@ def _markdown_for_terminal(value: Any) -> str:
     return markdown_text(terminal_text(value))
 
 
+def _csv_text(value: Any) -> Any:
+    """A CSV cell printed to a terminal: control characters shown, then formula-neutralised."""
+    return csv_cell(terminal_text(value)) if isinstance(value, str) else csv_cell(value)
+
+
 def render(doc: dict[str, Any], fmt: str) -> str:
     """The document as ``text`` or ``markdown`` tables, or ``csv`` (the runs only); text from runs
     made inert for each (see the module docstring)."""
     if fmt == "csv":
-        rows = [{csv_cell(key): csv_cell(value) for key, value in row.items()} for row in csv_rows(doc)]
+        rows = [{_csv_text(key): _csv_text(value) for key, value in row.items()} for row in csv_rows(doc)]
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
         writer.writeheader()

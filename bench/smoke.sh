@@ -34,6 +34,7 @@ CPU_BENCHES=(
     "bench_adaptive.py|--resamples 3 --ks 16"
     "grading_diff.py|. --limit 40"
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64"
+    "bench_malformed.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(
@@ -43,6 +44,7 @@ GPU_ONLY=(
     "gpu_*|GPU scripts (gpu_*): need CUDA"
     "vllm_carry.py|vLLM on a GPU machine"
     "vllm_carry_deps.py|the carry list that vllm_carry.py imports (no bench)"
+    "bench_malformed_cases.py|the cases that bench_malformed.py imports (no bench)"
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
     "bench_nano.py|run by .ci/run as a step of its own (--plan ci --repeat unseen-s2: the nano curriculum's CI slice, about 6 min on an idle machine)"

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.numbers import float_in, int_in
 
 DEFAULT_RUNS = "runs"
 DEFAULT_PORT = 8501
@@ -33,7 +34,7 @@ def register(subparsers: Any) -> None:
     p = add_command(subparsers, "dashboard", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("runs", nargs="*", metavar="RUNS_DIR_OR_RUN",
                    help=f"run directories, or folders searched for runs (default ./{DEFAULT_RUNS})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int_in(1, 65535), default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT})")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to bind (default {DEFAULT_HOST}: this machine only; 0.0.0.0 exposes every response "
                         "to the network)")
@@ -41,7 +42,7 @@ def register(subparsers: Any) -> None:
                    help="a folder a running job (or `import-verl --follow`) writes runs into: served like RUNS, "
                         "and scanned every --poll seconds, so new steps show without a restart; it may be empty "
                         "at first")
-    p.add_argument("--poll", type=float, default=DEFAULT_POLL_S, metavar="SECONDS",
+    p.add_argument("--poll", type=float_in(0.0, low_open=True), default=DEFAULT_POLL_S, metavar="SECONDS",
                    help=f"seconds between scans of the --follow folders (default {DEFAULT_POLL_S:g})")
     p.set_defaults(func=_run_dashboard)
 

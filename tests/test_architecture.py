@@ -35,7 +35,7 @@ PACKAGES = ("pr1_eval", "analysis", "dashboards", "repro")
 # any folder earlier in this order, never a later one. The flat modules sit below every folder.
 FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "report", "ingest", "replay",
         "scaleout", "generate", "lm_eval_tasks", "testing", "cli")
-FLAT_BELOW_ALL = ("errors", "jsonl", "processes", "terminal")
+FLAT_BELOW_ALL = ("errors", "jsonl", "output_paths", "processes", "terminal")
 
 # Known edges against the flow, each waiting on a change in flight; empty this once they are gone
 # (the test fails on an entry that no longer matches anything, so the list cannot go stale).

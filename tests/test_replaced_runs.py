@@ -65,6 +65,22 @@ def test_report_names_the_replaced_run(parent: Path, capsys: pytest.CaptureFixtu
     assert f"{aside}, replaced on " in err and "did you mean" in err
 
 
+def test_a_restored_copy_is_counted_again_and_its_report_says_so(parent: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Restoring (docs/guides/run-safety.md): move the copy out of .replaced/ under a new name.
+    Issue 48 N14: the report of the restored copy still said no search counts it."""
+    (aside,) = (parent / "runs" / ".replaced").iterdir()
+    assert main(["report", str(aside)]) == 0
+    assert "this copy is kept where no search finds it" in capsys.readouterr().out
+    restored = parent / "runs" / "A-restored"
+    shutil.move(aside, restored)
+    assert find_runs(parent) == [parent / "runs" / "A", restored]
+    assert main(["report", str(restored)]) == 0
+    out = capsys.readouterr().out
+    assert "no search finds it" not in out
+    assert f"this copy was restored to {restored}, outside .replaced/, so a report, leaderboard or analysis" in out
+
+
 def test_import_into_a_folder_of_runs_is_refused_naming_them(parent: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     rows = tmp_path / "rows.jsonl"

@@ -36,12 +36,13 @@ import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO, cast
+
+from pr1_eval.output_paths import temporary_in
 
 ROOT_ENV = "PR1_CACHE"
 #: Each kind of cache: its folder under the root, and the older variable read as its alias.
@@ -104,22 +105,28 @@ def _all_distributions(digest: hashlib._Hash) -> None:
 
 def write_aside(path: Path, write: Callable[[BinaryIO], object], sync: bool = False) -> bool:
     """``write(handle)`` into a temporary file beside ``path``, then renamed into place; whether it
-    was. A failure (full disk, read-only folder, a value the writer refuses) leaves no stray file."""
+    was. A failure (full disk, read-only folder, a value the writer refuses) leaves no stray file:
+    the temporary file is removed whatever failed, its close included (a full disk often surfaces
+    only there). A kill leaves ``.NAME.PID-XXXX.tmp``, which the next write in that folder removes
+    (:func:`pr1_eval.store.safe_write.remove_stale_temporaries`)."""
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=path.parent, suffix=".tmp", delete=False) as handle:
-            try:
-                write(cast(BinaryIO, handle))
-                if sync:
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            except BaseException:
-                Path(handle.name).unlink(missing_ok=True)
-                raise
-        os.replace(handle.name, path)
+        fd, tmp = temporary_in(path.parent, path.name)
+        with os.fdopen(fd, "wb") as handle:
+            write(cast(BinaryIO, handle))
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
         return True
-    except (OSError, ValueError, TypeError):
-        return False
+    except BaseException as exc:
+        if tmp is not None:
+            with suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, (OSError, ValueError, TypeError)):
+            return False
+        raise
 
 
 def write_shard(directory: Path, data: bytes, suffix: str, sync: bool = False) -> Path | None:

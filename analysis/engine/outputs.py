@@ -95,7 +95,7 @@ def _model_folders(tree: list[Any]) -> list[Any]:
             continue
         try:
             model = (json.loads(Path(path).read_text(encoding="utf-8")).get("model") or {}).get("path")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # damaged: the loader names it
             continue
         folder = Path(str(model)).expanduser() if isinstance(model, str) and model else None
         if folder is not None and folder.is_dir():

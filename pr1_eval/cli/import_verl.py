@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pr1_eval.ingest.verl_import import ImportOptions
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.numbers import float_in, positive_int
 from pr1_eval.cli.options import add_grade_workers_option
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.verl_formats import Lengths
@@ -61,9 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="what a DUMP_DIR of step files holds (default: from its name; 'val' means validation)")
     p.add_argument("--final", action="store_true",
                    help="the job has ended: import the newest step too (otherwise it waits for a later one)")
-    p.add_argument("--max-prompt-length", type=int, default=Lengths().prompt, metavar="N",
+    p.add_argument("--max-prompt-length", type=positive_int, default=Lengths().prompt, metavar="N",
                    help="the job's data.max_prompt_length, to count prompt tokens from the fork's padding")
-    p.add_argument("--max-response-length", type=int, default=Lengths().response, metavar="N",
+    p.add_argument("--max-response-length", type=positive_int, default=Lengths().response, metavar="N",
                    help="the job's data.max_response_length, to count response tokens from the padding")
     p.add_argument("--tokenizer", default=None, metavar="DIR",
                    help="local model folder whose tokenizer counts block positions in tokens, and response "
@@ -71,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-grade", action="store_true",
                    help="keep only the job's own reward and accuracy; do not grade with pr1-eval's grader")
     add_grade_workers_option(p)
-    p.add_argument("--follow", type=float, nargs="?", const=FOLLOW_DEFAULT_S, default=None, metavar="SECONDS",
+    p.add_argument("--follow", type=float_in(0.0, low_open=True), nargs="?", const=FOLLOW_DEFAULT_S, default=None, metavar="SECONDS",
                    help=f"keep importing new steps every SECONDS (default {FOLLOW_DEFAULT_S:g}) until Ctrl-C, for a "
                         "running job; pair it with `pr1-eval dashboard --follow RUNS_ROOT`")
     p.set_defaults(func=_cmd_import_verl)

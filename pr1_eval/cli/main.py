@@ -15,6 +15,13 @@ User errors print one clear line and exit with status 2, never a traceback. Outp
 reader that stops early (``pr1-eval report RUN | head``) ends quietly: the closed pipe is handled
 once here, for every command (plugins run through :func:`main` too), with the exit status a
 command killed by SIGPIPE has (141). Help texts: :mod:`pr1_eval.cli.help`.
+
+Every failure prints at least one line on stderr (an exit status with nothing said is a defect):
+a full disk that no writer translated names the command's own target (its ``RUN``/``--out``
+folder, never the working folder); any other ``OSError`` is one line with its file and reason
+(exit 2); any other exception is an internal error: one line with its type, message and where it
+was raised, exit 70 (``EX_SOFTWARE``: neither a user error, 2, nor a partial result, 1).
+``PR1_EVAL_TRACEBACK=1`` lets the traceback through, for whoever debugs it.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from pr1_eval.cli import (
     tiny_model,
 )
 from pr1_eval.cli.help import TOP, Parser
-from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
+from pr1_eval.errors import Pr1EvalError, describe_exception, is_disk_full, no_space
 from pr1_eval.terminal import terminal_text
 
 #: pr1-eval's own commands, in the order ``--help`` lists them (plugins follow).
@@ -96,14 +103,59 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"error: {terminal_text(exc)}", file=sys.stderr)  # errors quote data (names, paths): shown, never run
         return 2
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or os.environ.get(TRACEBACK_ENV) == "1":
+            raise  # a closed pipe: main() ends quietly (141)
         if not is_disk_full(exc):
-            raise
-        where = Path(exc.filename).parent if isinstance(exc.filename, str) else Path.cwd()
-        print(f"error: {no_space(where)}", file=sys.stderr)  # a writer without its own message: still one line
+            print(f"error: {terminal_text(_os_error_line(exc))}", file=sys.stderr)
+            return 2
+        where = Path(exc.filename).parent if isinstance(exc.filename, str) else command_target(args)
+        print(f"error: {terminal_text(no_space(where))}", file=sys.stderr)  # still one line
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished chunks are saved — rerun the same command to resume", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: said in one line, never silent
+        if os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        print(f"error: internal error in pr1-eval {terminal_text(args.command)}: "
+              f"{terminal_text(describe_exception(exc))} (at {_raised_at(exc)}); this is a bug: rerun with "
+              f"{TRACEBACK_ENV}=1 for the traceback and report it",
+              file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+#: Set to ``1`` to see the traceback of an unexpected error instead of its one line.
+TRACEBACK_ENV = "PR1_EVAL_TRACEBACK"
+#: The exit status of an internal error (``EX_SOFTWARE`` of sysexits.h).
+INTERNAL_ERROR = 70
+
+
+def command_target(args: argparse.Namespace) -> Path:
+    """The folder a command writes or reads: its ``RUN``, ``--out`` or first ``RUN_OR_ROOT``;
+    the working folder only for a command with none of them."""
+    for name in ("run", "out", "runs", "run_dir"):
+        value = getattr(args, name, None)
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if isinstance(value, (str, Path)) and str(value):
+            return Path(value)
+    return Path.cwd()
+
+
+def _os_error_line(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename is not None else ""
+    reason = exc.strerror or describe_exception(exc)
+    return (f"cannot access{where}: {reason.lower()}; check that the path exists and that you may read "
+            "(or write) it")
+
+
+def _raised_at(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "an unknown place"
+    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 from typing import Any
 
+from pr1_eval.cli.numbers import float_in, int_in, positive_int, seed_int
 from pr1_eval.decoding.factory import DECODING_MODES
 from pr1_eval.engines.factory import ENGINES
 from pr1_eval.errors import Pr1EvalError
@@ -78,7 +79,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=PAPER_TOP_P, metavar="P", help="nucleus sampling; 1.0 keeps every token")
     p.add_argument("--top-k", type=int, default=_DEFAULTS.top_k, metavar="K",
                    help="keep the k likeliest tokens; 0 keeps every token")
-    p.add_argument("--seed", type=int, default=_DEFAULTS.seed, metavar="N",
+    p.add_argument("--seed", type=seed_int, default=_DEFAULTS.seed, metavar="N",
                    help="run seed; each request's seed derives from it")
     p.add_argument("--engine", default=_DEFAULTS.engine, choices=ENGINES,
                    help="auto: vllm when installed with a GPU, else hf (transformers); openai: a running server's "
@@ -111,7 +112,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                    help="benchmark folder (default: $PR1_DATA_DIR, else the packaged copy)")
     p.add_argument("--data-source", default=DATA_SOURCES[0], choices=DATA_SOURCES,
                    help="auto: --data-dir, $PR1_DATA_DIR, packaged, hub; packaged or hub: only that (default auto)")
-    p.add_argument("--problems-per-chunk", type=int, default=None, metavar="N",
+    p.add_argument("--problems-per-chunk", type=positive_int, default=None, metavar="N",
                    help="problems generated, graded and stored together (default 8 on hf, 64 on vllm and openai; with --ray "
                         "at most that, shrinking to 1 near the end)")
     _add_engine_options(p)
@@ -121,7 +122,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
                         "without a value), or the head's ADDRESS (host:port)")
     p.add_argument("--replicas", type=_replicas, default=None, metavar="N|auto",
                    help="with --ray: engine replicas (default auto: the cluster's GPUs / --gpus-per-replica)")
-    p.add_argument("--gpus-per-replica", type=int, default=None, metavar="G",
+    p.add_argument("--gpus-per-replica", type=int_in(0), default=None, metavar="G",
                    help="with --ray: GPUs per replica, its vLLM tensor parallelism (default 1 with GPUs, 0 without)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="only every N-th problem from I (0-based), for job arrays; join the shards with pr1-eval merge")
@@ -152,14 +153,14 @@ _ENGINE_OPTIONS = {"batch_size": "max_batch_size", "tensor_parallel_size": "tens
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
     """Engine options: each reaches the engine only when given (:func:`engine_options`)."""
-    p.add_argument("--batch-size", type=int, default=None, metavar="N",
+    p.add_argument("--batch-size", type=positive_int, default=None, metavar="N",
                    help="hf engine: most sequences per generate call (default: 64)")
-    p.add_argument("--tensor-parallel-size", type=int, default=None, metavar="N",
+    p.add_argument("--tensor-parallel-size", type=positive_int, default=None, metavar="N",
                    help="vllm: GPUs one model is split over (default: 1)")
     p.add_argument("--data-parallel-size", type=int, default=1, help=argparse.SUPPRESS)  # replaced by --ray --replicas
-    p.add_argument("--gpu-memory-utilization", type=float, default=None, metavar="F",
+    p.add_argument("--gpu-memory-utilization", type=float_in(0.0, 1.0, low_open=True), default=None, metavar="F",
                    help="vllm: share of GPU memory it may take (default: 0.9)")
-    p.add_argument("--max-model-len", type=int, default=None, metavar="N",
+    p.add_argument("--max-model-len", type=positive_int, default=None, metavar="N",
                    help="vllm: longest prompt + response (default: the model's)")
     # --- openai: a server (vllm serve, SGLang, a router in front of many; pr1_eval.engines.openai_engine) ---
     p.add_argument("--base-url", default=None, metavar="URL",
@@ -192,9 +193,9 @@ def _replicas(text: str) -> int | None:
     if text == "auto":
         return None
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a whole number at least 1 or 'auto', got {text!r}") from None
 
 
 def run_config(args: argparse.Namespace, **overrides: Any) -> RunConfig:

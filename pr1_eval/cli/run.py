@@ -11,6 +11,7 @@ import argparse
 
 from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.numbers import step_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.scaleout import summary_note
 
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="run folder (default runs/<model>-<decoding>-k<k>-seed<seed>)")
     p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
-    p.add_argument("--step", type=int, default=None, metavar="N",
+    p.add_argument("--step", type=step_int, default=None, metavar="N",
                    help="checkpoint step (default: parsed from global_step_N)")
     p.set_defaults(func=run_command)
 

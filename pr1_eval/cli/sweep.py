@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.report.names import metric_name
 from pr1_eval.terminal import terminal_text
@@ -35,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_tasks_option(p)
     which = p.add_mutually_exclusive_group()
     which.add_argument("--steps", default=None, help="only these steps, e.g. 50,100")
-    which.add_argument("--every", type=int, default=None, metavar="N", help="only steps divisible by N")
-    which.add_argument("--last", type=int, default=None, metavar="N", help="only the N latest steps")
+    which.add_argument("--every", type=positive_int, default=None, metavar="N", help="only steps divisible by N")
+    which.add_argument("--last", type=positive_int, default=None, metavar="N", help="only the N latest steps")
     p.add_argument("--out-root", default="runs", metavar="DIR",
                    help="where the runs go, one folder per checkpoint (default ./runs)")
     p.add_argument("--family", default=None, metavar="NAME",

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.numbers import seed_int
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.prompts import DEFAULT_TEMPLATE
 
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
     p.add_argument("--force", action="store_true",
                    help="write into DIR even when it holds other files (same-named files are replaced)")
-    p.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    p.add_argument("--seed", type=seed_int, default=0, help="weight initialisation seed")
     p.add_argument("--prompt", default=None, metavar="NAME|FILE",
                    help=f"template mixed into training (default {DEFAULT_TEMPLATE})")
     p.set_defaults(func=_cmd_tiny_model)

@@ -39,6 +39,7 @@ from pr1_eval.generate.preflight import (
     check_served_model,
     check_tasks,
 )
+from pr1_eval.generate.progress import progress_interval
 from pr1_eval.generate.sampling_limits import check_sampling_limits
 from pr1_eval.inputs.model_fingerprint import model_fingerprint
 from pr1_eval.inputs.paths import resolve_data_dir
@@ -118,6 +119,7 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     check_k(config.k)
     config.stop_rule()  # the adaptive rule's parameters, checked before anything loads
     check_limit(config.limit)
+    progress_interval()  # a bad $PR1_EVAL_PROGRESS_SECONDS: refused now, not after the model loads
     check_greedy(config.temperature, config.k)
     check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
     data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir

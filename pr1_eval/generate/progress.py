@@ -25,12 +25,15 @@ with done/total, rate and ETA. ``$PR1_EVAL_PROGRESS_SECONDS`` sets that interval
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import IO, Any
+
+from pr1_eval.errors import Pr1EvalError
 
 LOG_EVERY_S = 30.0
 """Seconds between log lines off a terminal (and the longest silence)."""
@@ -39,11 +42,22 @@ CHUNK_LINE_MIN_S = 2.0
 ENV = "PR1_EVAL_PROGRESS_SECONDS"
 
 
-def _interval() -> float:
-    try:
-        return max(0.05, float(os.environ.get(ENV, LOG_EVERY_S)))
-    except ValueError:
+def progress_interval() -> float:
+    """``$PR1_EVAL_PROGRESS_SECONDS`` (default :data:`LOG_EVERY_S`): a number of seconds above 0,
+    at least 0.05 in effect. Anything else (``abc``, ``-1``, ``0``, ``nan``) is refused in one line
+    (a run checks it before any model loads, :func:`pr1_eval.generate.plan.plan_inputs`): a value
+    set and ignored would leave the user wondering why the interval never changed."""
+    text = os.environ.get(ENV)
+    if text is None or not text.strip():
         return LOG_EVERY_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise Pr1EvalError(f"{ENV}={text!r}: expected a number of seconds above 0 between progress lines (e.g. 30); "
+                           "set it to one, or unset it for the default")
+    return max(0.05, value)
 
 
 def duration(seconds: float) -> str:
@@ -70,7 +84,7 @@ class RunProgress:
         self.tokens = self.steps = 0
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
-        self.every = _interval() if every is None else every
+        self.every = progress_interval() if every is None else every
         self.clock = clock
         self.started = clock()
         self.generated = self.stored = self.calls = 0

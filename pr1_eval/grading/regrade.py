@@ -27,6 +27,7 @@ from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.sample import GRADE_COLUMNS
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
+from pr1_eval.store.safe_write import disk_full_errors
 
 
 def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 10.0,
@@ -40,7 +41,9 @@ def regrade(run_dir: str | Path, workers: int | None = None, timeout_s: float = 
     """
     store = RunStore(run_dir)
     store.read_run()  # a clear error when it is not a run, before any lock is taken
-    with run_lock(run_dir, "pr1-eval regrade"):
+    # a full disk anywhere below (the lock, a part, run.json, an OSError without a file name)
+    # names the run's folder and its disk, not the working folder
+    with disk_full_errors(run_dir, what=f"the regraded samples of {run_dir}"), run_lock(run_dir, "pr1-eval regrade"):
         store.recover_swap()
         record = store.read_run()
         if record.status != "complete":

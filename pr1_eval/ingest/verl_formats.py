@@ -246,6 +246,8 @@ def iter_dump(path: Path, lengths: Lengths = Lengths(), digest: Any = None) -> I
                 raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start}); {HINT}") from None
             except json.JSONDecodeError as exc:
                 raise Pr1EvalError(f"{where}: not valid JSON ({json_reason(exc, line)}); {HINT}") from None
+            except RecursionError:  # what import's reader (pr1_eval.jsonl) says of the same line
+                raise Pr1EvalError(f"{where}: not valid JSON (nested too deeply to read); {HINT}") from None
             if not isinstance(raw, dict):
                 raise Pr1EvalError(f"{where}: expected a JSON object, found {type(raw).__name__}; {HINT}")
             if fmt is None:

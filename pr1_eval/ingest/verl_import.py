@@ -74,6 +74,7 @@ from pr1_eval.ingest.verl_formats import FORK, Lengths
 from pr1_eval.ingest.verl_groups import ParsedStep, read_step, step_records
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
 from pr1_eval.inputs.tasks import TASKS
+from pr1_eval.records.checks import MAX_INT64
 from pr1_eval.records.provenance import now_iso
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
@@ -124,7 +125,11 @@ def _step_of(path: Path) -> int:
     if not path.stem.isdigit():
         raise Pr1EvalError(f"{path}: cannot read a step number from the file name; VERL names each dump "
                            "{step}.jsonl (e.g. 120.jsonl): move other .jsonl files out of the dump folder")
-    return int(path.stem)
+    step = int(path.stem)
+    if step > MAX_INT64:
+        raise Pr1EvalError(f"{path}: step {step} is past the largest step a run records ({MAX_INT64}); rename the "
+                           "file to its real step ({step}.jsonl)")
+    return step
 
 
 def kind_of(folder: Path) -> str | None:
@@ -339,7 +344,7 @@ def check_one_job(root: Path, files: list[StepFile]) -> None:
     for run_json in sorted(root.glob(f"*/step-*/{RUN_JSON}")):
         try:
             training = RunRecord.from_dict(json.loads(run_json.read_text(encoding="utf-8")), str(run_json)).training
-        except (OSError, ValueError, Pr1EvalError):
+        except (OSError, ValueError, RecursionError, Pr1EvalError):
             continue  # not ours to judge here: _previous reads it with a clear error
         source = training.source if training is not None else None
         theirs = job_folder(source.file) if source is not None and source.file is not None else None

@@ -55,6 +55,21 @@ def read_int(value: Any, where: str, name: str) -> int | None:
     raise run_error(where, name, f"must be an integer, found {value!r}")
 
 
+#: The largest integer a run record holds: the readers of runs (pandas, parquet, numpy) carry these
+#: numbers as int64, so a larger one (a VERL step file named ``99999999999999999999.jsonl``)
+#: would be read here and fail later, elsewhere, as ``OverflowError``.
+MAX_INT64 = 2**63 - 1
+
+
+def read_count(value: Any, where: str, name: str, low: int = 0) -> int | None:
+    """:func:`read_int`, then in ``[low, 2**63 - 1]``: a ``k`` of 0 or -1, a negative step or a
+    step past int64 is refused here, where every reader of a run record reads it."""
+    number = read_int(value, where, name)
+    if number is not None and not low <= number <= MAX_INT64:
+        raise run_error(where, name, f"must be a whole number from {low} to {MAX_INT64}, found {number}")
+    return number
+
+
 def read_str(value: Any, where: str, name: str) -> str | None:
     if value is None or isinstance(value, str):
         return value

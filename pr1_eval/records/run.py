@@ -37,6 +37,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.answer_policy import ANSWER_POLICIES, DEFAULT_POLICY
+from pr1_eval.records.checks import read_count as _count
 from pr1_eval.records.checks import read_int as _int
 from pr1_eval.records.checks import read_list as _list
 from pr1_eval.records.checks import read_object as _object
@@ -239,7 +240,7 @@ def _model(value: Any, where: str) -> ModelInfo:
     data = _object(value, where, "model") or {}
     return ModelInfo(path=_str(data.get("path"), where, "model.path"),
                      revision=_str(data.get("revision"), where, "model.revision"),
-                     step=_int(data.get("step"), where, "model.step"),
+                     step=_count(data.get("step"), where, "model.step"),
                      family=_str(data.get("family"), where, "model.family"),
                      fingerprint=_object(data.get("fingerprint"), where, "model.fingerprint"))
 
@@ -250,10 +251,10 @@ def _task(name: str, value: Any, where: str) -> TaskEntry:
     entry = TaskEntry(version=_str(data.get("version"), where, f"tasks.{name}.version"),
                       source=_str(data.get("source"), where, f"tasks.{name}.source"),
                       data_hash=_str(data.get("data_hash"), where, f"tasks.{name}.data_hash"),
-                      n_problems=_int(data.get("n_problems"), where, f"tasks.{name}.n_problems"),
+                      n_problems=_count(data.get("n_problems"), where, f"tasks.{name}.n_problems"),
                       problem_ids=None if ids is None else [str(i) for i in ids],
                       problem_ids_sha256=_str(data.get("problem_ids_sha256"), where, f"tasks.{name}.problem_ids_sha256"),
-                      k=_int(data.get("k"), where, f"tasks.{name}.k"))
+                      k=_count(data.get("k"), where, f"tasks.{name}.k", low=1))
     if entry.n_problems is None and entry.problem_ids is not None:
         entry.n_problems = len(entry.problem_ids)
     return entry
@@ -274,6 +275,23 @@ def _policy(value: Any, where: str, name: str) -> str | None:
     return text
 
 
+#: The statuses pr1-eval's writers record: the first three while samples are being stored, then
+#: ``complete``. Anything else is a hand edit or damage and is refused when read (so the report, the
+#: leaderboard and the analysis, which all read through here, agree: none of them ranks it). A
+#: missing status (records written before it existed, or by tests) stays ``None``, "not recorded",
+#: and is read like ``running``: the report calls the run incomplete, the leaderboard ranks it only
+#: when every task holds all its samples, with a note naming the status.
+RUN_STATUSES = ("running", "importing", "merging", "complete")
+
+
+def _status(value: Any, where: str) -> str | None:
+    text = _str(value, where, "status")
+    if text is not None and text not in RUN_STATUSES:
+        raise run_error(where, "status", f"is {text!r}, not one of {', '.join(RUN_STATUSES)}",
+                        "set it back to what the run's writer wrote (rerun that command to finish the run)")
+    return text
+
+
 def _version(data: dict[str, Any], where: str) -> int:
     version = _int(data.get("record_version"), where, "record_version") or 1
     if version > RUN_RECORD_VERSION:
@@ -283,10 +301,12 @@ def _version(data: dict[str, Any], where: str) -> int:
 
 
 _SIMPLE: dict[str, Any] = {  # field → reader, for the fields that need no nesting
-    "name": _str, "status": _str, "seed": _int, "limit": _int, "k": _int, "started_at": _str, "finished_at": _str,
+    "name": _str, "status": lambda value, where, name: _status(value, where), "seed": _int,
+    "limit": lambda value, where, name: _count(value, where, name, low=1),
+    "k": lambda value, where, name: _count(value, where, name, low=1), "started_at": _str, "finished_at": _str,
     "imported_from": _str, "regraded_at": _str, "merged_at": _str,
     "decoding": _object, "sampling": _object, "shard": _object, "config": _object,
-    "samples_left_out_by_k": _int, "scaleout": _object, "packages": _object,
+    "samples_left_out_by_k": _count, "scaleout": _object, "packages": _object,
     "command": _list, "lm_eval": _list, "merged_from": _list, "position_unit": _unit,
     "training": lambda value, where, _: TrainingSection.from_json(value, where),
     "answer_policy": _policy, "generation": _object, "adaptive": _object,

@@ -100,6 +100,9 @@ class TaskCompleteness:
     undeclared_problems: list[str] = field(default_factory=list)  # samples of problems run.json does not list
     part_of: PartOf | None = None  # the declared problems are only part of the task (shard, benchmark subset)
     no_gold_problems: dict[str, int] = field(default_factory=dict)  # id -> samples without a gold: could not score
+    #: id -> samples held (> k): run.json's k was lowered after they were stored (a hand edit). Not
+    #: complete: metrics "@k" over more than k samples are not what the record says (issue 48 N11).
+    over_problems: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # differences that do not make it incomplete (see module doc)
 
     @property
@@ -107,7 +110,7 @@ class TaskCompleteness:
         """Every declared problem has its k samples and nothing else is stored (a shard's slice can
         hold all it declares and still be only part of the task: see :attr:`complete`)."""
         return (self.declared and not self.n_missing_problems and not self.short_problems
-                and not self.undeclared_problems)
+                and not self.undeclared_problems and not self.over_problems)
 
     @property
     def complete(self) -> bool:
@@ -128,6 +131,10 @@ class TaskCompleteness:
             counts = [f"{pid}: {n}" for pid, n in self.short_problems.items()]
             parts.append(f"{len(counts)} problem(s) have fewer than {self.k} samples "
                          f"({name_ids(counts, len(counts))})")
+        if self.over_problems:
+            counts = [f"{pid}: {n}" for pid, n in self.over_problems.items()]
+            parts.append(f"{len(counts)} problem(s) hold more than k={self.k} samples ({name_ids(counts, len(counts))}): "
+                         "run.json's k disagrees with the stored samples; set k back to the samples generated")
         if self.undeclared_problems:
             parts.append(f"{len(self.undeclared_problems)} stored problem(s) are not in run.json's problem list "
                          f"({name_ids(self.undeclared_problems, len(self.undeclared_problems))})")
@@ -292,7 +299,9 @@ def check_task(task: str, declaration: TaskDeclaration | None, held: dict[str, i
     else:
         missing, undeclared = [], []
         n_missing = max((declaration.n_problems or 0) - len(held), 0)
-    return TaskCompleteness(task, k, True, declaration.n_problems, len(held), missing, n_missing, short, undeclared)
+    over = {pid: n for pid, n in held.items() if n > k} if declaration.k else {}
+    return TaskCompleteness(task, k, True, declaration.n_problems, len(held), missing, n_missing, short, undeclared,
+                            over_problems=over)
 
 
 def check_completeness(run: RunRecord | None, frame: pd.DataFrame,

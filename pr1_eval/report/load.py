@@ -42,7 +42,7 @@ def _aside_phrase(run_dir: Path) -> str:
     notes = []
     for run in aside[:3]:
         try:
-            note = replaced_note(RunStore(run).read_run().extra)
+            note = replaced_note(RunStore(run).read_run().extra, run)
         except Pr1EvalError:
             note = None
         notes.append(f"{run}" + (f", {note.split(' by ')[0]}" if note else ""))
@@ -53,7 +53,7 @@ def _aside_phrase(run_dir: Path) -> str:
 def replaced_line(run_dir: str | Path) -> str | None:
     """The run's replacement note (``replaced on …`` or ``replaces …``) for ``report``; None for most runs."""
     try:
-        return replaced_note(RunStore(run_dir).read_run().extra)
+        return replaced_note(RunStore(run_dir).read_run().extra, run_dir)
     except Pr1EvalError:
         return None
 

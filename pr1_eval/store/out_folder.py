@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.provenance import now_iso
-from pr1_eval.store.discovery import find_runs
+from pr1_eval.store.discovery import find_runs, kept_aside
 from pr1_eval.store.run_store import RunStore
 
 ASIDE_SUFFIX = ".replaced-"
@@ -116,14 +116,28 @@ def _when(on: object) -> str:
     return f"{day}, at {clock.replace('+00:00', ' UTC') or '?'}"
 
 
-def replaced_note(extra: dict[str, object]) -> str | None:
+def replaced_note(extra: dict[str, object], run_dir: str | Path | None = None) -> str | None:
     """What a run record says about a replacement: for a run moved aside (``replaced``) "replaced
     on DAY, at TIME by …", for the run that took its place (``replaces``) where the old one is
-    kept; None for any other run."""
+    kept; None for any other run. ``run_dir``: where the run sits now. A replaced copy that was
+    restored (moved or copied out of ``.replaced/``, see docs/guides/run-safety.md) is counted by
+    every search again, and its note says so instead of "kept where no search finds it"."""
     old, new = extra.get("replaced"), extra.get("replaces")
     if isinstance(old, dict):
-        return (f"replaced on {_when(old.get('on'))} by the run in {old.get('by')}; this copy is kept where no "
-                "search finds it (no report, leaderboard or analysis of a folder counts it)")
+        replaced = f"replaced on {_when(old.get('on'))} by the run in {old.get('by')}"
+        if run_dir is not None and not is_aside(run_dir):
+            return (f"{replaced}; this copy was restored to {run_dir}, outside .replaced/, so a report, leaderboard "
+                    "or analysis of a folder above it counts it again (beside that run, if it is still there)")
+        return f"{replaced}; this copy is kept where no search finds it (no report, leaderboard or analysis of a " \
+               "folder counts it)"
     if isinstance(new, dict):
         return f"replaces a run (replaced on {_when(new.get('on'))}), kept at {new.get('kept_at')}"
     return None
+
+
+def is_aside(run_dir: str | Path) -> bool:
+    """Whether the run at ``run_dir`` sits in a kept-aside folder (``.replaced/…``, ``*.superseded``),
+    where no search finds it: the rule :func:`pr1_eval.store.discovery.kept_aside` applies to a
+    name, checked here on the run's folder and every folder above it."""
+    path = Path(run_dir).expanduser().absolute()
+    return any(kept_aside(part.name) for part in (path, *path.parents))

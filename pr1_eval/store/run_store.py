@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
@@ -93,11 +94,19 @@ class RunStore:
         """The run's record (``run.json``), checked field by field; errors name the file and field."""
         if not self.run_json_path.is_file():
             raise Pr1EvalError(f"{self.root} is not a pr1-eval run: {RUN_JSON} is missing")
+        where, fix = self.run_json_path, "restore it from a copy, or rerun the command that made the run"
+        raw = self.run_json_path.read_bytes()
+        try:  # decoded here, not by read_text: a byte that is not UTF-8 is named, never a traceback
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Pr1EvalError(f"{where}: not UTF-8 text (byte {exc.start + 1} is 0x{raw[exc.start]:02x}); the "
+                               f"record is damaged: {fix}") from None
         try:
-            text = self.run_json_path.read_text(encoding="utf-8")
             data = json.loads(text, object_pairs_hook=unique_keys(str(self.run_json_path), text))
         except json.JSONDecodeError as exc:
-            raise Pr1EvalError(f"{self.run_json_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            raise Pr1EvalError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+        except RecursionError:
+            raise Pr1EvalError(f"{where}: not valid JSON (nested too deeply to read); {fix}") from None
         return RunRecord.from_dict(data, str(self.run_json_path))
 
     def write_run(self, record: RunRecord) -> None:
@@ -337,7 +346,9 @@ def _conform(table: pa.Table, schema: pa.Schema = SAMPLE_SCHEMA, part: Path | No
             columns.append(pa.nulls(table.num_rows, field.type))
         else:
             raise Pr1EvalError(_missing_column(field.name, part))
-    return pa.Table.from_arrays(columns, schema=schema)
+    conformed = pa.Table.from_arrays(columns, schema=schema)
+    _check_sample_idx(conformed, part)
+    return conformed
 
 
 def _missing_column(name: str, part: Path | None) -> str:
@@ -348,3 +359,15 @@ def _missing_column(name: str, part: Path | None) -> str:
            "restore the part, or rerun the command that made this run into a new folder")
     return (f"{part or 'a stored part'}: column {name!r} is missing (the part was not written by pr1-eval, or was "
             f"edited); it is not read as empty: {fix}")
+
+
+def _check_sample_idx(table: pa.Table, part: Path | None) -> None:
+    """A negative ``sample_idx`` (a hand-edited part) is refused naming the part, as every writer
+    of samples refuses one: read as it is, it would count as one more sample of its problem."""
+    if "sample_idx" not in table.column_names or table.num_rows == 0:
+        return
+    low = pc.min(table.column("sample_idx")).as_py()
+    if low is not None and low < 0:
+        raise Pr1EvalError(f"{part or 'a stored part'}: column 'sample_idx' holds {low}; a sample index is a whole "
+                           "number from 0 (the part was edited or not written by pr1-eval): restore it, or rerun the "
+                           "command that made this run into a new folder")

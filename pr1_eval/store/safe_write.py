@@ -8,18 +8,28 @@ target: a reader sees the old file or the new one, never a part) and turns ``ENO
 into :func:`pr1_eval.errors.no_space` ("no space left on DIR (need about N MB)"), the same line from every
 command. What was stored before stays intact (the temporary file is removed), and rerunning the
 command once space is freed resumes where it stopped.
+
+Any other reason an output cannot be written (a read-only disk, a file where a folder is needed,
+``/proc``, no permission) is :func:`~pr1_eval.output_paths.cannot_write`: one line naming the path, the reason and the
+fix, never an ``OSError`` traceback. The translation lives here, where outputs are written, so
+every command that writes through :func:`atomic_output` (or checks its target first with
+:func:`~pr1_eval.output_paths.check_output_target`) says the same.
+
+Temporary files: a SIGKILL between ``mkstemp`` and the rename leaves ``.NAME.PID-XXXX.tmp``
+beside the target (no ``finally`` runs); the next write into that folder removes it
+(:mod:`pr1_eval.output_paths`, which also holds :func:`~pr1_eval.output_paths.cannot_write`).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
+from pr1_eval.output_paths import output_errors, temporary_in
 
 
 @contextmanager
@@ -36,12 +46,14 @@ def disk_full_errors(folder: str | Path, need_bytes: int | None = None, what: st
 @contextmanager
 def atomic_output(path: str | Path, *, need_bytes: int | None = None) -> Iterator[BinaryIO]:
     """A binary file handle whose contents replace ``path`` only when the block ends without
-    error (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`."""
+    error (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`,
+    any other write failure :func:`~pr1_eval.output_paths.cannot_write` (see the module docstring)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with output_errors(path, need_bytes):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temporary_in(path.parent, path.name)
     try:
-        with disk_full_errors(path.parent, need_bytes, str(path)):
+        with output_errors(path, need_bytes):
             with os.fdopen(fd, "wb") as handle:
                 yield cast(BinaryIO, handle)
                 handle.flush()

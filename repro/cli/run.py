@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 
+from pr1_eval.cli.numbers import positive_int
 from pr1_eval.errors import Pr1EvalError
 from repro import stages
 from repro.cli.inputs import hub_note, missing_inputs, missing_message
@@ -25,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "  pr1-repro run rl_gsm8k --model ckpt/sft/hf -- trainer.total_epochs=2")
     p.add_argument("stage", metavar="STAGE", help="a stage name from `pr1-repro stages`")
     p.add_argument("--model", required=True, help="HF checkpoint to start from")
-    p.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes to train on")
-    p.add_argument("--gpus-per-node", type=int, default=8, metavar="G", help="GPUs per node")
+    p.add_argument("--nodes", type=positive_int, default=1, metavar="N", help="nodes to train on")
+    p.add_argument("--gpus-per-node", type=positive_int, default=8, metavar="G", help="GPUs per node")
     p.add_argument(
         "--data-dir", default=None, help="folder written by `pr1-repro data` (default: $PR1_REPRO_DATA or ./repro_data)"
     )

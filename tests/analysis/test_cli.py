@@ -198,6 +198,7 @@ def test_analyze_runs_without_the_cyclic_collector_and_restores_it(tmp_path: Pat
         raise RuntimeError("boom")
 
     monkeypatch.setattr(command, "_analyze_with", fail)
+    monkeypatch.setenv("PR1_EVAL_TRACEBACK", "1")  # the traceback itself, not its one line
     with pytest.raises(RuntimeError):
         main(["analyze", str(root), "--out", str(tmp_path / "o2"), "--embedding-model", "none"])
     assert gc.isenabled()

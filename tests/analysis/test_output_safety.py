@@ -93,6 +93,7 @@ def _assert_inert(out: str, err: str) -> None:
 @pytest.mark.parametrize("argv", [["report", "{run}"], ["report", "{run}", "--strict"], ["leaderboard", "{run}"],
                                   ["leaderboard", "{run}", "--include-incomplete"],
                                   ["leaderboard", "{run}", "--include-incomplete", "--markdown"],
+                                  ["leaderboard", "{run}", "--include-incomplete", "--csv"],  # issue 48 N9
                                   ["analyze", "{run}", "--no-embeddings", "--out", "{out}"],
                                   ["report", "{run}", "--json"],
                                   ["leaderboard", "{run}", "--include-incomplete", "--json"],
