@@ -21,6 +21,7 @@ from dashboards.data import Context, context
 from dashboards.fit import length_unit, relabel, short_run_names, split_leaderboard
 from dashboards.tables import PARTIAL, leaderboard_rows, notes_apart, report_rows, starred
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.report.completeness import LIMIT_MARK
 
 INTERSECT_LABEL = "Compare on shared problems only"
 
@@ -109,7 +110,10 @@ def render() -> None:
     render_excluded(document)
     rows = leaderboard_rows(document)
     complete = {run["name"]: run.get("complete", True) for run in document["runs"]}
-    rows.insert(list(rows.columns).index("task") + 1, "complete", ["yes" if complete.get(r, True) else MARK for r in rows["run"]])
+    limited = {run["name"]: bool(run.get("limited")) for run in document["runs"]}
+    rows.insert(list(rows.columns).index("task") + 1, "complete",
+                [("yes" if complete.get(r, True) else MARK) + (f" {LIMIT_MARK}" if limited.get(r) else "")
+                 for r in rows["run"]])
     labels = short_run_names(ctx.runs)
     ranking, latency, other = split_leaderboard(relabel(rows, labels), length_unit(document))
     text_table(shown(ranking))

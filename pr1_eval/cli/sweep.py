@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
 from pr1_eval.terminal import terminal_text
 
@@ -56,6 +57,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "
                                f"{request.out_root}"))
     print(format_sweep_table(rows))
+    if args.limit is not None:  # the numbers above are of a slice: say so under them, in lm-eval's words
+        print(f"{LIMIT_MARK} {args.limit}: every run holds only the first {args.limit} problem(s) of each task; "
+              f"{LIMIT_WARNING}")
     failed = [r for r in rows if r.status == "failed"]
     if failed:
         print(f"{len(failed)} checkpoint(s) failed (reasons above); rerun the same command to retry them", file=sys.stderr)
