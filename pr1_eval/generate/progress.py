@@ -64,8 +64,9 @@ class RunProgress:
 
     def __init__(self, total: int, *, desc: str = "samples", stream: IO[str] | None = None, tty: bool | None = None,
                  every: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 token_budget: int | None = None) -> None:
+                 token_budget: int | None = None, earlier: int = 0) -> None:
         self.total, self.desc = total, desc
+        self.earlier = earlier  # samples a resumed run found stored: total, rate and ETA count only what is left
         self.token_budget = token_budget  # samples × max_new_tokens: bounds the ETA before a chunk returns
         self.tokens = self.steps = 0
         self.stream = stream if stream is not None else sys.stderr
@@ -85,9 +86,9 @@ class RunProgress:
         if self.tty:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit="sample", file=self.stream, dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=f"{desc} left" if earlier else desc, unit="sample", file=self.stream, dynamic_ncols=True)
         elif total:
-            self.line("started")
+            self.line("resumed" if earlier else "started")
             self._thread = threading.Thread(target=self._heartbeat, name="pr1-progress", daemon=True)
             self._thread.start()
 
@@ -170,7 +171,8 @@ class RunProgress:
         extra = f"; {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         call = f"; {self.call_status()}" if self.call_status() else ""
-        return (f"{self.generated}/{self.total} {self.desc} ({share}) generated, {self.stored} stored, "
+        left = f" left ({self.earlier} stored before this session)" if self.earlier else ""
+        return (f"{self.generated}/{self.total} {self.desc}{left} ({share}) generated, {self.stored} stored, "
                 f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
                 f"elapsed{extra}")
 

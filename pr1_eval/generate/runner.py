@@ -17,6 +17,7 @@ before the model loads to the end, so a second ``run`` into the folder is refuse
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -95,6 +96,19 @@ def _missing(task: PreparedTask, k: int, finished: set[tuple[str, str, int]]) ->
         if missing:
             out.append((i, missing))
     return out
+
+
+def resume_line(out: Path, planned: dict[str, int], left: dict[str, int]) -> str | None:
+    """``resuming runs/x: 128 of 560 samples already done (1 of 2 tasks finished), 432 left`` when the
+    run folder already held some of the planned samples; None for a fresh run. Why: a resumed run
+    used to start its progress line at ``0/432`` with no word that 128 were kept, so it read as a
+    new, smaller run (the progress line counts and times what is left; this says what was found)."""
+    total, todo = sum(planned.values()), sum(left.values())
+    if todo >= total:
+        return None
+    finished = sum(1 for name in planned if not left.get(name))
+    return (f"resuming {out}: {total - todo} of {total} samples already done ({finished} of {len(planned)} "
+            f"task(s) finished), {todo} left" + ("; nothing to generate" if not todo else ""))
 
 
 def _grade_and_store(records: list[SampleRecord], config: RunConfig, store: RunStore, bar: RunProgress) -> None:
@@ -266,7 +280,12 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
     chunks = source.plan(todo, config.problems_per_chunk)
     total = sum(c.n_samples for c in chunks)
-    with RunProgress(total=total, token_budget=total * config.max_new_tokens) as bar:
+    resumed = resume_line(plan.out, {name: len(task.loaded.problems) * config.k for name, task in prepared.items()},
+                          {name: sum(len(missing) for _, missing in left) for name, left in todo.items()})
+    if resumed:
+        print(resumed, file=sys.stderr, flush=True)
+    earlier = sum(len(task.loaded.problems) * config.k for task in prepared.values()) - total
+    with RunProgress(total=total, token_budget=total * config.max_new_tokens, earlier=earlier) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)
     store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
