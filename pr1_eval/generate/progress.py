@@ -171,8 +171,8 @@ class RunProgress:
         extra = f"; {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         call = f"; {self.call_status()}" if self.call_status() else ""
-        left = f" left ({self.earlier} stored before this session)" if self.earlier else ""
-        return (f"{self.generated}/{self.total} {self.desc}{left} ({share}) generated, {self.stored} stored, "
+        kept = f" left ({self.earlier} stored before this session)" if self.earlier else ""
+        return (f"{self.generated}/{self.total} {self.desc}{kept} ({share}) generated, {self.stored} stored, "
                 f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
                 f"elapsed{extra}")
 

@@ -284,8 +284,8 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
                           {name: sum(len(missing) for _, missing in left) for name, left in todo.items()})
     if resumed:
         print(resumed, file=sys.stderr, flush=True)
-    earlier = sum(len(task.loaded.problems) * config.k for task in prepared.values()) - total
-    with RunProgress(total=total, token_budget=total * config.max_new_tokens, earlier=earlier) as bar:
+    kept = sum(len(task.loaded.problems) * config.k for task in prepared.values()) - total
+    with RunProgress(total=total, token_budget=total * config.max_new_tokens, earlier=kept) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar)
     store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
