@@ -51,9 +51,9 @@ def check_destination(folder: Path, force: bool, kind: str | None = None, seed: 
     if force or not folder.is_dir():
         return
     if (folder / TINY_MANIFEST).is_file():
-        held = _manifest(folder)
-        other = {name: (held.get(name), want) for name, want in (("kind", kind), ("seed", seed))
-                 if want is not None and held.get(name) != want}
+        manifest = _manifest(folder)
+        other = {name: (manifest.get(name), want) for name, want in (("kind", kind), ("seed", seed))
+                 if want is not None and manifest.get(name) != want}
         if other:
             what = ", ".join(f"{name} {old} (this command: {new})" for name, (old, new) in other.items())
             raise Pr1EvalError(f"tiny-model {folder}: the folder holds another tiny model ({what}) and would be "
