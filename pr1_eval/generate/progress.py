@@ -78,6 +78,7 @@ class RunProgress:
         self.call_done = self.call_total = 0  # completions of the engine call in flight (vLLM)
         self._call_started = self._last_postfix = self.started
         self._postfix = ""
+        self.activity = ""  # what the engine call in flight runs (a fork-join wave), shown until the next
         self._last_line = self.started
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -144,6 +145,14 @@ class RunProgress:
         return (f"engine call {self.calls + 1}: {self.call_done}/{self.call_total} completions done, "
                 f"call ETA {eta}")
 
+    def set_activity(self, text: str) -> None:
+        """What the engine call about to start runs (``fork-join wave 5: 2 paths each for …``): shown in
+        every line and the bar until the next, so a call of minutes says what it is waiting on."""
+        with self._lock:
+            self.activity = text
+        if self.bar is not None:
+            self._show_postfix()
+
     def set_postfix_str(self, text: str) -> None:
         """Extra status beside the numbers (a Ray pool's live replicas)."""
         self._postfix = text
@@ -156,7 +165,8 @@ class RunProgress:
         extra = f", {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens" if self.tokens else ""
         call = f", {self.call_status()}" if self.call_status() else ""
-        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{call}{extra}", refresh=True)
+        activity = f", {self.activity}" if self.activity else ""
+        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{call}{activity}{extra}", refresh=True)
 
     def status(self) -> str:
         """``120/480 samples (25%) generated, 112 stored, 9 engine calls; 2.10 samples/s, ETA 2m51s, 57s elapsed``."""
@@ -171,6 +181,7 @@ class RunProgress:
         extra = f"; {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         call = f"; {self.call_status()}" if self.call_status() else ""
+        call += f"; {self.activity}" if self.activity else ""
         kept = f" left ({self.earlier} stored before this session)" if self.earlier else ""
         return (f"{self.generated}/{self.total} {self.desc}{kept} ({share}) generated, {self.stored} stored, "
                 f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "

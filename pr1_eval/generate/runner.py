@@ -180,6 +180,8 @@ class LocalChunks:
             self.engine.on_decoding_step = bar.on_decoding_step
         if hasattr(self.engine, "on_call_progress"):
             self.engine.on_call_progress = bar.on_call_progress
+        if hasattr(self.decoder, "on_activity"):  # fork-join: which wave runs, for how many samples
+            self.decoder.on_activity = bar.set_activity
 
     def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
         for chunk in chunks:
@@ -199,6 +201,8 @@ class LocalChunks:
             self.engine.on_decoding_step = None
         if hasattr(self.engine, "on_call_progress"):
             self.engine.on_call_progress = None
+        if hasattr(self.decoder, "on_activity"):
+            self.decoder.on_activity = None
 
 
 def _payload(prepared: dict[str, PreparedTask]) -> Payload:
