@@ -98,6 +98,7 @@ class RunProgress:
         """``n`` samples were decoded (their chunk came back from the engine)."""
         with self._lock:
             self.generated += n
+            self.activity = ""  # the chunk's waves are over: the next chunk's first wave says what runs
         if self.bar is not None:
             self.bar.update(n)
             self._show_postfix()
