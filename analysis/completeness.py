@@ -90,7 +90,8 @@ def limit_summary(frame: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     runs = ", ".join(dict.fromkeys(str(r) for r in rows["run"]))
-    return f"{LIMIT_MARK}: {len(rows)} run × task(s) hold only the first problems of the task ({runs}); {LIMIT_WARNING}"
+    return (f"{len(rows)} run × task(s) hold only the first problems of their task, marked {LIMIT_MARK} ({runs}): "
+            f"{LIMIT_WARNING}")
 
 
 def incomplete_cells(frame: pd.DataFrame) -> set[tuple[str, str]]:

@@ -46,7 +46,7 @@ from analysis.runs.index import runs_signature
 from analysis.runs.loader import LoadedRuns, load_runs
 from analysis.runs.steps import CACHE, step_row, training_section
 from dashboards.command import DEFAULT_RUNS
-from dashboards.components import widget_default
+from dashboards.components import md_escape, widget_default
 from pr1_eval.report.completeness import LIMIT_MARK
 
 _CONTEXT_KEY = "pr1_context"
@@ -305,7 +305,7 @@ def build_context(argv: Sequence[str]) -> Context:
         incomplete = completeness[~completeness["complete"] & completeness["run"].isin(runs)]
         limit_note = limit_summary(completeness[completeness["run"].isin(runs)])
         if limit_note:
-            st.warning(limit_note)
+            st.warning(md_escape(limit_note))  # run names are data: shown literally
         if len(incomplete):
             with st.expander(f"{MARK}: {len(incomplete)} run × task(s)"):
                 for record in incomplete.to_dict("records"):
