@@ -108,3 +108,14 @@ def test_the_dashboard_warns_on_every_page_and_marks_the_cells(tmp_path: Path, m
         assert any(LIMIT_WARNING in md_unescape(w.value) for w in app.warning)
     finally:
         MEMO.clear()
+
+
+def test_analyze_names_the_slice_in_its_notes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pr1_eval.cli.main import main
+
+    run = _limited(tmp_path, "sliced", 2, {"ta": 30})
+    assert main(["analyze", str(run), "--no-embeddings", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if LIMIT_WARNING in line)
+    assert f"1 run × task(s) hold only the first problems of their task, marked {LIMIT_MARK} (sliced)" in note
+    assert any(LIMIT_WARNING in n for n in json.loads((tmp_path / "out" / "analysis.json").read_text())["notes"])
