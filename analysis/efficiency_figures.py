@@ -112,7 +112,7 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
     names of one sweep share most of their characters and their labels printed over each other and
     past the plot's edges; lengths in characters and in tokens get an x axis each, side by side
     (one panel per unit, the accuracy axis shared), never one axis "tokens or characters"; the title
-    is one short line, what the marks mean a smaller second line, so neither is cut at the right."""
+    is one short line, what the marks mean its subtitle, so neither is cut at the right."""
     if points.empty or points["accuracy"].notna().sum() == 0:
         return None
     labels = labels or {}
@@ -156,8 +156,8 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
     detail = "★ on the Pareto frontier; hover a point for its run"
     if not complete.all():
         detail += f"; ○ {MARK}: " + ("on the frontier on request" if include_incomplete else "left off the frontier")
-    title = f"Accuracy against token latency<br><sup>{html.escape(detail, quote=False)}</sup>"
-    figure.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, margin={"t": 90},
+    figure.update_layout(title={"text": "Accuracy against token latency", "x": 0.01, "xanchor": "left",
+                                "subtitle": {"text": html.escape(detail, quote=False)}}, margin={"t": 110},
                          showlegend=True, legend={"orientation": "h", "y": -0.2}, height=560)
     return figure
 

@@ -89,14 +89,16 @@ def test_the_frontier_has_no_overprinted_labels_a_whole_title_and_an_axis_per_un
     _load(browser, page, "html-frontier-1440.png", height=700)
     dom = browser.evaluate("""JSON.stringify((() => {
       const svg = document.querySelector('.main-svg').getBoundingClientRect();
-      const title = document.querySelector('.gtitle').getBoundingClientRect();
-      return {svg: [svg.left, svg.right], title: [title.left, title.right],
-              titleText: document.querySelector('.gtitle').textContent,
+      const parts = [...document.querySelectorAll('.gtitle, .gtitle-subtitle')];
+      const boxes = parts.map(p => p.getBoundingClientRect());
+      return {svg: [svg.left, svg.right], title: [Math.min(...boxes.map(b => b.left)), Math.max(...boxes.map(b => b.right))],
+              titleText: parts.map(p => p.textContent).join(' | '),
               labels: document.querySelectorAll('.scatterlayer .textpoint').length,
               xtitles: [...document.querySelectorAll('.g-xtitle, .g-x2title')].map(t => t.textContent)};
     })())""")
     assert dom["labels"] == 0  # points carry no text: run names are in the hover and the table
     assert dom["svg"][0] <= dom["title"][0] and dom["title"][1] <= dom["svg"][1], dom  # the title is not cut
+    assert dom["titleText"].startswith("Accuracy against token latency | ★ on the Pareto frontier"), dom["titleText"]
     assert dom["titleText"].count("incomplete") == 1, dom["titleText"]  # was "⚠ incomplete incomplete"
     assert sorted(dom["xtitles"]) == ["mean critical path (characters) — lower is sooner",
                                       "mean critical path (tokens) — lower is sooner"], dom["xtitles"]
