@@ -56,10 +56,10 @@ def sweep_command(args: argparse.Namespace) -> int:
     rows = run_sweep(sweep, _metrics)
     print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "
                                f"{request.out_root}"))
-    print(format_sweep_table(rows))
-    if args.limit is not None:  # the numbers above are of a slice: say so under them, in lm-eval's words
+    if args.limit is not None:  # the numbers below are of a slice: say so with them, in lm-eval's words
         print(f"{LIMIT_MARK} {args.limit}: every run holds only the first {args.limit} problem(s) of each task; "
               f"{LIMIT_WARNING}")
+    print(format_sweep_table(rows))
     failed = [r for r in rows if r.status == "failed"]
     if failed:
         print(f"{len(failed)} checkpoint(s) failed (reasons above); rerun the same command to retry them", file=sys.stderr)
