@@ -58,11 +58,14 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f5f5f5;white-space:normal;vertical-align:bottom;min-width:4em}
 td.name{white-space:normal;overflow-wrap:anywhere;min-width:10em;max-width:18em;text-align:left}
+td.text{white-space:normal;overflow-wrap:break-word;max-width:18em}
 td:first-child,th:first-child,th.name{text-align:left} .ci{color:#666;font-size:11px}
 tr.tied td{color:#666} .note{color:#555;font-size:13px}
 """
 #: Columns that hold names (runs, models): they wrap, where numbers never do.
 NAME_COLUMNS = frozenset({"run", "vs", "model", "family"})
+#: Short texts from data (a task name) that wrap only when one is long, without a minimum width.
+TEXT_COLUMNS = frozenset({"task", "decoding", "test"})
 _WITH_INTERVAL = re.compile(r"^(\S+) (\[[^\]]*\])$")
 
 
@@ -76,7 +79,9 @@ def _cell(head: str, value: str) -> str:
         text = f"{html_text(interval.group(1))}<br><span class='ci'>{html_text(interval.group(2))}</span>"
     else:
         text = html_text(value)
-    return f"<td class='name'>{text}</td>" if head in NAME_COLUMNS else f"<td>{text}</td>"
+    if head in NAME_COLUMNS:
+        return f"<td class='name'>{text}</td>"
+    return f"<td class='text'>{text}</td>" if head in TEXT_COLUMNS else f"<td>{text}</td>"
 
 
 def _table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
