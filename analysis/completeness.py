@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from analysis.defaults import INCLUDE_FLAG  # noqa: F401 - re-exported: the notes' sentence names it
-from pr1_eval.report.completeness import RunCompleteness, check_completeness
+from pr1_eval.report.completeness import LIMIT_MARK, LIMIT_WARNING, RunCompleteness, check_completeness
 
 if TYPE_CHECKING:
     from analysis.runs.loader import LoadedRuns
@@ -44,6 +44,8 @@ COMPLETENESS_COLUMN_DOCS: dict[str, str] = {
                "when it is not 'complete' (which alone leaves complete True).",
     "n_problems_expected": "Problems run.json declares for the task (None when it does not say).",
     "n_problems_held": "Problems with at least one stored sample.",
+    "limited": "How --limit cut the task ('the first 4 of 30 problems (--limit 4)'; '' for a whole task): complete, "
+               "but numbers for testing, not the benchmark's; marked LIMIT_MARK wherever shown.",
 }
 COMPLETENESS_COLUMNS: tuple[str, ...] = tuple(COMPLETENESS_COLUMN_DOCS)
 #: What a table or page prints beside an incomplete cell.
@@ -70,14 +72,26 @@ def completeness_frame(checks: Mapping[str, RunCompleteness]) -> pd.DataFrame:
     rows = []
     for run, check in checks.items():
         status, other = run_lines(check)
+        cut = dict(zip(check.limited, check.limit_lines(), strict=True))
         for task, entry in check.tasks.items():
             complete = entry.complete and not other
             rows.append({"run": run, "task": task, "complete": complete, "run_complete": check.complete,
                          "missing": "; ".join([entry.describe()] * (not entry.complete) + other + status),
                          "n_problems_expected": entry.n_problems_expected,
-                         "n_problems_held": entry.problems_with_samples})
+                         "n_problems_held": entry.problems_with_samples,
+                         "limited": cut.get(task, "").removeprefix(f"{task}: ")})
     frame = pd.DataFrame(rows, columns=list(COMPLETENESS_COLUMNS))
     return frame.astype({"complete": bool, "run_complete": bool})
+
+
+def limit_summary(frame: pd.DataFrame) -> str | None:
+    """One sentence when some (run, task) of a :func:`completeness_frame` was cut by ``--limit``, else None."""
+    rows = frame[frame["limited"].astype(str) != ""]
+    if rows.empty:
+        return None
+    runs = ", ".join(dict.fromkeys(str(r) for r in rows["run"]))
+    return (f"{len(rows)} run × task(s) hold only the first problems of their task, marked {LIMIT_MARK} ({runs}): "
+            f"{LIMIT_WARNING}")
 
 
 def incomplete_cells(frame: pd.DataFrame) -> set[tuple[str, str]]:

@@ -47,10 +47,6 @@ plot.on('plotly_click', function (event) {
 """
 
 
-#: Up to this many points, each is labelled with its run on the frontier figure (beyond, hover only).
-LABELLED_POINTS = 24
-
-
 def unit_words(frame: pd.DataFrame) -> str:
     """What the lengths of ``frame`` are counted in (its ``unit`` column)."""
     units = {str(u) for u in frame.get("unit", pd.Series(dtype=object)).dropna()}
@@ -94,11 +90,6 @@ def speedup_histogram(problems: pd.DataFrame, labels: Mapping[str, str] | None =
     return figure
 
 
-def _short(text: str, limit: int = 32) -> str:
-    """A point's label on the plot: long run names cut (the hover has them whole)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
@@ -114,20 +105,29 @@ def _hover(row: Mapping[Any, Any], label: str, unit: str) -> str:
 
 def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = None,
                     include_incomplete: bool = False) -> go.Figure | None:
-    """Mean@k against mean critical path per run × task, the Pareto frontier of each task marked."""
+    """Mean@k against mean critical path per run × task, the Pareto frontier of each task marked.
+
+    How it is laid out, and why (a reader's screenshots at 1440 px): points carry no text label,
+    their run is in the hover (and in the table every surface prints under the figure), since run
+    names of one sweep share most of their characters and their labels printed over each other and
+    past the plot's edges; lengths in characters and in tokens get an x axis each, side by side
+    (one panel per unit, the accuracy axis shared), never one axis "tokens or characters"; the title
+    is one short line, what the marks mean its subtitle, so neither is cut at the right."""
     if points.empty or points["accuracy"].notna().sum() == 0:
         return None
     labels = labels or {}
-    unit = unit_words(points)
-    figure = go.Figure()
     complete = points["complete"].astype(bool) if "complete" in points else pd.Series(True, index=points.index)
     palette = plotly.colors.qualitative.Plotly
-    named = len(points) <= LABELLED_POINTS
     units = points["unit"].fillna("?") if "unit" in points else pd.Series("?", index=points.index)
-    mixed = units.nunique() > 1  # a length in characters is no match for one in tokens: a frontier per unit
-    for number, ((task, unit_key), group) in enumerate(points.groupby([points["task"], units], sort=True)):
-        color = palette[number % len(palette)]
-        task = f"{task} ({UNIT_WORDS.get(str(unit_key), str(unit_key))})" if mixed else task
+    panels = sorted({str(u) for u in units})
+    mixed = len(panels) > 1  # a length in characters is no match for one in tokens: a panel and frontier per unit
+    figure = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.06,
+                           subplot_titles=[f"lengths in {UNIT_WORDS.get(u, u)}" for u in panels] if mixed else None)
+    tasks = sorted({str(t) for t in points["task"]})  # one colour per task, the same in every panel
+    for (task, unit_key), group in points.groupby([points["task"], units], sort=True):
+        color = palette[tasks.index(str(task)) % len(palette)]
+        unit = UNIT_WORDS.get(str(unit_key), str(unit_key))
+        name = f"{task} ({unit})" if mixed else str(task)
         eligible = group[complete[group.index] | include_incomplete]
         on = pd.Series(np.array(pareto_frontier(eligible["accuracy"], eligible["critical_path"]), dtype=bool),
                        index=eligible.index)
@@ -138,20 +138,27 @@ def frontier_figure(points: pd.DataFrame, labels: Mapping[str, str] | None = Non
         custom = [[plot_text(r), quote(p) if isinstance(p, str) and p.startswith("/") else ""]
                   for r, p in zip(group["run"], group.get("run_path", pd.Series("", index=group.index)), strict=True)]
         symbols = ["star" if on.get(i, False) else ("circle" if complete[i] else "circle-open") for i in group.index]
-        figure.add_trace(go.Scatter(x=group["critical_path"], y=group["accuracy"], mode="markers+text" if named else "markers",
-                                    text=[plot_text(_short(_label(labels, r))) for r in group["run"]] if named else None,
-                                    textposition="top center", name=plot_text(f"{task}: run × task"), hovertext=hover,
-                                    hoverinfo="text", customdata=custom,
-                                    marker={"size": 12, "symbol": symbols, "color": color}))
+        col = panels.index(str(unit_key)) + 1
+        figure.add_trace(go.Scatter(x=group["critical_path"], y=group["accuracy"], mode="markers",
+                                    name=plot_text(f"{name}: run × task"), hovertext=hover,
+                                    hoverinfo="text", customdata=custom, legendgroup=plot_text(name),
+                                    marker={"size": 12, "symbol": symbols, "color": color}), row=1, col=col)
         if len(frontier):
             figure.add_trace(go.Scatter(x=frontier["critical_path"], y=frontier["accuracy"], mode="lines",
                                         line={"shape": "hv", "dash": "dash", "color": color}, hoverinfo="skip",
-                                        name=plot_text(f"{task}: Pareto frontier ({len(frontier)} of {len(group)})")))
-    title = f"Accuracy against token latency (Mean@k vs mean critical path, {unit}); ★ on the frontier"
+                                        legendgroup=plot_text(name),
+                                        name=plot_text(f"{name}: Pareto frontier ({len(frontier)} of {len(group)})")),
+                             row=1, col=col)
+    for col, unit_key in enumerate(panels, start=1):
+        figure.update_xaxes(title_text=f"mean critical path ({UNIT_WORDS.get(unit_key, unit_key)}) — lower is sooner",
+                            row=1, col=col)
+    figure.update_yaxes(title_text="Mean@k", row=1, col=1)
+    detail = "★ on the Pareto frontier; hover a point for its run"
     if not complete.all():
-        title += f"; {MARK} incomplete (" + ("on the frontier on request)" if include_incomplete else "left off the frontier)")
-    figure.update_layout(title=html.escape(title, quote=False), xaxis_title=f"mean critical path ({unit}) — lower is sooner",
-                         yaxis_title="Mean@k", showlegend=True, legend={"orientation": "h", "y": -0.2}, height=560)
+        detail += f"; ○ {MARK}: " + ("on the frontier on request" if include_incomplete else "left off the frontier")
+    figure.update_layout(title={"text": "Accuracy against token latency", "x": 0.01, "xanchor": "left",
+                                "subtitle": {"text": html.escape(detail, quote=False)}}, margin={"t": 110},
+                         showlegend=True, legend={"orientation": "h", "y": -0.2}, height=560)
     return figure
 
 

@@ -23,6 +23,7 @@ the report's name for it)::
                "answer_policy" (additive: 'paper' or 'lenient', pr1_eval.grading.policy),
                "rank", "tied_with_above", "p_vs_above",
                "complete" (false only for an incomplete run ranked on request), "missing": [lines],
+               "limited": [lines] (additive: compared tasks a --limit run cut short; empty for full runs),
                "tasks": {TASK: {"k", "n_problems", "mean@K", "ci95": [lo, hi], "pass@K", "best@K_paper",
                                 "maj@K", "parallel_ratio",
                                 # additive extras:
@@ -100,7 +101,13 @@ from analysis.paired import holm, paired_comparison, sign_flip_test
 from analysis.runs.loader import LoadedRuns, load_runs
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.records.run import RunRecord
-from pr1_eval.report.completeness import RunCompleteness, check_completeness
+from pr1_eval.report.completeness import (
+    LIMIT_MARK,
+    LIMIT_WARNING,
+    RunCompleteness,
+    check_completeness,
+    limited_tasks,
+)
 from pr1_eval.report.efficiency import LENGTH_COLUMNS
 from pr1_eval.report.metrics import MAJ_TIE_RULE, bootstrap_settings, parallel_ratio
 from pr1_eval.report.run_report import parallel_mask, run_report
@@ -198,6 +205,13 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     rows = _threaded(lambda i: _run_row(metas[i], frames[i], chosen, average, missing[metas[i].name]),
                      range(len(metas)))
     fractions = TaskFractions(per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction"))
+    limited = {meta.name: [line for line in limit_lines_of(loaded, meta.name, infos[meta.name])
+                           if line.split(": ", 1)[0] in chosen] for meta in metas}
+    for row in rows:
+        row["limited"] = limited[row["name"]]
+    if any(limited.values()):
+        names = ", ".join(name for name, lines in limited.items() if lines)
+        notes.append(f"{LIMIT_MARK}: {names} hold(s) only the first problems of some task(s); {LIMIT_WARNING}")
     rows = [_row_json(row) for row in _rank(rows, fractions, chosen, average)]
     comparisons = _comparisons(rows, base, fractions, chosen)
     notes.extend(position_unit_notes(rows))
@@ -358,6 +372,17 @@ def problem_table(samples: pd.DataFrame) -> pd.DataFrame:
     table = frame.groupby(["run", "task", "problem_id"], sort=False)["correct"].agg(n="size", c="sum").reset_index()
     table["fraction"] = table["c"] / table["n"]
     return table
+
+
+def limit_lines_of(loaded: LoadedRuns, name: str, info: RunRecord | None) -> list[str]:
+    """The tasks a ``--limit`` run cut short (:meth:`RunCompleteness.limit_lines`), from the loader's
+    check when it made one, else from the run's record."""
+    check = loaded.completeness.get(name)
+    if check is not None:
+        return check.limit_lines()
+    if info is None or info.limit is None:
+        return []
+    return [f"{task}: {phrase} (--limit {info.limit})" for task, phrase in limited_tasks(info).items()]
 
 
 def _completeness(loaded: LoadedRuns, metas: list[RunMeta], infos: dict[str, RunRecord], tasks: list[str],

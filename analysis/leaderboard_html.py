@@ -24,6 +24,7 @@ through :func:`analysis.safe_text.html_text`, every plotly string made from data
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,22 +55,47 @@ _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222}
 h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
+.wide{max-width:100%;overflow-x:auto}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
-th{background:#f5f5f5} td:first-child,th:first-child{text-align:left}
+th{background:#f5f5f5;white-space:normal;vertical-align:bottom;min-width:4em}
+td.name{white-space:normal;overflow-wrap:anywhere;min-width:10em;max-width:18em;text-align:left}
+td.text{white-space:normal;overflow-wrap:break-word;max-width:18em}
+td:first-child,th:first-child,th.name{text-align:left} .ci{color:#666;font-size:11px}
 tr.tied td{color:#666} .note{color:#555;font-size:13px}
 """
+#: Columns that hold names (runs, models): they wrap, where numbers never do.
+NAME_COLUMNS = frozenset({"run", "vs", "model", "family"})
+#: Short texts from data (a task name) that wrap only when one is long, without a minimum width.
+TEXT_COLUMNS = frozenset({"task", "decoding", "test"})
+_WITH_INTERVAL = re.compile(r"^(\S+) (\[[^\]]*\])$")
+
+
+def _cell(head: str, value: str) -> str:
+    """One cell. Why the layout: at 1440 px the ranked and per-task tables ran past the window, every
+    cell held on one line; now headers and names wrap, and a value's interval goes under it
+    (``0.577`` over ``[0.473, 0.677]``), so a table of three tasks fits; a still wider one
+    scrolls inside its own box (``.wide``), never the page."""
+    interval = _WITH_INTERVAL.match(value)
+    if interval:
+        text = f"{html_text(interval.group(1))}<br><span class='ci'>{html_text(interval.group(2))}</span>"
+    else:
+        text = html_text(value)
+    if head in NAME_COLUMNS:
+        return f"<td class='name'>{text}</td>"
+    return f"<td class='text'>{text}</td>" if head in TEXT_COLUMNS else f"<td>{text}</td>"
 
 
 def _table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
     if not rows:
         return "<p class='note'>(none)</p>"
     heads = list(rows[0])
-    head = "".join(f"<th>{html_text(h)}</th>" for h in heads)
+    head = "".join(f"<th class='name'>{html_text(h)}</th>" if h in NAME_COLUMNS else f"<th>{html_text(h)}</th>"
+                   for h in heads)
     body = []
     for i, row in enumerate(rows):
         cls = " class='tied'" if tied and tied[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{html_text(row.get(h, ''))}</td>" for h in heads) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        body.append(f"<tr{cls}>" + "".join(_cell(h, str(row.get(h, ''))) for h in heads) + "</tr>")
+    return f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
 def _x_values(runs: list[dict[str, Any]]) -> tuple[list[Any], str]:

@@ -177,7 +177,9 @@ class RunAverage:
 
 class RunRow(TypedDict):
     """One ranked run. ``tasks`` maps each task to a :class:`TaskCell`'s JSON, ``average`` is a
-    :class:`RunAverage`'s; ``complete`` is false only for an incomplete run ranked on request."""
+    :class:`RunAverage`'s; ``complete`` is false only for an incomplete run ranked on request;
+    ``limited`` names the compared tasks a ``--limit`` run holds only the first problems of (ranked,
+    marked ``⚠ --limit``: numbers for testing, not the benchmark's)."""
 
     name: str
     model: str | None
@@ -189,6 +191,7 @@ class RunRow(TypedDict):
     answer_policy: str
     complete: bool
     missing: list[str]
+    limited: list[str]  # compared tasks cut short by --limit ("aime24: the first 4 of 30 problems (--limit 4)")
     tasks: dict[str, dict[str, Any]]
     average: dict[str, Any]
     rank: int

@@ -29,6 +29,7 @@ from analysis.engine.csv_text import csv_cell
 from analysis.leaderboard import UNIT_LABELS
 from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.safe_text import markdown_text, terminal_text
+from pr1_eval.report.completeness import LIMIT_MARK
 from pr1_eval.report.schema import TaskMetrics
 
 
@@ -53,8 +54,10 @@ def _label(doc: dict[str, Any]) -> int | str:
 
 
 def _name(run: dict[str, Any]) -> str:
-    """The run's name, with the incomplete mark when it was ranked on request (``include_incomplete``)."""
-    return run["name"] if run.get("complete", True) else f"{run['name']} {MARK}"
+    """The run's name, with the incomplete mark when it was ranked on request (``include_incomplete``)
+    and the ``--limit`` mark when it holds only the first problems of a task."""
+    name = run["name"] if run.get("complete", True) else f"{run['name']} {MARK}"
+    return f"{name} {LIMIT_MARK}" if run.get("limited") else name
 
 
 def _head(field: str, label: int | str) -> str:
@@ -164,6 +167,7 @@ def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {key: run[key] for key in ("rank", "tied_with_above", "p_vs_above", "name", "model",
                                                           "family", "step", "decoding", "k")}
         row["complete"], row["missing"] = run.get("complete", True), "; ".join(run.get("missing") or [])
+        row["limited"] = "; ".join(run.get("limited") or [])  # the --limit slice, as missing says what lacks
         row.update({f"average.{key}": value for key, value in run["average"].items() if not isinstance(value, dict)})
         for task, cell in run["tasks"].items():
             for key, value in cell.items():
@@ -219,6 +223,7 @@ def safe_document(doc: dict[str, Any], safe: Callable[[Any], str]) -> dict[str, 
         return {**run, **{key: safe(run[key]) for key in ("name", "model", "family", "decoding", "path")
                           if run.get(key) is not None},
                 "missing": [safe(line) for line in run.get("missing") or []],
+                "limited": [safe(line) for line in run.get("limited") or []],
                 "tasks": {safe(task): cell for task, cell in run["tasks"].items()}}
 
     return {**doc, "runs": [runs(run) for run in doc["runs"]], "tasks": [safe(t) for t in doc.get("tasks") or []],

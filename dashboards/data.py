@@ -41,12 +41,13 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, loaded_completeness
+from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, limit_summary, loaded_completeness
 from analysis.runs.index import runs_signature
 from analysis.runs.loader import LoadedRuns, load_runs
 from analysis.runs.steps import CACHE, step_row, training_section
 from dashboards.command import DEFAULT_RUNS
-from dashboards.components import widget_default
+from dashboards.components import md_escape, widget_default
+from pr1_eval.report.completeness import LIMIT_MARK
 
 _CONTEXT_KEY = "pr1_context"
 T = TypeVar("T")
@@ -230,9 +231,14 @@ class Context:
         return frame[frame["run"].isin(self.runs) & frame["task"].isin(self.tasks)]
 
     def mark(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """``frame`` (with run and task columns) with a ``complete`` column: 'yes' or the mark."""
+        """``frame`` (with run and task columns) with a ``complete`` column: 'yes' or the mark, and
+        the ``--limit`` mark after it for a cell that holds only the task's first problems."""
         bad = set(zip(*(self.completeness.loc[~self.completeness["complete"], c] for c in ("run", "task")), strict=True))
-        flags = [MARK if (str(r), str(t)) in bad else "yes" for r, t in zip(frame["run"], frame["task"], strict=True)]
+        limited = self.completeness[self.completeness["limited"].astype(str) != ""]
+        cut = {(str(r), str(t)): str(x) for r, t, x in zip(limited["run"], limited["task"], limited["limited"], strict=True)}
+        flags = [(MARK if (str(r), str(t)) in bad else "yes")
+                 + (f" {LIMIT_MARK}: {cut[(str(r), str(t))]}" if (str(r), str(t)) in cut else "")
+                 for r, t in zip(frame["run"], frame["task"], strict=True)]
         return frame.assign(complete=flags)
 
     def incomplete_caption(self, what: str = "trends and rankings") -> str | None:
@@ -297,6 +303,9 @@ def build_context(argv: Sequence[str]) -> Context:
                                  "and the ranking")
         completeness = loaded_completeness(loaded)
         incomplete = completeness[~completeness["complete"] & completeness["run"].isin(runs)]
+        limit_note = limit_summary(completeness[completeness["run"].isin(runs)])
+        if limit_note:
+            st.warning(md_escape(limit_note))  # run names are data: shown literally
         if len(incomplete):
             with st.expander(f"{MARK}: {len(incomplete)} run × task(s)"):
                 for record in incomplete.to_dict("records"):

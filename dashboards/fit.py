@@ -36,6 +36,19 @@ LATENCY = {"response_length_per_sample": "response length", "critical_path_per_s
            "speedup_problem_p90": "p90 per problem", "losing_path_share": "losing share",
            "speedup_correct": "speedup correct", "speedup_wrong": "speedup wrong"}
 
+#: The variance of mean@K (:class:`pr1_eval.report.schema.MeanVariance`), a table of its own: four more
+#: columns in the other-metrics table pushed it past the page.
+VARIANCE = {"se": "se of mean@K", "variance_between": "between problems", "variance_within": "within problems",
+            "required_k": "required k"}
+
+
+def variance_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The key columns and the variance of mean@K (:data:`VARIANCE`, renamed); empty when no cell has it."""
+    columns = [c for c in VARIANCE if filled(rows, c)]
+    if not columns:
+        return rows.iloc[:, 0:0]
+    return rows[[c for c in KEYS if c in rows] + columns].rename(columns=VARIANCE)
+
 
 def _drop_shared_parts(names: list[str]) -> dict[str, str]:
     """Each name without the path components all names start with and those they all end with
@@ -106,13 +119,13 @@ def length_unit(document: dict[str, Any]) -> str | None:
 def split_leaderboard(rows: pd.DataFrame, unit: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The leaderboard rows as three tables, each with the key columns: the ranking
     (:data:`RANKING`), token latency (:data:`LATENCY`, renamed, the lengths named with ``unit``;
-    empty when no cell has one) and every other metric column (nothing a cell carries is dropped;
-    empty when none is filled)."""
+    empty when no cell has one) and every other metric column but the variance's
+    (:func:`variance_table` shows those; nothing a cell carries is dropped; empty when none is filled)."""
     keys = [c for c in KEYS if c in rows]
     ranking = rows[[c for c in RANKING if c in rows]]
     latency_columns = [c for c in LATENCY if filled(rows, c)]
     names = {c: f"{n} ({unit})" if unit and c.endswith("_per_sample") else n for c, n in LATENCY.items()}
     latency = rows[keys + latency_columns].rename(columns=names) if latency_columns else rows.iloc[:, 0:0]
-    rest = [c for c in rows.columns if c not in RANKING and c not in LATENCY and filled(rows, c)]
+    rest = [c for c in rows.columns if c not in RANKING and c not in LATENCY and c not in VARIANCE and filled(rows, c)]
     other = rows[keys + rest] if rest else rows.iloc[:, 0:0]
     return ranking, latency, other

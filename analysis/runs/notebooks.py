@@ -46,8 +46,8 @@ def resolve_runs_root(env: Mapping[str, str] | None = None, cwd: str | Path | No
                                f"and above); set {ENV} to a run folder or a folder holding runs (an absolute path "
                                "works from anywhere)")
         return path.resolve(), f"${ENV}"
-    for name in CANDIDATES:
-        for folder in (here, *here.parents):
+    for folder in (here, *here.parents):
+        for name in CANDIDATES:
             if (folder / name).is_dir():
                 return folder / name, f"the nearest {name}/ at or above {here}"
     raise Pr1EvalError(f"no runs found: no {' or '.join(f'{c}/' for c in CANDIDATES)} in {here} or any folder above "

@@ -17,6 +17,7 @@ from dashboards.data import Context
 from pr1_eval.replay.specs import DEFAULT_SPECS
 
 DEFAULT_SEEDS = 20
+MAX_SEEDS = 100
 
 
 def render_controllers(ctx: Context) -> None:
@@ -26,8 +27,8 @@ def render_controllers(ctx: Context) -> None:
         return
     st.subheader("Test-time controllers (replayed on recorded branches)")
     chosen = st.multiselect("Controllers", list(DEFAULT_SPECS), default=list(DEFAULT_SPECS), key="ctl_specs")
-    seeds = int(st.number_input("Branch orders (seeds)", min_value=1, max_value=100, value=DEFAULT_SEEDS,
-                                key="ctl_seeds"))
+    seeds = min(MAX_SEEDS, int(st.number_input(f"Branch orders (seeds, at most {MAX_SEEDS})", min_value=1,
+                                               value=DEFAULT_SEEDS, step=1, key="ctl_seeds")))
     if not chosen:
         st.info("Choose at least one controller.")
         return

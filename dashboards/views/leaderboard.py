@@ -18,9 +18,10 @@ import streamlit as st
 from analysis.completeness import INCLUDE_LABEL, MARK
 from dashboards.components import fmt, fmt_interval, md_escape, run_legend, text_table
 from dashboards.data import Context, context
-from dashboards.fit import length_unit, relabel, short_run_names, split_leaderboard
+from dashboards.fit import length_unit, relabel, short_run_names, split_leaderboard, variance_table
 from dashboards.tables import PARTIAL, leaderboard_rows, notes_apart, report_rows, starred
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.report.completeness import LIMIT_MARK
 
 INTERSECT_LABEL = "Compare on shared problems only"
 
@@ -79,9 +80,15 @@ def shown(rows: pd.DataFrame) -> pd.DataFrame:
 def comparison_table(document: dict[str, Any]) -> pd.DataFrame:
     rows = [{"run": c["run"], "baseline": c["baseline"], "task": c["task"], "n_problems": str(c["n_problems"]),
              "Δ mean@K": fmt(c["delta"]), "ci95": fmt_interval(c["ci95"]), "p": fmt(c["p_value"]),
-             "p (Holm)": fmt(c["p_holm"]), "test": str(c["test"]), "MDE": fmt(c.get("mde"))}
+             "p (Holm)": fmt(c["p_holm"]), "MDE": fmt(c.get("mde"))}
             for c in document["comparisons"]]
     return pd.DataFrame(rows)
+
+
+def tests_used(document: dict[str, Any]) -> str:
+    """The paired tests behind the p values, named once under the table: a column repeating them on
+    every row pushed the table past the page once the MDE column came."""
+    return ", ".join(sorted({str(c["test"]) for c in document["comparisons"]}))
 
 
 def render() -> None:
@@ -110,7 +117,10 @@ def render() -> None:
     render_excluded(document)
     rows = leaderboard_rows(document)
     complete = {run["name"]: run.get("complete", True) for run in document["runs"]}
-    rows.insert(list(rows.columns).index("task") + 1, "complete", ["yes" if complete.get(r, True) else MARK for r in rows["run"]])
+    limited = {run["name"]: bool(run.get("limited")) for run in document["runs"]}
+    rows.insert(list(rows.columns).index("task") + 1, "complete",
+                [("yes" if complete.get(r, True) else MARK) + (f" {LIMIT_MARK}" if limited.get(r) else "")
+                 for r in rows["run"]])
     labels = short_run_names(ctx.runs)
     ranking, latency, other = split_leaderboard(relabel(rows, labels), length_unit(document))
     text_table(shown(ranking))
@@ -129,9 +139,17 @@ def render() -> None:
     if len(other.columns):
         with st.expander("More metrics: " + ", ".join(c for c in other.columns if c not in ranking.columns)):
             text_table(shown(other))
+    variance = variance_table(relabel(rows, labels))
+    if len(variance.columns):
+        with st.expander("Variance of mean@K: standard error, between and within problems, required k"):
+            text_table(shown(variance))
+            st.caption("se² = between + within; required k: the samples per problem past which more narrow the "
+                       "interval by at most about 5 % (docs: Metrics).")
     if document["comparisons"]:
         st.subheader("Paired comparisons against the baseline")
         text_table(relabel(comparison_table(document), labels))
+        st.caption(f"p: {md_escape(tests_used(document))}; MDE: the smallest difference of mean@K this comparison "
+                   "detects with 80 % power at the 5 % level (2.80 × SD of the per-problem differences / √problems).")
     if document["notes"]:
         with st.expander(f"{len(document['notes'])} note(s)"):
             for note in document["notes"]:

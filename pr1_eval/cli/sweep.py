@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
 from pr1_eval.terminal import terminal_text
 
@@ -56,6 +57,9 @@ def sweep_command(args: argparse.Namespace) -> int:
     rows = run_sweep(sweep, _metrics)
     print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "
                                f"{request.out_root}"))
+    if args.limit is not None:  # the numbers below are of a slice: say so with them, in lm-eval's words
+        print(f"{LIMIT_MARK} {args.limit}: every run holds only the first {args.limit} problem(s) of each task; "
+              f"{LIMIT_WARNING}")
     print(format_sweep_table(rows))
     failed = [r for r in rows if r.status == "failed"]
     if failed:

@@ -7,6 +7,7 @@ command runs, so nothing else on the evaluation path reaches it.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from pr1_eval.cli.help import add_command
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--structured", action="store_true",
                    help="with --trained: train under the structured (Unseen) mask, for --decoding structured")
     p.add_argument("--force", action="store_true",
-                   help="write into DIR even when it holds other files (same-named files are replaced)")
+                   help="write into DIR even when it holds other files or another tiny model (same-named files are "
+                        "replaced)")
     p.add_argument("--seed", type=seed_int, default=0, help="weight initialisation seed")
     p.add_argument("--prompt", default=None, metavar="NAME|FILE",
                    help=f"template mixed into training (default {DEFAULT_TEMPLATE})")
@@ -39,13 +41,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 TINY_MANIFEST = "tiny_model.json"
 
 
-def check_destination(folder: Path, force: bool) -> None:
-    """DIR must be a folder that is new, empty or a tiny model already (``--force`` for anything
-    else): the model's files replace same-named ones, so a trained checkpoint's weights in DIR
-    would be silently overwritten with random ones. Checked before torch loads."""
+def check_destination(folder: Path, force: bool, kind: str | None = None, seed: int | None = None) -> None:
+    """DIR must be a folder that is new, empty or the same tiny model already (``--force`` for
+    anything else): the model's files replace same-named ones, so a trained checkpoint's weights in
+    DIR would be silently overwritten with random ones, and a tiny model of another kind or seed
+    with this one (a run that resumes on that folder is then refused by its fingerprint, but the
+    old weights are gone). ``kind``/``seed`` None: any tiny model is accepted. Checked before torch loads."""
     if folder.exists() and not folder.is_dir():
         raise Pr1EvalError(f"tiny-model {folder}: is a file; pass a folder (new or empty) for the model")
-    if force or not folder.is_dir() or (folder / TINY_MANIFEST).is_file():
+    if force or not folder.is_dir():
+        return
+    if (folder / TINY_MANIFEST).is_file():
+        manifest = _manifest(folder)
+        other = {name: (manifest.get(name), want) for name, want in (("kind", kind), ("seed", seed))
+                 if want is not None and manifest.get(name) != want}
+        if other:
+            what = ", ".join(f"{name} {old} (this command: {new})" for name, (old, new) in other.items())
+            raise Pr1EvalError(f"tiny-model {folder}: the folder holds another tiny model ({what}) and would be "
+                               "overwritten; pass a new or empty folder, or add --force to replace it")
         return
     held = sorted(p.name for p in folder.iterdir())
     if held:
@@ -54,13 +67,22 @@ def check_destination(folder: Path, force: bool) -> None:
                            "overwritten; pass a new or empty folder, or add --force to write into it anyway")
 
 
+def _manifest(folder: Path) -> dict[str, object]:
+    """The folder's tiny-model manifest, or {} when it cannot be read (then it is no tiny model we know)."""
+    try:
+        data = json.loads((folder / TINY_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _cmd_tiny_model(args: argparse.Namespace) -> int:
     if args.structured and not args.trained:
         raise Pr1EvalError("--structured chooses how the tiny model is trained; add --trained")
-    check_destination(Path(args.dir).expanduser(), args.force)
+    kind = "trained-structured" if args.structured else "trained" if args.trained else "random"
+    check_destination(Path(args.dir).expanduser(), args.force, kind, args.seed)
     from pr1_eval.testing.tiny_model import cache_path, tiny_model_into
 
-    kind = "trained-structured" if args.structured else "trained" if args.trained else "random"
     print(f"tiny model ({kind}, seed {args.seed}): shared cache {cache_path(kind, seed=args.seed, prompt=args.prompt)}")
     path, reused = tiny_model_into(args.dir, kind, seed=args.seed, prompt=args.prompt)
     print(f"{'reused the cached model' if reused else 'built it'}; written to {path}")

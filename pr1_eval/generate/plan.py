@@ -46,6 +46,7 @@ from pr1_eval.inputs.paths import resolve_data_dir
 from pr1_eval.inputs.prompts import PromptTemplate
 from pr1_eval.inputs.tasks import LoadedTask
 from pr1_eval.records.answer_policy import check_policy, default_policy
+from pr1_eval.records.limit import LIMIT_SIZES_KEY, LIMIT_WARNING
 from pr1_eval.records.provenance import model_identity, now_iso, package_versions
 from pr1_eval.records.run import PromptInfo, RunRecord, task_entry
 from pr1_eval.scaleout.shard import parse_shard, select_shard, shard_section
@@ -120,6 +121,9 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     config.stop_rule()  # the adaptive rule's parameters, checked before anything loads
     check_limit(config.limit)
     progress_interval()  # a bad $PR1_EVAL_PROGRESS_SECONDS: refused now, not after the model loads
+    if config.limit is not None:  # lm-eval's warning, at run time as in every report of the run
+        print(f"warning: --limit {config.limit}: only the first {config.limit} problem(s) of each task; {LIMIT_WARNING}",
+              file=sys.stderr)
     check_greedy(config.temperature, config.k)
     check_sampling_limits(config)  # every value vLLM would refuse, before anything loads
     data_dir = resolve_data_dir(config.data_dir) if config.data_source == "auto" else config.data_dir
@@ -188,6 +192,7 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
         command=public_argv(sys.argv),
         answer_policy=config.answer_policy or default_policy(template.name),
         packages=package_versions(), started_at=now_iso(), adaptive=_adaptive_section(config),
+        extra={} if config.limit is None else {LIMIT_SIZES_KEY: {t: p.loaded.n_available for t, p in tasks.items()}},
     )
 
 

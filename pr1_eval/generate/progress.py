@@ -78,8 +78,9 @@ class RunProgress:
 
     def __init__(self, total: int, *, desc: str = "samples", stream: IO[str] | None = None, tty: bool | None = None,
                  every: float | None = None, clock: Callable[[], float] = time.monotonic,
-                 token_budget: int | None = None) -> None:
+                 token_budget: int | None = None, earlier: int = 0) -> None:
         self.total, self.desc = total, desc
+        self.earlier = earlier  # samples a resumed run found stored: total, rate and ETA count only what is left
         self.token_budget = token_budget  # samples × max_new_tokens: bounds the ETA before a chunk returns
         self.tokens = self.steps = 0
         self.stream = stream if stream is not None else sys.stderr
@@ -91,6 +92,7 @@ class RunProgress:
         self.call_done = self.call_total = 0  # completions of the engine call in flight (vLLM)
         self._call_started = self._last_postfix = self.started
         self._postfix = ""
+        self.activity = ""  # what the engine call in flight runs (a fork-join wave), shown until the next
         self._last_line = self.started
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -99,9 +101,9 @@ class RunProgress:
         if self.tty:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit="sample", file=self.stream, dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=f"{desc} left" if earlier else desc, unit="sample", file=self.stream, dynamic_ncols=True)
         elif total:
-            self.line("started")
+            self.line("resumed" if earlier else "started")
             self._thread = threading.Thread(target=self._heartbeat, name="pr1-progress", daemon=True)
             self._thread.start()
 
@@ -110,6 +112,7 @@ class RunProgress:
         """``n`` samples were decoded (their chunk came back from the engine)."""
         with self._lock:
             self.generated += n
+            self.activity = ""  # the chunk's waves are over: the next chunk's first wave says what runs
         if self.bar is not None:
             self.bar.update(n)
             self._show_postfix()
@@ -157,6 +160,14 @@ class RunProgress:
         return (f"engine call {self.calls + 1}: {self.call_done}/{self.call_total} completions done, "
                 f"call ETA {eta}")
 
+    def set_activity(self, text: str) -> None:
+        """What the engine call about to start runs (``fork-join wave 5: 2 paths each for …``): shown in
+        every line and the bar until the next, so a call of minutes says what it is waiting on."""
+        with self._lock:
+            self.activity = text
+        if self.bar is not None:
+            self._show_postfix()
+
     def set_postfix_str(self, text: str) -> None:
         """Extra status beside the numbers (a Ray pool's live replicas)."""
         self._postfix = text
@@ -169,7 +180,8 @@ class RunProgress:
         extra = f", {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens" if self.tokens else ""
         call = f", {self.call_status()}" if self.call_status() else ""
-        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{call}{extra}", refresh=True)
+        activity = f", {self.activity}" if self.activity else ""
+        self.bar.set_postfix_str(f"stored {self.stored}, calls {self.calls}{tokens}{call}{activity}{extra}", refresh=True)
 
     def status(self) -> str:
         """``120/480 samples (25%) generated, 112 stored, 9 engine calls; 2.10 samples/s, ETA 2m51s, 57s elapsed``."""
@@ -184,7 +196,9 @@ class RunProgress:
         extra = f"; {self._postfix}" if self._postfix else ""
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         call = f"; {self.call_status()}" if self.call_status() else ""
-        return (f"{self.generated}/{self.total} {self.desc} ({share}) generated, {self.stored} stored, "
+        call += f"; {self.activity}" if self.activity else ""
+        kept = f" left ({self.earlier} stored before this session)" if self.earlier else ""
+        return (f"{self.generated}/{self.total} {self.desc}{kept} ({share}) generated, {self.stored} stored, "
                 f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
                 f"elapsed{extra}")
 

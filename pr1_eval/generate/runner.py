@@ -17,6 +17,7 @@ before the model loads to the end, so a second ``run`` into the folder is refuse
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -98,6 +99,19 @@ def _missing(task: PreparedTask, k: int, finished: set[tuple[str, str, int]]) ->
     return out
 
 
+def resume_line(out: Path, planned: dict[str, int], left: dict[str, int]) -> str | None:
+    """``resuming runs/x: 128 of 560 samples already done (1 of 2 tasks finished), 432 left`` when the
+    run folder already held some of the planned samples; None for a fresh run. Why: a resumed run
+    used to start its progress line at ``0/432`` with no word that 128 were kept, so it read as a
+    new, smaller run (the progress line counts and times what is left; this says what was found)."""
+    total, todo = sum(planned.values()), sum(left.values())
+    if todo >= total:
+        return None
+    finished = sum(1 for name in planned if not left.get(name))
+    return (f"resuming {out}: {total - todo} of {total} samples already done ({finished} of {len(planned)} "
+            f"task(s) finished), {todo} left" + ("; nothing to generate" if not todo else ""))
+
+
 def _grade_and_store(records: list[SampleRecord], config: RunConfig, store: RunStore, bar: RunProgress) -> None:
     annotate_grades(records, workers=config.grade_workers, timeout_s=config.grade_timeout_s,
                     policy=config.answer_policy or default_policy(config.prompt))
@@ -167,6 +181,8 @@ class LocalChunks:
             self.engine.on_decoding_step = bar.on_decoding_step
         if hasattr(self.engine, "on_call_progress"):
             self.engine.on_call_progress = bar.on_call_progress
+        if hasattr(self.decoder, "on_activity"):  # fork-join: which wave runs, for how many samples
+            self.decoder.on_activity = bar.set_activity
 
     def results(self, chunks: Sequence[Chunk], payload: Payload, k: int, sampling: SamplingConfig) -> Iterator[tuple[Chunk, Any]]:
         for chunk in chunks:
@@ -186,6 +202,8 @@ class LocalChunks:
             self.engine.on_decoding_step = None
         if hasattr(self.engine, "on_call_progress"):
             self.engine.on_call_progress = None
+        if hasattr(self.decoder, "on_activity"):
+            self.decoder.on_activity = None
 
 
 def _payload(prepared: dict[str, PreparedTask], suffix: str = "") -> Payload:
@@ -274,15 +292,21 @@ def _run(plan: RunPlan, source: ChunkSource) -> Path:
     else:
         finished = store.finished_keys()
         todo = {name: _missing(task, config.k, finished) for name, task in prepared.items()}
-        _generate_all(config, source, prepared, source.plan(todo, config.problems_per_chunk), store)
+        planned = {name: len(task.loaded.problems) * config.k for name, task in prepared.items()}
+        left = {name: sum(len(missing) for _, missing in problems) for name, problems in todo.items()}
+        if (resumed := resume_line(plan.out, planned, left)) is not None:
+            print(resumed, file=sys.stderr, flush=True)
+        _generate_all(config, source, prepared, source.plan(todo, config.problems_per_chunk), store,
+                      earlier=sum(planned.values()) - sum(left.values()))
     store.write_run(dataclasses.replace(record, **source.summary(), finished_at=now_iso(), status="complete"))
     return plan.out
 
 
 def _generate_all(config: RunConfig, source: ChunkSource, prepared: dict[str, PreparedTask], chunks: Sequence[Chunk],
-                  store: RunStore, draw: Draw | None = None) -> None:
-    """Generate ``chunks`` under one progress display."""
+                  store: RunStore, draw: Draw | None = None, earlier: int = 0) -> None:
+    """Generate ``chunks`` under one progress display (``earlier``: samples stored before this session,
+    which the display names beside what is left)."""
     total = sum(c.n_samples for c in chunks)
-    with RunProgress(total=total, token_budget=total * config.max_new_tokens) as bar:
+    with RunProgress(total=total, token_budget=total * config.max_new_tokens, earlier=earlier) as bar:
         source.watch(bar)
         _generate(config, source, prepared, chunks, store, bar, draw)

@@ -122,6 +122,7 @@ class LoadedTask:
     problems: list[Problem]
     source: str
     data_hash: str
+    n_available: int | None = None  # problems before ``limit`` (recorded so a report can say "first 4 of 30")
 
 
 def get_task(name: str) -> TaskSpec:
@@ -244,6 +245,7 @@ def load_task(
     """
     spec = get_task(name)
     problems, origin = _problems_from(spec, data_dir, source)
+    available = len(problems)
     if limit is not None:
         problems = problems[:limit]
-    return LoadedTask(spec, problems, origin, problems_hash(problems))
+    return LoadedTask(spec, problems, origin, problems_hash(problems), available)

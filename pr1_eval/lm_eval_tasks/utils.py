@@ -1,7 +1,7 @@
 """The ``!function`` hooks behind the pr1_* lm-eval tasks.
 
 Why hooks and not YAML: the issue's rule is one implementation. Documents come from
-:func:`pr1_eval.inputs.tasks.load_task` (the ``PR1_DATA_DIR`` folder, the shared folder or the hub,
+:func:`pr1_eval.inputs.tasks.load_task` (the ``PR1_DATA_DIR`` folder, else the packaged copy, else the hub,
 exactly as ``pr1-eval run`` reads them), the prompt is :func:`pr1_eval.inputs.prompts.load_template`'s
 paper template, each response is parsed and graded by :mod:`pr1_eval.grading.annotate` (the functions
 ``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.report.metrics`. So an lm-eval run
@@ -84,7 +84,7 @@ def load_docs(pr1_task: str, pr1_data_dir: str | None = None, pr1_answer_policy:
     lm-eval calls this with the task's ``dataset_kwargs`` (``pr1_task``) merged with the run's
     metadata (``--model_args`` keys and ``--metadata``), hence the catch-all. The folder is
     ``--metadata '{"pr1_data_dir": ...}'`` when given, else pr1-eval's usual resolution
-    (``PR1_DATA_DIR``, the shared folder, the hub).
+    (``PR1_DATA_DIR``, else the packaged copy, else the hub).
 
     ``--metadata '{"pr1_answer_policy": "lenient"}'`` grades under another answer policy
     (:mod:`pr1_eval.grading.policy`); the default is the one ``pr1-eval run`` takes for the

@@ -33,6 +33,16 @@ short. The rule is replayed on the ``correct`` column (could not score counts as
 metrics), so a regrade that changes a verdict can make a problem short again: rerunning the run's
 command then draws its next rounds.
 
+A run made with ``--limit N`` (``run.json``'s ``limit``) holds every sample it declares but only
+the first N problems of each task: it is *limited*, not incomplete (its samples are all there, and
+the demo, the nano curriculum and smoke runs are limited by design), so it is ranked and trended
+like a complete run, but every surface that shows its numbers marks it (:data:`LIMIT_MARK`) and the
+report and the leaderboard print lm-eval's warning (:data:`LIMIT_WARNING`): four AIME problems are
+not "AIME". :attr:`RunCompleteness.limited` names each task cut short: "the first 4 of 30 problems"
+when ``run.json`` records the task's full size (``limit_task_sizes``, written since this check
+existed), else "the first 4 problems" when the task holds exactly N (an older run; a task with fewer
+problems than N was not cut).
+
 Older ``run.json`` files record only ``n_problems``: missing problems are then counted, not
 named. Call :func:`check_run` on a run folder, or :func:`check_completeness` on a ``run.json``
 dict and a samples frame you already hold (only ``task``, ``problem_id``, ``sample_idx`` and, when
@@ -50,6 +60,7 @@ from typing import Any
 import pandas as pd
 
 from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
+from pr1_eval.records.limit import LIMIT_MARK, LIMIT_SIZES_KEY, LIMIT_WARNING  # noqa: F401 - re-exported
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import NO_GOLD
 from pr1_eval.report.sequential import StopRule, required_samples
@@ -153,6 +164,21 @@ class RunCompleteness:
     imported: bool
     tasks: dict[str, TaskCompleteness]
     shard: tuple[int, int] | None = None  # (index, count) of a lone ``--shard`` run; None for whole runs
+    limit: int | None = None  # run.json's ``limit`` (``--limit N``)
+    limited: dict[str, str] = field(default_factory=dict)  # task → "the first 4 of 30 problems": cut by --limit
+
+    @property
+    def is_limited(self) -> bool:
+        """Some task holds only the first ``--limit`` problems: numbers for testing, not the benchmark's."""
+        return bool(self.limited)
+
+    def limit_lines(self) -> list[str]:
+        """``aime24: the first 4 of 30 problems (--limit 4)``, one per task cut short by ``--limit``."""
+        return [f"{task}: {phrase} (--limit {self.limit})" for task, phrase in self.limited.items()]
+
+    def limit_label(self) -> str | None:
+        """``⚠ --limit 4`` for a limited run, else None: the mark tables print beside its name."""
+        return f"{LIMIT_MARK} {self.limit}" if self.is_limited else None
 
     @property
     def status_ok(self) -> bool:
@@ -338,7 +364,26 @@ def check_completeness(run: RunRecord | None, frame: pd.DataFrame,
         part, notes = part_of_task(run, name)
         if part is not None or notes:
             tasks[name] = dataclasses.replace(tasks[name], part_of=part, notes=notes)
-    return RunCompleteness(run.status, run.imported, tasks, _shard_of(run))
+    return RunCompleteness(run.status, run.imported, tasks, _shard_of(run), run.limit, limited_tasks(run))
+
+
+def limited_tasks(run: RunRecord) -> dict[str, str]:
+    """Task → how ``--limit`` cut it (see the module docstring); empty for a run without ``limit``."""
+    if run.limit is None:
+        return {}
+    sizes = run.extra.get(LIMIT_SIZES_KEY)
+    sizes = sizes if isinstance(sizes, dict) else {}
+    shard_sizes = (run.shard or {}).get("task_sizes") or {}  # a shard's slice: the size before sharding
+    out = {}
+    for name, entry in run.tasks.items():
+        held = shard_sizes.get(name, entry.n_problems)
+        total = sizes.get(name)
+        if isinstance(total, int) and held is not None:
+            if held < total:
+                out[name] = f"the first {held} of {total} problems"
+        elif held is not None and held >= run.limit:
+            out[name] = f"the first {held} problems"
+    return out
 
 
 def adaptive_rule(run: RunRecord | None) -> StopRule | None:

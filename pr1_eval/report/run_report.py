@@ -266,6 +266,7 @@ def run_report(frame: pd.DataFrame, k: int | Mapping[str, int] | None = None, *,
                      incomplete=completeness.problems(),
                      advice=None if completeness.complete else completeness.advice(),
                      shard=completeness.shard_label(), warnings=completeness.warnings(), maj_tie_rule=MAJ_TIE_RULE,
+                     limit=completeness.limit, limited=completeness.limit_lines(),
                      structure_note=None if measurable else _structure_note(run), tasks=tasks,
                      answer_policy=None if run is None else run.policy,
                      adaptive_note=adaptive_note(run, frame, tasks))

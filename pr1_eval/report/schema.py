@@ -300,6 +300,10 @@ class RunReport:
     shard: str | None = _doc("'shard i/n of N problems' for a lone shard of a --shard run; else None.", None)
     warnings: list[str] = _doc("Differences from a packaged benchmark that do not make the run incomplete.",
                                factory=list)
+    limit: int | None = _doc("run.json's limit (--limit N: only the first N problems of each task), else None.", None)
+    limited: list[str] = _doc(
+        "One line per task cut short by --limit ('aime24: the first 4 of 30 problems (--limit 4)'): numbers for "
+        "testing, not the benchmark's (empty when none is).", factory=list)
     maj_tie_rule: str = _doc("How maj@K breaks ties (pr1_eval.report.metrics.MAJ_TIE_RULE).", "")
     structure_note: str | None = _doc(
         "Why parallel_ratio and format_ok_ratio are null (a VERL 0.9.1 dump, whose tags were stripped); None "

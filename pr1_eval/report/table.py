@@ -7,6 +7,7 @@ names, the lines naming problems) goes through :func:`pr1_eval.terminal.terminal
 from __future__ import annotations
 
 from pr1_eval.records.answer_policy import POLICY_SUMMARIES
+from pr1_eval.report.completeness import LIMIT_WARNING
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
 from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport
 from pr1_eval.terminal import terminal_text
@@ -27,11 +28,13 @@ def _with_ci(m: TaskMetrics, name: str) -> str:
     return f"{getattr(m, name):.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
 
-def _row(task: str, t: TaskReport, width: int) -> list[str]:
-    """One table row; an incomplete task shows its partial numbers, marked with ``*``."""
+def _row(task: str, t: TaskReport, width: int, limited: bool = False) -> list[str]:
+    """One table row; an incomplete task shows its partial numbers, marked with ``*``; a task cut
+    short by ``--limit`` says so in its problems cell (``4 --limit``)."""
     values = t.metrics_or_partial
     expected = t.part_of.total if t.part_of else t.n_problems_expected  # a shard's slice or a subset: of the whole
     problems = f"{t.n_problems}" if t.complete or expected is None else f"{t.n_problems}/{expected}"
+    problems += " --limit" if limited else ""
     name = terminal_text(task)
     cells = [name if t.complete else f"{name}*", str(t.k), problems, str(t.n_samples)]
     if values is None:
@@ -41,6 +44,11 @@ def _row(task: str, t: TaskReport, width: int) -> list[str]:
         _with_ci(values, name) if ci else f"{getattr(values, name):.3f}" for name, ci in _METRIC_COLUMNS
     ] + [_ratio(values.parallel_ratio), _ratio(values.format_ok_ratio),
          "-" if tokens is None else str(round(tokens)), str(values.n_unscored)]
+
+
+def limit_warning_line(limit: int | None) -> str:
+    """The warning above the tasks a ``--limit`` run cut short (lm-eval's words)."""
+    return f"LIMITED (--limit {limit}, only the first {limit} problem(s) of each task): {LIMIT_WARNING}"
 
 
 def policy_line(policy: str) -> str:
@@ -64,7 +72,8 @@ def format_report_table(report: RunReport) -> str:
     Headers name K when every task has the same (``mean@16``), else read ``mean@k`` with k in
     its own column."""
     head = _heads(report.k or "k")
-    rows = [head] + [_row(task, t, len(head)) for task, t in report.tasks.items()]
+    cut = {line.split(": ", 1)[0] for line in report.limited}
+    rows = [head] + [_row(task, t, len(head), task in cut) for task, t in report.tasks.items()]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = [] if report.answer_policy is None else [policy_line(report.answer_policy)]
     lines += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
@@ -80,6 +89,10 @@ def format_report_table(report: RunReport) -> str:
         lines.append("INCOMPLETE" + (" — numbers marked * cover only the problems that hold all k samples:" if starred else ":"))
         lines += [f"  {terminal_text(line)}" for line in report.incomplete]
         lines.append(f"  to finish: {terminal_text(report.advice)}")
+    if report.limited:
+        lines.append("")
+        lines.append(limit_warning_line(report.limit))
+        lines += [f"  {terminal_text(line)}" for line in report.limited]
     if report.warnings:
         lines.append("")
         lines.append("WARNINGS (named, not counted as incomplete):")

@@ -179,3 +179,28 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "no-such-page.md" in done.stderr and "#no-such-part" in done.stderr
     assert done.stderr.count("WARNING") == 2, done.stderr  # nothing else in the copy is broken
+
+
+#: Number words the docs use for small counts.
+_NUMBER_WORDS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+
+
+def test_the_dashboard_page_lists_every_page_and_says_how_many() -> None:
+    """docs/usage/dashboard.md said "The six pages" after a seventh (Efficiency) was added, and its
+    list lacked it: the count and the list are checked against the app's own page table."""
+    from dashboards.app import PAGES
+
+    text = (DOCS / "usage" / "dashboard.md").read_text(encoding="utf-8")
+    assert f"The dashboard has {_NUMBER_WORDS[len(PAGES)]} pages" in text
+    assert [title for _, title, _ in PAGES if f"- **{title}**" not in text] == []
+    stale = [n for n, word in _NUMBER_WORDS.items() if n != len(PAGES) and re.search(rf"\b{word} pages\b", text, re.I)]
+    assert stale == [], f"another page count is written: {stale}"
+
+
+def test_no_page_states_a_test_count() -> None:
+    """install.md said "1,665 tests" while 1,716 were collected: a count written by hand goes stale
+    with the next test, so none is written (``pytest --co -q`` counts them)."""
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *DOCS.rglob("*.md")]
+    counted = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in pages
+               for m in re.finditer(r"\b\d{1,2},?\d{3} tests\b", p.read_text(encoding="utf-8"))]
+    assert counted == []

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from tests.support.notebook_paths import ALL_NOTEBOOKS
 from tests.support import efficiency_fixtures as fx
+from tests.support.notebook_paths import ALL_NOTEBOOKS
 
 NOTEBOOK = next(p for p in ALL_NOTEBOOKS if p.stem.startswith("02"))
 RESULT = ('points = efficiency["points"].sort_values("step")\n'

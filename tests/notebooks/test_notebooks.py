@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -134,6 +135,30 @@ def test_the_run_root_is_found_from_the_notebooks_folder(tmp_path: Path) -> None
         resolve_runs_root({}, tmp_path / "empty")
     with pytest.raises(Pr1EvalError, match="PR1_RUNS=/nowhere does not exist"):
         resolve_runs_root({"PR1_RUNS": "/nowhere"})
+
+
+def test_the_clone_own_demo_comes_before_a_runs_folder_above_the_clone(tmp_path: Path) -> None:
+    """A clone inside a scratch folder that holds runs/: the notebooks (kernel in clone/notebooks)
+    read the clone's pr1-demo/, the nearer folder, not the scratch folder's runs/ (they did)."""
+    clone = tmp_path / "scratch" / "clone"
+    (tmp_path / "scratch" / "runs").mkdir(parents=True)
+    (clone / "pr1-demo").mkdir(parents=True)
+    (clone / "notebooks").mkdir()
+    root, how = resolve_runs_root({}, clone / "notebooks")
+    assert root == clone / "pr1-demo" and "pr1-demo/" in how
+    (clone / "runs").mkdir()  # within one folder runs/ still comes first
+    assert resolve_runs_root({}, clone / "notebooks")[0] == clone / "runs"
+
+
+def test_executed_copies_are_ignored_by_git() -> None:
+    """``jupyter execute … --output 'executed-{notebook_name}'`` (the guide's command) writes beside
+    the notebook; git must not list the copy as untracked."""
+    root = Path(__file__).resolve().parents[2]
+    copy = root / "notebooks" / "executed-01_compare_checkpoints.ipynb"
+    check = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=root, capture_output=True)
+    if check.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert check.returncode == 0, "notebooks/executed-*.ipynb is not ignored"
 
 
 def test_a_relative_pr1_runs_means_the_folder_it_was_launched_from(tmp_path: Path) -> None:

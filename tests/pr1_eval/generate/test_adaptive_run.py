@@ -89,5 +89,7 @@ def test_a_sweep_runs_every_checkpoint_adaptively_and_a_rerun_skips_it(tmp_path:
     record = RunStore(run).read_run()
     assert record.adaptive is not None and record.adaptive["samples_drawn"] == {"aime24": {"aime24-0": 8}}
     table = capsys.readouterr().out
-    assert "done" in table and "0.000" in table and "⚠" not in table
+    rows = [line for line in table.splitlines() if "sequential-k12" in line]
+    assert "done" in table and "0.000" in table and rows and all("⚠" not in line for line in rows)  # no incomplete mark
+    assert "--limit 1: every run holds only the first 1 problem(s)" in table  # the limited sweep is named as such
     assert main(args) == 0 and "finished earlier" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 from pr1_eval.generate.progress import RunProgress, duration
 
@@ -40,6 +41,28 @@ def test_off_a_terminal_lines_give_done_total_rate_and_eta() -> None:
         "[pr1-eval] 8/40 samples (20%) generated, 8 stored, 1 engine calls; 0.80 samples/s, ETA 40s, 10s elapsed",
         "[pr1-eval] 40/40 samples (100%) generated, 40 stored, 1 engine calls; 2.00 samples/s, ETA 0s, 20s elapsed",
     ]
+
+
+def test_a_resumed_run_says_what_it_found_and_counts_what_is_left(tmp_path: Path) -> None:
+    """A resume used to read ``started: 0/432`` with no word of the 128 samples kept; the ETA counts
+    only the 432 left (the rate is this session's)."""
+    from pr1_eval.generate.runner import resume_line
+
+    assert resume_line(tmp_path, {"aime24": 240, "amc23": 320}, {"aime24": 112, "amc23": 320}) == (
+        f"resuming {tmp_path}: 128 of 560 samples already done (0 of 2 task(s) finished), 432 left")
+    assert resume_line(tmp_path, {"a": 8, "b": 8}, {"a": 0, "b": 4}).endswith("(1 of 2 task(s) finished), 4 left")
+    assert resume_line(tmp_path, {"a": 8}, {"a": 8}) is None  # a fresh run says nothing
+    clock, out = Clock(), io.StringIO()
+    progress = RunProgress(432, stream=out, tty=False, every=3600, clock=clock, earlier=128)
+    clock.now += 10
+    progress.on_generated(48)
+    progress.on_stored(48)
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[pr1-eval] resumed: 0/432 samples left (128 stored before this session) (0%)")
+    # 48 in 10 s: 4.8/s, 384 left: 80 s
+    assert lines[1].startswith("[pr1-eval] 48/432 samples left (128 stored before this session) (11%) generated, "
+                               "48 stored") and "ETA 1m20s" in lines[1]
 
 
 def test_the_heartbeat_speaks_while_a_chunk_is_in_flight() -> None:

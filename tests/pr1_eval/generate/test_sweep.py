@@ -114,6 +114,9 @@ def test_merge_and_failures_do_not_stop_the_sweep(tmp_path: Path, monkeypatch: p
     assert str(root / "global_step_1") in lines[0] and lines[1].split()[-4:-2] == ["done", "in"]
     assert lines[-1].split()[-4:-2] == ["failed", "in"] and len(lines) == 8
     table = {line.split()[0]: line for line in out.splitlines()[-4:]}
+    # --limit 2: the closing table says its numbers are of a slice, in lm-eval's words
+    assert "⚠ --limit 2: every run holds only the first 2 problem(s) of each task; --limit SHOULD ONLY BE USED FOR " \
+           "TESTING. REAL METRICS SHOULD NOT BE COMPUTED USING LIMIT." in out.splitlines()
     assert "done" in table["1"] and "ckpts-step1-sequential-k2-seed0" in table["1"]
     assert "failed" in table["2"] and "merging" in table["2"]
     assert "failed" in table["3"] and "no config.json" in table["3"]

@@ -258,6 +258,27 @@ def test_tiny_model_refuses_a_folder_holding_other_files(tmp_path: Path, capsys:
     assert main(["tiny-model", str(checkpoint)]) == 0  # a tiny model's folder: written again
 
 
+def test_tiny_model_refuses_a_folder_holding_another_tiny_model(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A tiny model of another kind or seed (weights a run may have used) is not silently replaced:
+    one line naming both, no torch loaded for it; the same model, or --force, goes through."""
+    from pr1_eval.cli.tiny_model import TINY_MANIFEST, check_destination
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / TINY_MANIFEST).write_text(json.dumps({"kind": "trained", "seed": 1}))
+    (folder / "model.safetensors").write_bytes(b"seed-1 weights")
+    assert main(["tiny-model", str(folder), "--trained"]) == 2
+    err = capsys.readouterr().err
+    assert "holds another tiny model (seed 1 (this command: 0))" in err and "--force" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (folder / "model.safetensors").read_bytes() == b"seed-1 weights"
+    assert main(["tiny-model", str(folder)]) == 2  # random weights over trained ones
+    assert "kind trained (this command: random)" in capsys.readouterr().err
+    check_destination(folder, False, "trained", 1)  # the same model: rewritten as before
+    check_destination(folder, True, "random", 0)  # --force
+
+
 @pytest.fixture(scope="module")
 def trained_dir() -> Path:
     path = tm.cached_tiny_model("trained")
