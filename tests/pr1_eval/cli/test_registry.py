@@ -14,7 +14,7 @@ from pr1_eval.cli import main as cli_main
 from pr1_eval.cli.help import Parser
 
 CLI = Path(cli_main.__file__).parent
-PLUGINS = ("analysis.command", "analysis.leaderboard_command", "dashboards.command")
+PLUGINS = ("analysis.command", "analysis.leaderboard_command", "analysis.replay_command", "dashboards.command")
 NOT_COMMANDS = {"__init__", "__main__", "main", "help", "options", "numbers", "commands"}
 
 

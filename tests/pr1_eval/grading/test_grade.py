@@ -241,7 +241,9 @@ def _worker_cpu_seconds(pid: int) -> float:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_cold_workers_skip_the_warm_up_and_grade_alike() -> None:
     """``warm=False`` (what ``analyze`` asks for, :func:`use_cold_workers`): the worker reports ready
-    without grading the warm-up pairs, about 1.5 s of CPU less, and its verdicts are the same."""
+    without grading the warm-up pairs, and its verdicts are the same. The warm-up costs about 0.65 s
+    of CPU here (1.03 s warm against 0.35-0.40 s cold, three measurements on 2026-12-04; it was about
+    1.5 s when the check came in), so the bar is 0.4 s: well above noise, well below the saving."""
     spent, verdicts = {}, {}
     for warm in (True, False):
         with GradingPool(1, warm=warm) as pool:
@@ -249,7 +251,7 @@ def test_cold_workers_skip_the_warm_up_and_grade_alike() -> None:
             spent[warm] = _worker_cpu_seconds(pool.worker_pids[0])
     assert [(v.status, v.correct) for v in verdicts[False]] == [("ok", True), ("ok", False)]
     assert verdicts[False] == verdicts[True]
-    assert spent[True] - spent[False] > 0.7, spent
+    assert spent[True] - spent[False] > 0.4, spent
 
 
 def test_use_cold_workers_applies_to_the_next_shared_pool(monkeypatch: pytest.MonkeyPatch) -> None:
