@@ -22,6 +22,7 @@ from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run
+from tests.support.processes import alive
 
 _WORDS = ["so", "x", "=", "we", "get", "7", "12", "\\frac{m}{n}", "x^2", "then", "5", "area", "Final Answer: 3"]
 
@@ -215,15 +216,6 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
-def _alive(pid: int) -> bool:
-    """Running, or stopped, but not gone and not a zombie nobody reaped yet."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc for the children")
 def test_a_killed_analyze_leaves_no_worker_behind(tmp_path: Path) -> None:
     """SIGKILL to ``analyze`` (the OOM killer, a timeout, a restarted kernel) runs no cleanup; its
@@ -235,14 +227,14 @@ def test_a_killed_analyze_leaves_no_worker_behind(tmp_path: Path) -> None:
     try:
         assert analyze.stdout is not None and analyze.stdout.readline() == "analyzing\n"
         workers = _children(analyze.pid)
-        assert len(workers) == 3 and all(_alive(pid) for pid in workers)
+        assert len(workers) == 3 and all(alive(pid) for pid in workers)
     finally:
         analyze.kill()
         analyze.wait()
     deadline = time.monotonic() + 5.0
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = [pid for pid in workers if _alive(pid)]
+    left = [pid for pid in workers if alive(pid)]
     for pid in left:  # so a failure leaves nothing running either
         os.kill(pid, 9)
     assert not left

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import alive
+
 _POOL_THEN_KILLED = """
 import time
 from pr1_eval.grading.pool import GradingPool
@@ -26,14 +28,6 @@ time.sleep(300)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_workers_of_a_killed_parent_end_idle_or_stuck() -> None:
     parent = subprocess.Popen([sys.executable, "-c", _POOL_THEN_KILLED], stdout=subprocess.PIPE, text=True,
@@ -41,14 +35,14 @@ def test_workers_of_a_killed_parent_end_idle_or_stuck() -> None:
     try:
         assert parent.stdout is not None
         workers = [int(pid) for pid in parent.stdout.readline().split()]
-        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        assert len(workers) == 2 and all(alive(pid) for pid in workers)
     finally:
         parent.kill()
         parent.wait()
     deadline = time.monotonic() + 6.0  # the watchdog looks every 2 s
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = [pid for pid in workers if _alive(pid)]
+    left = [pid for pid in workers if alive(pid)]
     for pid in left:
         os.kill(pid, 9)
     assert not left

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pr1_eval.cli.main import main
+from tests.support.import_input_fixtures import LM_EVAL_RESULTS, lm_eval_line, refused
 
 GOOD = {"task": "t", "problem_id": "p", "sample_idx": 0, "response": "Final Answer: 1", "gold": "1"}
 SURROGATE = '"\\ud800x"'  # valid JSON, not valid text
@@ -71,18 +72,8 @@ def test_bad_import_lines_are_one_clear_error(tmp_path: Path, capsys: pytest.Cap
                                               words: list[str]) -> None:
     source = tmp_path / "in.jsonl"
     source.write_bytes(content)
-    _refused(["import", str(source), "--out", str(tmp_path / "run"), "--grade-workers", "0"], source, words, capsys)
+    refused(["import", str(source), "--out", str(tmp_path / "run"), "--grade-workers", "0"], source, words, capsys)
     assert not (tmp_path / "run" / "run.json").exists()
-
-
-def _refused(argv: list[str], named: Path, words: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    """Run the CLI in-process: status 2, one ``error:`` line naming ``named`` and every word, no traceback."""
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "Traceback" not in err, err
-    assert str(named) in errors[0] and all(w in errors[0] for w in words), errors[0]
-    return errors[0]
 
 
 # ----- import-verl ------------------------------------------------------------------------------
@@ -126,21 +117,14 @@ def test_bad_verl_dumps_are_one_clear_error(tmp_path: Path, capsys: pytest.Captu
     for name, content in files.items():
         (dump / name).write_bytes(content)
     out = tmp_path / "runs"
-    _refused(["import-verl", str(dump), "--out", str(out), "--final", "--no-benchmarks", "--no-grade"],
+    refused(["import-verl", str(dump), "--out", str(out), "--final", "--no-benchmarks", "--no-grade"],
              dump / named, words, capsys)
     assert not list(out.rglob("run.json"))
 
 
 # ----- import --format lm-eval -------------------------------------------------------------------
 DATE = "2026-11-29T10-17-07.547336"
-SAMPLE = {"doc_id": 0, "doc": {"question": "1+1?"}, "target": "2", "resps": [["Final Answer: 2"]]}
-RESULTS = {"configs": {"t": {"output_type": "generate_until", "repeats": 1}}, "versions": {"t": 1},
-           "config": {"model": "hf", "model_args": "pretrained=m"}}
-
-
-def _sample_line(**raw: str) -> bytes:
-    fields = {k: json.dumps(v) for k, v in SAMPLE.items()} | raw
-    return ("{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}\n").encode()
+RESULTS = LM_EVAL_RESULTS
 
 
 def _results(path: tuple[str, ...], value: object) -> dict[str, object]:
@@ -154,22 +138,22 @@ def _results(path: tuple[str, ...], value: object) -> dict[str, object]:
 
 # (case id, samples bytes, results object (None: as RESULTS), which file the error names, words)
 LM_EVAL_CASES: list[tuple[str, bytes, object, str, list[str]]] = [
-    *[(f"resps={raw}", _sample_line() + _sample_line(doc_id="1", resps=raw), None, "samples", [":2", "resps"])
+    *[(f"resps={raw}", lm_eval_line() + lm_eval_line(doc_id="1", resps=raw), None, "samples", [":2", "resps"])
       for raw in ("5", "[[5]]", "[[null]]", f"[[{SURROGATE}]]", '"text"', "[[[1]]]")],
-    ("no resps", _sample_line() + b'{"doc": {}, "doc_id": 1}\n', None, "samples", [":2", "'resps'"]),
-    ("doc_id 1.5", _sample_line() + _sample_line(doc_id="1.5"), None, "samples", [":2", "problem id"]),
-    ("doc_id true", _sample_line() + _sample_line(doc_id="true"), None, "samples", [":2", "problem id"]),
-    ("doc question a list", _sample_line() + _sample_line(doc_id="1", doc='{"question": [1]}'), None, "samples",
+    ("no resps", lm_eval_line() + b'{"doc": {}, "doc_id": 1}\n', None, "samples", [":2", "'resps'"]),
+    ("doc_id 1.5", lm_eval_line() + lm_eval_line(doc_id="1.5"), None, "samples", [":2", "problem id"]),
+    ("doc_id true", lm_eval_line() + lm_eval_line(doc_id="true"), None, "samples", [":2", "problem id"]),
+    ("doc question a list", lm_eval_line() + lm_eval_line(doc_id="1", doc='{"question": [1]}'), None, "samples",
      [":2", "doc.problem"]),
-    ("invalid UTF-8", _sample_line() + b'{"doc": "\xff"}\n', None, "samples", [":2", "not UTF-8"]),
-    ("not JSON", _sample_line() + b"{doc}\n", None, "samples", [":2", "not valid JSON"]),
-    *[(f"results {'.'.join(path)}={value!r}", _sample_line(), _results(path, value), "results", [".".join(path)])
+    ("invalid UTF-8", lm_eval_line() + b'{"doc": "\xff"}\n', None, "samples", [":2", "not UTF-8"]),
+    ("not JSON", lm_eval_line() + b"{doc}\n", None, "samples", [":2", "not valid JSON"]),
+    *[(f"results {'.'.join(path)}={value!r}", lm_eval_line(), _results(path, value), "results", [".".join(path)])
       for path, value in ((("config",), []), (("configs",), [1]), (("configs", "t"), "x"), (("versions",), "1"),
                           (("configs", "t", "repeats"), "abc"), (("configs", "t", "repeats"), 0),
                           (("configs", "t", "repeats"), 1.5), (("configs", "t", "repeats"), True),
                           (("config", "model_args"), 5), (("configs", "t", "output_type"), 5))],
-    ("results a JSON list", _sample_line(), [1, 2], "results", ["results object"]),
-    ("a loglikelihood task", _sample_line(), _results(("configs", "t", "output_type"), "loglikelihood"), "samples",
+    ("results a JSON list", lm_eval_line(), [1, 2], "results", ["results object"]),
+    ("a loglikelihood task", lm_eval_line(), _results(("configs", "t", "output_type"), "loglikelihood"), "samples",
      ["only generation tasks"]),
 ]
 
@@ -183,7 +167,7 @@ def test_bad_lm_eval_output_is_one_clear_error(tmp_path: Path, capsys: pytest.Ca
     files = {"samples": folder / f"samples_t_{DATE}.jsonl", "results": folder / f"results_{DATE}.json"}
     files["samples"].write_bytes(samples)
     files["results"].write_text(json.dumps(RESULTS if results is None else results), encoding="utf-8")
-    _refused(["import", str(tmp_path / "lm"), "--format", "lm-eval", "--out", str(tmp_path / "run"),
+    refused(["import", str(tmp_path / "lm"), "--format", "lm-eval", "--out", str(tmp_path / "run"),
               "--grade-workers", "0"], files[named], words, capsys)
     assert not (tmp_path / "run" / "run.json").exists()
 
