@@ -65,10 +65,6 @@ class QuestionState:
         self.charged = [0] * len(branches)
         self.started = 0
 
-    @property
-    def n_branches(self) -> int:
-        return len(self._cursors)
-
     def take_final(self) -> str:
         """Start the next branch and read it to its end: its final answer, all its tokens charged."""
         if self.started >= len(self._cursors):
