@@ -47,6 +47,7 @@ GPU_ONLY=(
     "bench_malformed_cases.py|the cases that bench_malformed.py imports (no bench)"
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
+    "bench_nano_draws.py|the CI slice once per draw (8 min each on an idle machine); .ci/run's nano step runs the same job, and tests/repro/test_nano_draws.py its table"
     "bench_nano.py|run by .ci/run as a step of its own (--plan ci --repeat unseen-s2: the nano curriculum's CI slice, about 6 min on an idle machine)"
 )
 
@@ -72,13 +73,47 @@ for entry in "${GPU_ONLY[@]}"; do
     echo "bench smoke: skip ${entry%%|*}: ${entry#*|}"
 done
 
+# A bench is stopped only when it stops making progress, never for being slow on a busy machine (at a
+# load of 19 a fixed 300 s limit stopped a healthy bench_ray.py): STALL_SECONDS with neither a new line
+# of output nor a second of CPU time used by its processes (a deadlock, a hang on a lock or a socket).
+# A bench that spins without output is caught by the generous ceiling scaled by the load average.
+STALL_SECONDS=${BENCH_STALL_SECONDS:-300}
+CEILING_SECONDS=${BENCH_CEILING_SECONDS:-1800}
+
+session_cpu() {  # CPU seconds used so far by every process of session $1
+    ps -s "$1" -o cputimes= 2>/dev/null | awk '{s += $1} END {print s + 0}'
+}
+
+watch_bench() {  # wait for session $1 (log $2); stop it when stalled or past the load-scaled ceiling
+    local sid="$1" log="$2" last_size=-1 last_cpu=-1 still=0 waited=0 size cpu ceiling load
+    while kill -0 "$sid" 2>/dev/null; do
+        sleep 5
+        waited=$((waited + 5))
+        size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+        cpu=$(session_cpu "$sid")
+        if [ "$size" != "$last_size" ] || [ "$cpu" != "$last_cpu" ]; then still=0; else still=$((still + 5)); fi
+        last_size=$size last_cpu=$cpu
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        ceiling=$(awk -v c="$CEILING_SECONDS" -v l="$load" -v n="$(nproc)" 'BEGIN{f = l / n; if (f < 1) f = 1; print int(c * f)}')
+        if [ "$still" -ge "$STALL_SECONDS" ] || [ "$waited" -ge "$ceiling" ]; then
+            echo "bench smoke: stopping it: ${still} s without output or CPU progress, ${waited} s in all (ceiling ${ceiling} s at load ${load})" >>"$log"
+            kill -TERM -- "-$sid" 2>/dev/null; sleep 5; kill -KILL -- "-$sid" 2>/dev/null
+            return 124
+        fi
+    done
+    return 0
+}
+
 run_bench() {  # run one "name|args" entry; print its line; non-zero exit when it failed
-    local name="${1%%|*}" args="${1#*|}" start log code
+    local name="${1%%|*}" args="${1#*|}" start log code pid
     start=$(date +%s.%N)
     log="$(mktemp)"
-    # shellcheck disable=SC2086
     code=0
-    timeout 300 python "bench/$name" $args >"$log" 2>&1 || code=$?
+    # shellcheck disable=SC2086
+    setsid python "bench/$name" $args >"$log" 2>&1 &
+    pid=$!
+    watch_bench "$pid" "$log" || code=$?
+    wait "$pid" 2>/dev/null || { [ "$code" -ne 0 ] || code=$?; }
     if [ "$code" -eq 0 ]; then
         printf 'bench smoke: ok   %-22s %6.1f s\n' "$name" "$(awk "BEGIN{print $(date +%s.%N) - $start}")"
         rm -f "$log"
