@@ -6,31 +6,17 @@
   parallel_gsm8k.jsonl``), each with the official SFT text of the same id added as ``sft_answer``
   (from ``shared/data/training/parallel_gsm8k_sft.jsonl``). MIT, zhengkid/Parallel-R1 (see
   ``tests/fixtures/README.md``). sha256 :data:`SFT_SLICE_SHA256`.
-- RL, Seen stages (GSM8K, DAPO): one-digit arithmetic in the wordings the tiny model was trained on
-  (:func:`pr1_eval.testing.tiny_traces.make_question`), with their *true* answers, all of them
-  :data:`TARGET_ANSWER`. Why that one answer: the tiny model barely reads the problem (it is right
-  on about 5 % of one-digit problems, its final answers spread over a few digits whatever was
-  asked), so the target is the answer the start model gets right most often on problems whose
-  answer it is: from the first step some rollouts of most groups earn the reward and GRPO has
-  something to reinforce. What it learns is to answer 3, not to add: the point is that the
-  optimiser, the weight sync and the reward move the policy, measurably. A Parallel-GSM8K or DAPO
-  problem would score 0 for every rollout and teach nothing. **Stated plainly: these are not the
-  paper's RL sets**, only data on which a reward can rise.
-- RL, Unseen stages: the same kind of problems in ``data-unseen/`` (:data:`UNSEEN_DATA`), all with
-  the answer :data:`UNSEEN_TARGET_ANSWER`, chosen the same way for the ``trained-structured`` model
-  sampled as the Unseen stages sample it (fork-join, 96-token responses, paths capped at 24).
-
-How the targets were measured (temperature 1, problems from :func:`arithmetic_rows` whose true answer
-is the candidate, the reward's own rule, :func:`repro.rewards.judge`):
-
-| start model, decoding | target: share right |
-|---|---|
-| ``seen-sft`` checkpoint of the CI slice, sequential, 128 rollouts each | 3: 10.9 %, 2: 9.4 %, 4: 7.0 % |
-| ``trained-structured``, fork-join, 384 rollouts (2, 3, 6) or 256 (4, 5, 7, 8) | 2: 6.5 %, 4: 7.0 %, 5: 7.0 %, 3: 4.7 %, 7: 5.1 %, 8: 5.1 %, 6: 3.6 % |
-
-2, 4 and 5 are within noise of each other for the structured model; 2 was the best of the first
-384 rollouts and is kept. ``tests/repro/test_nano_checks.py`` pins that each start model still
-gets its target right often enough to learn.
+- RL stages: one-digit arithmetic in the wordings the tiny model was trained on
+  (:func:`pr1_eval.testing.tiny_traces.make_question`), with their *true* answers, all of them one
+  target. Why one answer: the tiny model barely reads the problem (its final answers spread over
+  a dozen digits whatever was asked), so the target is the answer the stage's start model earns its
+  reward with most often, measured on the machine just before the stage (:mod:`repro.nano.targets`):
+  from the first step some rollouts of most groups earn the reward and GRPO has something to
+  reinforce. What it learns is to answer that number, not to add: the point is that the optimiser,
+  the weight sync and the reward move the policy, measurably. A Parallel-GSM8K or DAPO problem
+  would score 0 for every rollout and teach nothing. **Stated plainly: these are not the paper's
+  RL sets**, only data on which a reward can rise. Each RL stage gets its own folder
+  ``data-<stage>``; ``data/`` (placeholder golds :data:`TARGET_ANSWER`) is what the SFT stages read.
 
 Everything is built by ``pr1-repro data`` itself (the command a GPU user runs, in a child process),
 from these inputs.
@@ -51,8 +37,6 @@ from pr1_eval.testing.tiny_traces import make_question
 SFT_SLICE = Path(__file__).resolve().parent / "parallel_gsm8k_nano.jsonl"
 SFT_SLICE_SHA256 = "458140f0ce656ff1469c29c0d6559144eb4576bf0184c521efba8155e26571ab"
 TARGET_ANSWER = 3
-UNSEEN_TARGET_ANSWER = 2
-UNSEEN_DATA = "data-unseen"
 
 
 def arithmetic_rows(n: int, seed: int, prefix: str, answer: int | None = TARGET_ANSWER) -> list[dict[str, str]]:
@@ -104,16 +88,18 @@ def _pr1_repro_data(out: Path, name: str, gsm8k: Path, dapo: Path) -> Path:
 
 
 def build_nano_data(out: Path, *, rl_problems: int = 16, seed: int = 0) -> Path:
-    """Write the training inputs and run ``pr1-repro data`` on them: ``out/data`` for the Seen stages
-    (golds :data:`TARGET_ANSWER`), ``out/data-unseen`` for the Unseen ones (RL golds
-    :data:`UNSEEN_TARGET_ANSWER`; the same SFT rows). Returns the Seen folder."""
-    inputs = out / "inputs"
+    """Write the SFT inputs (with placeholder RL golds :data:`TARGET_ANSWER`) and run ``pr1-repro data``
+    on them into ``out/data``: the folder the SFT stages read. Returns it."""
+    return build_rl_data(out, "data", TARGET_ANSWER, rl_problems=rl_problems, seed=seed)
+
+
+def build_rl_data(out: Path, name: str, target: int, *, rl_problems: int = 16, seed: int = 0) -> Path:
+    """``out/name`` through ``pr1-repro data``: the SFT slice, and GSM8K- and DAPO-style RL problems
+    whose true answers are all ``target`` (an RL stage's gold, :mod:`repro.nano.targets`). Returns it."""
+    inputs = out / "inputs" / name
     inputs.mkdir(parents=True, exist_ok=True)
-    gsm8k = _write_jsonl(arithmetic_rows(rl_problems, seed, "nano-arith"), inputs / "gsm8k_nano.jsonl")
-    dapo_rows = [{**r, "data_source": "math_dapo"} for r in arithmetic_rows(rl_problems, seed + 1, "nano-dapo")]
+    gsm8k = _write_jsonl(arithmetic_rows(rl_problems, seed, "nano-arith", answer=target), inputs / "gsm8k_nano.jsonl")
+    dapo_rows = [{**r, "data_source": "math_dapo"}
+                 for r in arithmetic_rows(rl_problems, seed + 1, "nano-dapo", answer=target)]
     dapo = _write_jsonl(dapo_rows, inputs / "dapo_nano.jsonl")
-    unseen_rows = [{**r, "data_source": "math_dapo"}
-                   for r in arithmetic_rows(rl_problems, seed + 1, "nano-unseen", answer=UNSEEN_TARGET_ANSWER)]
-    unseen = _write_jsonl(unseen_rows, inputs / "unseen_nano.jsonl")
-    _pr1_repro_data(out, UNSEEN_DATA, gsm8k, unseen)
-    return _pr1_repro_data(out, "data", gsm8k, dapo)
+    return _pr1_repro_data(out, name, gsm8k, dapo)

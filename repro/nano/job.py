@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,14 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.testing.tiny_model import cached_tiny_model
 from repro import stages as repro_stages
 from repro.nano import checks
-from repro.nano.data import UNSEEN_DATA, build_nano_data
+from repro.nano.data import build_nano_data, build_rl_data
 from repro.nano.nll import response_nll
-from repro.nano.plan import PLANS, NanoStage, Scale
+from repro.nano.plan import PLANS, Draw, NanoStage, Scale
+from repro.nano.provenance import machine_record, weights_digest
 from repro.nano.runner import StageResult, run_stage
 from repro.nano.scoring import score_and_rank
 from repro.nano.stored import stored_steps
+from repro.nano.targets import TargetChoice, choose_target
 from repro.rewards import TAG_MODES
 
 
@@ -39,6 +41,10 @@ class NanoReport:
     stages: list[StageResult] = field(default_factory=list)
     checks: list[checks.Check] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
+    targets: dict[str, TargetChoice] = field(default_factory=dict)
+    start_weights: dict[str, str] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    draw: Draw = field(default_factory=Draw)
     seconds: float = 0.0
 
     @property
@@ -53,14 +59,17 @@ class NanoReport:
                         "log": str(r.log), "metrics": {str(s): m for s, m in r.metrics.items()}}
                        for r in self.stages],
             "checks": [c.as_dict() for c in self.checks],
+            "targets": {name: t.as_dict() for name, t in self.targets.items()},
+            "start_weights": self.start_weights, "machine": self.machine, "draw": asdict(self.draw),
             "scoring": self.scoring,
         }
 
 
-def start_model(stage: NanoStage, done: dict[str, StageResult]) -> str:
-    """The model a stage starts from: a tiny model kind, or an earlier stage's last merged checkpoint."""
+def start_model(stage: NanoStage, done: dict[str, StageResult], tiny_seed: int = 0) -> str:
+    """The model a stage starts from: a tiny model kind (trained from ``tiny_seed``), or an earlier
+    stage's last merged checkpoint."""
     if stage.start.startswith("tiny:"):
-        return str(cached_tiny_model(kind=stage.start.split(":", 1)[1]))
+        return str(cached_tiny_model(kind=stage.start.split(":", 1)[1], seed=tiny_seed))
     earlier = done.get(stage.start)
     if earlier is None or earlier.merged is None:
         raise Pr1EvalError(f"stage {stage.name} starts from {stage.start}, which has not run in this plan")
@@ -79,8 +88,8 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
             found.append(checks.nll_falls(name, start, end, losses[0], losses[-1]))
         return found
     runs = stored_steps(result.rollout_runs / "train")
-    rewards = {step: run["rewards"] for step, run in runs.items()}
-    parallel = {step: run["parallel"] for step, run in runs.items()}
+    rewards = {step: run["groups"] for step, run in runs.items()}
+    parallel = {step: run["parallel_groups"] for step, run in runs.items()}
     found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
              checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
              checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
@@ -92,20 +101,39 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
 
 
 def stage_data(stage: NanoStage, out: Path) -> Path:
-    """The data folder of a stage: the Unseen stages' RL golds are the structured model's own answer
-    (:data:`repro.nano.data.UNSEEN_TARGET_ANSWER`), the Seen stages' the causal model's."""
-    return out / (UNSEEN_DATA if repro_stages.STAGES[stage.stage].structured else "data")
+    """The data folder of a stage: an RL stage's own ``data-<name>`` (golds chosen from its start model,
+    :func:`prepare_rl_data`), ``data`` for the SFT stages."""
+    return out / (f"data-{stage.name}" if repro_stages.STAGES[stage.stage].kind == "ppo" else "data")
 
 
-def reward_parallel_demand(stage: NanoStage) -> str:
-    """How the stage's reward pays for parallel structure (:data:`repro.nano.checks.DEMANDS`), from its
-    mode in the stage config with the nano stage's own overrides."""
+def reward_mode(stage: NanoStage) -> str:
+    """The stage's reward mode, from its stage config with the nano stage's own reward overrides."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(repro_stages.CONFIG_DIR), version_base=None):
         config = compose(config_name=stage.stage, overrides=[o for o in stage.extra if "reward_kwargs" in o])
-    mode = str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode"))
+    return str(OmegaConf.select(config, "reward.custom_reward_function.reward_kwargs.mode"))
+
+
+def prepare_rl_data(stage: NanoStage, model: str, out: Path, scale: Scale, echo: Callable[[str], None],
+                    rl_problems: int = 16, seed: int = 0) -> TargetChoice:
+    """Choose an RL stage's gold from its start model (:mod:`repro.nano.targets`) and write its data."""
+    structured = repro_stages.STAGES[stage.stage].structured
+    mode = reward_mode(stage)
+    # the first step of the S2 schedule is an accuracy step: its reward pays for a right answer
+    choice = choose_target(model, structured=structured, mode="parallel_accuracy" if mode == "parallel_accuracy"
+                           else "accuracy", response_length=scale.response_length,
+                           max_path_tokens=scale.max_path_tokens, problems_needed=rl_problems, seed=seed)
+    echo(f"[{stage.name}] golds {choice.target}: the start model earns the reward with it on {choice.share:.1%} "
+         f"of {choice.rollouts} sampled rollouts (candidates {', '.join(f'{k}: {v:.1%}' for k, v in choice.shares.items())})")
+    build_rl_data(out, stage_data(stage, out).name, choice.target, rl_problems=rl_problems)
+    return choice
+
+
+def reward_parallel_demand(stage: NanoStage) -> str:
+    """How the stage's reward pays for parallel structure (:data:`repro.nano.checks.DEMANDS`)."""
+    mode = reward_mode(stage)
     if mode in ("parallel_accuracy", "tiered"):
         return "every step"
     return "tiered steps" if mode in TAG_MODES else "never"
@@ -127,19 +155,25 @@ def prepare_out(out: Path, fresh: bool) -> Path:
 
 
 def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: bool = True,
-             echo: Callable[[str], None] = print, fresh: bool = False) -> NanoReport:
-    """Run the plan into ``out`` and return its report (also written to ``out/nano.json``)."""
+             echo: Callable[[str], None] = print, fresh: bool = False, draw: Draw | None = None) -> NanoReport:
+    """Run the plan into ``out`` and return its report (also written to ``out/nano.json``). ``draw``
+    changes the tiny models' seed, the rollout seed or breaks the trainer (``bench/bench_nano_draws.py``)."""
+    draw = draw or Draw()
     if plan not in PLANS:
         raise Pr1EvalError(f"unknown nano plan {plan!r}; choose one of {', '.join(PLANS)}")
     scale = scale or Scale()
     out = prepare_out(out.expanduser().resolve(), fresh)
-    report = NanoReport(plan, out)
+    report = NanoReport(plan, out, machine=machine_record(), draw=draw)
     started = time.monotonic()
     echo(f"nano ({plan}): building the data in {out / 'data'}")
     data_dir = build_nano_data(out)
     done: dict[str, StageResult] = {}
     for stage in PLANS[plan]:
-        result = run_stage(stage, start_model(stage, done), out, stage_data(stage, out), scale, echo)
+        model = start_model(stage, done, draw.tiny_seed)
+        report.start_weights[stage.name] = weights_digest(model)
+        if repro_stages.STAGES[stage.stage].kind == "ppo":
+            report.targets[stage.name] = prepare_rl_data(stage, model, out, scale, echo, seed=draw.rollout_seed or 0)
+        result = run_stage(stage, model, out, stage_data(stage, out), scale, echo, draw=draw)
         done[stage.name] = result
         report.stages.append(result)
         report.checks += stage_checks(result, data_dir, scale)

@@ -122,6 +122,18 @@ PLANS: dict[str, tuple[NanoStage, ...]] = {"full": SEEN + UNSEEN, "ci": CI_SLICE
 
 
 @dataclass(frozen=True)
+class Draw:
+    """What a new machine changes, made on purpose: the tiny models' training seed (another CPU trains
+    other weights from the same seed) and the rollout seed; and a trainer broken on purpose
+    (:mod:`repro.testing.broken`), for measuring that the checks catch it. The default is CI's job."""
+
+    tiny_seed: int = 0
+    rollout_seed: int | None = None
+    """None: the stage config's ``actor_rollout_ref.rollout.seed``."""
+    variant: str = "ok"
+
+
+@dataclass(frozen=True)
 class Scale:
     """The sizes of a nano job (a GPU job keeps the stage config's)."""
 

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from repro.nano.checks import Check
+from repro.nano.provenance import same_start
 from repro.nano.stored import stored_steps
 
 COMPARED = ("critic/score/mean", "actor/pg_loss", "rollout_corr/kl", "response_length/mean", "train/loss")
@@ -63,10 +64,12 @@ def same_twice(stage: str, first: dict[int, dict[str, float]], second: dict[int,
 
 def compare_jobs(first: Path, second: Path) -> list[Check]:
     """:func:`same_twice` for every stage two finished nano jobs (``OUT`` folders) share, from their
-    ``nano.json`` and stored rollout runs: how two runs of one commit are shown to agree."""
+    ``nano.json`` and stored rollout runs: how two runs of one commit are shown to agree. First, whether
+    they started from the same weights (:func:`repro.nano.provenance.same_start`): on another machine
+    the tiny models differ and the figures are a new draw."""
     docs = [json.loads((out / "nano.json").read_text(encoding="utf-8")) for out in (first, second)]
     stages = [{s["name"]: s for s in doc["stages"]} for doc in docs]
-    found = []
+    found = [same_start(docs[0], docs[1])]
     for name in [n for n in stages[0] if n in stages[1]]:
         metrics = [{int(k): v for k, v in st[name]["metrics"].items()} for st in stages]
         rewards = None

@@ -21,7 +21,9 @@ from pr1_eval.errors import Pr1EvalError
 from repro import stages as repro_stages
 from repro.checkpoints import find_steps
 from repro.nano.metrics import parse_metric_line, step_metrics
-from repro.nano.plan import NanoStage, Scale, cpu_overrides, scale_overrides
+from repro.nano.plan import Draw, NanoStage, Scale, cpu_overrides, scale_overrides
+from repro.testing.broken import BREAK_ENV
+from repro.testing.broken import overrides as broken_overrides
 from repro.testing.cpu_rollout import FROZEN_ENV
 from repro.testing.verl_cpu import cpu_environment
 
@@ -49,9 +51,13 @@ class StageResult:
         return self.out / "rollout_runs"
 
 
-def child_environment(frozen: bool = False) -> dict[str, str]:
-    """This process's environment plus the CPU platform's variables (and the frozen-server control)."""
-    env = {**os.environ, **cpu_environment(EXTRA_MODULES), "PYTHONUNBUFFERED": "1"}  # progress as it happens
+def child_environment(frozen: bool = False, variant: str = "ok") -> dict[str, str]:
+    """This process's environment plus the CPU platform's variables (and the frozen-server control, or a
+    trainer broken on purpose: :mod:`repro.testing.broken`)."""
+    modules = EXTRA_MODULES if variant == "ok" else (*EXTRA_MODULES, "repro.testing.broken")
+    env = {**os.environ, **cpu_environment(modules), "PYTHONUNBUFFERED": "1"}  # progress as it happens
+    if variant != "ok":
+        env[BREAK_ENV] = variant
     env.pop("CUDA_VISIBLE_DEVICES", None)  # Ray refuses logical GPUs when it is set empty
     # a cluster of the job's own: ray.init() would otherwise join the newest local cluster on this
     # machine (/tmp/ray/ray_current_cluster), another job's, whose actor names would collide
@@ -61,11 +67,23 @@ def child_environment(frozen: bool = False) -> dict[str, str]:
     return env
 
 
-def stage_argv(stage: NanoStage, model: str, out: Path, data_dir: Path, scale: Scale) -> list[str]:
-    """``pr1-repro run`` arguments: the stage config, then CPU's overrides, then the nano sizes."""
+def draw_overrides(stage: NanoStage, draw: Draw) -> list[str]:
+    """A GRPO stage's overrides for ``draw``: its rollout seed and its breakage (none for SFT)."""
+    spec = repro_stages.STAGES[stage.stage]
+    if spec.kind != "ppo":
+        return []
+    seed = [] if draw.rollout_seed is None else [f"actor_rollout_ref.rollout.seed={draw.rollout_seed}"]
+    return seed + broken_overrides(draw.variant, spec.structured)
+
+
+def stage_argv(stage: NanoStage, model: str, out: Path, data_dir: Path, scale: Scale,
+               draw: Draw | None = None) -> list[str]:
+    """``pr1-repro run`` arguments: the stage config, then CPU's overrides, then the nano sizes (and a
+    draw's seed and breakage)."""
     spec = repro_stages.STAGES[stage.stage]
     overrides = [o.text for o in cpu_overrides(spec.kind, spec.structured)]
     overrides += scale_overrides(stage, spec.kind, scale) + list(stage.extra)
+    overrides += draw_overrides(stage, draw or Draw())
     return ["run", stage.stage, "--model", model, "--gpus-per-node", "1", "--out", str(out),
             "--data-dir", str(data_dir), "--experiment", stage.name, "--", *overrides]
 
@@ -106,12 +124,13 @@ def merge_last(out: Path, log: Path, env: dict[str, str], echo: Callable[[str], 
 
 
 def run_stage(stage: NanoStage, model: str, root: Path, data_dir: Path, scale: Scale,
-              echo: Callable[[str], None], frozen: bool = False) -> StageResult:
+              echo: Callable[[str], None], frozen: bool = False, draw: Draw | None = None) -> StageResult:
     """One stage from ``model``: train, read VERL's metrics back, merge the last checkpoint."""
     kind = repro_stages.STAGES[stage.stage].kind
+    draw = draw or Draw()
     result = StageResult(stage, kind, model, root / stage.name, root / "logs" / f"{stage.name}.log")
-    env = child_environment(frozen)
-    argv = [sys.executable, "-m", "repro.cli", *stage_argv(stage, model, result.out, data_dir, scale)]
+    env = child_environment(frozen, draw.variant if kind == "ppo" else "ok")
+    argv = [sys.executable, "-m", "repro.cli", *stage_argv(stage, model, result.out, data_dir, scale, draw)]
     echo(f"[{stage.name}] pr1-repro run {stage.stage} ({kind}, {stage.steps} steps) from {model}")
     started = time.monotonic()
     status = stream(argv, result.log, env, echo)

@@ -1,0 +1,154 @@
+"""The nano CI slice over many draws: how far each learning check clears its bar, and how broken trainers fail it.
+
+    python bench/bench_nano_draws.py --draws 20 --out /tmp/draws              # 20 held-out draws, working trainer
+    python bench/bench_nano_draws.py --draws 20 --variant lr0 --out /tmp/d0   # the null: learning rate 0
+    python bench/bench_nano_draws.py --draws 20 --variant sign                # reward sign flipped (noadv, nospans too)
+    python bench/bench_nano_draws.py --summarise /tmp/draws /tmp/d0 ...       # the table of finished folders
+
+What a new machine is: it trains other tiny-model weights from the same seed (other floats) and so
+draws other rollouts. A draw here is both, made on purpose: draw d trains the tiny models from seed
+``1000 + d`` (held out: CI uses seed 0) and sets ``actor_rollout_ref.rollout.seed`` to d. Each draw is
+the CI slice (``bench_nano.py --plan ci``, without scoring), into ``OUT/draw-<d>``; its ``nano.json``
+is kept, so an interrupted bench resumes at the first draw without one. ``--variant`` breaks the GRPO
+stages' trainer (:mod:`repro.testing.broken`); the checks must then fail.
+
+Prints one row per draw and check (its statistic and verdict), then per variant and check: draws
+passed, the statistic's mean, SD and minimum (working trainer) or maximum (broken), its margin to
+the bar, and for the working trainer the chance of a draw falling below the bar under a normal fit of
+the draws' z (the false-failure rate the table bounds). JSON of every draw in ``OUT/draws.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from repro.nano.checks import Z_MIN
+from repro.nano.job import run_nano, summary_table
+from repro.nano.plan import Draw
+from repro.testing.broken import VARIANTS
+
+HELD_OUT_SEED = 1000
+LEARNING_CHECKS = ("reward rises", "parallel ratio holds", "parallel ratio rises")
+"""The checks whose verdict is a statistic against :data:`repro.nano.checks.Z_MIN`."""
+
+
+def _z(figures: str) -> float:
+    part = figures.rsplit("z = ", 1)[-1].split()[0] if "z = " in figures else "nan"
+    try:
+        return float(part)
+    except ValueError:
+        return math.nan
+
+
+def run_draws(out: Path, draws: int, variant: str, first: int) -> list[dict[str, Any]]:
+    """Run (or reuse) each draw's CI slice; one record per draw."""
+    found = []
+    for d in range(first, first + draws):
+        folder = out / f"draw-{d}"
+        if not (folder / "nano.json").is_file():
+            started = time.monotonic()
+            print(f"draw {d} ({variant}): tiny models from seed {HELD_OUT_SEED + d}, rollout seed {d}", flush=True)
+            try:
+                report = run_nano(folder, plan="ci", score=False, fresh=True,
+                                  draw=Draw(tiny_seed=HELD_OUT_SEED + d, rollout_seed=d, variant=variant),
+                                  echo=lambda line: None)
+                print(summary_table(report).splitlines()[-1] + f" ({time.monotonic() - started:.0f} s)", flush=True)
+            except Exception as error:  # a broken trainer may crash a stage: that is a failed draw, recorded
+                print(f"draw {d}: the job stopped: {str(error).splitlines()[0]}", flush=True)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "nano.json").write_text(json.dumps({"crashed": str(error)[:2000], "checks": [],
+                                                              "draw": {"variant": variant}}) + "\n", encoding="utf-8")
+        found.append({**json.loads((folder / "nano.json").read_text(encoding="utf-8")), "index": d, "folder": str(folder)})
+    return found
+
+
+def rows_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (draw, learning check): variant, stage, check, z, verdict."""
+    rows = []
+    for rec in records:
+        variant = rec.get("draw", {}).get("variant", "ok")
+        if rec.get("crashed"):
+            rows.append({"variant": variant, "draw": rec["index"], "stage": "-", "check": "job crashed", "z": math.nan,
+                         "passed": False})
+            continue
+        for check in rec["checks"]:
+            name = check["check"]
+            if name in LEARNING_CHECKS or name.startswith("structured engine"):
+                rows.append({"variant": variant, "draw": rec["index"], "stage": check["stage"], "check": name,
+                             "z": _z(check["figures"]), "passed": check["passed"]})
+    return rows
+
+
+def normal_tail(values: list[float], bar: float) -> float:
+    """P(z < bar) under a normal fit of ``values`` (the working draws' z): what 20 draws can say about
+    the false-failure rate beyond 'none of them failed'."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 3:
+        return math.nan
+    sd = statistics.stdev(finite)
+    if sd == 0:
+        return 0.0 if statistics.fmean(finite) >= bar else 1.0
+    return 0.5 * math.erfc((statistics.fmean(finite) - bar) / sd / math.sqrt(2))
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """Per variant and (stage, check): passed, z mean / SD / min / max, margin to the bar."""
+    header = f"{'variant':8} {'stage':12} {'check':26} {'passed':>8} {'z mean':>7} {'z SD':>5} {'z min':>6} {'z max':>6}" \
+             f" {'margin':>7} {'P(z<bar), normal fit':>21}"
+    lines = [header]
+    keys = sorted({(r["variant"], r["stage"], r["check"]) for r in rows}, key=lambda k: (VARIANTS.index(k[0])
+                                                                                          if k[0] in VARIANTS else 9, k))
+    for variant, stage, check in keys:
+        group = [r for r in rows if (r["variant"], r["stage"], r["check"]) == (variant, stage, check)]
+        zs = [r["z"] for r in group if not math.isnan(r["z"])]
+        passed = sum(r["passed"] for r in group)
+        if zs:
+            finite = [z for z in zs if math.isfinite(z)]
+            mean = statistics.fmean(finite) if finite else math.nan
+            sd = statistics.stdev(finite) if len(finite) > 1 else math.nan
+            low, high = min(zs), max(zs)
+            bar = -Z_MIN if check == "parallel ratio holds" else Z_MIN
+            margin = (low - bar) if variant == "ok" else (bar - high)
+            tail = normal_tail(zs, bar) if variant == "ok" else math.nan
+            lines.append(f"{variant:8} {stage:12} {check:26} {passed:>3} of {len(group):<2} {mean:7.2f} {sd:5.2f} "
+                         f"{low:6.2f} {high:6.2f} {margin:7.2f} {tail:21.2g}")
+        else:
+            lines.append(f"{variant:8} {stage:12} {check:26} {passed:>3} of {len(group):<2} {'(no statistic)':>36}")
+    lines.append(f"bar: z ≥ {Z_MIN} (parallel ratio holds: z > −{Z_MIN}); margin = how far the worst draw is on the right "
+                 "side of the bar (working trainer: lowest z − bar; broken: bar − highest z); z is the within-problem "
+                 "trend of prompt-group means (repro.nano.checks.trend_z)")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="/tmp/pr1-nano-draws", help="folder of the draws (resumed if present)")
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--first", type=int, default=0, help="number of the first draw")
+    parser.add_argument("--variant", default="ok", choices=VARIANTS)
+    parser.add_argument("--summarise", nargs="+", metavar="OUT", default=None,
+                        help="only print the table of these finished bench folders")
+    args = parser.parse_args()
+    if args.summarise:
+        records = [json.loads(p.read_text(encoding="utf-8")) | {"index": int(p.parent.name.split("-")[-1])}
+                   for folder in args.summarise for p in sorted(Path(folder).glob("draw-*/nano.json"))]
+    else:
+        out = Path(args.out).expanduser().resolve()
+        records = run_draws(out, args.draws, args.variant, args.first)
+        (out / "draws.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+    rows = rows_of(records)
+    print("\n".join(f"{r['variant']:8} draw {r['draw']:>3} {r['stage']:12} {r['check']:26} z = {r['z']:6.2f} "
+                    f"{'pass' if r['passed'] else 'FAIL'}" for r in rows))
+    print("\n" + "\n".join(summary(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
