@@ -74,7 +74,8 @@ def mark_unmeasurable(stats: pd.DataFrame, run_info: Mapping[str, RunRecord], fi
         if column in out:
             out.loc[rows, column] = None if column.startswith("accuracy_") else fill
     kept = [[n for n in str(note or "").split("; ") if n and "block" not in n] for note in out.loc[rows, "notes"]]
-    out.loc[rows, "notes"] = ["; ".join([f"structure {NOT_MEASURABLE}", *notes]) for notes in kept]
+    said = [run_info[str(run)].not_measured if str(run) in run_info else NOT_MEASURABLE for run in out.loc[rows, "run"]]
+    out.loc[rows, "notes"] = ["; ".join([f"structure {why}", *notes]) for why, notes in zip(said, kept, strict=True)]
     return out
 
 
