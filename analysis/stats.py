@@ -79,6 +79,24 @@ def mark_unmeasurable(stats: pd.DataFrame, run_info: Mapping[str, RunRecord], fi
     return out
 
 
+def unmeasured_runs(run_info: Mapping[str, RunRecord]) -> dict[str, str]:
+    """Each run whose structure was not measured (stripped tags, an answers-only import), with what
+    its tables show instead (:attr:`RunRecord.not_measured`)."""
+    return {name: record.not_measured for name, record in run_info.items() if not record.structure_measurable}
+
+
+def measured_samples(samples: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:
+    """``samples`` without the runs whose structure was not measured, and a note naming each left out.
+    Why: their critical path is their whole length (no block found), so a token-latency figure of
+    them reads speedup 1.00x, "never branches", where nothing was measured."""
+    unmeasured = unmeasured_runs(run_info)
+    if not unmeasured or "run" not in samples:
+        return samples, []
+    present = [name for name in unmeasured if name in set(samples["run"].astype(str))]
+    notes = [f"token latency of {name}: {unmeasured[name]}" for name in present]
+    return samples[~samples["run"].astype(str).isin(present)], notes
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
