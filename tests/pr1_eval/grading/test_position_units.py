@@ -130,7 +130,7 @@ def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path:
     cells = [run["tasks"]["gsm8k"] for run in same["runs"]]
     assert cells[0]["first_block_rel_pos"] == pytest.approx(cells[1]["first_block_rel_pos"])
     assert {c["position_unit"] for c in cells} == {"token"}
-    assert "first block (tokens)" in task_rows(same)[0]
+    assert "first block rel. pos. (tokens)" in task_rows(same)[0]
     assert not any("one unit" in note for note in same["notes"])
 
     mixed = build_leaderboard([tmp_path / "gen", tmp_path / "imp_chr"], intersect=True, include_incomplete=True)
