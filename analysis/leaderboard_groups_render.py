@@ -25,7 +25,6 @@ from analysis.leaderboard_tables import (
     markdown_table,
     render,
     text_table,
-    wrap_prose,
 )
 from analysis.safe_text import html_text, terminal_text
 
@@ -63,24 +62,23 @@ def render_grouped(doc: dict[str, Any], fmt: str) -> str:
     safe = _markdown_for_terminal if fmt == "markdown" else terminal_text
     table = markdown_table if fmt == "markdown" else text_table
     head = (lambda t: f"## {t}") if fmt == "markdown" else (lambda t: f"=== {t} ===")
-    prose = wrap_prose if fmt == "text" else (lambda t: t)
-    parts = [head("Leaderboard, by group of comparable runs"), prose(safe(doc["reason"]) + ".")]
+    parts = [head("Leaderboard, by group of comparable runs"), safe(doc["reason"]) + "."]
     for i, group in enumerate(doc["groups"], start=1):
         parts += [head(f"Group {i}: {len(group['runs'])} runs on {safe(group['title'])}"),
                   render(group["leaderboard"], fmt)]
     if doc["alone"]:
         rows = [{key: safe(value) for key, value in row.items()} for row in alone_rows(doc)]
-        why = [prose(f"- {safe(e['name'])}: {safe(e['why'])}") for e in doc["alone"]]
-        limited = [prose(f"- {safe(line)}") for line in _limit_lines(doc)]
+        why = [f"- {safe(e['name'])}: {safe(e['why'])}" for e in doc["alone"]]
+        limited = [f"- {safe(line)}" for line in _limit_lines(doc)]
         parts += [head(f"{len(doc['alone'])} run(s) with nothing to compare against (own numbers, not ranked)"),
                   table(rows), "Why each is alone:\n" + "\n".join(why)]
         if limited:
             parts.append("⚠ --limit (first problems only; scores are not the benchmark's):\n" + "\n".join(limited))
     if doc["not_ranked"]:
-        parts += [head("Not ranked"), "\n".join(prose(f"- {safe(', '.join(n['runs']))}: {safe(n['reason'])}")
+        parts += [head("Not ranked"), "\n".join(f"- {safe(', '.join(n['runs']))}: {safe(n['reason'])}"
                                                 for n in doc["not_ranked"])]
     if all_notes(doc):
-        parts += [head("Notes"), "\n".join(prose(f"- {safe(note)}") for note in all_notes(doc))]
+        parts += [head("Notes"), "\n".join(f"- {safe(note)}" for note in all_notes(doc))]
     return "\n\n".join(parts)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.safe_text import markdown_text, terminal_text
 from pr1_eval.report.completeness import LIMIT_MARK
 from pr1_eval.report.schema import TaskMetrics
-from pr1_eval.report.table import TERMINAL_WIDTH, fit_columns
+from pr1_eval.report.table import fit_columns
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -259,25 +258,17 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     table = markdown_table if fmt == "markdown" else text_table
     head = (lambda t: f"### {t}") if fmt == "markdown" else (lambda t: f"== {t} ==")
     policy = doc.get("answer_policy")
-    prose = wrap_prose if fmt == "text" else (lambda t: t)
     parts = [head("Leaderboard" + (f" (answer policy: {policy})" if policy else "")), table(ranking_rows(doc)),
-             prose(f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
-                   f"(paired sign-flip test on the average, p ≥ {doc['alpha']})."),
-             *([prose(f"{MARK}: ranked on request (include incomplete runs) on the problems that hold all k samples; "
-                      "what each lacks is in the notes.")] if any(not r.get("complete", True) for r in doc["runs"]) else []),
-             head("Per task"), table(task_rows(doc)), prose(intervals_and_ties_note(doc)),
+             f"Average: {doc['average_convention']}. '=' before a rank: not significantly below the row above "
+             f"(paired sign-flip test on the average, p ≥ {doc['alpha']}).",
+             *([f"{MARK}: ranked on request (include incomplete runs) on the problems that hold all k samples; "
+                "what each lacks is in the notes."] if any(not r.get("complete", True) for r in doc["runs"]) else []),
+             head("Per task"), table(task_rows(doc)), intervals_and_ties_note(doc),
              head(f"Paired comparisons with the baseline {doc['baseline']} (shared problems; bootstrap 95% CI; "
-                  "sign-flip p; Holm across tasks)"), table(comparison_rows(doc)), prose(MDE_NOTE)]
+                  "sign-flip p; Holm across tasks)"), table(comparison_rows(doc)), MDE_NOTE]
     if doc["notes"] or doc["failures"]:
         lines = [f"- {note}" for note in doc["notes"]]
         lines += [f"- run not loaded: {f['path']}: {f['reason']}" for f in doc["failures"]]
-        parts += [head("Notes"), "\n".join(prose(line) for line in lines)]
+        parts += [head("Notes"), "\n".join(lines)]
     return "\n\n".join(parts)
 
-
-def wrap_prose(text: str, width: int = TERMINAL_WIDTH) -> str:
-    """A paragraph or ``- `` bullet of the text form wrapped to the terminal the tables fit
-    (a bullet's further lines indented under its text); words are never broken (a path stays whole)."""
-    indent = "  " if text.startswith("- ") else ""
-    return textwrap.fill(text, width=width, subsequent_indent=indent, break_long_words=False,
-                         break_on_hyphens=False)

@@ -6,8 +6,6 @@ names, the lines naming problems) goes through :func:`pr1_eval.terminal.terminal
 
 from __future__ import annotations
 
-import textwrap
-
 from pr1_eval.records.answer_policy import POLICY_SUMMARIES
 from pr1_eval.report.completeness import LIMIT_WARNING
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
@@ -78,11 +76,11 @@ def format_report_table(report: RunReport) -> str:
     rows = [head] + [_row(task, t, len(head), task in cut) for task, t in report.tasks.items()]
     lines = [] if report.answer_policy is None else [policy_line(report.answer_policy)]
     lines += fit_columns(rows)
-    lines += ["", f"95% CI: {interval_note()}.", prose(f"{report.maj_tie_rule or MAJ_TIE_RULE}.")]
+    lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
     if report.structure_note:
-        lines.append(prose(f"parallel, format_ok {report.structure_note}"))
+        lines.append(f"parallel, format_ok {report.structure_note}")
     if report.adaptive_note:
-        lines.append(prose(report.adaptive_note))
+        lines.append(report.adaptive_note)
     if report.incomplete:
         lines.append("")
         starred = any(not t.complete for t in report.tasks.values())
@@ -91,7 +89,7 @@ def format_report_table(report: RunReport) -> str:
         lines.append(f"  to finish: {terminal_text(report.advice)}")
     if report.limited:
         lines.append("")
-        lines.append(prose(limit_warning_line(report.limit)))
+        lines.append(limit_warning_line(report.limit))
         lines += [f"  {terminal_text(line)}" for line in report.limited]
     if report.warnings:
         lines.append("")
@@ -118,11 +116,6 @@ def format_forkjoin_table(report: RunReport) -> str | None:
 
 #: The terminal width every text table is laid out for (see :func:`fit_columns`).
 TERMINAL_WIDTH = 120
-
-
-def prose(text: str, width: int = TERMINAL_WIDTH) -> str:
-    """A footnote wrapped to the width the tables fit (words never broken: a path or command stays whole)."""
-    return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
 
 
 def fit_columns(rows: list[list[str]], keys: int = 1, width: int = TERMINAL_WIDTH) -> list[str]:
@@ -182,9 +175,9 @@ def format_variance_table(report: RunReport) -> str | None:
     if share is None:
         return None
     return "\n".join(["Variance of mean@K (between: which problems; within: sampling, ∝ 1/k):", *_columns(rows), "",
-                      prose(f"required k: smallest k whose within part is at most {share:.0%} of the variance "
-                            "(more samples then narrow the interval by at most ~5%); '-': no between-problem spread "
-                            "detected.")])
+                      f"required k: smallest k whose within part is at most {share:.0%} of the variance "
+                      "(more samples then narrow the interval by at most ~5%); '-': no between-problem spread "
+                      "detected."])
 
 
 def format_at_table(report: RunReport, ks: tuple[int, ...]) -> str:

@@ -140,7 +140,7 @@ def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path:
     assert positions[0] != pytest.approx(positions[1])  # the same responses, another unit: another number
     note = next(n for n in mixed["notes"] if "not all in one unit" in n)
     assert "in tokens: gen / gsm8k" in note and "in characters: imp_chr / gsm8k" in note and "--tokenizer" in note
-    shown = {row["run"].split(" ")[0]: row["first block"] for row in task_rows(mixed)}  # name, then its mark
+    shown = {row["run"].split(" ")[0]: row["first block rel. pos."] for row in task_rows(mixed)}  # name, then its mark
     assert shown["gen"].endswith("(tokens)") and shown["imp_chr"].endswith("(characters)")
     assert "not all in one unit" in render(mixed, "text")
     figure = behaviour_figure(mixed)
