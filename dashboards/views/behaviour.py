@@ -108,7 +108,7 @@ def render() -> None:
     labels = short_run_names(ctx.runs)  # runs named by long paths: the part that tells them apart
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])
-    fig = go.Figure([go.Bar(x=[plot_text(bar_label(labels.get(str(r), str(r)), str(t), str(c)))
+    fig = go.Figure([go.Bar(x=[plot_text(bar_label(str(r), str(t), str(c)))
                                for r, t, c in zip(group["run"], group["task"], group["complete"], strict=True)],
                             y=pd.to_numeric(group["value"]), name=str(variable).replace("accuracy_", ""))
                      for variable, group in accuracy.groupby("variable")])
