@@ -126,7 +126,8 @@ def compute_groups(runs: Iterable[str | Path] | str | Path | LoadedRuns, baselin
     sets = _problem_sets(samples)
     if baseline is not None:
         _resolve_baseline(metas, baseline)  # an unknown baseline is refused by name, as ungrouped
-    groups, not_ranked = [], []
+    groups: list[Group] = []
+    not_ranked: list[dict[str, Any]] = []
     for members in partition(metas, sets):
         names = [m.name for m in members]
         wanted = baseline if baseline is not None and _holds(members, baseline) else None
