@@ -115,10 +115,9 @@ def _grouped(args: argparse.Namespace, loaded: Any, tasks: list[str] | None, inc
     print(terminal_text(f"note: {doc['reason']}"), file=sys.stderr)
     _print(args, doc, "csv" if args.csv else "markdown" if args.markdown else "text", grouped=True)
     if args.html:
-        from analysis.leaderboard_groups_render import grouped_html
-        from pr1_eval.store.safe_write import write_atomic
+        from analysis.leaderboard_groups_render import write_grouped_html
 
-        path = write_atomic(args.html, grouped_html(grouped))
+        path = write_grouped_html(grouped, args.html)
         print(terminal_text(f"wrote {path}"), file=sys.stderr)
     print(f"leaderboard of {len(doc['groups'])} group(s) of comparable runs, {len(doc['alone'])} run(s) alone, "
           f"{len(doc['not_ranked'])} not ranked in {time.perf_counter() - started:.1f} s", file=sys.stderr)

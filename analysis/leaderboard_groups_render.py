@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 from analysis.leaderboard_groups import GroupedLeaderboard
@@ -27,6 +28,7 @@ from analysis.leaderboard_tables import (
     text_table,
 )
 from analysis.safe_text import html_text, terminal_text
+from pr1_eval.store.safe_write import write_atomic
 
 
 def alone_rows(doc: dict[str, Any]) -> list[dict[str, str]]:
@@ -122,3 +124,9 @@ def grouped_html(grouped: GroupedLeaderboard) -> str:
     if notes:
         sections.append("<h2>Notes</h2><ul class='note'>" + "".join(f"<li>{html_text(n)}</li>" for n in notes) + "</ul>")
     return page("pr1-eval leaderboard, by group of comparable runs", "\n".join(sections))
+
+
+def write_grouped_html(grouped: GroupedLeaderboard, out: str | Path) -> Path:
+    """Write :func:`grouped_html` to ``out`` whole (a temporary file renamed over it), as the
+    ungrouped page is written; returns the path."""
+    return write_atomic(out, grouped_html(grouped))
