@@ -350,7 +350,8 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     notes.append("--intersect: " + "; ".join(differences))
     shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
     if not shared_tasks:
-        raise Pr1EvalError("--intersect: the runs share no task; nothing to compare")
+        raise Pr1EvalError("--intersect: the runs share no task; nothing to compare on. Leave out --intersect to rank "
+                           "each group of comparable runs apart")
     keep: dict[str, set[str]] = {}
     for task in shared_tasks:
         keep[task] = set.intersection(*(sets[(m.name, task)] for m in metas))
@@ -503,8 +504,9 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
             raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
         cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, structure[task])
         if meta.not_measured:  # an answers-only import or stripped tags: absent, never 0.000 ("never branches")
+            absent: dict[str, Any] = {name: None for name in LATENCY_FIELDS}
             cells[task] = dataclasses.replace(cells[task], parallel_ratio=None, first_block_rel_pos=None,
-                                              position_unit=None, **dict.fromkeys(LATENCY_FIELDS))
+                                              position_unit=None, **absent)
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
             "decoding": meta.decoding, "path": meta.path, "k": meta.k, "answer_policy": meta.answer_policy,
             "complete": not missing, "missing": missing,

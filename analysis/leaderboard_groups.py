@@ -127,7 +127,10 @@ def compute_groups(runs: Iterable[str | Path] | str | Path | LoadedRuns, baselin
     if baseline is not None:
         _resolve_baseline(metas, baseline)  # an unknown baseline is refused by name, as ungrouped
     groups: list[Group] = []
-    not_ranked: list[dict[str, Any]] = []
+    held = {m.name for m in metas}
+    not_ranked: list[dict[str, Any]] = [{"runs": [name], "reason": f"holds none of the tasks asked for (--tasks "
+                                         f"{','.join(tasks or [])})"}
+                                        for name in dict.fromkeys(loaded.samples["run"].astype(str)) if name not in held]
     for members in partition(metas, sets):
         names = [m.name for m in members]
         wanted = baseline if baseline is not None and _holds(members, baseline) else None

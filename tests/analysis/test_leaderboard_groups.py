@@ -99,3 +99,13 @@ def test_a_comparable_folder_is_still_one_leaderboard(tmp_path: Path, capsys: py
     assert main(["leaderboard", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "grouped" not in doc and [r["name"] for r in doc["runs"]] == ["s200", "s100"]
+
+
+def test_runs_without_the_asked_tasks_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = first_hour(tmp_path / "runs")
+    assert main(["leaderboard", str(root), "--tasks", "aime24", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [g["runs"] for g in doc["groups"]] == [["s100", "s200"]]
+    assert {g["leaderboard"]["tasks"][0] for g in doc["groups"]} == {"aime24"}  # cut to the asked task
+    reasons = {tuple(n["runs"]): n["reason"] for n in doc["not_ranked"]}
+    assert reasons[("forkjoin",)] == reasons[("killme",)] == "holds none of the tasks asked for (--tasks aime24)"
