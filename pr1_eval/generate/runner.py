@@ -267,7 +267,7 @@ def execute(plan: RunPlan, engine: Engine | None = None) -> Path:
     """
     with run_lock(plan.out, "pr1-eval run"):  # before the model loads: a second writer is refused at once
         check_output(plan.out, plan.record)  # the plan's check, again under the lock: nothing changed since
-        if _already_finished(plan):
+        if _already_finished(plan, engine is None):
             return plan.out
         source = _open_source(plan, engine)
         try:
@@ -276,7 +276,7 @@ def execute(plan: RunPlan, engine: Engine | None = None) -> Path:
             source.close()
 
 
-def _already_finished(plan: RunPlan) -> bool:
+def _already_finished(plan: RunPlan, skips_load: bool = True) -> bool:
     """True (after the resume line) when a fixed-k run's folder holds every planned sample and its
     run.json says complete. Why: a rerun of a finished run (the cached demo) loaded the model, printed
     its weight-loading bar and the demo's "still evaluating" lines, all for nothing to generate."""
@@ -291,7 +291,7 @@ def _already_finished(plan: RunPlan) -> bool:
     line = resume_line(plan.out, planned, dict.fromkeys(planned, 0))
     if line is None:  # nothing was planned: let the run say so as it always has
         return False
-    print(f"{line} (the model is not loaded)", file=sys.stderr, flush=True)
+    print(line + (" (the model is not loaded)" if skips_load else ""), file=sys.stderr, flush=True)
     return True
 
 
