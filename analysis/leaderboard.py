@@ -84,6 +84,7 @@ Conventions, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -122,10 +123,15 @@ class NotComparable(Pr1EvalError):
     """The runs differ in problems, k or data and ``intersect`` was not asked for; ``differences``
     holds one line per difference (the dashboard shows them behind an expander)."""
 
-    def __init__(self, differences: list[str]) -> None:
+    def __init__(self, differences: list[str], intersect_helps: bool = True) -> None:
         shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
-        super().__init__(f"runs are not comparable: {shown}. Pass --intersect to compare on the shared problems")
+        hint = ("Pass --intersect to compare on the shared problems" if intersect_helps else
+                "--intersect cannot help here (it needs a task and problems every run shares, under one answer "
+                "policy): leave out the runs that differ, or run the leaderboard without --intersect on the folder "
+                "to rank each group of comparable runs apart")
+        super().__init__(f"runs are not comparable: {shown}. {hint}")
         self.differences = differences
+        self.intersect_helps = intersect_helps
 
 
 @dataclass
@@ -142,6 +148,7 @@ class RunMeta:
     data_hashes: dict[str, str | None]
     answer_policy: str = "paper"  # which text was read as the answer (run.json; pr1_eval.grading.policy)
     adaptive: dict[str, Any] | None = None  # run.json's adaptive section: problems may hold fewer than k samples
+    not_measured: str | None = None  # why structure and latency were not measured (RunRecord.not_measured), else None
 
     @property
     def k(self) -> int | None:
@@ -215,6 +222,8 @@ def compute_leaderboard(runs: Iterable[str | Path] | str | Path | LoadedRuns, ba
     rows = [_row_json(row) for row in _rank(rows, fractions, chosen, average)]
     comparisons = _comparisons(rows, base, fractions, chosen)
     notes.extend(position_unit_notes(rows))
+    notes.extend(f"{m.name}: parallel ratio, first block and token latency {m.not_measured}" for m in metas
+                 if m.not_measured)
     document = {
         "schema_version": SCHEMA_VERSION, "runs": rows, "comparisons": comparisons, "excluded": excluded,
         "baseline": base.name, "answer_policy": base.answer_policy,
@@ -246,7 +255,8 @@ def _run_metas(loaded: LoadedRuns) -> tuple[list[RunMeta], dict[str, RunRecord]]
             name=str(name), path=str(first["run_path"]), model=None if pd.isna(first["model"]) else str(first["model"]),
             family=str(first["model_family"]), step=None if pd.isna(step) else int(step), decoding=str(first["decoding"]),
             task_k=task_k, data_hashes={str(t): v.data_hash for t, v in info.tasks.items()},
-            answer_policy=info.policy, adaptive=info.adaptive))
+            answer_policy=info.policy, adaptive=info.adaptive,
+            not_measured=None if info.structure_measurable else info.not_measured))
     return metas, infos
 
 
@@ -329,18 +339,19 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     sets = _problem_sets(samples)
     policies = policy_differences(metas, base)
     if policies:  # no cut of problems makes verdicts read under other policies comparable
-        raise NotComparable(policies)
+        raise NotComparable(policies, intersect_helps=False)
     differences = _differences(metas, base, sets, chosen)
     notes = [f"data hash unknown for {m.name} / {t} (imported run): problems matched by id only"
              for m in metas for t in chosen if (m.name, t) in sets and not m.data_hashes.get(t)]
     if not differences:
         return samples, chosen, notes
     if not intersect:
-        raise NotComparable(differences)
+        raise NotComparable(differences, intersect_helps=_intersect_helps(metas, sets, chosen))
     notes.append("--intersect: " + "; ".join(differences))
     shared_tasks = [t for t in chosen if all((m.name, t) in sets for m in metas)]
     if not shared_tasks:
-        raise Pr1EvalError("--intersect: the runs share no task; nothing to compare")
+        raise Pr1EvalError("--intersect: the runs share no task; nothing to compare on. Leave out --intersect to rank "
+                           "each group of comparable runs apart")
     keep: dict[str, set[str]] = {}
     for task in shared_tasks:
         keep[task] = set.intersection(*(sets[(m.name, task)] for m in metas))
@@ -352,6 +363,13 @@ def _select(samples: pd.DataFrame, metas: list[RunMeta], base: RunMeta, tasks: S
     if dropped:
         notes.append(f"--intersect: task(s) {', '.join(dropped)} left out: not every run has them")
     return _shared_rows(samples, keep), shared_tasks, notes
+
+
+def _intersect_helps(metas: list[RunMeta], sets: dict[tuple[str, str], set[str]], tasks: list[str]) -> bool:
+    """Whether ``--intersect`` would give a leaderboard: some task every run holds, and every such task
+    with a problem every run holds (the error message offers the flag only then)."""
+    shared = [t for t in tasks if all((m.name, t) in sets for m in metas)]
+    return bool(shared) and all(set.intersection(*(sets[(m.name, t)] for m in metas)) for t in shared)
 
 
 def _shared_rows(samples: pd.DataFrame, keep: dict[str, set[str]]) -> pd.DataFrame:
@@ -485,6 +503,10 @@ def _run_row(meta: RunMeta, samples: pd.DataFrame, tasks: list[str], average: st
         if report is None or metrics is None:
             raise Pr1EvalError(f"run {meta.name}, task {task}: no problem holds all {k} samples; nothing to rank")
         cells[task] = _task_cell(metrics, report.n_problems, report.n_samples, structure[task])
+        if meta.not_measured:  # an answers-only import or stripped tags: absent, never 0.000 ("never branches")
+            absent: dict[str, Any] = {name: None for name in LATENCY_FIELDS}
+            cells[task] = dataclasses.replace(cells[task], parallel_ratio=None, first_block_rel_pos=None,
+                                              position_unit=None, **absent)
     return {"name": meta.name, "model": meta.model, "family": meta.family, "step": meta.step,
             "decoding": meta.decoding, "path": meta.path, "k": meta.k, "answer_policy": meta.answer_policy,
             "complete": not missing, "missing": missing,

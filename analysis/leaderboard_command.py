@@ -8,7 +8,8 @@ inside the handler, when ``leaderboard`` runs. The numbers come from
 ``--help`` can import without pandas.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are ranked
-and each failure is named); 2 (``Pr1EvalError``) when the runs cannot be compared.
+and each failure is named); 2 (``Pr1EvalError``) when nothing can be ranked. Runs that are not all comparable are ranked
+group by group (:mod:`analysis.leaderboard_groups`), unless ``--intersect`` asked for one ranking.
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def register(subparsers: Any) -> None:
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
-    """The ``leaderboard`` handler (see the module docstring for its exit status)."""
-    from analysis.leaderboard import Leaderboard, compute_leaderboard
-    from analysis.leaderboard_tables import render
+    """The ``leaderboard`` handler (see the module docstring for its exit status).
+
+    Runs that are not all comparable (a first-hour ``runs/`` folder: different tasks, ``--limit``
+    slices, k) are ranked group by group (:mod:`analysis.leaderboard_groups`) instead of refused;
+    with ``--intersect`` the user asked for one ranking on the shared problems, so a refusal stays."""
+    from analysis.leaderboard import LEADERBOARD_COLUMNS, NotComparable, compute_leaderboard
+    from analysis.runs.loader import load_runs
 
     started = time.perf_counter()
     if args.html:  # before the runs are read: never over a run's record
@@ -63,16 +68,17 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
         check_html_target(args.html)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    board: Leaderboard = compute_leaderboard(args.runs, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
-                                             average=args.average,
-                                             include_incomplete=bool(getattr(args, "include_incomplete", False)))
+    include = bool(getattr(args, "include_incomplete", False))
+    loaded = load_runs(args.runs, tokenizer=None, columns=LEADERBOARD_COLUMNS, blocks=False)
+    try:
+        board = compute_leaderboard(loaded, baseline=args.baseline, tasks=tasks, intersect=args.intersect,
+                                    average=args.average, include_incomplete=include)
+    except NotComparable:
+        if args.intersect:
+            raise
+        return _grouped(args, loaded, tasks, include, started)
     doc = board.document
-    for failure in doc["failures"]:
-        print(terminal_text(f"warning: run not loaded: {failure['path']}: {failure['reason']}"), file=sys.stderr)
-    if args.json:
-        print(terminal_json(doc))
-    else:
-        print(render(doc, "markdown" if args.markdown else "csv" if args.csv else "text"))
+    _print(args, doc, "csv" if args.csv else "markdown" if args.markdown else "text", grouped=False)
     if args.html:
         from analysis.leaderboard_html import write_leaderboard_html
 
@@ -80,4 +86,39 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         print(terminal_text(f"wrote {path}"), file=sys.stderr)
     print(f"leaderboard of {len(doc['runs'])} run(s), {len(doc['tasks'])} task(s), {len(doc['comparisons'])} "
           f"comparison(s) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 1 if doc["failures"] else 0
+
+
+def _print(args: argparse.Namespace, doc: dict[str, Any], fmt: str, grouped: bool) -> None:
+    """Failures on stderr, then the document in the asked-for form on stdout."""
+    for failure in doc["failures"]:
+        print(terminal_text(f"warning: run not loaded: {failure['path']}: {failure['reason']}"), file=sys.stderr)
+    if args.json:
+        print(terminal_json(doc))
+    elif grouped:
+        from analysis.leaderboard_groups_render import render_grouped
+
+        print(render_grouped(doc, fmt))
+    else:
+        from analysis.leaderboard_tables import render
+
+        print(render(doc, fmt))
+
+
+def _grouped(args: argparse.Namespace, loaded: Any, tasks: list[str] | None, include: bool, started: float) -> int:
+    """The leaderboard of runs that are not all comparable: one per group of comparable runs."""
+    from analysis.leaderboard_groups import compute_groups
+
+    grouped = compute_groups(loaded, baseline=args.baseline, tasks=tasks, average=args.average,
+                             include_incomplete=include)
+    doc = grouped.document
+    print(terminal_text(f"note: {doc['reason']}"), file=sys.stderr)
+    _print(args, doc, "csv" if args.csv else "markdown" if args.markdown else "text", grouped=True)
+    if args.html:
+        from analysis.leaderboard_groups_render import write_grouped_html
+
+        path = write_grouped_html(grouped, args.html)
+        print(terminal_text(f"wrote {path}"), file=sys.stderr)
+    print(f"leaderboard of {len(doc['groups'])} group(s) of comparable runs, {len(doc['alone'])} run(s) alone, "
+          f"{len(doc['not_ranked'])} not ranked in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 1 if doc["failures"] else 0

@@ -53,7 +53,7 @@ MAX_HEATMAPS = 12
 PALETTE = qualitative.Plotly
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222}
-h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
+h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd} h3{font-size:15px;margin-top:22px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 .wide{max-width:100%;overflow-x:auto}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
@@ -268,36 +268,55 @@ def heatmap_tasks(board: Leaderboard) -> tuple[list[str], str | None]:
 
 def leaderboard_html(board: Leaderboard) -> str:
     """The page as one HTML string."""
+    return page("pr1-eval leaderboard", leaderboard_body(board))
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained page: the style, plotly.js once, ``title`` and ``body``."""
+    return f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{html_text(title)}</title><style>{_STYLE}</style>
+<script type="text/javascript">{get_plotlyjs()}</script></head><body>
+<h1>{html_text(title)}</h1>
+{body}
+</body></html>
+"""
+
+
+def leaderboard_body(board: Leaderboard, h: str = "h2", figures: bool = True) -> str:
+    """One leaderboard's tables, figures and notes, its sections headed ``h`` (a grouped page nests
+    them under each group's heading); ``figures=False`` leaves out the figures (a run alone)."""
     doc = board.document
     tied = [bool(r["tied_with_above"]) for r in doc["runs"]]
-    drawn, figure_note = figure_document(doc)
-    figures = [accuracy_figure(drawn), behaviour_figure(drawn)]
-    shown, heatmap_note = heatmap_tasks(board)
-    heatmaps = [heatmap_figure(board, task) for task in shown]
-    divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in [*figures, *heatmaps]]
+    divs: list[str] = []
+    figure_note = heatmap_note = None
+    if figures:
+        drawn, figure_note = figure_document(doc)
+        shown, heatmap_note = heatmap_tasks(board)
+        plots = [accuracy_figure(drawn), behaviour_figure(drawn), *(heatmap_figure(board, task) for task in shown)]
+        divs = [f.to_html(full_html=False, include_plotlyjs=False) for f in plots]
     figure_note = f"<p class='note'>{html_text(figure_note)}</p>" if figure_note else ""
     heatmap_note = f"<p class='note'>{html_text(heatmap_note)}</p>" if heatmap_note else ""
     notes = "".join(f"<li>{html_text(n)}</li>" for n in doc["notes"])
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>pr1-eval leaderboard</title><style>{_STYLE}</style>
-<script type="text/javascript">{get_plotlyjs()}</script></head><body>
-<h1>pr1-eval leaderboard</h1>
-<p class="note">Average: {html_text(doc['average_convention'])}. Rows in grey are marked tied: not significantly
+    drawn_html = (f"<{h}>Over checkpoints</{h}>{figure_note}{''.join(divs[:2])}\n"
+                  f"<{h}>Which problems flip</{h}>{heatmap_note}{''.join(divs[2:])}") if figures else ""
+    return f"""<p class="note">Average: {html_text(doc['average_convention'])}. Rows in grey are marked tied: not significantly
 below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']}). Baseline of the comparisons:
 {html_text(doc['baseline'])}. Answer policy of every run: {html_text(str(doc.get('answer_policy', 'paper')))}.</p>
-<h2>Leaderboard</h2>{_table(ranking_rows(doc), tied)}
-<h2>Per task</h2>{_table(task_rows(doc))}
+<{h}>Leaderboard</{h}>{_table(ranking_rows(doc), tied)}
+<{h}>Per task</{h}>{_table(task_rows(doc))}
 <p class="note">{html_text(intervals_and_ties_note(doc))}</p>
-<h2>Paired comparisons with the baseline</h2>
+<{h}>Paired comparisons with the baseline</{h}>
 <p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
 ({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip
 permutation p-value; Holm-adjusted across the tasks of each run. {html_text(MDE_NOTE)}</p>
 {_table(comparison_rows(doc))}
-<h2>Over checkpoints</h2>{figure_note}{''.join(divs[:2])}
-<h2>Which problems flip</h2>{heatmap_note}{''.join(divs[2:])}
-{f'<h2>Notes</h2><ul class="note">{notes}</ul>' if notes else ''}
-</body></html>
-"""
+{drawn_html}
+{f'<{h}>Notes</{h}><ul class="note">{notes}</ul>' if notes else ''}"""
+
+
+def table_html(rows: list[dict[str, str]]) -> str:
+    """A table of the page's kind (names wrap, numbers do not), for pages built beside this one."""
+    return _table(rows)
 
 
 def check_html_target(out: str | Path) -> None:

@@ -31,6 +31,7 @@ from analysis.leaderboard_schema import RunAverage, TaskCell
 from analysis.safe_text import markdown_text, terminal_text
 from pr1_eval.report.completeness import LIMIT_MARK
 from pr1_eval.report.schema import TaskMetrics
+from pr1_eval.report.table import fit_columns
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -91,8 +92,8 @@ def _position_column(doc: dict[str, Any]) -> tuple[str, bool]:
     units = {cell.get("position_unit") for run in doc["runs"] for cell in run["tasks"].values()
              if cell.get("first_block_rel_pos") is not None}
     if len(units) == 1 and None not in units:
-        return f"first block ({UNIT_LABELS.get(str(next(iter(units))), 'unknown unit')})", False
-    return "first block", bool(units)
+        return f"first block rel. pos. ({UNIT_LABELS.get(str(next(iter(units))), 'unknown unit')})", False
+    return "first block rel. pos.", bool(units)
 
 
 def _position(cell: dict[str, Any], per_cell: bool) -> str:
@@ -183,16 +184,15 @@ def csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def text_table(rows: list[dict[str, str]]) -> str:
-    """Fixed-width columns, first column left-aligned."""
+    """Fixed-width columns, first column left-aligned, fit to a 120-column terminal: a wider table is
+    cut into tables one under another, each repeating what names the row (the run, and its task or
+    the run it is compared with) (:func:`pr1_eval.report.table.fit_columns`; the whole row is in
+    ``--csv`` and ``--json``)."""
     if not rows:
         return "(none)"
     heads = list(rows[0])
-    widths = [max(len(h), *(len(r.get(h, "")) for r in rows)) for h in heads]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths, strict=True)))]
-    for row in rows:
-        cells = [row.get(h, "") for h in heads]
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))))
-    return "\n".join(lines)
+    keys = 1 + sum(1 for h in heads[1:3] if h in ("task", "vs", "rank", "run"))
+    return "\n".join(fit_columns([heads, *([row.get(h, "") for h in heads] for row in rows)], keys=keys))
 
 
 #: A ``|`` that would end a Markdown table cell (data's pipes are escaped already: ``\\|``).
@@ -271,3 +271,4 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         lines += [f"- run not loaded: {f['path']}: {f['reason']}" for f in doc["failures"]]
         parts += [head("Notes"), "\n".join(lines)]
     return "\n\n".join(parts)
+

@@ -30,6 +30,7 @@ from analysis.completeness import INCLUDE_FLAG, MARK
 from analysis.engine.csv_text import frame_csv_bytes, frame_csv_text
 from analysis.engine.workers import Workers
 from analysis.summary import Analysis
+from pr1_eval.report.table import fit_columns
 from pr1_eval.store.safe_write import atomic_output, write_atomic
 from pr1_eval.terminal import terminal_text
 
@@ -281,15 +282,31 @@ def _json_int_lists(lists: np.ndarray) -> list[str] | None:
 
 
 def _show(title: str, table: pd.DataFrame, columns: list[str]) -> None:
+    """One table as text: every missing value ``null`` (as in the JSON and CSV: never ``None`` beside
+    ``null``), floats to 4 decimals, names from runs through :func:`terminal_text`; cut to fit a
+    120-column terminal, each part repeating the run and task (:func:`fit_columns`; the CSV has it whole)."""
     print(f"\n== {title} ==")
-    view = table[[c for c in columns if c in table]].copy()
-    for column in view.columns:
-        if str(view[column].dtype) == "Int64":  # pandas prints <NA> there, not na_rep
-            view[column] = view[column].map(lambda v: "null" if pd.isna(v) else str(int(v)))
-        elif not pd.api.types.is_numeric_dtype(view[column]):  # names from runs: shown, never run by the terminal
-            view[column] = [v if v is None or (isinstance(v, float) and v != v) else terminal_text(v)
-                            for v in view[column]]
-    print(view.to_string(index=False, na_rep="null", float_format=lambda x: f"{x:.4f}"))
+    view = table[[c for c in columns if c in table]]
+    if view.empty:
+        print("(none)")
+        return
+    keys = sum(1 for c in view.columns[:2] if c in ("run", "task", "model_family"))
+    rows = [[str(c) for c in view.columns]]
+    rows += [[_cell(v) for v in record] for record in view.itertuples(index=False, name=None)]
+    print("\n".join(fit_columns(rows, keys=max(keys, 1))))
+
+
+def _cell(value: Any) -> str:
+    """A value as the text tables show it (see :func:`_show`)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "null"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4f}"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return terminal_text(value)
 
 
 def incomplete_sentence(analysis: Analysis) -> str | None:

@@ -74,8 +74,27 @@ def mark_unmeasurable(stats: pd.DataFrame, run_info: Mapping[str, RunRecord], fi
         if column in out:
             out.loc[rows, column] = None if column.startswith("accuracy_") else fill
     kept = [[n for n in str(note or "").split("; ") if n and "block" not in n] for note in out.loc[rows, "notes"]]
-    out.loc[rows, "notes"] = ["; ".join([f"structure {NOT_MEASURABLE}", *notes]) for notes in kept]
+    said = [run_info[str(run)].not_measured if str(run) in run_info else NOT_MEASURABLE for run in out.loc[rows, "run"]]
+    out.loc[rows, "notes"] = ["; ".join([f"structure {why}", *notes]) for why, notes in zip(said, kept, strict=True)]
     return out
+
+
+def unmeasured_runs(run_info: Mapping[str, RunRecord]) -> dict[str, str]:
+    """Each run whose structure was not measured (stripped tags, an answers-only import), with what
+    its tables show instead (:attr:`RunRecord.not_measured`)."""
+    return {name: record.not_measured for name, record in run_info.items() if not record.structure_measurable}
+
+
+def measured_samples(samples: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:
+    """``samples`` without the runs whose structure was not measured, and a note naming each left out.
+    Why: their critical path is their whole length (no block found), so a token-latency figure of
+    them reads speedup 1.00x, "never branches", where nothing was measured."""
+    unmeasured = unmeasured_runs(run_info)
+    if not unmeasured or "run" not in samples:
+        return samples, []
+    present = [name for name in unmeasured if name in set(samples["run"].astype(str))]
+    notes = [f"token latency of {name}: {unmeasured[name]}" for name in present]
+    return samples[~samples["run"].astype(str).isin(present)], notes
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -37,7 +37,7 @@ from analysis.roles import (
 )
 from analysis.runs.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.scheduled import Embedder, bleu_scores, classify_in_background, conclude
-from analysis.stats import mark_unmeasurable, structure_stats
+from analysis.stats import mark_unmeasurable, measured_samples, structure_stats
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_COLUMNS
 
@@ -128,11 +128,12 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     if embedder is not None:
         embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
+    measured, unmeasured_notes = measured_samples(loaded.samples, loaded.run_info)
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures),
-                    notes=[*loaded.notes, *policy_notes, *filter(None, [limit_summary(cells)])],
+                    notes=[*loaded.notes, *policy_notes, *filter(None, [limit_summary(cells)]), *unmeasured_notes],
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
-                    efficiency=efficiency_tables(loaded.samples, cells, include_incomplete))
+                    efficiency=efficiency_tables(measured, cells, include_incomplete))
 
 
 def _with_policy(runs: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:

@@ -16,6 +16,7 @@ labels go through :func:`analysis.safe_text.plot_text`. Nothing here ever enable
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 import numpy as np
@@ -25,6 +26,36 @@ import streamlit as st
 from analysis.safe_text import markdown_plain, markdown_text
 
 TRACE_PAGE = "views/trace_viewer.py"
+
+
+#: A formula of problem text: ``$$…$$`` or ``$…$`` on one line.
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+#: What a formula must not hold to be rendered: anything a link could start from, or KaTeX's
+#: commands that reach outside the formula (left as literal text instead).
+_MATH_UNSAFE = re.compile(r"://|www\.|@|\\(?:href|url|html|includegraphics|class|id|style|data)", re.I)
+
+
+def latex_markdown(text: Any) -> str:
+    """Problem text as Markdown whose only markup is its formulas: each ``$…$`` / ``$$…$$`` is kept
+    for Streamlit's KaTeX, everything else is :func:`md_escape`d line by line (line breaks kept).
+
+    Why: benchmark problems are written in LaTeX (``$17_b$ is a divisor of $97_b$``), which reads
+    badly raw; the rest of the text is still untrusted and shown literally. A formula holding a
+    link start or a KaTeX command that reaches outside the formula (``\\href``) stays literal text."""
+    raw = str(text)
+    parts, last = [], 0
+    for found in _MATH.finditer(raw):
+        body = (found.group(1) or found.group(2)).replace("\n", " ").strip()
+        if not body or _MATH_UNSAFE.search(body):
+            continue
+        parts += [_escaped_lines(raw[last:found.start()]), f"$${body}$$" if found.group(1) else f"${body}$"]
+        last = found.end()
+    parts.append(_escaped_lines(raw[last:]))
+    return "".join(parts)
+
+
+def _escaped_lines(text: str) -> str:
+    return "  \n".join(markdown_text(line) if line else "" for line in text.split("\n"))
 
 
 def md_escape(text: Any) -> str:
@@ -93,3 +124,13 @@ def run_legend(labels: dict[str, str]) -> None:
     with st.expander(f"Full run names ({len(pairs)} shortened in the tables; … stands for what they all share or a cut)"):
         for label, name in pairs:
             st.text(f"{label}  =  {name}")
+
+
+def path_length(info: dict[str, Any] | None, j: int, text: str) -> str:
+    """Path ``j``'s length in tokens where the blocks frame counted them (the unit of the block's span
+    in the header), else in characters, saying so."""
+    lengths = None if info is None else info.get("path_token_lengths")
+    if lengths is not None and j < len(lengths) and lengths[j] is not None and not pd.isna(lengths[j]):
+        return f"{int(lengths[j])} tokens"
+    counted = info is not None and info.get("token_start") is not None
+    return f"{len(text)} characters" + (" (no tokenizer for path tokens)" if counted else "")

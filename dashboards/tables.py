@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.completeness import MARK
 from analysis.runs.loader import LoadedRuns
 from pr1_eval.records.run import RunRecord
+from pr1_eval.report.completeness import LIMIT_MARK
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, TaskReport
 
@@ -281,3 +283,11 @@ def trace_index(samples: pd.DataFrame, chosen_outcomes: Sequence[str], has_block
     order = {p: i for i, p in enumerate(dict.fromkeys(samples["problem_id"]))}
     return chosen.assign(_order=chosen["problem_id"].map(order)).sort_values(
         ["_order", "sample_idx"], kind="stable").drop(columns="_order")
+
+
+def bar_label(run: str, task: str, complete: str) -> str:
+    """A bar's label: the run's short name, the task, and only the marks of its ``complete`` cell
+    (incomplete, ``--limit``). The whole cell (``yes ⚠ --limit: the first 6 of 30 problems …``) made
+    labels run past the plot's edge; the table under the chart has the words."""
+    marks = ([] if complete.startswith("yes") else [MARK]) + ([LIMIT_MARK] if LIMIT_MARK in complete else [])
+    return " ".join([f"{run} · {task}", *marks])

@@ -328,7 +328,7 @@ def _read_run(entry: RunEntry, columns: Sequence[str] | None = None) -> tuple[pd
     store, run_dir = entry.store, entry.path
     info = entry.record
     frame = store.read_frame() if columns is None else _read_projection(store, columns)
-    name = info.name or run_dir.name
+    name = run_label(info.name or run_dir.name, run_dir, info.tasks)
     meta = {
         "run": name, "run_path": str(run_dir), "model": info.model.path,
         "model_family": model_family(info, name), "step": resolve_step(info, run_dir),
@@ -549,6 +549,15 @@ def finish_blocks(parsed: pd.DataFrame, samples: pd.DataFrame, counter: TokenCou
         out["path_token_lengths"] = [[counter(t) for t in texts] for texts in out["path_texts"]]
         out["summary_token_length"] = [None if s is None else counter(s) for s in summaries]
     return out[list(BLOCK_COLUMNS)].astype({"step": "Int64"})
+
+
+def run_label(name: str, run_dir: Path, tasks: Iterable[str]) -> str:
+    """The name a run is shown under: its own, or with its parent folder in front when it is named
+    like one of its tasks (``runs/qwen3-8b/aime24``, the layout the trajectory guide uses, reads
+    ``qwen3-8b/aime24``): a run called ``aime24`` beside a task column ``aime24`` reads as the task."""
+    if name in set(tasks) and run_dir.parent.name:
+        return f"{run_dir.parent.name}/{name}"
+    return name
 
 
 def distinguishing_labels(paths: Sequence[str | Path]) -> dict[str, str]:

@@ -16,11 +16,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.safe_text import plot_text
-from analysis.stats import mark_unmeasurable, structure_stats
+from analysis.stats import mark_unmeasurable, structure_stats, unmeasured_runs
 from dashboards.components import fmt, md_escape, run_legend, text_table
 from dashboards.data import Context, context
 from dashboards.fit import relabel, short_run_names
-from dashboards.tables import binned, format_failures
+from dashboards.tables import bar_label, binned, format_failures
 
 UNIT_NAMES = {"char": "characters", "token": "tokens", "mixed": "tokens for some runs, characters for others"}
 ACCURACY_VIEW = ["run", "task", "complete", "n_samples", "n_scored", "accuracy", "accuracy_with_block",
@@ -73,6 +73,8 @@ def block_lengths(blocks: pd.DataFrame) -> tuple[pd.Series, str]:
 
 def render_distributions(ctx: Context) -> None:
     samples, blocks = ctx.samples(), ctx.blocks()
+    unmeasured = unmeasured_runs(ctx.loaded.run_info)  # answers only, stripped tags: 0 blocks is no measurement
+    samples = samples[~samples["run"].astype(str).isin(list(unmeasured))]
     left, right = st.columns(2)
     labels, shares = count_shares(samples, "n_blocks", 5)
     left.plotly_chart(bars("Blocks per response", "blocks", labels, shares), key="bh_blocks")
@@ -106,11 +108,12 @@ def render() -> None:
     labels = short_run_names(ctx.runs)  # runs named by long paths: the part that tells them apart
     st.subheader("Accuracy with and without a block")
     accuracy = stats.melt(id_vars=["run", "task", "complete"], value_vars=["accuracy_with_block", "accuracy_without_block"])
-    fig = go.Figure([go.Bar(x=[plot_text(f"{r} · {t}" + ("" if c == "yes" else f" {c}"))
+    fig = go.Figure([go.Bar(x=[plot_text(bar_label(str(r), str(t), str(c)))
                                for r, t, c in zip(group["run"], group["task"], group["complete"], strict=True)],
                             y=pd.to_numeric(group["value"]), name=str(variable).replace("accuracy_", ""))
                      for variable, group in accuracy.groupby("variable")])
-    fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=320, margin={"t": 20, "b": 40})
+    fig.update_layout(barmode="group", yaxis_range=[0, 1.02], height=340, margin={"t": 20, "b": 40},
+                      xaxis={"automargin": True})
     st.plotly_chart(fig, key="bh_accuracy")
     text_table(relabel(formatted(stats, ACCURACY_VIEW), labels))
     run_legend(labels)
@@ -119,7 +122,7 @@ def render() -> None:
     st.subheader("Structure per run × task")
     text_table(relabel(formatted(stats, STATS_VIEW), labels))
     units = {UNIT_NAMES.get(str(u), str(u)) for u in [*stats["in_block_unit"], *stats["position_unit"]]
-             if isinstance(u, str)}
+             if isinstance(u, str) and u in UNIT_NAMES}  # not the 'n/a' of a run whose structure was not measured
     st.caption(f"Shares inside blocks and positions are measured in {' and '.join(sorted(units)) or 'tokens'} "
                "(tokens when the run stored token positions, else characters).")
     for record in stats[stats["notes"].fillna("").astype(bool)].to_dict("records"):

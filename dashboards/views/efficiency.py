@@ -26,6 +26,7 @@ from analysis.efficiency import efficiency_tables, latency_samples, pareto_front
 from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure, unit_words
 from analysis.figures import model_name
 from analysis.runs.steps import step_table
+from analysis.stats import measured_samples
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.views.controllers_section import render_controllers
@@ -101,7 +102,10 @@ def render_steps(ctx: Context, tables: dict[str, pd.DataFrame]) -> None:
 
 def render(ctx: Context) -> None:
     st.title("Efficiency")
-    tables = ctx.cached("efficiency", lambda: efficiency_tables(ctx.samples(), ctx.selected_completeness(),
+    measured, unmeasured = measured_samples(ctx.samples(), ctx.loaded.run_info)
+    for note in unmeasured:  # answers-only imports, stripped tags: no latency, never "speedup 1.00x"
+        st.caption(md_escape(note))
+    tables = ctx.cached("efficiency", lambda: efficiency_tables(measured, ctx.selected_completeness(),
                                                                 ctx.include_incomplete), ctx.include_incomplete)
     points = tables["points"]
     if points.empty:

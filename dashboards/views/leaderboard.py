@@ -54,10 +54,14 @@ def leaderboard_document(ctx: Context, baseline: str | None, intersect: bool) ->
             return compute_leaderboard(selected, baseline=baseline, tasks=ctx.tasks, intersect=intersect,
                                        include_incomplete=ctx.include_incomplete).document
         except NotComparable as exc:
+            advice = (f"Turn on '{INTERSECT_LABEL}' in the sidebar to compare them on the problems they all share"
+                      if exc.intersect_helps and not intersect else
+                      "Comparing on shared problems cannot align them (no task or problem all share, or "
+                      "another answer policy), so select fewer runs in the sidebar")
             return Unavailable(
-                f"these runs are not comparable: they differ in problems, k or data ({len(exc.differences)} "
-                f"difference(s), listed below). Turn on '{INTERSECT_LABEL}' in the sidebar to compare them on the "
-                "problems they all share; each run's own report follows.", exc.differences)
+                f"these runs are not comparable: they differ in problems, k, data or answer policy "
+                f"({len(exc.differences)} difference(s), listed below). {advice}; each run's own report follows.",
+                exc.differences)
         except Pr1EvalError as exc:
             return Unavailable(str(exc).replace("(--include-incomplete)", f"(the sidebar toggle '{INCLUDE_LABEL}')"))
 

@@ -19,7 +19,7 @@ import streamlit as st
 
 from analysis.conclusions import path_conclusion
 from analysis.runs.trace import TraceSegment, response_segments
-from dashboards.components import fmt, md_escape, widget_default
+from dashboards.components import fmt, latex_markdown, md_escape, path_length, widget_default
 from dashboards.data import Context, context
 from dashboards.tables import OUTCOMES, outcome, trace_index
 
@@ -124,7 +124,7 @@ def render_block(segment: TraceSegment, info: dict[str, Any] | None) -> None:
         answers, sources = path_conclusions(segment)
         for column, (j, text) in zip(st.columns(max(n, 1)), enumerate(segment.paths), strict=False):
             with column:
-                st.caption(f"Path {j + 1} · {len(text)} characters")
+                st.caption(f"Path {j + 1} · {path_length(info, j, text)}")
                 st.text(text or "(empty)")
                 if answers[j] is not None:
                     st.caption(f"conclusion ({md_escape(sources[j])})")
@@ -149,7 +149,12 @@ def render_trace(ctx: Context, sample: pd.Series) -> None:
     if len(str(sample["finish_reason"])) > FINISH_SHOWN:  # a metric cuts long values: the whole reason, literally
         st.text(f"finish reason: {sample['finish_reason']}")
     with st.expander("Problem", expanded=True):
-        st.text(sample["problem"] or "(no problem text stored)")
+        if sample["problem"]:
+            rendered, stored = st.tabs(["Rendered", "As stored"])  # formulas typeset; the text as it is
+            rendered.markdown(latex_markdown(sample["problem"]))
+            stored.text(sample["problem"])
+        else:
+            st.text("(no problem text stored)")
         st.caption("Gold answer")
         st.code(str(sample["gold"]), language=None, wrap_lines=True)
     answer_box(sample, verdict)

@@ -145,7 +145,7 @@ def _set_aside_another_demo(config: Any, narrator: Narrator) -> None:
     out = Path(config.out)
     if not holds_run(out):
         return
-    inputs = plan_inputs(config)
+    inputs = plan_inputs(config, warn=False)  # the run plans again and warns about --limit then, once
     try:
         check_output(out, planned_record(inputs, config, out.name))
     except Pr1EvalError:

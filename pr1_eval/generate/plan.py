@@ -110,7 +110,7 @@ class RunPlan:
         return self.inputs.decoding
 
 
-def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
+def plan_inputs(config: RunConfig, engine: Any = None, warn: bool = True) -> RunInputs:
     """The checks and reads that do not depend on the model, in ``CHECK_ORDER`` (``k`` to ``decoding``).
 
     With ``engine`` (a caller that brings its own loaded engine: tests, the demo) ``--engine`` is not
@@ -121,7 +121,7 @@ def plan_inputs(config: RunConfig, engine: Any = None) -> RunInputs:
     config.stop_rule()  # the adaptive rule's parameters, checked before anything loads
     check_limit(config.limit)
     progress_interval()  # a bad $PR1_EVAL_PROGRESS_SECONDS: refused now, not after the model loads
-    if config.limit is not None:  # lm-eval's warning, at run time as in every report of the run
+    if config.limit is not None and warn:  # lm-eval's warning, once per run (``warn``: a second plan is quiet)
         print(f"warning: --limit {config.limit}: only the first {config.limit} problem(s) of each task; {LIMIT_WARNING}",
               file=sys.stderr)
     check_greedy(config.temperature, config.k)

@@ -197,8 +197,8 @@ class RunProgress:
         tokens = f", {self.tokens} tokens in {self.steps} decoding steps ({token_rate:.1f} tokens/s)" if self.tokens else ""
         call = f"; {self.call_status()}" if self.call_status() else ""
         call += f"; {self.activity}" if self.activity else ""
-        kept = f" left ({self.earlier} stored before this session)" if self.earlier else ""
-        return (f"{self.generated}/{self.total} {self.desc}{kept} ({share}) generated, {self.stored} stored, "
+        kept = f" this session ({self.earlier} stored before it)" if self.earlier else ""
+        return (f"{self.generated}/{self.total} {self.desc} ({share}) generated{kept}, {self.stored} stored, "
                 f"{self.calls} engine calls{tokens}{call}; {rate:.2f} {self.desc}/s, ETA {eta}, {duration(elapsed)} "
                 f"elapsed{extra}")
 

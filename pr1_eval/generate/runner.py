@@ -89,7 +89,7 @@ def _make_record(task: PreparedTask, index: int, sample_idx: int, decoded: Decod
     return annotate_structure(record, token_offsets(tokenizer, decoded.text))
 
 
-def _missing(task: PreparedTask, k: int, finished: set[tuple[str, str, int]]) -> list[tuple[int, list[int]]]:
+def _missing(task: PreparedTask | PlannedTask, k: int, finished: set[tuple[str, str, int]]) -> list[tuple[int, list[int]]]:
     """(problem index, missing sample indices) for every problem not yet complete."""
     out = []
     for i, problem in enumerate(task.loaded.problems):
@@ -267,11 +267,32 @@ def execute(plan: RunPlan, engine: Engine | None = None) -> Path:
     """
     with run_lock(plan.out, "pr1-eval run"):  # before the model loads: a second writer is refused at once
         check_output(plan.out, plan.record)  # the plan's check, again under the lock: nothing changed since
+        if _already_finished(plan, engine is None):
+            return plan.out
         source = _open_source(plan, engine)
         try:
             return _run(plan, source)
         finally:
             source.close()
+
+
+def _already_finished(plan: RunPlan, skips_load: bool = True) -> bool:
+    """True (after the resume line) when a fixed-k run's folder holds every planned sample and its
+    run.json says complete. Why: a rerun of a finished run (the cached demo) loaded the model, printed
+    its weight-loading bar and the demo's "still evaluating" lines, all for nothing to generate."""
+    config = plan.config
+    store = RunStore(plan.out)
+    if config.stop_rule() is not None or not store.exists() or store.read_run().status != "complete":
+        return False
+    finished = store.finished_keys()
+    if any(_missing(task, config.k, finished) for task in plan.tasks.values()):
+        return False
+    planned = {name: len(task.loaded.problems) * config.k for name, task in plan.tasks.items()}
+    line = resume_line(plan.out, planned, dict.fromkeys(planned, 0))
+    if line is None:  # nothing was planned: let the run say so as it always has
+        return False
+    print(line + (" (the model is not loaded)" if skips_load else ""), file=sys.stderr, flush=True)
+    return True
 
 
 def _run(plan: RunPlan, source: ChunkSource) -> Path:

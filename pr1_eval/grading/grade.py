@@ -185,12 +185,20 @@ def _checker(workers: int | None) -> Iterator[_Checker]:
 
 
 def _wait(futures: list[Future[Verdict]], progress: bool) -> list[Verdict]:
-    """Results of ``futures`` in order, optionally with a progress bar as they complete."""
-    if progress:
+    """Results of ``futures`` in order, optionally with a progress bar as they complete.
+
+    The bar's clock starts at the first answer: before it, the grading workers start (seconds),
+    and a rate taken over that wait promised a 20-minute ETA for what took one second."""
+    if progress and futures:
         from tqdm import tqdm
 
-        with tqdm(total=len(futures), desc="grading", unit="answer") as bar:
-            for _ in as_completed(futures):
+        with tqdm(total=len(futures), desc="grading (starting workers)", unit="answer") as bar:
+            done = as_completed(futures)
+            next(done)
+            bar.reset()
+            bar.initial = bar.n = bar.last_print_n = 1
+            bar.set_description("grading")
+            for _ in done:
                 bar.update(1)
     return [f.result() for f in futures]
 

@@ -50,6 +50,10 @@ RUN_RECORD_VERSION = 2
 #: positions) of a run whose tags did not survive (:attr:`RunRecord.structure_measurable` false);
 #: JSON gives null. Never a number: ``0.000`` would read as "the model never branches".
 NOT_MEASURABLE = "n/a (tags stripped by VERL 0.9.1)"
+#: The same for an answers-only import (:attr:`RunRecord.answers_only`): its responses are each
+#: branch's final answer, so parallel ratio, format check, positions and lengths were not measured.
+ANSWERS_ONLY = ("not measured (answers-only import: each sample holds only its branch's final answer, "
+                "no response text to count blocks, tags or tokens in)")
 
 
 @dataclass
@@ -161,10 +165,25 @@ class RunRecord:
         return self.answer_policy or DEFAULT_POLICY
 
     @property
+    def answers_only(self) -> bool:
+        """The samples hold only each branch's final answer (``trajectories.answers_only``, written by
+        ``import --format parallel-probe``): no response text, so nothing to count tags or tokens in."""
+        section = self.extra.get("trajectories")
+        return isinstance(section, dict) and section.get("answers_only") is True
+
+    @property
     def structure_measurable(self) -> bool:
         """Whether the samples' tags can be counted: False for a training dump whose decoder
-        deleted them (``training.structure_measurable``, set by ``import-verl`` for VERL 0.9.1)."""
-        return not (self.training is not None and self.training.structure_measurable is False)
+        deleted them (``training.structure_measurable``, set by ``import-verl`` for VERL 0.9.1) and
+        for an answers-only import (:attr:`answers_only`). Where False, structure and token-latency
+        figures are absent and stated as :attr:`not_measured`, never ``0.000`` ("never branches")."""
+        return not (self.training is not None and self.training.structure_measurable is False) and not self.answers_only
+
+    @property
+    def not_measured(self) -> str:
+        """What a table shows in place of a structure figure of a run where :attr:`structure_measurable`
+        is False: :data:`ANSWERS_ONLY` or :data:`NOT_MEASURABLE`."""
+        return ANSWERS_ONLY if self.answers_only else NOT_MEASURABLE
 
     def task_k(self, task: str) -> int | None:
         """Samples per problem of ``task``: its own k, else the run's."""

@@ -8,6 +8,7 @@ terminal. An incomplete task shows its partial figures marked ``*``, as the accu
 from __future__ import annotations
 
 from pr1_eval.report.schema import RunReport, TaskMetrics
+from pr1_eval.report.table import fit_columns
 from pr1_eval.terminal import terminal_text
 
 _HEAD = ("task", "unit", "length/sample", "critical path", "speedup [95% CI]", "per-problem median/p90",
@@ -33,11 +34,8 @@ def format_latency_table(report: RunReport) -> str | None:
     """Token latency per task (None when no task has a length: tags stripped, or no text at all)."""
     rows = [_cells(task, t.complete, m) for task, t in report.tasks.items()
             if (m := t.metrics_or_partial) is not None and (m.speedup is not None or m.length_unit == "mixed")]
-    if not rows:
-        return None
-    table = [list(_HEAD), *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in table]
+    if not rows:  # structure not measured (stripped tags, answers only): say so, never a blank
+        return None if not report.structure_note else f"token latency: {report.structure_note}"
+    lines = fit_columns([list(_HEAD), *rows])
     return "\n".join(["token latency (critical path: main line + each block's longest path + join + summary; "
                       "speedup = mean length / mean critical path):", *lines])

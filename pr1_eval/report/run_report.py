@@ -291,6 +291,9 @@ def adaptive_note(run: RunRecord | None, frame: pd.DataFrame, tasks: Mapping[str
 
 
 def _structure_note(run: RunRecord | None) -> str:
-    """``n/a (tags stripped by VERL 0.9.1)``: the import's own reason."""
+    """``n/a (tags stripped by VERL 0.9.1)``: the import's own reason; for an answers-only import,
+    ``not measured (answers-only import …)``."""
+    if run is not None and run.answers_only:
+        return run.not_measured
     reason = run.training.structure_note if run is not None and run.training is not None else None
     return NOT_MEASURABLE + (f": {reason}" if reason else "")

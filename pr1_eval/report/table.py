@@ -74,10 +74,8 @@ def format_report_table(report: RunReport) -> str:
     head = _heads(report.k or "k")
     cut = {line.split(": ", 1)[0] for line in report.limited}
     rows = [head] + [_row(task, t, len(head), task in cut) for task, t in report.tasks.items()]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = [] if report.answer_policy is None else [policy_line(report.answer_policy)]
-    lines += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-             for row in rows]
+    lines += fit_columns(rows)
     lines += ["", f"95% CI: {interval_note()}.", f"{report.maj_tie_rule or MAJ_TIE_RULE}."]
     if report.structure_note:
         lines.append(f"parallel, format_ok {report.structure_note}")
@@ -116,11 +114,47 @@ def format_forkjoin_table(report: RunReport) -> str | None:
     return "\n".join(lines)
 
 
+#: The terminal width every text table is laid out for (see :func:`fit_columns`).
+TERMINAL_WIDTH = 120
+
+
+def fit_columns(rows: list[list[str]], keys: int = 1, width: int = TERMINAL_WIDTH) -> list[str]:
+    """Fixed-width lines of ``rows`` (the first is the header), the first column left-aligned, the
+    rest right-aligned; a table wider than ``width`` is cut into tables one under another (a blank
+    line between), each repeating the first ``keys`` columns (what names the row).
+
+    Why split and not wrap: a wrapped row scatters its numbers over lines a reader must pair up;
+    a split keeps every row on one line under its own header. Why a fixed width rather than the
+    terminal's: the same command prints the same lines in a terminal, a pipe, a log and CI, and
+    120 columns is what a split editor or a laptop terminal shows; the whole table is in
+    ``--json`` / the CSV files. A single column wider than ``width`` stays whole."""
+    if not rows:
+        return []
+    n = len(rows[0])
+    widths = [max(len(row[i]) for row in rows) for i in range(n)]
+    keys = min(keys, n)
+    base = sum(widths[:keys]) + 2 * keys
+    chunks: list[list[int]] = [[]]
+    used = base
+    for i in range(keys, n):
+        if chunks[-1] and used + widths[i] > width:
+            chunks.append([])
+            used = base
+        chunks[-1].append(i)
+        used += widths[i] + 2
+    lines: list[str] = []
+    for chunk in chunks:
+        if lines:
+            lines.append("")
+        shown = [*range(keys), *chunk]
+        lines += ["  ".join(row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in shown).rstrip()
+                  for row in rows]
+    return lines
+
+
 def _columns(rows: list[list[str]]) -> list[str]:
-    """Fixed-width lines, the first column left-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-            for row in rows]
+    """Fixed-width lines, the first column left-aligned, fit to :data:`TERMINAL_WIDTH`."""
+    return fit_columns(rows)
 
 
 def format_variance_table(report: RunReport) -> str | None:

@@ -189,3 +189,32 @@ def assert_inert(dom: dict[str, Any], where: str) -> None:
     assert dom["links"] == [], f"{where}: links from data: {dom['links']}"
     assert dom["images"] == [], f"{where}: images from data: {dom['images']}"
     assert (dom["pwned"], dom["scripts"]) == (None, 0), f"{where}: a script from data ran or was inserted"
+
+
+def shoot(pairs: list[tuple[str, Path]], timeout: float = 120.0) -> None:
+    """Screenshot each served dashboard page (url, png) once it is idle and stopped changing.
+
+    Why not ``chromium --headless --screenshot``: a Streamlit page fills over its websocket after the
+    load event, so Chromium's own screenshot (with ``--virtual-time-budget`` or ``--timeout``) catches
+    the empty skeleton; this waits in real time for the app's idle mark (:data:`READY`), as the
+    browser tests do. ``python -m tests.support.browser URL OUT.png [URL OUT.png …]``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pr1-shot-") as profile:
+        browser = DevTools(chromium_binary(), Path(profile) / "profile")
+        try:
+            for url, out in pairs:
+                browser.open(url, (), timeout=timeout)
+                browser.screenshot(out)
+                print(f"wrote {out}")
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    import sys
+
+    ARGS = sys.argv[1:]
+    if not ARGS or len(ARGS) % 2:
+        raise SystemExit("usage: python -m tests.support.browser URL OUT.png [URL OUT.png ...]")
+    shoot([(ARGS[i], Path(ARGS[i + 1])) for i in range(0, len(ARGS), 2)])

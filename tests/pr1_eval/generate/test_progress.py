@@ -59,9 +59,10 @@ def test_a_resumed_run_says_what_it_found_and_counts_what_is_left(tmp_path: Path
     progress.on_stored(48)
     progress.close()
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("[pr1-eval] resumed: 0/432 samples left (128 stored before this session) (0%)")
+    # "48/432 samples left (128 stored before …)" read as 48 left: the count says what was generated
+    assert lines[0].startswith("[pr1-eval] resumed: 0/432 samples (0%) generated this session (128 stored before it)")
     # 48 in 10 s: 4.8/s, 384 left: 80 s
-    assert lines[1].startswith("[pr1-eval] 48/432 samples left (128 stored before this session) (11%) generated, "
+    assert lines[1].startswith("[pr1-eval] 48/432 samples (11%) generated this session (128 stored before it), "
                                "48 stored") and "ETA 1m20s" in lines[1]
 
 

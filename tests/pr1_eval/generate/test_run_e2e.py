@@ -106,7 +106,8 @@ def test_killed_run_reports_incomplete_then_resumes_to_the_uninterrupted_run(mod
     assert f"resuming {out}: {done} of 24 samples already done" in resumed.stderr, resumed.stderr[-3000:]
     assert f"{24 - done} left" in resumed.stderr
     first = next(line for line in resumed.stderr.splitlines() if line.startswith("[pr1-eval] "))
-    assert first.startswith(f"[pr1-eval] resumed: 0/{24 - done} samples left ({done} stored before this session)"), first
+    assert first.startswith(f"[pr1-eval] resumed: 0/{24 - done} samples (0%) generated this session ({done} stored "
+                            "before it)"), first
     got = RunStore(out).read_frame()  # raises on duplicated keys
     want = RunStore(reference_run).read_frame()
     assert len(got) == len(want) == 2 * 3 * 4

@@ -132,9 +132,32 @@ def test_a_generated_run_records_wall_clock_per_sample_and_per_wave(forkjoin_run
     assert slowest == pytest.approx(sorted(chunk_s), abs=0.05)
 
 
-def test_a_rerun_with_nothing_left_keeps_the_wall_clock(forkjoin_run: Path) -> None:
-    from pr1_eval.generate.runner import run_eval
+def test_a_rerun_with_nothing_left_keeps_the_wall_clock(forkjoin_run: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from pr1_eval.generate import runner
+
+    def no_model(*args: Any) -> None:
+        raise AssertionError("a finished run's rerun loaded the model")
 
     before = json.loads((forkjoin_run / "run.json").read_text())["generation"]
-    run_eval(_config(forkjoin_run))  # complete: nothing is decoded
+    monkeypatch.setattr(runner, "_open_source", no_model)
+    capsys.readouterr()
+    runner.run_eval(_config(forkjoin_run))  # complete: nothing is decoded, no model is loaded
     assert json.loads((forkjoin_run / "run.json").read_text())["generation"] == before
+    err = capsys.readouterr().err
+    assert f"resuming {forkjoin_run}: 4 of 4 samples already done (1 of 1 task(s) finished), 0 left; nothing to " \
+           "generate (the model is not loaded)" in err
+    assert err.count("SHOULD ONLY BE USED FOR TESTING") == 1 and "still" not in err
+
+
+def test_the_demo_checks_its_earlier_run_without_a_second_limit_warning(forkjoin_run: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The cached demo rerun printed lm-eval's --limit warning twice: once as it checked the run it
+    found, once as it ran. The check is quiet; the run warns (the test above: once)."""
+    from pr1_eval.cli.demo import Narrator, _set_aside_another_demo
+
+    capsys.readouterr()
+    _set_aside_another_demo(_config(forkjoin_run), Narrator())
+    out, err = capsys.readouterr()
+    assert "SHOULD ONLY BE USED FOR TESTING" not in err and "moved it aside" not in out
+    assert (forkjoin_run / "run.json").exists()

@@ -130,7 +130,7 @@ def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path:
     cells = [run["tasks"]["gsm8k"] for run in same["runs"]]
     assert cells[0]["first_block_rel_pos"] == pytest.approx(cells[1]["first_block_rel_pos"])
     assert {c["position_unit"] for c in cells} == {"token"}
-    assert "first block (tokens)" in task_rows(same)[0]
+    assert "first block rel. pos. (tokens)" in task_rows(same)[0]
     assert not any("one unit" in note for note in same["notes"])
 
     mixed = build_leaderboard([tmp_path / "gen", tmp_path / "imp_chr"], intersect=True, include_incomplete=True)
@@ -140,7 +140,7 @@ def test_import_of_a_generated_runs_responses_reproduces_its_positions(tmp_path:
     assert positions[0] != pytest.approx(positions[1])  # the same responses, another unit: another number
     note = next(n for n in mixed["notes"] if "not all in one unit" in n)
     assert "in tokens: gen / gsm8k" in note and "in characters: imp_chr / gsm8k" in note and "--tokenizer" in note
-    shown = {row["run"].split(" ")[0]: row["first block"] for row in task_rows(mixed)}  # name, then its mark
+    shown = {row["run"].split(" ")[0]: row["first block rel. pos."] for row in task_rows(mixed)}  # name, then its mark
     assert shown["gen"].endswith("(tokens)") and shown["imp_chr"].endswith("(characters)")
     assert "not all in one unit" in render(mixed, "text")
     figure = behaviour_figure(mixed)
