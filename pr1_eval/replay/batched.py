@@ -1,5 +1,12 @@
-"""Parallel-Probe replayed for every seed of a question at once: the same answers and charges as
-:mod:`pr1_eval.replay.probe`, about fifty times faster.
+"""Controllers replayed for every seed of a question at once: the same answers and charges as the
+step-for-step classes (:mod:`pr1_eval.replay.probe`, :mod:`pr1_eval.replay.controllers`), many
+times faster. Two fast paths:
+
+* **SC and SC + SAC** (:class:`~pr1_eval.replay.controllers.MajorityVote` of whole branches or of
+  :class:`~pr1_eval.replay.controllers.ConvergenceProbe`): each branch is read alone, so its answer
+  and charge do not depend on the order; they are worked out once per branch, and a seed only
+  picks which ``n`` branches vote, in its order (the vote's tie-break follows that order);
+* **Parallel-Probe** (both variants), below.
 
 Why: the step-for-step controllers make one Python call per branch per probe (64 branches, up to
 100 steps, 100 seeds, per question), which made the Parallel-Probe rows take 10-20 s each and a
@@ -27,9 +34,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from collections import Counter
+
 from pr1_eval.ingest.parallel_probe import ProbeQuestion
+from pr1_eval.replay.controllers import ConvergenceProbe, MajorityVote, read_whole
 from pr1_eval.replay.probe import ParallelProbe, ParallelProbeAllVote
-from pr1_eval.replay.state import branch_order
+from pr1_eval.replay.state import QuestionState, branch_order
 
 #: (answer or None, tokens, sequential tokens, branches started) for one seed.
 SeedOutcome = tuple[str | None, int, int, int]
@@ -141,10 +151,30 @@ def _run(controller: ParallelProbe | ParallelProbeAllVote, arrays: _Arrays, n_co
     return np.where(running, previous, result), reads
 
 
+def _vote_outcomes(controller: MajorityVote, question: ProbeQuestion, seeds: Sequence[int]) -> list[SeedOutcome]:
+    """SC / SC + SAC: each branch's (answer, charge) once, then per seed the first ``n`` in its order."""
+    alone = []
+    for branch in question.branches:
+        state = QuestionState(ProbeQuestion(question.index, question.question, question.gold,
+                                            question.probe_interval, (branch,)), 0)
+        alone.append((controller.rule(state), state.started_charges()[0]))
+    out: list[SeedOutcome] = []
+    for seed in seeds:
+        picked = [alone[i] for i in branch_order(seed, len(alone))[:controller.n]]
+        answers = [a for a, _ in picked if a is not None]
+        charges = [c for _, c in picked]
+        vote = Counter(answers).most_common(1)[0][0] if answers else None
+        out.append((vote, sum(charges), max(charges, default=0), len(charges)))
+    return out
+
+
 def batched_outcomes(controller: object, question: ProbeQuestion, seeds: Sequence[int]
                      ) -> list[SeedOutcome] | None:
-    """Every seed's (answer, tokens, sequential tokens, branches started) for a Parallel-Probe
-    controller on ``question``; ``None`` where only the step-for-step path applies."""
+    """Every seed's (answer, tokens, sequential tokens, branches started) for SC, SC + SAC or a
+    Parallel-Probe controller on ``question``; ``None`` where only the step-for-step path applies."""
+    if isinstance(controller, MajorityVote) and seeds and question.branches and (
+            controller.rule is read_whole or isinstance(controller.rule, ConvergenceProbe)):
+        return _vote_outcomes(controller, question, seeds)
     if not isinstance(controller, ParallelProbe | ParallelProbeAllVote) or not seeds \
             or not _covered(controller, question):
         return None

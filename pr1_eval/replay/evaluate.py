@@ -86,7 +86,7 @@ def run_controller(controller: Controller, questions: Sequence[ProbeQuestion],
     """Every (seed, question) outcome, seed-major; the answers are scored by :func:`summarize`."""
     if not questions or not seeds:
         raise ValueError("replay needs at least one question and one seed")
-    from pr1_eval.replay.batched_probe import batched_outcomes  # numpy; the probe controllers' fast path
+    from pr1_eval.replay.batched import batched_outcomes  # numpy; the probe controllers' fast path
 
     per_question: list[list[QuestionOutcome]] = []
     for q in questions:

@@ -1,4 +1,4 @@
-"""The batched Parallel-Probe (every seed at once) gives what the step-for-step controllers give:
+"""The batched replays (every seed at once) give what the step-for-step controllers give:
 the same answer, tokens, sequential tokens and branches for every seed, on random questions made
 to hit its corners (ties in the vote, branches with no probe, probes that overshoot the branch,
 pruning of every branch, all branches finishing, a step cap)."""
@@ -10,7 +10,8 @@ import random
 import pytest
 
 from pr1_eval.ingest.parallel_probe import ProbeBranch, ProbeQuestion
-from pr1_eval.replay.batched_probe import batched_outcomes
+from pr1_eval.replay.batched import batched_outcomes
+from pr1_eval.replay.controllers import ConvergenceProbe, MajorityVote
 from pr1_eval.replay.evaluate import answer_question, run_controller
 from pr1_eval.replay.probe import ParallelProbe, ParallelProbeAllVote
 
@@ -34,15 +35,23 @@ CONTROLLERS = [
     ParallelProbeAllVote(branches=6, stable=3, patience=2, warm_up=1, max_steps=20),
     ParallelProbeAllVote(branches=5, stable=50, patience=1, warm_up=0, max_steps=100),
     ParallelProbeAllVote(branches=3, stable=2, patience=4, warm_up=3, max_steps=4),
+    MajorityVote(5),
+    MajorityVote(9),  # more than some questions have: the rest read nothing, as when branches run out
+    MajorityVote(4, ConvergenceProbe(patience=2)),
+    MajorityVote(6, ConvergenceProbe(patience=3, warmup_steps=2, burst=2)),
+    MajorityVote(1, ConvergenceProbe()),
 ]
 
 
 @pytest.mark.parametrize("controller", CONTROLLERS, ids=repr)
-def test_batched_equals_step_for_step_on_random_questions(controller: ParallelProbe | ParallelProbeAllVote) -> None:
-    rng = random.Random(hash(repr(controller)) % 1000)
+def test_batched_equals_step_for_step_on_random_questions(controller: object) -> None:
+    rng = random.Random(sum(map(ord, repr(controller))))
     seeds = list(range(12))
+    budget = getattr(controller, "branches", None) or controller.n  # type: ignore[attr-defined]
     for trial in range(25):
-        q = random_question(rng, branches=rng.randint(controller.branches, controller.branches + 3), index=trial)
+        q = random_question(rng, branches=rng.randint(max(1, budget - 2), budget + 3), index=trial)
+        if isinstance(controller, ParallelProbe | ParallelProbeAllVote) and len(q.branches) < budget:
+            continue
         batch = batched_outcomes(controller, q, seeds)
         assert batch is not None
         reference = [answer_question(controller, q, seed) for seed in seeds]
@@ -54,6 +63,7 @@ def test_outside_its_form_the_step_for_step_path_answers() -> None:
     assert batched_outcomes(ParallelProbe(branches=4), q, [0]) is None  # more branches than the question has
     assert batched_outcomes(ParallelProbe(branches=2, stable=2.5), q, [0]) is None  # type: ignore[arg-type]
     assert batched_outcomes(object(), q, [0]) is None
+    assert batched_outcomes(MajorityVote(3, lambda state: "1"), q, [0]) is None  # a rule it does not know
 
 
 def test_run_controller_keeps_the_seed_major_order() -> None:
