@@ -46,7 +46,10 @@ def load_embedding_model(name: str = DEFAULT_EMBEDDING_MODEL, device: str | None
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device=device)
+        from pr1_eval.engines.library_bars import transformers_bars_off
+
+        with transformers_bars_off():  # the caller says what loads; the library's bare bar said nothing
+            return SentenceTransformer(location, device=device)
     except Exception as exc:  # noqa: BLE001 - any failure becomes one clear message
         raise Pr1EvalError(f"cannot load embedding model {name!r} ({type(exc).__name__}: {exc}); pass a local "
                            "folder with --embedding-model, or --no-embeddings to skip cosine similarity") from None

@@ -30,11 +30,10 @@ step-for-step path: :func:`batched_outcomes` returns ``None`` for it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-
-from collections import Counter
 
 from pr1_eval.ingest.parallel_probe import ProbeQuestion
 from pr1_eval.replay.controllers import ConvergenceProbe, MajorityVote, read_whole
