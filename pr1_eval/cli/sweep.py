@@ -19,7 +19,7 @@ from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_c
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
 from pr1_eval.terminal import terminal_text
-from pr1_eval.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
+from pr1_eval.report.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
 
 if TYPE_CHECKING:  # the sweep's imports load when it runs
     from pr1_eval.generate.sweep import SweepRow

@@ -18,7 +18,7 @@ import pytest
 
 from pr1_eval.cli.main import main
 from pr1_eval.report.load import load_report
-from pr1_eval.tracking import step_metrics
+from pr1_eval.report.tracking import step_metrics
 from tests.support.analysis_fixtures import make_record, response, write_run
 
 
