@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,8 @@ def _csv_text(rows: list[Any]) -> str:
 def _table(rows: list[Any], args: argparse.Namespace) -> str:
     """Ours and, with ``--authors``, theirs in the same format (acc to 0.01, tokens truncated
     with thousands separators, as the authors print them), a ``vs authors`` column that says
-    ``equal`` or the differences, and below the table the authors' name of each controller."""
+    ``equal`` or ``differs`` (the differences under the table, so it fits 120 columns), and below
+    the table the authors' name of each controller."""
     frame = pd.DataFrame([{c: r.to_json()[c] for c in COLUMNS} for r in rows])
     has_authors = frame["authors_acc"].notna().any()
     for c in ("tokens", "seq_tokens", "authors_tokens", "authors_seq_tokens"):
@@ -123,30 +125,37 @@ def _table(rows: list[Any], args: argparse.Namespace) -> str:
     for c in ("acc", "authors_acc"):
         frame[c] = frame[c].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
     frame["branches"] = frame["branches"].map(lambda v: f"{v:.1f}")
-    frame["vs_authors"] = frame["vs_authors"].map(lambda v: "—" if v is None or pd.isna(v) else v)
+    frame["vs_authors"] = frame["vs_authors"].map(
+        lambda v: "—" if v is None or pd.isna(v) else v if v == "equal" else "differs")  # how, under the table
     frame = frame.drop(columns=["authors_row"])
     if not has_authors:
         frame = frame.drop(columns=["authors_acc", "authors_tokens", "authors_seq_tokens", "vs_authors"])
-    frame = frame.rename(columns={"acc": "acc %", "tokens": "tokens/question", "seq_tokens": "sequential",
-                                  "branches": "branches read", "acc_sd_over_seeds": "sd over seeds",
-                                  "authors_acc": "authors acc %", "authors_tokens": "authors tokens",
-                                  "authors_seq_tokens": "authors sequential", "vs_authors": "vs authors"})
+    frame = frame.rename(columns={"acc": "acc %", "tokens": "tokens", "seq_tokens": "sequential",
+                                  "branches": "branches", "acc_sd_over_seeds": "sd seeds",
+                                  "authors_acc": "their acc %", "authors_tokens": "their tokens",
+                                  "authors_seq_tokens": "their seq.", "vs_authors": "vs authors"})
     first = rows[0]
-    lines = [*(terminal_text(line) for line in frame.to_string(index=False).splitlines()), ""]
+    notes = []
     if has_authors:
         compared = [agreement(r) for r in rows if agreement(r) is not None]
         missing = len(rows) - len(compared)
-        lines.append(f"vs authors: {sum(a == 'equal' for a in compared)} of {len(compared)} compared rows equal the "
+        notes.append(f"vs authors: {sum(a == 'equal' for a in compared)} of {len(compared)} compared rows equal the "
                      "authors' (acc to their 0.01, tokens after their int())"
                      + (f"; {missing} row(s) marked — have no row in the authors' CSV" if missing else ""))
+        notes.extend(f"{r.task} {r.controller} differs from the authors: {agreement(r)}" for r in rows
+                     if agreement(r) not in (None, "equal"))
     names = {spec_name(r.controller): authors_name(spec_name(r.controller)) for r in rows}
     known = [f"{name} = {theirs}" for name, theirs in names.items() if theirs]
     if known:
-        lines.append("the authors' names (Solver/Strategy): " + "; ".join(known))
-    lines.append(f"means over {first.seeds} seeded branch orders (seeds 0-{first.seeds - 1}) of per-question figures; "
+        notes.append("the authors' names (Solver/Strategy): " + "; ".join(known))
+    notes.append(f"means over {first.seeds} seeded branch orders (seeds 0-{first.seeds - 1}) of per-question figures: "
+                 "tokens per question (all branches), sequential tokens (the longest chain), branches read, the "
+                 "accuracy's standard deviation over seeds; "
                  f"correct = {'answer string equals the gold (the authors)' if first.match == 'exact' else 'pr1-eval grader'}"
-                 "; tokens as the authors count them (a probe costs its whole interval)")
-    return "\n".join(lines)
+                 "; tokens as the authors count them (a probe costs its whole interval)"
+                 + ("; their = the authors' published figures" if has_authors else ""))
+    table = [terminal_text(line) for line in frame.to_string(index=False).splitlines()]
+    return "\n".join([*table, "", *(line for note in notes for line in textwrap.wrap(note, 120))])
 
 
 def spec_name(text: str) -> str:

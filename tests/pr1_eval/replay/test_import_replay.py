@@ -94,11 +94,14 @@ def test_the_authors_columns_match_ours_in_format_say_equal_and_name_their_rows(
     assert sc_line.rstrip().endswith("equal")
     sac_line = next(line for line in lines if " sac " in line)
     assert sac_line.split()[7] == f"{sac.acc_percent + 0.5:.2f}"
-    assert sac_line.rstrip().endswith("Δacc -0.50 pp, Δtokens -35, Δsequential -35")
+    assert sac_line.rstrip().endswith("differs")
     assert next(line for line in lines if " esc@16 " in line).rstrip().endswith("—")
-    assert "vs authors: 1 of 2 compared rows equal the authors'" in captured.out
+    notes = " ".join(captured.out.split("\n\n", 1)[1].split())  # the lines under the table, unwrapped
+    assert "vs authors: 1 of 2 compared rows equal the authors'" in notes
+    assert "toyset sac differs from the authors: Δacc -0.50 pp, Δtokens -35, Δsequential -35" in notes
     assert ("sc = MajorityVoteSolver/FullReadStrategy; sac = GreedySolver/ConvergenceProbeStrategy; "
-            "esc = ESCSolver/FullReadStrategy") in captured.out
+            "esc = ESCSolver/FullReadStrategy") in notes
+    assert max(len(line) for line in captured.out.splitlines()) <= 120
     assert "[pr1-eval] replayed 3 row(s) in" in captured.err  # progress off a terminal
     assert main([*argv, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
