@@ -13,8 +13,8 @@ from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import step_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
-from pr1_eval.scaleout import summary_note
 from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
+from pr1_eval.scaleout import summary_note
 
 SUMMARY = "generate, grade and store k samples per problem"
 DESCRIPTION = ("Generate k samples per problem of each task, grade them and store them as a run folder "
@@ -43,7 +43,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Plan, run, report; a ``--ray`` run ends with a line on how its replicas fared."""
     from pr1_eval.generate.runner import run_eval
 
-    check_installed(args.log_to)  # an asked-for tracker that is not installed: refused before the model loads
+    check_installed(getattr(args, "log_to", None))  # a tracker not installed: refused before the model loads
     out = run_eval(run_config(args))
     report.print_report(out)
     note = summary_note(str(out))

@@ -18,8 +18,8 @@ from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
-from pr1_eval.terminal import terminal_text
 from pr1_eval.report.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
+from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:  # the sweep's imports load when it runs
     from pr1_eval.generate.sweep import SweepRow
@@ -54,7 +54,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     """Score the checkpoints and print the table: exit 0 when every one was scored, 1 when some failed."""
     from pr1_eval.generate.sweep import SweepRequest, plan_sweep, run_sweep
 
-    check_installed(args.log_to)  # before any checkpoint is planned or loaded
+    check_installed(getattr(args, "log_to", None))  # before any checkpoint is planned or loaded
     request = SweepRequest(Path(args.ckpt_root), Path(args.out_root), args.steps, args.every, args.last, args.family)
     sweep = plan_sweep(request, run_config(args, model=str(args.ckpt_root)))
     tracker = Tracker.from_args(args, name=sweep.family, config={"command": "sweep", "family": sweep.family,
