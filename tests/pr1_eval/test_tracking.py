@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,31 @@ def test_a_missing_package_is_refused_in_one_line_before_any_work(
                                 "'pr1-eval[wandb]' (or pip install wandb), or leave out --log-to"), argv
 
 
+def _records(log: bytes) -> list[bytes]:
+    """The records of an offline run's ``.wandb`` file: a 7-byte file header, then LevelDB's log
+    format (32 KiB blocks; each fragment a 7-byte header: checksum, length, type 1 full / 2 first /
+    3 middle / 4 last), so a record that crosses a block boundary is joined back first."""
+    block, records, pending, pos = 32768, [], b"", 7
+    while pos + 7 <= len(log):
+        if block - pos % block < 7:  # a block's tail too short for a header is padding
+            pos += block - pos % block
+            continue
+        _, length, kind = struct.unpack("<IHB", log[pos:pos + 7])
+        data, pos = log[pos + 7:pos + 7 + length], pos + 7 + length
+        pending = data if kind in (1, 2) else pending + data
+        if kind in (1, 4):
+            records.append(pending)
+    return records
+
+
 def _logged(log: bytes, key: str) -> list[float]:
-    """The values logged under ``key``, in order, from an offline run's record log: each history
-    item is the key's bytes, then its JSON value as protobuf field 16 (tag 0x82 0x01, a length)."""
+    """The values logged under ``key``, in order: in a record, each history item is the key's bytes,
+    then its JSON value as protobuf field 16 (tag 0x82 0x01, a length)."""
     values = []
-    for match in re.finditer(re.escape(key.encode()) + rb"\x82\x01(.)", log, re.S):
-        start = match.end()
-        values.append(json.loads(log[start:start + match.group(1)[0]]))
+    for record in _records(log):
+        for match in re.finditer(re.escape(key.encode()) + rb"\x82\x01(.)", record, re.S):
+            start = match.end()
+            values.append(json.loads(record[start:start + match.group(1)[0]]))
     return list(dict.fromkeys(values))  # a value is written again in the run's summary
 
 
