@@ -20,8 +20,8 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
-from pr1_eval.terminal import terminal_json, terminal_text
 from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
+from pr1_eval.terminal import terminal_json, terminal_text
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
 DESCRIPTION = ("Rank runs (or the checkpoints of a sweep): one row per run with mean@K and its 95% interval, "
