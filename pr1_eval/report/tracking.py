@@ -36,6 +36,8 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 
 BACKENDS = ("wandb", "mlflow")
+#: The settings a failing start most likely comes from, named in its error line.
+_SETTINGS = {"wandb": "WANDB_MODE, WANDB_API_KEY, WANDB_DIR", "mlflow": "MLFLOW_TRACKING_URI"}
 #: The x axis every metric is plotted against.
 STEP_KEY = "checkpoint_step"
 #: Characters of each response kept in the samples table (a table of full 3,000-token responses
@@ -169,7 +171,13 @@ class Tracker:
         self.sinks: list[Any] = []
         self._samples: list[Any] = []
         for backend in dict.fromkeys(backends or ()):
-            self.sinks.append((_Wandb if backend == "wandb" else _Mlflow)(project, name, config))
+            try:
+                self.sinks.append((_Wandb if backend == "wandb" else _Mlflow)(project, name, config))
+            except Exception as exc:  # noqa: BLE001 - the library's own settings are wrong: say which, in one line
+                detail = " ".join(str(exc).split())[:300]
+                raise Pr1EvalError(f"--log-to {backend}: could not start a tracker run ({type(exc).__name__}: "
+                                   f"{detail}); fix its settings ({_SETTINGS[backend]}) or leave out --log-to; "
+                                   "the runs themselves are stored") from None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, name: str, config: dict[str, Any]) -> Tracker:

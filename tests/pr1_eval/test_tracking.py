@@ -120,10 +120,23 @@ def test_a_sweep_lands_in_wandb_at_its_steps_offline(tmp_path: Path, monkeypatch
 def test_a_sweep_lands_in_mlflow_at_its_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mlflow = pytest.importorskip("mlflow", reason="mlflow is an optional extra ([mlflow]), not installed here: "
                                                   "it pulls Flask, SQLAlchemy, alembic and matplotlib")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.chdir(tmp_path)  # its artifacts (the samples table) go to ./mlruns
     _sweep(tmp_path / "runs")
     assert main(["leaderboard", str(tmp_path / "runs"), "--log-to", "mlflow", "--log-project", "p"]) == 0
     client = mlflow.tracking.MlflowClient()
     (run,) = client.search_runs([client.get_experiment_by_name("p").experiment_id])
     history = client.get_metric_history(run.info.run_id, "eval/aime24/mean_at_2")
     assert sorted((m.step, m.value) for m in history) == [(100, 0.25), (200, 0.75)]
+
+
+def test_a_tracker_that_cannot_start_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("wandb", reason="wandb is the [wandb] extra (and in [dev]); not installed here")
+    monkeypatch.setenv("WANDB_MODE", "no-such-mode")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    runs = _sweep(tmp_path / "runs")
+    assert main(["leaderboard", str(runs[0]), "--log-to", "wandb"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: --log-to wandb: could not start a tracker run (") and "WANDB_MODE" in err
+    assert "internal error" not in err
