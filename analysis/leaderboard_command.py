@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
+from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
 from pr1_eval.terminal import terminal_json, terminal_text
 
 SUMMARY = "rank runs/checkpoints per task with paired tests of which differences are real"
@@ -50,6 +51,7 @@ def register(subparsers: Any) -> None:
     out.add_argument("--markdown", action="store_true", help="print Markdown tables")
     out.add_argument("--csv", action="store_true", help="print the runs table as CSV (one row per run)")
     p.add_argument("--html", default=None, metavar="OUT", help="also write one self-contained HTML page (plotly) here")
+    add_tracking_options(p)
     p.set_defaults(func=run_leaderboard)
 
 
@@ -63,6 +65,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     from analysis.runs.loader import load_runs
 
     started = time.perf_counter()
+    check_installed(getattr(args, "log_to", None))  # before the runs are read
     if args.html:  # before the runs are read: never over a run's record
         from analysis.leaderboard_html import check_html_target
 
@@ -86,6 +89,9 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         print(terminal_text(f"wrote {path}"), file=sys.stderr)
     print(f"leaderboard of {len(doc['runs'])} run(s), {len(doc['tasks'])} task(s), {len(doc['comparisons'])} "
           f"comparison(s) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    ranked = sorted(doc["runs"], key=lambda r: (r.get("step") is None, r.get("step") or 0, str(r.get("path"))))
+    log_runs(args, [r["path"] for r in ranked], name="leaderboard",
+             config={"command": "leaderboard", **vars_for_log(args)})
     return 1 if doc["failures"] else 0
 
 

@@ -12,6 +12,7 @@ plain functions, wherever they ran (``tests/analysis/test_fast_paths.py``,
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -164,9 +165,16 @@ class Embedder:
 
     @property
     def model(self) -> Any:
+        """The sentence model, loaded on first use, saying so on stderr (what, why, how to skip it,
+        how long it took): the load takes seconds and used to show only transformers' bare bar."""
         if self._model is None:
+            print(f"[pr1-eval] loading the embedding model {self.model_name} for the paths' cosine similarity "
+                  "(--no-embeddings skips it)", file=sys.stderr, flush=True)
+            started = time.monotonic()
             self._model = load_embedding_model(self.model_name, self.device)
             self.model_loaded = True
+            print(f"[pr1-eval] embedding model loaded in {time.monotonic() - started:.1f}s", file=sys.stderr,
+                  flush=True)
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

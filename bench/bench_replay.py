@@ -13,7 +13,11 @@ are read from there and never shipped), replays each controller with pr1-eval's 
   issue's bar; today they match exactly as well).
 
 It also prints, per controller, the tokens as a ratio of SC@64's (the named baseline, replayed in
-this process) and the replay's own seconds. Exit 1 if any row misses its bar; exit 0 with a
+this process) and the replay's own seconds. ``--compare`` also replays each controller with the
+step-for-step classes (every seed and question one call, as before the batched paths of
+:mod:`pr1_eval.replay.batched`), checks both give the same row, and prints both CPU times
+(``time.process_time``: this process's CPU, so other jobs on the machine do not move it) and their
+ratio. Exit 1 if any row misses its bar; exit 0 with a
 ``skipped`` line when the data folder is absent, unless ``--require`` (or ``PARALLEL_PROBE_DATA``
 is set, as CI sets it), which makes that an error.
 """
@@ -30,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pr1_eval.ingest.parallel_probe import read_parallel_probe  # noqa: E402
+from pr1_eval.replay.evaluate import answer_question, summarize  # noqa: E402
 from pr1_eval.replay.rows import read_authors_csv, replay_row, with_authors  # noqa: E402
 from pr1_eval.replay.sources import ReplaySource  # noqa: E402
 from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec  # noqa: E402
@@ -54,6 +59,19 @@ def verdict(name: str, row: object) -> tuple[bool, str]:
     return abs(d_acc) <= 0.5 and abs(d_tok) <= 0.02 * authors_tokens, f"within 0.5 pp / 2 %: {text}"
 
 
+def step_for_step(spec: object, source: ReplaySource, seeds: int, row: object) -> tuple[bool, float]:
+    """The baseline: every (seed, question) through the step-for-step controller; whether it gives
+    ``row``'s figures, and its CPU seconds."""
+    cpu = time.process_time()
+    outcomes = [answer_question(spec.controller, q, s)  # type: ignore[attr-defined]
+                for s in range(seeds) for q in source.questions]
+    result = summarize(outcomes, source.questions)
+    cpu = time.process_time() - cpu
+    same = (result.acc_percent, result.tokens, result.sequential_tokens) == \
+        (row.acc, row.tokens, row.seq_tokens)  # type: ignore[attr-defined]
+    return same, cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     env = os.environ.get("PARALLEL_PROBE_DATA")
@@ -61,6 +79,8 @@ def main() -> int:
     parser.add_argument("--controllers", default=",".join(DEFAULT_SPECS))
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--require", action="store_true", default=bool(env))
+    parser.add_argument("--compare", action="store_true",
+                        help="also time the step-for-step replay (the baseline) and print the speed-up")
     args = parser.parse_args()
     data = Path(args.data)
     if not (data / f"{MODEL}__aime24.json").is_file():
@@ -80,10 +100,15 @@ def main() -> int:
         authors = read_authors_csv(data / f"matrix_results_{MODEL}__{task}_raw.csv")
         baseline = replay_row(source, parse_spec("sc@64"), list(range(args.seeds)), "exact")
         for spec in specs:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             row = with_authors(replay_row(source, spec, list(range(args.seeds)), "exact"), spec, authors)
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             ok, text = verdict(spec.name, row) if args.seeds == 100 else (True, "not compared (seeds != 100)")
+            if args.compare:
+                same, slow_cpu = step_for_step(spec, source, args.seeds, row)
+                ok = ok and same
+                text += (f"; CPU {cpu:.2f} s, step-for-step {slow_cpu:.2f} s = {slow_cpu / max(cpu, 1e-9):.1f}x"
+                         f"{'' if same else ', ROWS DIFFER'}")
             failures += not ok
             print(f"{task:8} {spec.text:14} {row.acc:7.2f} {row.authors_acc if row.authors_acc is not None else '—':>8} "
                   f"{int(row.tokens):10d} {row.tokens / baseline.tokens:8.3f} {int(row.seq_tokens):10d} "

@@ -5,14 +5,18 @@
   cannot drift from it). On GitHub the marker is an invisible comment and the page's own text
   names the ``--help`` to read instead.
 * ``repro/README.md`` (the training guide), the lm-eval tasks' and the packaged data's READMEs
-  (each kept beside what it describes) and ``CONTRIBUTING.md`` become pages of the site, so docs pages link to them and ``--strict``
-  checks those links like any other.
+  (each kept beside what it describes) and ``CONTRIBUTING.md`` become pages of the site. A docs page
+  links to such a file where it lives in the repository (``../repro/README.md``), so the link works
+  on GitHub and in a clone (``tests/docs/test_links.py`` checks every relative link that way), and
+  :func:`site_links` rewrites it to the page the site makes of it, which ``--strict`` then checks
+  like any other link.
 
 A marker naming no command or schema fails the build, naming the page.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import sys
 from pathlib import Path
@@ -34,6 +38,24 @@ CARRIED = (("repro/README.md", "training/repro.md", ()),
            ("CONTRIBUTING.md", "contributing.md", (("](docs/", "]("),)))
 
 _parsers: dict[str, Any] = {}
+#: A Markdown link target: ``](target)`` or ``](target#anchor)``.
+LINK = re.compile(r"\]\(([^)\s#]+)(#[^)\s]*)?\)")
+
+
+def site_links(markdown: str, src_uri: str) -> str:
+    """Links of the docs page ``src_uri`` to a carried file (by its repository path, relative to
+    the page) rewritten to the site page made of it; every other link is left as written."""
+    page_dir = posixpath.dirname(posixpath.join("docs", src_uri))
+    pages = {source: page for source, page, _ in CARRIED}
+
+    def rewrite(match: re.Match[str]) -> str:
+        target = posixpath.normpath(posixpath.join(page_dir, match[1]))
+        if target not in pages:
+            return match[0]
+        site_target = posixpath.relpath(pages[target], posixpath.dirname(src_uri) or ".")
+        return f"]({site_target}{match[2] or ''})"
+
+    return LINK.sub(rewrite, markdown)
 
 
 def on_files(files: Any, config: Any) -> Any:
@@ -60,4 +82,4 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             raise ValueError(f"{page.file.src_uri}: no command {name!r} (known: {', '.join(_parsers)})")
         return reference.options_markdown(name, _parsers[name])
 
-    return MARKER.sub(expand, markdown)
+    return site_links(MARKER.sub(expand, markdown), page.file.src_uri)

@@ -13,6 +13,7 @@ from pr1_eval.cli import report
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import step_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
 from pr1_eval.scaleout import summary_note
 
 SUMMARY = "generate, grade and store k samples per problem"
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
     p.add_argument("--step", type=step_int, default=None, metavar="N",
                    help="checkpoint step (default: parsed from global_step_N)")
+    add_tracking_options(p)
     p.set_defaults(func=run_command)
 
 
@@ -41,9 +43,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Plan, run, report; a ``--ray`` run ends with a line on how its replicas fared."""
     from pr1_eval.generate.runner import run_eval
 
+    check_installed(getattr(args, "log_to", None))  # a tracker not installed: refused before the model loads
     out = run_eval(run_config(args))
     report.print_report(out)
     note = summary_note(str(out))
     if note:
         print(note)
+    log_runs(args, [out], name=out.name, config={"command": "run", "run": str(out), **vars_for_log(args)})
     return 0

@@ -18,6 +18,7 @@ from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
+from pr1_eval.report.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
 from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:  # the sweep's imports load when it runs
@@ -45,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the training job's name: the runs' name prefix and the family analysis groups them by "
                         "(default: CKPT_ROOT's folder name)")
     add_generation_options(p)
+    add_tracking_options(p)
     p.set_defaults(func=sweep_command)
 
 
@@ -52,9 +54,22 @@ def sweep_command(args: argparse.Namespace) -> int:
     """Score the checkpoints and print the table: exit 0 when every one was scored, 1 when some failed."""
     from pr1_eval.generate.sweep import SweepRequest, plan_sweep, run_sweep
 
+    check_installed(getattr(args, "log_to", None))  # before any checkpoint is planned or loaded
     request = SweepRequest(Path(args.ckpt_root), Path(args.out_root), args.steps, args.every, args.last, args.family)
     sweep = plan_sweep(request, run_config(args, model=str(args.ckpt_root)))
-    rows = run_sweep(sweep, _metrics)
+    tracker = Tracker.from_args(args, name=sweep.family, config={"command": "sweep", "family": sweep.family,
+                                                                   **vars_for_log(args)})
+
+    def metrics(out: Path) -> tuple[dict[str, Any], list[str]]:
+        """The table's numbers, and each scored checkpoint logged as it finishes (live curves)."""
+        found = _metrics(out)
+        tracker.log_run(out)
+        return found
+
+    try:
+        rows = run_sweep(sweep, metrics)
+    finally:
+        tracker.close()
     print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "
                                f"{request.out_root}"))
     if args.limit is not None:  # the numbers below are of a slice: say so with them, in lm-eval's words

@@ -23,6 +23,7 @@ from pr1_eval.engines.base import (
     is_greedy,
     request_sampling,
 )
+from pr1_eval.engines.library_bars import transformers_bars_off
 from pr1_eval.errors import Pr1EvalError, describe_exception
 from pr1_eval.inputs.model_files import TOKENIZER_FILES
 from pr1_eval.protocol.eos import model_eos_token_ids
@@ -97,7 +98,8 @@ class HFEngine:
         torch_dtype = {"auto": torch.bfloat16 if self.device.startswith("cuda") else torch.float32,
                        "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
         try:
-            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype)
+            with transformers_bars_off():  # pr1-eval's own lines say what loads (library_bars)
+                model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype)
             self.model = model.to(self.device)  # type: ignore[arg-type]
         except OSError as exc:
             raise Pr1EvalError(f"could not load model weights from {model_path!r}: {exc}") from None

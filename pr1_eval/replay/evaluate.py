@@ -86,7 +86,14 @@ def run_controller(controller: Controller, questions: Sequence[ProbeQuestion],
     """Every (seed, question) outcome, seed-major; the answers are scored by :func:`summarize`."""
     if not questions or not seeds:
         raise ValueError("replay needs at least one question and one seed")
-    return [answer_question(controller, q, seed) for seed in seeds for q in questions]
+    from pr1_eval.replay.batched import batched_outcomes  # numpy; the probe controllers' fast path
+
+    per_question: list[list[QuestionOutcome]] = []
+    for q in questions:
+        batch = batched_outcomes(controller, q, seeds)
+        per_question.append([answer_question(controller, q, seed) for seed in seeds] if batch is None else
+                            [QuestionOutcome(q.index, seed, *outcome) for seed, outcome in zip(seeds, batch, strict=True)])
+    return [outcomes[s] for s in range(len(seeds)) for outcomes in per_question]
 
 
 def summarize(outcomes: Sequence[QuestionOutcome], questions: Sequence[ProbeQuestion],

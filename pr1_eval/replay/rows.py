@@ -42,9 +42,27 @@ class ReplayRow:
     authors_acc: float | None = None
     authors_tokens: float | None = None
     authors_seq_tokens: float | None = None
+    #: The authors' name of this controller (``Solver/Strategy`` of their CSV), where it has one.
+    authors_row: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "vs_authors": agreement(self)}
+
+
+def agreement(row: ReplayRow) -> str | None:
+    """``"equal"`` when our row prints what the authors' does (Acc to their 0.01, Cost and
+    Seq_Cost after their ``int()``), else the differences (``Δacc +0.12 pp, Δtokens -35``);
+    ``None`` without an authors' row. Why a word: 63 cells compared by eye is no check."""
+    if row.authors_acc is None or row.authors_tokens is None or row.authors_seq_tokens is None:
+        return None
+    d_acc = round(row.acc - row.authors_acc, 2)
+    d_tok = int(row.tokens) - int(row.authors_tokens)
+    d_seq = int(row.seq_tokens) - int(row.authors_seq_tokens)
+    if d_acc == 0 and d_tok == 0 and d_seq == 0:
+        return "equal"
+    parts = [f"Δacc {d_acc:+.2f} pp" if d_acc else "", f"Δtokens {d_tok:+,}" if d_tok else "",
+             f"Δsequential {d_seq:+,}" if d_seq else ""]
+    return ", ".join(p for p in parts if p)
 
 
 def _grader_match(outcomes: Sequence[QuestionOutcome], source: ReplaySource) -> Any:
@@ -94,7 +112,13 @@ def with_authors(row: ReplayRow, spec: ControllerSpec, authors: list[dict[str, s
         return row
     theirs = matches[0]
     return ReplayRow(**{**asdict(row), "authors_acc": float(theirs["Acc"]), "authors_tokens": float(theirs["Cost"]),
-                        "authors_seq_tokens": float(theirs["Seq_Cost"])})
+                        "authors_seq_tokens": float(theirs["Seq_Cost"]), "authors_row": authors_name(spec.name)})
+
+
+def authors_name(name: str) -> str | None:
+    """The authors' ``Solver/Strategy`` that controller ``name`` (``sc``, ``probe``, ...) reproduces."""
+    wanted = AUTHORS_ROW.get(name)
+    return None if wanted is None else "/".join(wanted)
 
 
 def _budget(row: dict[str, str]) -> float | None:

@@ -27,7 +27,6 @@ tests, ``pr1-eval demo`` and ``pr1-eval tiny-model`` share one copy per machine 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -35,10 +34,10 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.engines.library_bars import transformers_bars_off
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.protocol.parse import parse_structure
@@ -253,18 +252,7 @@ def read_manifest(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load/save progress bars (noise in test logs), then restore them."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
+_quiet_transformers = transformers_bars_off  # the one switch (pr1_eval.engines.library_bars)
 
 
 def sample_responses(

@@ -51,6 +51,69 @@ def test_replay_command_prints_every_controller_and_compares_with_the_authors(
     assert "accuracy against tokens" in (tmp_path / "f.html").read_text(encoding="utf-8")
 
 
+def test_the_authors_columns_match_ours_in_format_say_equal_and_name_their_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The newcomer compared ``80.3`` with ``80.30`` by eye in 63 cells and read the authors' class
+    names only in the docs: now both sides print alike, a column says ``equal`` (or the
+    differences), and the names print under the table."""
+    source = write_trajectories(tmp_path / "m__toyset.json")
+    questions = read_parallel_probe(source).questions
+    sc = replay(parse_spec("sc@16").controller, questions, range(100))
+    sac = replay(parse_spec("sac").controller, questions, range(100))
+    authors = tmp_path / "matrix_results_m__toyset_raw.csv"
+    authors.write_text("Solver,Strategy,Acc,Cost,Seq_Cost,solver_n\n"
+                       f"MajorityVoteSolver,FullReadStrategy,{sc.acc_percent},{int(sc.tokens)},"
+                       f"{int(sc.sequential_tokens)},16.0\n"
+                       f"GreedySolver,ConvergenceProbeStrategy,{sac.acc_percent + 0.5},{int(sac.tokens) + 35},"
+                       f"{int(sac.sequential_tokens) + 35},\n", encoding="utf-8")
+    argv = ["replay", str(source), "--controller", "sc@16", "--controller", "sac", "--controller", "esc@16",
+            "--authors", str(authors)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    sc_line = next(line for line in lines if " sc@16 " in line)
+    assert sc_line.split()[2] == sc_line.split()[7] == f"{sc.acc_percent:.2f}"  # ours and theirs, 2 decimals
+    assert sc_line.split()[3] == sc_line.split()[8] == f"{int(sc.tokens):,}"
+    assert sc_line.rstrip().endswith("equal")
+    sac_line = next(line for line in lines if " sac " in line)
+    assert sac_line.split()[7] == f"{sac.acc_percent + 0.5:.2f}"
+    assert sac_line.rstrip().endswith("differs")
+    assert next(line for line in lines if " esc@16 " in line).rstrip().endswith("—")
+    notes = " ".join(captured.out.split("\n\n", 1)[1].split())  # the lines under the table, unwrapped
+    assert "vs authors: 1 of 2 compared rows equal the authors'" in notes
+    assert "toyset sac differs from the authors: Δacc -0.50 pp, Δtokens -35, Δsequential -35" in notes
+    assert ("sc = MajorityVoteSolver/FullReadStrategy; sac = GreedySolver/ConvergenceProbeStrategy; "
+            "esc = ESCSolver/FullReadStrategy") in notes
+    assert max(len(line) for line in captured.out.splitlines()) <= 120
+    assert "[pr1-eval] replayed 3 row(s) in" in captured.err  # progress off a terminal
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["vs_authors"] for r in rows] == ["equal", "Δacc -0.50 pp, Δtokens -35, Δsequential -35", None]
+    assert rows[0]["authors_row"] == "MajorityVoteSolver/FullReadStrategy" and rows[2]["authors_row"] is None
+
+
+def test_the_frontier_draws_the_authors_rings_over_ours_with_a_legend_entry(tmp_path: Path) -> None:
+    from analysis.controller_frontier import frontier_figure
+    from pr1_eval.replay.rows import ReplayRow
+
+    base = dict(source="s", model="m", questions=3, seeds=2, match="exact", branches=4.0, acc_sd_over_seeds=0.0)
+    rows = [ReplayRow(task="t", controller="sc@4", acc=50.0, tokens=100.0, seq_tokens=30.0, authors_acc=50.0,
+                      authors_tokens=100.0, authors_seq_tokens=30.0, authors_row="MajorityVoteSolver/FullReadStrategy",
+                      **base),
+            ReplayRow(task="t", controller="sac", acc=40.0, tokens=20.0, seq_tokens=20.0, authors_acc=41.0,
+                      authors_tokens=20.0, authors_seq_tokens=20.0, **base)]
+    fig = frontier_figure(rows)
+    names = [trace.name for trace in fig.data]
+    legend = [trace.name for trace in fig.data if trace.showlegend]
+    assert "authors' published point (ring)" in legend
+    for controller in ("sc@4", "sac"):  # each panel: our dot first, their ring after it (drawn on top)
+        assert names.index(controller) < names.index(f"{controller} (authors)")
+    ring = next(trace for trace in fig.data if trace.name == "sac (authors)")
+    assert ring.marker.size > next(trace for trace in fig.data if trace.name == "sac").marker.size
+    assert "vs this replay: Δacc -1.00 pp" in ring.hovertext[0]
+    assert "1 of 2 rows equal theirs" in fig.layout.title.text
+
+
 @pytest.mark.parametrize(("spec", "message"), [
     ("vote@8", "unknown controller 'vote'"),
     ("esc@10", "multiple of the window 8"),
