@@ -32,6 +32,7 @@ CPU_BENCHES=(
     "bench_leaderboard_html.py|--tasks 30"
     "bench_leaderboard_tasks.py|--tasks 20"
     "bench_adaptive.py|--resamples 3 --ks 16"
+    "bench_coverage.py|--draws 40 --tasks aime24"
     "grading_diff.py|. --limit 40"
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64"
     "bench_malformed.py|--small"

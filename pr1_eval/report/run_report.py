@@ -43,7 +43,7 @@ from pr1_eval.report.metrics import (
 )
 from pr1_eval.report.schema import AtK, Interval, MeanVariance, RunReport, TaskMetrics, TaskReport
 from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
-from pr1_eval.report.variance import WITHIN_SHARE, required_k, variance_split
+from pr1_eval.report.variance import WITHIN_SHARE, required_k, required_k_reason, sampling_interval, variance_split
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def mean_variance(problems: Problems) -> MeanVariance | None:
     return MeanVariance(between_problem=parts.between_problem, within_problem=parts.within_problem,
                         between=parts.between, within=parts.within, total=parts.total, se=parts.se,
                         within_share=parts.within_share, required_k=required_k(parts),
-                        required_k_share=WITHIN_SHARE)
+                        required_k_share=WITHIN_SHARE, required_k_reason=required_k_reason(parts),
+                        ci95_these_problems=sampling_interval(problems.c, problems.n))
 
 
 def at_k_metrics(arrays: SampleArrays, problems: Problems, ks: Sequence[int], k: int) -> list[AtK]:
