@@ -9,6 +9,7 @@ its gold (``0.5`` for ``\\frac{1}{2}``); the replay prints which it used.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.grading.grade import grade_responses
+from pr1_eval.replay.certified import CertifiedMajority, grader_classes
 from pr1_eval.replay.evaluate import QuestionOutcome, exact_match, run_controller, summarize
 from pr1_eval.replay.sources import ReplaySource
 from pr1_eval.replay.specs import AUTHORS_ROW, ControllerSpec
@@ -60,7 +62,10 @@ def replay_row(source: ReplaySource, spec: ControllerSpec, seeds: Sequence[int],
     """Replay one controller on one source."""
     if match not in MATCHES:
         raise Pr1EvalError(f"--match {match!r}: choose one of {', '.join(MATCHES)}")
-    outcomes = run_controller(spec.controller, source.questions, seeds)
+    controller = spec.controller
+    if isinstance(controller, CertifiedMajority) and controller.classes is None:  # votes by grader class
+        controller = dataclasses.replace(controller, classes=grader_classes(source.questions))
+    outcomes = run_controller(controller, source.questions, seeds)
     verdict = exact_match if match == "exact" else _grader_match(outcomes, source)
     result = summarize(outcomes, source.questions, verdict)
     mean = result.accuracy

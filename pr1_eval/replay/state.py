@@ -60,6 +60,7 @@ class QuestionState:
         branches = list(question.branches)
         random.Random(seed).shuffle(branches)
         self.gold = question.gold
+        self.question = question.question  # the key of its answers' grader classes (pr1_eval.replay.certified)
         self.interval = question.probe_interval
         self._cursors = [_Cursor(b) for b in branches]
         self.charged = [0] * len(branches)
