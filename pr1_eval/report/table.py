@@ -165,6 +165,18 @@ def format_variance_table(report: RunReport) -> str | None:
                       "detected.", *notes])
 
 
+def at_not_given(report: RunReport, ks: tuple[int, ...]) -> dict[str, dict[str, object]]:
+    """task → the asked Ks above its samples per problem, and why (``report --at … --json``'s
+    ``at_not_given``); tasks that have every asked K are absent."""
+    out: dict[str, dict[str, object]] = {}
+    for task, t in report.tasks.items():
+        above = sorted({k for k in ks if k > t.k})
+        if above:
+            out[task] = {"K": above, "samples_per_problem": t.k,
+                         "reason": f"pass@K, best@K and maj@K need at least K samples per problem; this task holds {t.k}"}
+    return out
+
+
 def format_at_table(report: RunReport, ks: tuple[int, ...]) -> str:
     """pass@K, best@K and maj@K at each asked K (``report --at``), one row per task and K; the Ks a
     task has too few samples for are named below, never dropped silently."""
