@@ -124,6 +124,7 @@ def main() -> int:
     parser.add_argument("--certify", type=int, default=1000, metavar="DRAWS",
                         help="draws per closest-tied question for cert@64's wrong-mode rate (0: only its row)")
     parser.add_argument("--ties", type=int, default=3, help="closest-tied questions per benchmark")
+    parser.add_argument("--cert-seeds", type=int, default=100, help="branch orders of cert@64's row (CI: fewer)")
     parser.add_argument("--no-certify", action="store_true", help="skip cert@64 entirely")
     parser.add_argument("--cert-classes", choices=("grader", "exact"), default="grader",
                         help="cert@64's answer classes and scoring: the grader's (about 75 s of grading for the "
@@ -159,7 +160,7 @@ def main() -> int:
         for task in BENCHMARKS:
             probe = read_parallel_probe(data / f"{MODEL}__{task}.json")
             certify_section(ReplaySource(label=task, model=probe.model, task=task, questions=probe.questions),
-                            args.seeds, args.certify, args.ties, args.cert_classes)
+                            args.cert_seeds, args.certify, args.ties, args.cert_classes)
     print(f"bench_replay: {len(specs) * len(BENCHMARKS) - failures} of {len(specs) * len(BENCHMARKS)} rows meet their bar")
     return 1 if failures else 0
 
