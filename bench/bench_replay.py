@@ -42,8 +42,8 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from pr1_eval.ingest.parallel_probe import ProbeQuestion, read_parallel_probe  # noqa: E402
-from pr1_eval.replay.certified import CertifiedMajority, grader_classes, mode_classes  # noqa: E402
-from pr1_eval.replay.rows import read_authors_csv, replay_row, with_authors  # noqa: E402
+from pr1_eval.replay.certified import CertifiedMajority, mode_classes  # noqa: E402
+from pr1_eval.replay.rows import grader_classes, read_authors_csv, replay_row, with_authors  # noqa: E402
 from pr1_eval.replay.sources import ReplaySource  # noqa: E402
 from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec  # noqa: E402
 from pr1_eval.replay.state import QuestionState  # noqa: E402

@@ -11,8 +11,8 @@ known in advance), however often it looks and whenever it stops. Uncertified at 
 it reports the plain majority and counts the question as not certified.
 
 **Votes are counted by answer class**: math-equivalent answers (``1/2`` and ``\\frac{1}{2}``) are
-one class, by the project's one grader (:func:`grader_classes`, from
-:func:`pr1_eval.grading.grade.answer_classes_many`); a branch with no answer votes for nothing.
+one class, by the project's one grader (:func:`pr1_eval.replay.rows.grader_classes`,
+from :func:`pr1_eval.grading.grade.answer_classes_many`); a branch with no answer votes for nothing.
 
 **The confidence sequence** (a betting construction, Waudby-Smith & Ramdas 2024). Let L_s be the
 leading class after the first s − 1 answers (most votes, earliest first on ties: known before
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -161,23 +161,6 @@ class CertifiedMajority:
 
     def __call__(self, state: QuestionState) -> str | None:
         return self.decide(state)[0]
-
-
-def grader_classes(questions: Sequence[ProbeQuestion]) -> dict[tuple[str, str], str]:
-    """(question, answer) → its class's representative (the class's first answer in branch order), by
-    the project's grader: math-equivalent answers of one question share a class."""
-    from pr1_eval.grading.grade import answer_classes_many
-
-    groups = [list(dict.fromkeys(b.final_answer for b in q.branches if b.final_answer not in (NO_ANSWER, "")))
-              for q in questions]
-    out: dict[tuple[str, str], str] = {}
-    for q, group, ids in zip(questions, groups, answer_classes_many(groups), strict=True):
-        first: dict[int, str] = {}
-        for answer, cls in zip(group, ids, strict=True):
-            if cls is None:
-                continue
-            out[(q.question, answer)] = first.setdefault(cls, answer)
-    return out
 
 
 def mode_classes(question: ProbeQuestion, classes: Mapping[tuple[str, str], str] | None) -> tuple[set[str], float]:

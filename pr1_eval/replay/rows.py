@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.grade import grade_responses
-from pr1_eval.replay.certified import CertifiedMajority, grader_classes
+from pr1_eval.grading.grade import answer_classes_many, grade_responses
+from pr1_eval.ingest.parallel_probe import NO_ANSWER, ProbeQuestion
+from pr1_eval.replay.certified import CertifiedMajority
 from pr1_eval.replay.evaluate import QuestionOutcome, exact_match, run_controller, summarize
 from pr1_eval.replay.sources import ReplaySource
 from pr1_eval.replay.specs import AUTHORS_ROW, ControllerSpec
@@ -56,6 +57,21 @@ def _grader_match(outcomes: Sequence[QuestionOutcome], source: ReplaySource) -> 
     results = grade_responses([(f"Final Answer: {a}", g) for a, g in pairs])
     verdicts = {pair: bool(r.correct) for pair, r in zip(pairs, results, strict=True)}
     return lambda answer, g: answer is not None and verdicts[(answer, g)]
+
+
+def grader_classes(questions: Sequence[ProbeQuestion]) -> dict[tuple[str, str], str]:
+    """(question, answer) → its class's representative (the class's first answer in branch order), by
+    the project's grader: math-equivalent answers of one question share a class."""
+    groups = [list(dict.fromkeys(b.final_answer for b in q.branches if b.final_answer not in (NO_ANSWER, "")))
+              for q in questions]
+    out: dict[tuple[str, str], str] = {}
+    for q, group, ids in zip(questions, groups, answer_classes_many(groups), strict=True):
+        first: dict[int, str] = {}
+        for answer, cls in zip(group, ids, strict=True):
+            if cls is None:
+                continue
+            out[(q.question, answer)] = first.setdefault(cls, answer)
+    return out
 
 
 def replay_row(source: ReplaySource, spec: ControllerSpec, seeds: Sequence[int], match: str) -> ReplayRow:

@@ -14,8 +14,9 @@ from scipy import stats
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.parallel_probe import ProbeBranch, ProbeQuestion
-from pr1_eval.replay.certified import LAMBDAS, CertifiedMajority, ModeSequence, grader_classes, mode_classes
+from pr1_eval.replay.certified import LAMBDAS, CertifiedMajority, ModeSequence, mode_classes
 from pr1_eval.replay.evaluate import answer_question
+from pr1_eval.replay.rows import grader_classes
 from pr1_eval.replay.specs import parse_spec
 from pr1_eval.replay.state import QuestionState
 
