@@ -285,7 +285,8 @@ def adaptive_note(run: RunRecord | None, frame: pd.DataFrame, tasks: Mapping[str
     stopped = sum(1 for task in tasks for n in held.get(task, {}).values() if n < tasks[task].k)
     saved = f" ({1 - sum(counts) / fixed:.0%} fewer)" if fixed else ""
     return (f"adaptive run: rounds of {rule.round_size}, a problem stopped once a {1 - rule.alpha:.0%} confidence "
-            f"sequence put its p below {rule.margin:g} or above {1 - rule.margin:g}; {stopped} of {len(counts)} "
+            f"sequence put its p (estimand: that problem's own chance of being solved) below {rule.margin:g} or above "
+            f"{1 - rule.margin:g}; {stopped} of {len(counts)} "
             f"problems stopped before k, {sum(counts):,} samples drawn where fixed k draws {fixed:,}{saved}"
             f"{_token_saving(run, frame, tasks)}{_sides(run, rule.margin)}. "
             "mean@K is the mean over problems of c/n, each over its own n; for a problem stopped at n < K, pass@K "
