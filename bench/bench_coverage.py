@@ -23,7 +23,8 @@ estimand beside it, and the width relative to an interval that knows the true va
 (:func:`pr1_eval.report.metrics.bootstrap_ci`; estimand: problems like them); ``sampling`` = the
 report's interval for these problems (:func:`pr1_eval.report.variance.sampling_interval`); for the
 paired difference the same two (:func:`analysis.paired.paired_bootstrap_ci`,
-:func:`analysis.paired.paired_sampling_interval`). Pairs: ``budget`` = the branches' answers at an
+:func:`analysis.paired.paired_sampling_interval`); with ``--plain`` also ``plain``, the plain percentile
+bootstrap (2.5 % tails) the report printed before, on the same resamples. Pairs: ``budget`` = the branches' answers at an
 8,000-token budget (the last probe at or below it) against their final answers, each condition drawn
 independently from its own 128 answers; ``null`` = final answers against final answers drawn afresh
 (true difference exactly 0), where the table also gives how often the sign-flip test (p < 0.05) and
@@ -51,7 +52,14 @@ sys.path.insert(0, str(ROOT))
 from analysis.paired import paired_bootstrap_ci, paired_sampling_interval, sign_flip_test  # noqa: E402
 from pr1_eval.ingest.parallel_probe import NO_ANSWER, read_parallel_probe  # noqa: E402
 from pr1_eval.report.at_k import maj_at_k  # noqa: E402
-from pr1_eval.report.metrics import bootstrap_ci, majority_correct, pass_at_k  # noqa: E402
+from pr1_eval.report.metrics import (  # noqa: E402
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_ci,
+    majority_correct,
+    pass_at_k,
+)
+from pr1_eval.report.resampling import resampled_means  # noqa: E402
 from pr1_eval.report.variance import sampling_interval  # noqa: E402
 
 DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "parallel-probe"
@@ -154,6 +162,12 @@ class Tally:
         return coverage, float(np.mean(self.other_hit)), width
 
 
+def plain_ci(values: np.ndarray) -> tuple[float, float]:
+    """The interval the report printed before: the plain percentile bootstrap (2.5 % tails), same resamples."""
+    low, high = np.quantile(resampled_means(values, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED), [0.025, 0.975])
+    return float(low), float(high)
+
+
 def draw_rows(rng: np.random.Generator, n_problems: int, pooled: bool, size: int) -> np.ndarray:
     return rng.integers(0, n_problems, size) if pooled else np.arange(n_problems)
 
@@ -173,6 +187,8 @@ def run_design(conds: tuple[Condition, Condition], truth_these: dict[str, np.nda
         for metric, v in values.items():
             these_truth = float(truth_these[metric][rows].mean())  # the drawn problems' own truth
             tallies.setdefault((metric, "bootstrap"), Tally.empty()).add(bootstrap_ci(v), float(v.mean()), these_truth)
+            if args.plain:
+                tallies.setdefault((metric, "plain"), Tally.empty()).add(plain_ci(v), float(v.mean()), these_truth)
             if metric == "mean":
                 c = np.rint(v * args.k).astype(int)
                 tallies.setdefault((metric, "sampling"), Tally.empty()).add(
@@ -187,6 +203,9 @@ def run_design(conds: tuple[Condition, Condition], truth_these: dict[str, np.nda
             samp = paired_sampling_interval(a, b, args.k)
             tallies.setdefault((f"paired {name}", "bootstrap"), Tally.empty()).add(boot, float(diffs.mean()), these_truth)
             tallies.setdefault((f"paired {name}", "sampling"), Tally.empty()).add(samp, float(diffs.mean()), these_truth)
+            if args.plain:
+                tallies.setdefault((f"paired {name}", "plain"), Tally.empty()).add(plain_ci(diffs), float(diffs.mean()),
+                                                                                    these_truth)
             if name == "null":
                 declared["sign-flip p<0.05"] += sign_flip_test(diffs).p_value < 0.05
                 declared["bootstrap excludes 0"] += boot is not None and not boot[0] <= 0 <= boot[1]
@@ -201,7 +220,9 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--at", type=int, default=4, help="the smaller K of pass@K and maj@K (report --at)")
     parser.add_argument("--problems", type=int, default=30, help="problems per draw of the pooled design")
-    parser.add_argument("--tasks", default="", help="benchmarks to draw per task (default all; the pooled design uses all)")
+    parser.add_argument("--tasks", default="", help="benchmarks to draw per task (default all; 'pooled': none; the pooled design uses all)")
+    parser.add_argument("--plain", action="store_true",
+                        help="also score the plain percentile bootstrap the report printed before (rows 'plain')")
     parser.add_argument("--require", action="store_true", help="exit 1 when a cell's own coverage is below 93 %%")
     args = parser.parse_args()
     data = Path(args.data)
@@ -212,7 +233,8 @@ def main() -> int:
     benches = load(data)
     pooled = tuple(Condition(np.concatenate([b[i].classes + 100_000 * j for j, b in enumerate(benches.values())]),
                              np.concatenate([b[i].correct for b in benches.values()])) for i in (0, 1))
-    designs = [(task, benches[task], False) for task in (args.tasks.split(",") if args.tasks else benches)]
+    wanted = args.tasks.split(",") if args.tasks else list(benches)  # "pooled": the pooled design only
+    designs = [(task, benches[task], False) for task in wanted if task in benches]
     designs.append(("pooled 90", pooled, True))
     print(f"{args.draws} draws per cell, k = {args.k}, --at {args.at}; loaded in {time.perf_counter() - start:.1f} s")
     header = "| design | metric | interval (its estimand) | covers these problems | covers problems like them | width / known-variance |"
@@ -229,10 +251,10 @@ def main() -> int:
             cover, these, width = tally.row(float(per_problem.mean()))  # per task, the design's truth is these problems'
             like = f"{cover:.1%}" if is_pooled else "-"
             own = these if kind == "sampling" else cover
-            if (kind == "sampling" or is_pooled) and own < 0.93:
+            if kind != "plain" and (kind == "sampling" or is_pooled) and own < 0.93:
                 failures.append(f"{name} {metric} {kind}: {own:.1%}")
-            shown = f"{width:.2f}" if (kind == "bootstrap") == is_pooled else "-"
-            estimand = "problems like them" if kind == "bootstrap" else "these problems"
+            shown = f"{width:.2f}" if (kind != "sampling") == is_pooled else "-"
+            estimand = "these problems" if kind == "sampling" else "problems like them"
             lines.append(f"| {name} | {metric} | {kind} ({estimand}) | {these:.1%} | {like} | {shown} |")
         print(f"{name}: {time.perf_counter() - t0:.1f} s; null pair declares a sign: "
               + ", ".join(f"{k} {v:.1%}" for k, v in result["declared"].items()))  # type: ignore[attr-defined]
