@@ -95,7 +95,9 @@ def test_bootstrap_interval_matches_scipy() -> None:
     rng = np.random.default_rng(3)
     diffs = rng.choice([-1, -0.5, 0, 0.5, 1], size=40, p=[0.1, 0.15, 0.4, 0.2, 0.15])
     ours = paired_bootstrap_ci(diffs)
-    ref = stats.bootstrap((diffs,), np.mean, n_resamples=10_000, method="percentile", random_state=11).confidence_interval
+    tail = stats.norm.cdf(-np.sqrt(40 / 39) * stats.t.ppf(0.975, 39))  # the expanded percentile tail (Hesterberg)
+    ref = stats.bootstrap((diffs,), np.mean, n_resamples=10_000, method="percentile", random_state=11,
+                          confidence_level=1 - 2 * tail).confidence_interval
     assert ours is not None
     assert ours[0] == pytest.approx(ref.low, abs=0.02) and ours[1] == pytest.approx(ref.high, abs=0.02)
     assert paired_bootstrap_ci(diffs) == ours  # fixed seed
