@@ -213,7 +213,7 @@ class Comparison(TypedDict):
     test: str
     n_nonzero: int
     diff_sd: float | None  # sample SD (ddof 1) of the per-problem differences; None below 2 problems
-    mde: float | None  # minimum detectable effect, 80 % power, two-sided 5 %: 2.80 · diff_sd / √n_problems
+    mde: float | None  # minimum detectable effect, 80 % power, two-sided 5 %: 2.80 · diff_sd / √n_problems; None where nothing is detectable (SD 0, or ≤ 5 problems)
 
 
 class Excluded(TypedDict):

@@ -211,8 +211,9 @@ def markdown_table(rows: list[dict[str, str]]) -> str:
 def intervals_and_ties_note(doc: dict[str, Any]) -> str:
     """How the per-task intervals were computed and how maj@K breaks ties (the document records both)."""
     boot = doc.get("ci95_bootstrap") or {}
-    return (f"95% CI of mean@K: percentile bootstrap over problems (sorted by id), {boot.get('n_resamples', 0):,} "
-            f"resamples, seed {boot.get('seed')}; of the speedup (mean length / mean critical path) the same "
+    return (f"95% CI of mean@K and of the paired deltas: expanded percentile bootstrap over problems (sorted by id), "
+            f"{boot.get('n_resamples', 0):,} resamples, seed {boot.get('seed')}; estimand: problems like these (not "
+            f"these problems only); of the speedup (mean length / mean critical path) the same "
             f"resamples of problems, each the ratio of its summed lengths. {doc.get('maj_tie_rule') or ''}.")
 
 

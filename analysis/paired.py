@@ -29,11 +29,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
 from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
-from pr1_eval.report.variance import minimum_detectable_effect
+from pr1_eval.report.variance import minimum_detectable_effect, sampling_variance
 
 #: Up to this many non-zero differences the permutation p-value is exact (2^20 ≈ 10^6 patterns).
 EXACT_MAX_NONZERO = 20
@@ -168,3 +169,20 @@ def paired_comparison(values: Sequence[float] | np.ndarray, baseline: Sequence[f
             "ci95": None if interval is None else [interval[0], interval[1]],
             "p_value": test.p_value, "test": test.method, "n_nonzero": test.n_nonzero,
             "diff_sd": float(np.std(diffs, ddof=1)) if a.size >= 2 else None, "mde": minimum_detectable_effect(diffs)}
+
+
+def paired_sampling_interval(c_a: np.ndarray, c_b: np.ndarray, n_a: int | np.ndarray,
+                             n_b: int | np.ndarray | None = None) -> tuple[float, float] | None:
+    """Interval of the mean difference of Mean@k whose estimand is *these problems* (two checkpoints
+    sampled independently on the same problems, counts ``c_a`` of ``n_a`` and ``c_b`` of ``n_b``):
+    delta ± z·√(Var_A + Var_B), each :func:`pr1_eval.report.variance.sampling_variance`. Where
+    :func:`paired_bootstrap_ci` answers "better on problems like these", this answers "better on
+    these problems"; ``bench/bench_coverage.py`` checks both on the real trajectories."""
+    a, b = np.asarray(c_a, dtype=float), np.asarray(c_b, dtype=float)
+    na = np.broadcast_to(np.asarray(n_a, dtype=float), a.shape)
+    nb = na if n_b is None else np.broadcast_to(np.asarray(n_b, dtype=float), b.shape)
+    if a.size < 1 or np.any(na < 2) or np.any(nb < 2):
+        return None
+    delta = float(np.mean(a / na - b / nb))
+    half = NormalDist().inv_cdf(0.975) * float(np.sqrt(sampling_variance(a, na) + sampling_variance(b, nb)))
+    return delta - half, delta + half

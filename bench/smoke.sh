@@ -32,8 +32,9 @@ CPU_BENCHES=(
     "bench_leaderboard_html.py|--tasks 30"
     "bench_leaderboard_tasks.py|--tasks 20"
     "bench_adaptive.py|--resamples 3 --ks 16"
+    "bench_coverage.py|--draws 40 --tasks aime24"
     "grading_diff.py|. --limit 40"
-    "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64"
+    "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64 --cert-classes exact --cert-seeds 10 --certify 50 --ties 1"
     "bench_malformed.py|--small"
 )
 # name|why it is skipped

@@ -61,12 +61,21 @@ def print_report(run_dir: str | Path, as_json: bool = False, strict: bool = Fals
     ``at``: the Ks of the at-K table (``--at``)."""
     from pr1_eval.report.latency_table import format_latency_table
     from pr1_eval.report.load import load_report, replaced_line
-    from pr1_eval.report.table import format_at_table, format_forkjoin_table, format_report_table, format_variance_table
+    from pr1_eval.report.table import (
+        at_not_given,
+        format_at_table,
+        format_forkjoin_table,
+        format_report_table,
+        format_variance_table,
+    )
 
     report = load_report(run_dir, at=at)
     replaced = replaced_line(run_dir)
     if as_json:
-        print(json.dumps(report.to_json(), indent=2, default=str))
+        document = report.to_json()
+        if at:  # a K above a task's samples is named, never dropped silently (the text table does the same)
+            document["at_not_given"] = at_not_given(report, at)
+        print(json.dumps(document, indent=2, default=str))
     else:
         status = "" if report.status == "complete" else f"  (status: {report.status})"
         shard = f"  ({report.shard})" if report.shard else ""

@@ -15,8 +15,10 @@ run's sample of the same index).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -79,12 +81,38 @@ def adaptive_rounds(config: Any, rule: StopRule, source: Any, tasks: Mapping[str
     run.json's ``adaptive`` section: the rule, the samples each problem drew and the side each
     settled problem was settled on."""
     bounds = rule.boundaries()
+    total = sum(len(task.loaded.problems) for task in tasks.values())
+    found = held_verdicts(store)
+    if (resumed := adaptive_resume_line(store.root, found, rule, total)) is not None:
+        print(resumed, file=sys.stderr, flush=True)
     for t, end in enumerate(bounds):
         start = bounds[t - 1] if t else 0
         todo = open_problems(tasks, held_verdicts(store), rule, start, end)
         if any(todo.values()):
+            print(round_line(t, len(bounds), todo, total, end - start), file=sys.stderr, flush=True)
             generate(source.plan(todo, config.problems_per_chunk), Draw(end - start, start, f"#round{t}"))
     return {**rule.to_dict(), **drawn_and_settled(held_verdicts(store), rule)}
+
+
+def round_line(t: int, rounds: int, todo: Mapping[str, list[tuple[int, list[int]]]], total: int, size: int) -> str:
+    """``round 2 of ≤ 4: 8 of 30 problems open, 32 samples to draw``: which round, and how much is left.
+    Why "≤": later rounds happen only for problems still open, so the run may end before the last."""
+    open_now = sum(len(items) for items in todo.values())
+    samples = sum(len(missing) for items in todo.values() for _, missing in items)
+    return (f"round {t + 1} of ≤ {rounds}: {open_now} of {total} problem(s) open, {samples} sample(s) to draw "
+            f"({size} per problem)")
+
+
+def adaptive_resume_line(out: Path, held: Held, rule: StopRule, total: int) -> str | None:
+    """``resuming runs/x: 96 samples already held over 30 problems (12 settled); the rounds go on from
+    there`` when the folder already holds samples of this adaptive run; None for a fresh one (the
+    fixed-k runner's resume line, :func:`pr1_eval.generate.runner.resume_line`, for the same reason)."""
+    if not held:
+        return None
+    samples = sum(len(correct) for _, correct in held.values())
+    done = sum(1 for _, correct in held.values() if len(correct) >= required_samples(correct, rule))
+    return (f"resuming {out}: {samples} sample(s) already held over {len(held)} of {total} problem(s) "
+            f"({done} finished: settled or at k = {rule.max_k}); the rounds go on from there")
 
 
 def drawn_and_settled(held: Held, rule: StopRule) -> dict[str, Any]:

@@ -9,13 +9,16 @@ its gold (``0.5`` for ``\\frac{1}{2}``); the replay prints which it used.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.grading.grade import grade_responses
+from pr1_eval.grading.grade import answer_classes_many, grade_responses
+from pr1_eval.ingest.parallel_probe import NO_ANSWER, ProbeQuestion
+from pr1_eval.replay.certified import CertifiedMajority
 from pr1_eval.replay.evaluate import QuestionOutcome, exact_match, run_controller, summarize
 from pr1_eval.replay.sources import ReplaySource
 from pr1_eval.replay.specs import AUTHORS_ROW, ControllerSpec
@@ -74,11 +77,29 @@ def _grader_match(outcomes: Sequence[QuestionOutcome], source: ReplaySource) -> 
     return lambda answer, g: answer is not None and verdicts[(answer, g)]
 
 
+def grader_classes(questions: Sequence[ProbeQuestion]) -> dict[tuple[str, str], str]:
+    """(question, answer) → its class's representative (the class's first answer in branch order), by
+    the project's grader: math-equivalent answers of one question share a class."""
+    groups = [list(dict.fromkeys(b.final_answer for b in q.branches if b.final_answer not in (NO_ANSWER, "")))
+              for q in questions]
+    out: dict[tuple[str, str], str] = {}
+    for q, group, ids in zip(questions, groups, answer_classes_many(groups), strict=True):
+        first: dict[int, str] = {}
+        for answer, cls in zip(group, ids, strict=True):
+            if cls is None:
+                continue
+            out[(q.question, answer)] = first.setdefault(cls, answer)
+    return out
+
+
 def replay_row(source: ReplaySource, spec: ControllerSpec, seeds: Sequence[int], match: str) -> ReplayRow:
     """Replay one controller on one source."""
     if match not in MATCHES:
         raise Pr1EvalError(f"--match {match!r}: choose one of {', '.join(MATCHES)}")
-    outcomes = run_controller(spec.controller, source.questions, seeds)
+    controller = spec.controller
+    if isinstance(controller, CertifiedMajority) and controller.classes is None:  # votes by grader class
+        controller = dataclasses.replace(controller, classes=grader_classes(source.questions))
+    outcomes = run_controller(controller, source.questions, seeds)
     verdict = exact_match if match == "exact" else _grader_match(outcomes, source)
     result = summarize(outcomes, source.questions, verdict)
     mean = result.accuracy

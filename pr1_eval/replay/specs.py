@@ -12,6 +12,8 @@ spec               controller                                  authors' row (Sol
 ``probe@64``       Parallel-Probe (``stable`` 40, ``patience``  GreedySolver,
                    7, ``warm_up`` 15, ``burst`` 1)             ParallelESTPruningBurstMajority…
 ``probe-all@64``   Parallel-Probe, every branch votes          GreedySolver, ParallelESTPruning
+``cert@64``        whole branches until the majority class is  (none: pr1-eval's,
+                   certified at ``alpha`` (0.05), ``batch`` 1  :mod:`pr1_eval.replay.certified`)
 =================  ==========================================  ==================================
 
 The defaults are the parameters of the authors' published Qwen3-8B table, so ``pr1-eval replay``
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.replay.certified import CertifiedMajority
 from pr1_eval.replay.controllers import (
     AdaptiveConsistency,
     ConvergenceProbe,
@@ -61,6 +64,7 @@ _BUILDERS: dict[str, tuple[Callable[..., Controller], tuple[str, ...], int]] = {
     "sc+sac": (_sac, ("patience", "warmup_steps", "burst"), 64),
     "probe": (lambda n, **kw: ParallelProbe(n, **kw), ("stable", "patience", "warm_up", "burst", "max_steps"), 64),
     "probe-all": (lambda n, **kw: ParallelProbeAllVote(n, **kw), ("stable", "patience", "warm_up", "max_steps"), 64),
+    "cert": (lambda n, **kw: CertifiedMajority(n, **kw), ("alpha", "batch"), 64),
 }
 
 

@@ -70,6 +70,7 @@ class QuestionState:
     def __init__(self, question: ProbeQuestion, seed: int) -> None:
         branches = [question.branches[i] for i in branch_order(seed, len(question.branches))]
         self.gold = question.gold
+        self.question = question.question  # the key of its answers' grader classes (pr1_eval.replay.certified)
         self.interval = question.probe_interval
         self._cursors = [_Cursor(b) for b in branches]
         self.charged = [0] * len(branches)

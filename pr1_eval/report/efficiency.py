@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, expanded_tail
 from pr1_eval.report.resampling import resampled_means
 
 Interval = tuple[float, float]
@@ -58,12 +58,14 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 def speedup_interval(response: np.ndarray, critical: np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
                      seed: int = BOOTSTRAP_SEED, alpha: float = 0.05) -> Interval | None:
-    """Percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem sums,
-    problem-id order; None below 2 problems): both means come from the same resampled problems."""
+    """Expanded percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem
+    sums, problem-id order; None below 2 problems): both means come from the same resampled problems,
+    and the tails are :func:`pr1_eval.report.metrics.expanded_tail`'s, as every other interval's."""
     if response.size < 2:
         return None
     ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)
-    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+    tail = expanded_tail(response.size, alpha)
+    low, high = np.quantile(ratios, [tail, 1 - tail])
     return float(low), float(high)
 
 

@@ -29,8 +29,10 @@ Decisions that make the same samples always give the same numbers:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from math import comb
 from typing import Any
 
@@ -43,6 +45,11 @@ from pr1_eval.report.resampling import resampled_means
 BOOTSTRAP_RESAMPLES = 10_000
 #: Seed of every bootstrap interval: the same values give the same interval on every machine.
 BOOTSTRAP_SEED = 0
+#: What the bootstrap intervals are intervals *of*: the population of problems the benchmark stands for.
+ESTIMAND_PROBLEMS = ("problems like these: the mean over problems drawn as the benchmark's were, each with the "
+                     "run's k samples (bootstrap over problems)")
+#: What the sampling intervals are of: this benchmark's own problems, only the samples random.
+ESTIMAND_THESE = "these problems: the mean over this benchmark's own problems; only the samples are random"
 #: The maj@K tie rule, as reports and the leaderboard state it.
 MAJ_TIE_RULE = ("maj@K ties: when several answers share the highest count, the problem counts as correct only if "
                 "every tied answer is correct (never decided by sample order); a missing answer never wins the vote")
@@ -166,11 +173,32 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
     if values.size < 2:
         return None
     means = resampled_means(values, n_resamples, seed)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    tail = expanded_tail(values.size, alpha)
+    low, high = np.quantile(means, [tail, 1 - tail])
     return float(low), float(high)
+
+
+@lru_cache(maxsize=256)
+def expanded_tail(n_problems: int, alpha: float = 0.05) -> float:
+    """The tail share each end of :func:`bootstrap_ci` cuts: Φ(−√(P/(P−1)) · t_{P−1, 1−α/2}), below α/2.
+
+    Why not α/2 (the plain percentile bootstrap): its interval is as narrow as a z-interval with the
+    divide-by-P SD, so at P = 30 it covered the mean of problems like these in only 91.6–93.6 % of
+    1,000 draws at nominal 95 % on the real trajectories (4 of 7 intervals below 93 %), and a true
+    null pair's interval excluded 0 in 6.4 % (``bench/bench_coverage.py --plain``); expanded: 93.2–95.8 %. The *expanded percentile* bootstrap (Hesterberg, "What Teachers
+    Should Know About the Bootstrap", 2015, §5) moves the cut to where a Student-t interval with the
+    divide-by-(P − 1) SD would sit on a normal sampling distribution, keeping the bootstrap's shape
+    (skew near 0 and 1): 1.88 % each side at P = 30 (the interval about 6 % wider), → α/2 as P grows."""
+    from scipy import stats  # here, not at import: the CLI's parser loads this module
+
+    if n_problems < 2:
+        return alpha / 2
+    quantile = float(stats.t.ppf(1 - alpha / 2, n_problems - 1)) * math.sqrt(n_problems / (n_problems - 1))
+    return float(stats.norm.cdf(-quantile))
 
 
 def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """How the intervals were computed, recorded beside them (``ci95_bootstrap``) so anyone can recompute them."""
-    return {"method": "percentile bootstrap of the mean over problems", "resampled": "problems, sorted by problem id",
+    return {"method": "expanded percentile bootstrap of the mean over problems (tails at Φ(−√(P/(P−1))·t_{P−1}))",
+            "estimand": ESTIMAND_PROBLEMS, "resampled": "problems, sorted by problem id",
             "n_resamples": n_resamples, "seed": seed, "confidence": 0.95}

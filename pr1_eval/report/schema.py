@@ -71,6 +71,11 @@ class MeanVariance:
         "samples per problem then narrow the interval by at most 1 − √(1 − share) (5 % at 10 %). None when "
         "between_problem ≤ 0 (no spread detected: every sample still narrows the interval).")
     required_k_share: float = _doc("The within-problem share required_k allows (0.10).")
+    required_k_reason: str | None = _doc("Why required_k is what it is (1 on a task whose every problem's samples "
+                                         "agree; None when between_problem ≤ 0), in words.", None)
+    ci95_these_problems: Interval | None = _doc(
+        "95% interval of mean@K whose estimand is these problems (only the samples random): mean ± 1.96·√within. "
+        "The task's ci95 (bootstrap over problems) is the one for problems like these.", None)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -80,6 +85,9 @@ class MeanVariance:
         if data is None:
             return None
         values: dict[str, Any] = {f.name: data.get(f.name) for f in dataclasses.fields(cls)}
+        if values.get("ci95_these_problems") is not None:
+            values["ci95_these_problems"] = (float(values["ci95_these_problems"][0]),
+                                             float(values["ci95_these_problems"][1]))
         return cls(**values)
 
 

@@ -63,7 +63,8 @@ def _ratio(value: float | None) -> str:
 
 def interval_note(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> str:
     """How the intervals are computed, in the words a table footer prints."""
-    return f"percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}"
+    return (f"expanded percentile bootstrap over problems (sorted by id), {n_resamples:,} resamples, seed {seed}; "
+            "estimand: problems like these (the variance table gives mean@K's interval for these problems)")
 
 
 def format_report_table(report: RunReport) -> str:
@@ -158,26 +159,56 @@ def _columns(rows: list[list[str]]) -> list[str]:
 
 
 def format_variance_table(report: RunReport) -> str | None:
-    """Var(mean@K) per task split into between-problem and within-problem parts, its standard error and
-    the required k (:mod:`pr1_eval.report.variance`); None when no task has the split."""
-    rows = [["task", "k", "problems", "mean", "se", "var between", "var within", "within share", "required k"]]
-    share = None
+    """Var(mean@K) per task split into between-problem and within-problem parts, its standard error, the
+    interval for these problems and the required k (:mod:`pr1_eval.report.variance`); None when no task
+    has the split.
+
+    The unbiased between-problem estimate can come out negative (problems that differ less than their
+    sampling noise), which would print a negative variance and a within share above 1: shown clipped
+    (0 and 1.00) and marked †, with the estimate and the reason under the table, never silently."""
+    rows = [["task", "k", "problems", "mean", "se", "95% CI, these problems", "var between", "var within",
+             "within share", "required k"]]
+    share, notes = None, []
     for task, t in report.tasks.items():
         values = t.metrics_or_partial
         v = None if values is None else values.variance
         if values is None or v is None:
             continue
         share = v.required_k_share
-        rows.append([terminal_text(task) + ("" if t.complete else "*"), str(t.k), str(t.n_problems),
-                     f"{values.mean:.3f}", f"{v.se:.4f}", f"{v.between:.6f}", f"{v.within:.6f}",
-                     "-" if v.within_share is None else f"{v.within_share:.2f}",
+        name = terminal_text(task) + ("" if t.complete else "*")
+        clipped = v.between < 0
+        if clipped:
+            notes.append(f"† {name}: between-problem variance estimated at {v.between:.6f} (< 0): not estimable with "
+                         f"{t.n_problems} problems, whose solve rates differ no more than their sampling noise; "
+                         "shown as 0, and the within share as 1")
+        if v.required_k_reason and (v.required_k == 1 or v.required_k is None):
+            notes.append(f"{name}: required k {v.required_k_reason}")
+        ci = v.ci95_these_problems
+        within_share = "-" if v.within_share is None else ("1.00 †" if clipped else f"{v.within_share:.2f}")
+        rows.append([name, str(t.k), str(t.n_problems), f"{values.mean:.3f}", f"{v.se:.4f}",
+                     "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                     "0 †" if clipped else f"{v.between:.6f}", f"{v.within:.6f}", within_share,
                      "-" if v.required_k is None else str(v.required_k)])
     if share is None:
         return None
     return "\n".join(["Variance of mean@K (between: which problems; within: sampling, ∝ 1/k):", *_columns(rows), "",
+                      "95% CI, these problems: mean ± 1.96·√(var within), the interval for this benchmark's own "
+                      "problems (only the samples random); the table above's CI is for problems like these.",
                       f"required k: smallest k whose within part is at most {share:.0%} of the variance "
                       "(more samples then narrow the interval by at most ~5%); '-': no between-problem spread "
-                      "detected."])
+                      "detected.", *notes])
+
+
+def at_not_given(report: RunReport, ks: tuple[int, ...]) -> dict[str, dict[str, object]]:
+    """task → the asked Ks above its samples per problem, and why (``report --at … --json``'s
+    ``at_not_given``); tasks that have every asked K are absent."""
+    out: dict[str, dict[str, object]] = {}
+    for task, t in report.tasks.items():
+        above = sorted({k for k in ks if k > t.k})
+        if above:
+            out[task] = {"K": above, "samples_per_problem": t.k,
+                         "reason": f"pass@K, best@K and maj@K need at least K samples per problem; this task holds {t.k}"}
+    return out
 
 
 def format_at_table(report: RunReport, ks: tuple[int, ...]) -> str:

@@ -38,9 +38,13 @@ def _samples(out: Path) -> list[tuple[str, int, str]]:
     return list(zip(frame["problem_id"], frame["sample_idx"], frame["response"], strict=True))
 
 
-def test_an_adaptive_run_stops_settled_problems_and_resumes_its_rounds(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_adaptive_run_stops_settled_problems_and_resumes_its_rounds(engine, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     model = str(cached_tiny_model("trained"))
     out = run_eval(_config(tmp_path / "run", model), engine)
+    said = capsys.readouterr().err  # rounds named as they start; the third never starts (all settled at 8)
+    assert "round 1 of ≤ 3: 2 of 2 problem(s) open, 8 sample(s) to draw (4 per problem)" in said
+    assert "round 2 of ≤ 3: 2 of 2 problem(s) open" in said and "round 3 of" not in said and "resuming" not in said
     record = RunStore(out).read_run()
     assert record.adaptive is not None and record.adaptive["max_k"] == 12 and record.adaptive["round_size"] == 4
     held = _samples(out)
@@ -50,6 +54,10 @@ def test_an_adaptive_run_stops_settled_problems_and_resumes_its_rounds(engine, t
     assert check_run(out).complete
     report = load_report(out)
     assert report.complete and report.tasks["aime24"].metrics is not None and "16 samples drawn" in (report.adaptive_note or "")
+    note = report.adaptive_note or ""  # the saving in tokens (8 of 12 drawn per problem: 4/8 of the drawn tokens)
+    tokens = int(RunStore(out).read_frame()["n_response_tokens"].sum())
+    assert f"{tokens:,} tokens drawn, about {tokens / 2:,.0f} fewer than fixed k (33%)" in note
+    assert "decided: 0 problem(s) with p above 0.5, 2 below 0.5, 0 not settled" in note
 
     parts = RunStore(out).part_paths()
     assert len(parts) == 4  # two rounds × two one-problem chunks
@@ -58,8 +66,12 @@ def test_an_adaptive_run_stops_settled_problems_and_resumes_its_rounds(engine, t
     store = RunStore(out)
     store.write_run(dataclasses.replace(store.read_run(), status="running"))
     assert not check_run(out).complete
+    capsys.readouterr()
     run_eval(_config(out, model), engine)
     assert _samples(out) == held and check_run(out).complete
+    said = capsys.readouterr().err  # what the resume found, as a fixed-k resume says it
+    assert f"resuming {out}: 4 sample(s) already held over 1 of 2 problem(s) (0 finished" in said
+    assert "round 1 of ≤ 3: 1 of 2 problem(s) open" in said
 
 
 def test_changing_the_rule_of_a_stored_run_is_refused(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

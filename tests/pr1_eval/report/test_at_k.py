@@ -125,6 +125,14 @@ def test_the_report_command_prints_the_variance_and_at_tables(tmp_path: Path, ca
     p = [1, 0.25, 0.5]
     s2 = sum((x - sum(p) / 3) ** 2 for x in p) / 2
     assert doc["variance"]["se"] == pytest.approx((s2 / 3) ** 0.5)
+    # the these-problems interval by hand: mean ± 1.96·√(Σ p(1 − p)/(n − 1) / P²)
+    within = sum(x * (1 - x) / 3 for x in p) / 9
+    low, high = doc["variance"]["ci95_these_problems"]
+    assert (low + high) / 2 == pytest.approx(sum(p) / 3) and (high - low) / 2 == pytest.approx(1.959964 * within ** 0.5)
+    assert main(["report", str(run), "--json", "--at", "2,8"]) == 0  # K = 8 is named, not dropped
+    full = json.loads(capsys.readouterr().out)
+    assert [entry["k"] for entry in full["tasks"]["t"]["at"]] == [2]
+    assert full["at_not_given"]["t"]["K"] == [8] and full["at_not_given"]["t"]["samples_per_problem"] == 4
 
 
 def test_a_problem_stopped_before_k_contributes_the_plug_in_and_its_own_vote() -> None:
@@ -135,3 +143,17 @@ def test_a_problem_stopped_before_k_contributes_the_plug_in_and_its_own_vote() -
     assert values == {"pass_at_k": 1 - 0.25 ** 16, "best_at_k": 1 - 0.25 ** 16, "maj_at_k": 1.0}
     tied = at_k_values(4, 2, ([2], [2], 0), 16)  # a 2-2 tie is not a right vote (the report's tie rule)
     assert tied["maj_at_k"] == 0.0 and tied["pass_at_k"] == 1 - 0.5 ** 16
+
+
+def test_the_variance_table_never_shows_a_negative_variance_unexplained(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Three problems solved 2 of 4 times each: s² = 0 while the sampling noise is (1/4)/3 each, so the
+    unbiased between-problem estimate is −1/12 (by hand) per problem: shown as 0 and marked, with the
+    estimate and the reason; a task the model never solves says why its required k is 1."""
+    run = write_counts_run(tmp_path, "run", {"same": {"p1": 2, "p2": 2, "p3": 2}, "zero": {"q1": 0, "q2": 0}}, k=4)
+    assert main(["report", str(run)]) == 0
+    text = capsys.readouterr().out
+    table = text[text.index("Variance of mean@K"):]
+    assert "0 †" in table and "-0.0" not in table.split("\n\n")[0]
+    assert f"estimated at {-1 / 12 / 3:.6f} (< 0): not estimable with 3 problems" in table
+    assert "zero: required k 1: every problem's samples all agree" in table

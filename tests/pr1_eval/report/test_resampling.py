@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from pr1_eval.report import resampling
 from pr1_eval.report.metrics import bootstrap_ci
@@ -22,7 +25,9 @@ def reference_means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndarr
 
 
 def reference_ci(values: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    low, high = np.quantile(reference_means(values, n_resamples, seed), [0.025, 0.975])
+    n = values.size  # the expanded percentile tail, from its definition (Hesterberg 2015)
+    tail = float(stats.norm.cdf(-math.sqrt(n / (n - 1)) * stats.t.ppf(0.975, n - 1)))
+    low, high = np.quantile(reference_means(values, n_resamples, seed), [tail, 1 - tail])
     return float(low), float(high)
 
 

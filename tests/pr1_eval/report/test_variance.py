@@ -9,11 +9,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from scipy import stats
 
+from analysis.paired import sign_flip_test
 from pr1_eval.report.variance import (
     mde_multiplier,
     minimum_detectable_effect,
     required_k,
+    required_k_reason,
+    sampling_interval,
     variance_split,
 )
 
@@ -62,10 +66,47 @@ def test_required_k_edge_cases() -> None:
 
 
 def test_mde_by_hand() -> None:
-    d = [0.25, -0.25, 0.5, 0.0]  # mean 1/8; squared deviations 1/64 + 9/64 + 9/64 + 1/64 = 0.3125
+    d = [0.25, -0.25, 0.5, 0.0, 0.25, 0.0]  # mean 1/8; squared deviations (1 + 9 + 9 + 1 + 1 + 1)/64 = 0.34375
     assert mde_multiplier() == pytest.approx(Z975 + Z80, abs=1e-12)
-    assert minimum_detectable_effect(d) == pytest.approx((Z975 + Z80) * math.sqrt(0.3125 / 3) / 2)
+    assert minimum_detectable_effect(d) == pytest.approx((Z975 + Z80) * math.sqrt(0.34375 / 5) / math.sqrt(6))
     assert minimum_detectable_effect([0.5]) is None
+
+
+def test_no_mde_where_no_effect_is_detectable() -> None:
+    """Audit finding M19: 5 problems all correct gave "MDE 0.000", a claim that any delta would be
+    detected. The sign-flip test itself says otherwise: with every one of 5 differences in the
+    effect's direction (the strongest evidence 5 problems can hold) its p-value is 2/32 > 0.05."""
+    assert sign_flip_test([0.5] * 5).p_value == pytest.approx(0.0625)
+    assert sign_flip_test([0.5] * 6).p_value == pytest.approx(0.03125)  # 6 problems can reject
+    assert minimum_detectable_effect([0.0] * 5) is None  # all correct in both runs: SD 0
+    assert minimum_detectable_effect([0.25, -0.25, 0.5, 0.0, 0.25]) is None  # spread, but 5 cannot reject
+    assert minimum_detectable_effect([0.25] * 30) is None  # SD 0 with many problems: no power statement
+    assert minimum_detectable_effect([0.25, -0.25, 0.5, 0.0, 0.25, 0.0]) is not None
+
+
+def test_required_k_says_why() -> None:
+    all_wrong = variance_split([0] * 6, [16] * 6)
+    assert all_wrong is not None and required_k(all_wrong) == 1
+    assert required_k_reason(all_wrong).startswith("1: every problem's samples all agree")
+    no_spread = variance_split([2, 2, 2], [4] * 3)
+    assert no_spread is not None and "not estimable with 3 problems" in required_k_reason(no_spread)
+
+
+def test_sampling_interval_by_hand_and_by_simulation() -> None:
+    """The these-problems interval: by hand on two problems, then its coverage of the fixed problems'
+    mean solve rate over 2,000 simulated runs (30 problems with designed p_i, 16 samples each)."""
+    # p̂ = 1/4 and 1/2 of 4: variances (3/16)/3 and (1/4)/3, summed over P² = 4 → 7/192
+    low, high = sampling_interval([1, 2], [4, 4]) or (0.0, 0.0)
+    assert (low + high) / 2 == pytest.approx(0.375)
+    assert (high - low) / 2 == pytest.approx(stats.norm.ppf(0.975) * math.sqrt(7 / 192))
+    p = np.random.default_rng(2).beta(0.6, 1.2, 30)
+    rng = np.random.default_rng(3)
+    hits = 0
+    for _ in range(2000):
+        interval = sampling_interval(rng.binomial(16, p), np.full(30, 16))
+        assert interval is not None
+        hits += interval[0] <= p.mean() <= interval[1]
+    assert 0.93 <= hits / 2000 <= 0.975
 
 
 BETA_A, BETA_B = 2.0, 3.0
