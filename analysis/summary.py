@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, limit_summary, loaded_completeness
-from analysis.diversity import block_diversity, scored_pairs, sibling_pairs
+from analysis.diversity import block_diversity, pair_bound_note, scored_pairs, sibling_pairs
 from analysis.drift import drift_json, drift_trends
 from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.engine.workers import Workers
@@ -130,7 +130,8 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures),
-                    notes=[*loaded.notes, *policy_notes, *filter(None, [limit_summary(cells)])],
+                    notes=[*loaded.notes, *policy_notes,
+                           *filter(None, [limit_summary(cells), pair_bound_note(loaded.blocks)])],
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
                     efficiency=efficiency_tables(loaded.samples, cells, include_incomplete))
 

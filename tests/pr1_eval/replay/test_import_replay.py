@@ -30,7 +30,7 @@ def write_trajectories(path: Path, questions: int = 4, branches: int = 16, seed:
         for _ in range(branches):
             final = gold if rng.random() < 0.6 else rng.choice([str(q), "ERR", f"\\frac{{{q}}}{{2}}"])
             probes = [rng.choice(["ERR", final, str(q + 1)]) for _ in range(rng.randint(1, 12))]
-            each.append([probes, rng.randint(100, 6000), final])
+            each.append([probes, max(rng.randint(100, 6000), 500 * len(probes)), final])  # probes fit the tokens
         data.append({"question": f"Problem {q}: what is {gold}?", "gold_answer": gold, "probe_freq": 500,
                      "final_answers_trace": [b[2] for b in each], "each_branch": each})
     path.write_text(json.dumps(data), encoding="utf-8")
@@ -72,8 +72,8 @@ def test_replay_command_prints_every_controller_and_compares_with_the_authors(
     ("vote@8", "unknown controller 'vote'"),
     ("esc@10", "multiple of the window 8"),
     ("asc@8:thresh=0.9", "'thresh=0.9' is not a parameter of asc"),
-    ("sc@0", "at least 1"),
-    ("probe@8:stable=x", "'x' is not a number"),
+    ("sc@0", "outside 1..1,000,000"),
+    ("probe@8:stable=x", "'x' is not a whole number"),
 ])
 def test_bad_controller_specs_say_what_to_write(spec: str, message: str) -> None:
     with pytest.raises(Pr1EvalError, match=message.replace("(", r"\(")):
