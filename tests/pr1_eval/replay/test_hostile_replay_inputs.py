@@ -17,7 +17,7 @@ from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
 from pr1_eval.replay.rows import read_authors_csv
-from tests.pr1_eval.replay.test_import_replay import write_trajectories
+from tests.support.probe_fixtures import write_trajectories
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> str:

@@ -7,7 +7,6 @@ The files are synthetic (the released trajectories carry no license and are neve
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -18,23 +17,7 @@ from pr1_eval.ingest.parallel_probe import read_parallel_probe
 from pr1_eval.replay.evaluate import replay
 from pr1_eval.replay.sources import load_sources
 from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
-
-
-def write_trajectories(path: Path, questions: int = 4, branches: int = 16, seed: int = 0) -> Path:
-    """Questions whose branches drift between a few answers and settle, like real probes do."""
-    rng = random.Random(seed)
-    data = []
-    for q in range(questions):
-        gold = str(10 + q)
-        each = []
-        for _ in range(branches):
-            final = gold if rng.random() < 0.6 else rng.choice([str(q), "ERR", f"\\frac{{{q}}}{{2}}"])
-            probes = [rng.choice(["ERR", final, str(q + 1)]) for _ in range(rng.randint(1, 12))]
-            each.append([probes, max(rng.randint(100, 6000), 500 * len(probes)), final])  # probes fit the tokens
-        data.append({"question": f"Problem {q}: what is {gold}?", "gold_answer": gold, "probe_freq": 500,
-                     "final_answers_trace": [b[2] for b in each], "each_branch": each})
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path
+from tests.support.probe_fixtures import write_trajectories
 
 
 def test_an_imported_run_replays_to_the_numbers_of_its_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
