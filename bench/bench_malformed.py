@@ -97,6 +97,7 @@ class Outcome:
     kind: str
     detail: str = ""
     peak_mb: float | None = None
+    seconds: float = 0.0
 
 
 @dataclass
@@ -184,8 +185,10 @@ def task_numbers(doc: dict, reader: str) -> tuple[bool, tuple[object, ...]] | No
 
 def classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) -> Outcome:
     """:func:`_classify`, with the command's peak memory (over :data:`MEMORY_BOUND_MB`: a finding)."""
+    first = len(run.seconds)
     outcome = _classify(case, run, scratch, index)
     outcome.peak_mb = run.peak_mb
+    outcome.seconds = sum(run.seconds[first:])
     if outcome.kind not in BAD and run.peak_mb is not None and run.peak_mb > MEMORY_BOUND_MB:
         outcome.kind, outcome.detail = "over memory bound", f"peak {run.peak_mb:,.0f} MB"
     return outcome
@@ -325,6 +328,8 @@ def report(outcomes: list[Outcome], seconds: float, baseline: float) -> int:
     print("peak RSS per source (MB, the largest case): " + ", ".join(
         f"{src} {p:,.0f}" for src, p in peaks.items() if p is not None)
         + f"; bound {MEMORY_BOUND_MB:,} MB per case, deadline {DEADLINE_S} s per case")
+    slowest = {src: max((o for o in outcomes if o.source == src), key=lambda o: o.seconds) for src in sources}
+    print("slowest case per source: " + "; ".join(f"{src} {o.seconds:.1f} s ({o.name})" for src, o in slowest.items()))
     print(f"tracebacks {total['traceback']}, silent changes {total['silent change']}, hangs {total['hang']}; "
           f"{seconds:.1f} s, {seconds / max(len(outcomes), 1) / baseline:.2f}x a clean import per case "
           f"(clean import {baseline:.2f} s, same process)")
