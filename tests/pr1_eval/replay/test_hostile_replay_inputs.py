@@ -16,6 +16,7 @@ import pytest
 from pr1_eval.cli.main import main
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
+from pr1_eval.output_paths import check_output_target
 from pr1_eval.replay.rows import read_authors_csv
 from tests.support.probe_fixtures import write_trajectories
 
@@ -61,6 +62,10 @@ def test_a_fifo_target_is_refused_and_stays_a_fifo(tmp_path: Path, capsys: pytes
              "FIFO", "not a regular file")
     with pytest.raises(Pr1EvalError, match="FIFO"):
         write_atomic(fifo, "x")  # the writer itself, for every other caller
+    with pytest.raises(Pr1EvalError, match="a character device"):
+        check_output_target("/dev/null", "--html")  # the guard leaderboard --html and analyze share (nothing written)
+    with pytest.raises(Pr1EvalError, match="run's own file"):
+        check_output_target(tmp_path / "run" / "samples.parquet", "--out", folder=True)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
