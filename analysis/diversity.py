@@ -71,7 +71,8 @@ def pair_bound_note(blocks: pd.DataFrame) -> str | None:
     if not cut:
         return None
     return (f"{cut} block(s) held more paths than are scored (at most {MOST_PATHS_PER_BLOCK} per block, "
-            f"{MOST_PAIRS_PER_RESPONSE:,} pairs per response): their BLEU/cosine are over the first paths only")
+            f"{MOST_PAIRS_PER_RESPONSE:,} pairs per response): their BLEU/cosine and roles are over the first "
+            "paths only (and a response's consistency over its first 256 path answers)")
 
 
 class Embeds(Protocol):

@@ -47,3 +47,18 @@ def test_analyze_says_what_it_bounded(tmp_path: Path) -> None:
     analysis = analyze(load_runs(tmp_path, tokenizer=None), None)
     assert len(analysis.pairs) == 32 * 31 // 2 + 1
     assert any("1 block(s) held more paths than are scored" in note for note in analysis.notes)
+    # roles class the same first 32 paths (classing is quadratic in distinct answers); the rest are None
+    wide_block = analysis.blocks[analysis.blocks["problem_id"] == "p"].iloc[0]
+    classes = list(wide_block["path_answer_classes"])
+    assert len(classes) == 40 and all(c is not None for c in classes[:32]) and classes[32:] == [None] * 8
+    assert wide_block["n_distinct_answers"] == 32  # each path concludes its own number
+
+
+def test_a_responses_consistency_classes_at_most_its_first_conclusions() -> None:
+    from analysis.roles import MOST_CONCLUSIONS_PER_RESPONSE, consistency_groups
+
+    blocks = _blocks([200, 200], [0, 0]).assign(path_conclusions=[[str(i) for i in range(200)]] * 2)
+    samples = blocks.drop_duplicates("sample_idx").assign(extracted_answer="7")
+    heads, groups = consistency_groups(samples, blocks)
+    assert len(groups) == 1 and len(groups[0]) == MOST_CONCLUSIONS_PER_RESPONSE + 1 == 257  # 256, then the final
+    assert groups[0][199:201] == ["199", "0"] and groups[0][-1] == "7"
