@@ -14,6 +14,7 @@ the reproduction is exact, which is everywhere on the released data.)
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,11 @@ from plotly.subplots import make_subplots
 from pr1_eval.replay.rows import ReplayRow, agreement, replay_row
 from pr1_eval.replay.sources import NEEDED, ReplaySource, questions_from_rows
 from pr1_eval.replay.specs import parse_spec
+
+
+def _plain(text: str) -> str:
+    """``text`` as Plotly figure text that renders as written (its pseudo-HTML tags escaped)."""
+    return html.escape(str(text), quote=False)
 
 
 def probed_runs(samples: pd.DataFrame) -> list[str]:
@@ -50,7 +56,8 @@ def replay_loaded(samples: pd.DataFrame, specs: Sequence[str], seeds: int) -> li
 def frontier_figure(rows: Sequence[ReplayRow]) -> go.Figure:
     """Accuracy (%) against total tokens (top) and sequential tokens (bottom), one column per task."""
     tasks = sorted({r.task for r in rows})
-    fig = make_subplots(rows=2, cols=len(tasks), subplot_titles=[*tasks, *([""] * len(tasks))],
+    # names from files are escaped: Plotly renders <a>, <b> in figure text (a task named from a file became a link)
+    fig = make_subplots(rows=2, cols=len(tasks), subplot_titles=[*map(_plain, tasks), *([""] * len(tasks))],
                         shared_yaxes=True, vertical_spacing=0.16, horizontal_spacing=0.06)
     controllers = list(dict.fromkeys(r.controller for r in rows))
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -85,18 +92,18 @@ def _add_points(fig: go.Figure, rows: Sequence[ReplayRow], x_name: str, authors_
                 controller: str, *, first: bool, row: int, col: int) -> None:
     if not rows:
         return
-    hover = [f"{r.controller} on {r.task}<br>accuracy {r.acc:.2f}%<br>tokens {r.tokens:,.0f}<br>"
+    hover = [f"{_plain(r.controller)} on {_plain(r.task)}<br>accuracy {r.acc:.2f}%<br>tokens {r.tokens:,.0f}<br>"
              f"sequential {r.seq_tokens:,.0f}<br>branches started {r.branches:.1f}" for r in rows]
     fig.add_trace(go.Scatter(x=[getattr(r, x_name) for r in rows], y=[r.acc for r in rows], mode="markers",
-                             marker={"color": color, "size": 11}, name=controller, legendgroup=controller,
+                             marker={"color": color, "size": 11}, name=_plain(controller), legendgroup=controller,
                              showlegend=first, hovertext=hover, hoverinfo="text"), row=row, col=col)
     theirs: list[Any] = [r for r in rows if r.authors_acc is not None]
     if theirs:
         fig.add_trace(go.Scatter(x=[getattr(r, authors_x) for r in theirs], y=[r.authors_acc for r in theirs],
                                  mode="markers", marker={"color": color, "size": 22, "symbol": "circle-open",
                                                          "line": {"width": 2.5}},
-                                 name=f"{controller} (authors)", legendgroup=controller, showlegend=False,
-                                 hovertext=[f"{r.controller}: the authors' published point "
-                                            f"({r.authors_row or 'their row'})<br>accuracy {r.authors_acc:.2f}%"
+                                 name=f"{_plain(controller)} (authors)", legendgroup=controller, showlegend=False,
+                                 hovertext=[f"{_plain(r.controller)}: the authors' published point "
+                                            f"({_plain(r.authors_row or 'their row')})<br>accuracy {r.authors_acc:.2f}%"
                                             f"<br>vs this replay: {agreement(r)}" for r in theirs],
                                  hoverinfo="text"), row=row, col=col)

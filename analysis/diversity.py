@@ -12,6 +12,7 @@ re-analysing a run loads no model at all. The functions here are the plain compu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -33,6 +34,47 @@ PAIR_COLUMN_DOCS: dict[str, str] = {
 PAIR_COLUMNS: tuple[str, ...] = tuple(PAIR_COLUMN_DOCS)
 
 
+#: The most paths of one block whose pairs are scored (the first ones, in order), and the most pairs
+#: scored in one response. Why: pairs grow as the square of the paths, and one response of 4,000
+#: paths in one block (56 KB) took 46 s and 2.9 GB, 20,000 blocks of 20 paths ran out of memory.
+#: The paper's blocks hold 2-4 paths, so the bound never touches a real response; where it does,
+#: the analysis says how many blocks it cut (:func:`pair_bound_note`).
+MOST_PATHS_PER_BLOCK = 32
+MOST_PAIRS_PER_RESPONSE = 2_000
+_RESPONSE = ["run", "task", "problem_id", "sample_idx"]
+
+
+def scored_path_counts(blocks: pd.DataFrame) -> list[int]:
+    """How many of each block's paths have their pairs scored: all of them, unless the block holds
+    more than :data:`MOST_PATHS_PER_BLOCK` or its response has used up
+    :data:`MOST_PAIRS_PER_RESPONSE` in earlier blocks (then as many as still fit, maybe none)."""
+    sizes = [len(p) for p in blocks["path_texts"].tolist()]
+    if not sizes:
+        return []
+    responses = zip(*(blocks[k].tolist() for k in _RESPONSE), strict=True)
+    used: dict[tuple[object, ...], int] = {}
+    counts = []
+    for n, response in zip(sizes, responses, strict=True):
+        left = MOST_PAIRS_PER_RESPONSE - used.get(response, 0)
+        fits = int((1 + math.isqrt(1 + 8 * max(left, 0))) // 2)  # the most m with m (m - 1) / 2 <= left
+        m = min(n, MOST_PATHS_PER_BLOCK, fits)
+        m = m if m >= 2 else min(n, 1)
+        used[response] = used.get(response, 0) + m * (m - 1) // 2
+        counts.append(m)
+    return counts
+
+
+def pair_bound_note(blocks: pd.DataFrame) -> str | None:
+    """The note an analysis carries when :func:`scored_path_counts` left some paths' pairs out."""
+    sizes = [len(p) for p in blocks["path_texts"].tolist()]
+    cut = sum(m < n for m, n in zip(scored_path_counts(blocks), sizes, strict=True))
+    if not cut:
+        return None
+    return (f"{cut} block(s) held more paths than are scored (at most {MOST_PATHS_PER_BLOCK} per block, "
+            f"{MOST_PAIRS_PER_RESPONSE:,} pairs per response): their BLEU/cosine and roles are over the first "
+            "paths only (and a response's consistency over its first 256 path answers)")
+
+
 class Embeds(Protocol):
     """What embeds texts: :class:`analysis.scheduled.Embedder` (vectors kept on disk), or any object
     with this method (a test's fake)."""
@@ -52,7 +94,7 @@ def sibling_pairs(blocks: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, s
     """Every unordered pair of sibling paths: the pairs frame without its scores (keys, ``path_i``,
     ``path_j``), and the two texts of each pair, in the frame's order (block by block, ``i`` then ``j``)."""
     paths = blocks["path_texts"].tolist()
-    firsts, seconds, owners = _sibling_pairs([len(p) for p in paths])
+    firsts, seconds, owners = _sibling_pairs(scored_path_counts(blocks))  # bounded per block and response
     texts = [(paths[b][i], paths[b][j]) for b, i, j in zip(owners, firsts, seconds, strict=True)]
     columns = {k: blocks[k].to_numpy(dtype=object)[owners].tolist() for k in _KEYS}  # as row tuples would give
     pairs = pd.DataFrame({**columns, "path_i": firsts, "path_j": seconds}, columns=list(PAIR_COLUMNS[:-2]))

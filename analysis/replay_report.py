@@ -22,9 +22,10 @@ from tqdm import tqdm
 
 from analysis.controller_frontier import frontier_figure
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.replay.rows import agreement, authors_name, read_authors_csv, replay_row, with_authors
+from pr1_eval.output_paths import check_output_target
+from pr1_eval.replay.rows import agreement, authors_name, authors_note, read_authors_csv, replay_row, with_authors
 from pr1_eval.replay.sources import load_sources
-from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
+from pr1_eval.replay.specs import DEFAULT_SPECS, fit_to_branches, parse_spec
 from pr1_eval.store.safe_write import atomic_output
 from pr1_eval.terminal import terminal_text
 
@@ -79,17 +80,27 @@ class _Progress:
 
 def replay_command(args: argparse.Namespace) -> int:
     """What ``pr1-eval replay`` does: one row per (source, controller), then the chosen output."""
+    if args.html is not None:
+        check_output_target(args.html, "--html")  # before any work: the guard every output option goes through
     specs = [parse_spec(s) for s in (args.controller or DEFAULT_SPECS)]
     sources = load_sources(args.sources)
     authors = _authors_by_task(args.authors, {s.task for s in sources})
     seeds = list(range(args.seeds))
     rows = []
-    progress = _Progress(len(sources) * len(specs))
-    for source in sources:
-        for spec in specs:
-            row = replay_row(source, spec, seeds, args.match)
-            rows.append(with_authors(row, spec, authors[source.task]) if source.task in authors else row)
-            progress.advance(f"{source.task} {spec.text}")
+    work: list[tuple[Any, Any]] = []
+    notes: list[str] = []
+    for source in sources:  # a budget above the branches held is refused (chosen) or fitted and stated (default)
+        fitted, said = fit_to_branches(specs, min(len(q.branches) for q in source.questions), source.label,
+                                       chosen=bool(args.controller))
+        work += [(source, spec) for spec in fitted]
+        notes += said
+    progress = _Progress(len(work))
+    for source, spec in work:
+        row = replay_row(source, spec, seeds, args.match)
+        rows.append(with_authors(row, spec, authors[source.task]) if source.task in authors else row)
+        if source.task in authors and (why := authors_note(spec, authors[source.task], source.task)):
+            notes.append(why)
+        progress.advance(f"{source.task} {spec.text}")
     progress.close()
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
@@ -97,7 +108,9 @@ def replay_command(args: argparse.Namespace) -> int:
         print(_csv_text(rows), end="")
     else:
         print(_table(rows, args))
-    if args.html:
+    for note in notes:
+        print(terminal_text(note), file=sys.stderr)
+    if args.html is not None:
         _write_html(rows, args.html)
     return 0
 

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.conclusions import Conclusion, conclude_all
+from analysis.diversity import MOST_PATHS_PER_BLOCK
 from pr1_eval.grading.grade import answer_classes_many
 
 ROLES: tuple[str, ...] = ("verification", "exploration", "undetermined")
@@ -97,15 +98,25 @@ def with_conclusions(blocks: pd.DataFrame, conclusions: Sequence[Sequence[Conclu
     return out
 
 
+#: The most path conclusions of one response classed for its consistency (the first ones). Why:
+#: classing is quadratic in the distinct answers (each is compared with every class head), so one
+#: response of 4,000 paths concluding 4,000 numbers took 34 s here; real responses hold a few dozen.
+MOST_CONCLUSIONS_PER_RESPONSE = 256
+
+
 def conclusion_groups(concluded: pd.DataFrame) -> list[list[str | None]]:
-    """Each block's path conclusions: the groups whose classes decide the roles."""
-    return [list(answers) for answers in concluded["path_conclusions"]]
+    """Each block's path conclusions: the groups whose classes decide the roles; at most the first
+    :data:`~analysis.diversity.MOST_PATHS_PER_BLOCK` of a block, the paths whose pairs are scored
+    (classing is quadratic in the distinct answers; the analysis notes the blocks it cut)."""
+    return [list(answers)[:MOST_PATHS_PER_BLOCK] for answers in concluded["path_conclusions"]]
 
 
 def with_roles(concluded: pd.DataFrame, classes: Sequence[list[int | None]]) -> pd.DataFrame:
     """:func:`with_conclusions`'s frame with the class and role columns added (to that frame, which
     is already a copy), given each block's classes (of :func:`conclusion_groups`)."""
     out = concluded
+    sizes = [len(answers) for answers in out["path_conclusions"]]
+    classes = [[*cs, *([None] * (n - len(cs)))] for cs, n in zip(classes, sizes, strict=True)]  # unclassed: None
     out["path_answer_classes"] = pd.Series(list(classes), index=out.index, dtype=object)
     out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
     out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
@@ -147,8 +158,11 @@ def consistency_groups(samples: pd.DataFrame, blocks: pd.DataFrame
     block_keys = zip(*(blocks[k].tolist() for k in _KEYS[:4]), strict=True)  # columns, not 30-field row tuples
     lengths = blocks["path_char_lengths"].tolist() if "path_char_lengths" in blocks else [None] * len(blocks)
     for key, conclusions, sizes in zip(block_keys, blocks["path_conclusions"].tolist(), lengths, strict=True):
-        answers_by_response.setdefault(key, []).extend(conclusions)
-        lengths_by_response.setdefault(key, []).extend(sizes if sizes is not None else [0] * len(conclusions))
+        held = answers_by_response.setdefault(key, [])
+        room = max(0, MOST_CONCLUSIONS_PER_RESPONSE - len(held))  # the first ones only (see the constant)
+        held.extend(list(conclusions)[:room])
+        lengths_by_response.setdefault(key, []).extend(
+            (list(sizes) if sizes is not None else [0] * len(conclusions))[:room])
     heads: list[tuple[dict[str, Any], str | None]] = []
     groups: list[list[str | None]] = []
     columns = [samples[k].tolist() for k in _KEYS]

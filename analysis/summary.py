@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, limit_summary, loaded_completeness
-from analysis.diversity import block_diversity, scored_pairs, sibling_pairs
+from analysis.diversity import block_diversity, pair_bound_note, scored_pairs, sibling_pairs
 from analysis.drift import drift_json, drift_trends
 from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.engine.workers import Workers
@@ -131,7 +131,8 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     measured, unmeasured_notes = measured_samples(loaded.samples, loaded.run_info)
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures),
-                    notes=[*loaded.notes, *policy_notes, *filter(None, [limit_summary(cells)]), *unmeasured_notes],
+                    notes=[*loaded.notes, *policy_notes,
+                           *filter(None, [limit_summary(cells), pair_bound_note(loaded.blocks)]), *unmeasured_notes],
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
                     efficiency=efficiency_tables(measured, cells, include_incomplete))
 

@@ -47,6 +47,7 @@ import io
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -65,6 +66,28 @@ from pr1_eval.cli.main import main  # noqa: E402
 MEANT = cases_module.MEANT
 
 
+#: Every case runs under this deadline; past it the case is a hang (killed, counted, never waited on).
+DEADLINE_S = 120
+#: The stated memory bound: a case whose command peaks above this RSS is counted as a finding. In
+#: subprocesses each case's own peak (the command and its workers); in-process (``--small``) the
+#: process's peak so far, which only grows, so the bound holds for every case run before it.
+MEMORY_BOUND_MB = 1536
+HANG = -9999
+_PEAK = "[bench-peak-rss-kb "
+#: The command as ``python -m pr1_eval`` runs it, printing its peak RSS (itself and reaped children) at exit.
+_WRAP = ("import atexit, resource, sys\n"
+         "def peak():\n"
+         "    kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+         f"    sys.stderr.write('\\n{_PEAK}' + str(kb) + ']\\n')\n"
+         "atexit.register(peak)\n"
+         "from pr1_eval.cli.main import main\n"
+         "sys.exit(main(sys.argv[1:]))\n")
+
+
+class _Deadline(BaseException):
+    """Raised by SIGALRM in-process: the case ran past :data:`DEADLINE_S`."""
+
+
 @dataclass
 class Outcome:
     """One case's result."""
@@ -73,6 +96,8 @@ class Outcome:
     source: str
     kind: str
     detail: str = ""
+    peak_mb: float | None = None
+    seconds: float = 0.0
 
 
 @dataclass
@@ -81,6 +106,7 @@ class Runner:
 
     subprocess_mode: bool
     seconds: list[float] = field(default_factory=list)
+    peak_mb: float | None = None  # of the last command
 
     def __call__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
         started = time.perf_counter()
@@ -91,9 +117,18 @@ class Runner:
 
     def _subprocess(self, argv: list[str], env: dict[str, str] | None, cwd: Path | None) -> tuple[int, str, str]:
         full = {**os.environ, **(env or {})}
-        done = subprocess.run([sys.executable, "-m", "pr1_eval", *argv], capture_output=True, text=True, env=full,
-                              cwd=cwd, timeout=300, errors="replace")
-        return done.returncode, done.stdout, done.stderr
+        proc = subprocess.Popen([sys.executable, "-c", _WRAP, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=full, cwd=cwd, errors="replace", start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self.peak_mb = None
+            return HANG, "", ""
+        head, _, tail = err.rpartition(_PEAK)
+        self.peak_mb = int(tail.split("]")[0]) / 1024 if tail and head is not None and _PEAK in err else None
+        return proc.returncode, out, head.rstrip("\n") if _PEAK in err else err
 
     def _inprocess(self, argv: list[str], env: dict[str, str] | None, cwd: Path | None) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -102,19 +137,30 @@ class Runner:
         try:
             if cwd is not None:
                 os.chdir(cwd)
+            previous = signal.signal(signal.SIGALRM, _on_alarm)
+            signal.alarm(DEADLINE_S)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     status = main(argv)
+                except _Deadline:
+                    status = HANG
                 except SystemExit as exc:
                     status = exc.code if isinstance(exc.code, int) else 2
                 except BaseException as exc:  # noqa: BLE001 - what escapes main() is the finding
                     print(f"Traceback (most recent call last):\n  escaped main(): {exc!r}", file=sys.stderr)
                     status = 1
         finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
             os.chdir(here)
             os.environ.clear()
             os.environ.update(saved)
+        self.peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return status, out.getvalue(), err.getvalue()
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Deadline
 
 
 def is_traceback(err: str) -> bool:
@@ -138,17 +184,35 @@ def task_numbers(doc: dict, reader: str) -> tuple[bool, tuple[object, ...]] | No
 
 
 def classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) -> Outcome:
+    """:func:`_classify`, with the command's peak memory (over :data:`MEMORY_BOUND_MB`: a finding)."""
+    first = len(run.seconds)
+    outcome = _classify(case, run, scratch, index)
+    outcome.peak_mb = run.peak_mb
+    outcome.seconds = sum(run.seconds[first:])
+    if outcome.kind not in BAD and run.peak_mb is not None and run.peak_mb > MEMORY_BOUND_MB:
+        outcome.kind, outcome.detail = "over memory bound", f"peak {run.peak_mb:,.0f} MB"
+    return outcome
+
+
+def _classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) -> Outcome:
     """Build the case's files, run its command (and a reader of what it wrote), classify."""
     folder = scratch / f"case-{index:04d}"
     folder.mkdir()
     argv, env = case.build(folder)
     status, out, err = run(argv, env, folder)
+    if status == HANG:
+        return Outcome(case.name, case.source, "hang", f"still running after {DEADLINE_S} s")
     if is_traceback(err):
         return Outcome(case.name, case.source, "traceback", err.strip().splitlines()[-1][:200])
     if status not in (0, 1):
         said = any("error:" in line for line in err.splitlines())
         last = err.strip().splitlines()[-1][:200] if err.strip() else ""
         return Outcome(case.name, case.source, "clean error" if said else "silent failure", last)
+    if case.refuse:
+        return Outcome(case.name, case.source, "silent change", "accepted a value it must refuse")
+    if case.note is not None:
+        kind = "accepted, flagged" if case.note in err else "silent change"
+        return Outcome(case.name, case.source, kind, "" if case.note in err else f"no note {case.note!r}")
     warned = "warning" in err.lower() or "incomplete" in (out + err).lower()
     reader, document = case.reader, out
     if case.reader == "report" and case.writes is not None:  # an import: read what it stored
@@ -240,10 +304,10 @@ def _kill_then_rerun(argv: list[str], delay: float) -> bool:
 
 
 # ----- main -----------------------------------------------------------------------------------------
-ORDER = ("traceback", "silent change", "silent failure", "clean error", "accepted, correct", "accepted, flagged",
+ORDER = ("traceback", "silent change", "silent failure", "hang", "over memory bound", "clean error", "accepted, correct", "accepted, flagged",
          "accepted, not checked", "cache ok", "cache served wrong", "kill ok", "kill lost rows",
          "kill left a stray file")
-BAD = {"traceback", "silent change", "silent failure", "cache served wrong", "kill lost rows", "kill left a stray file"}
+BAD = {"traceback", "silent change", "silent failure", "hang", "over memory bound", "cache served wrong", "kill lost rows", "kill left a stray file"}
 
 
 def report(outcomes: list[Outcome], seconds: float, baseline: float) -> int:
@@ -259,7 +323,14 @@ def report(outcomes: list[Outcome], seconds: float, baseline: float) -> int:
     for o in outcomes:
         if o.kind in BAD:
             print(f"  {o.kind}: [{o.source}] {o.name}: {o.detail}")
-    print(f"tracebacks {total['traceback']}, silent changes {total['silent change']}; "
+    peaks = {src: max((o.peak_mb for o in outcomes if o.source == src and o.peak_mb is not None), default=None)
+             for src in sources}
+    print("peak RSS per source (MB, the largest case): " + ", ".join(
+        f"{src} {p:,.0f}" for src, p in peaks.items() if p is not None)
+        + f"; bound {MEMORY_BOUND_MB:,} MB per case, deadline {DEADLINE_S} s per case")
+    slowest = {src: max((o for o in outcomes if o.source == src), key=lambda o: o.seconds) for src in sources}
+    print("slowest case per source: " + "; ".join(f"{src} {o.seconds:.1f} s ({o.name})" for src, o in slowest.items()))
+    print(f"tracebacks {total['traceback']}, silent changes {total['silent change']}, hangs {total['hang']}; "
           f"{seconds:.1f} s, {seconds / max(len(outcomes), 1) / baseline:.2f}x a clean import per case "
           f"(clean import {baseline:.2f} s, same process)")
     return 1 if any(total[k] for k in BAD) else 0
@@ -273,10 +344,15 @@ def main_bench(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=None, help="SIGKILLs of import and of leaderboard --html each "
                                                                "(default 3; 0 with --small)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, metavar="TEXT",
+                        help="only the sources whose name holds TEXT (e.g. replay); no cache or kill checks")
     args = parser.parse_args(argv)
     kills = args.kills if args.kills is not None else (0 if args.small or args.in_process else 3)
-    all_cases = cases_module.all_cases()
+    all_cases = cases_module.all_cases(small=args.small)
     chosen = cases_module.sample(all_cases, args.seed) if args.small else all_cases
+    if args.only:
+        chosen = [c for c in chosen if args.only in c.source]
+        kills = 0
     print(f"{len(all_cases)} malformed inputs in the set; running {len(chosen)}"
           f"{' (sample)' if args.small else ''}{' in-process' if args.small or args.in_process else ' (subprocesses)'}")
     run = Runner(subprocess_mode=not (args.small or args.in_process))
@@ -286,7 +362,7 @@ def main_bench(argv: list[str] | None = None) -> int:
         baseline = clean_import_seconds(run, scratch)
         started = time.perf_counter()
         outcomes = [classify(case, run, scratch, i) for i, case in enumerate(chosen)]
-        outcomes += cache_checks(run, scratch, args.small)
+        outcomes += [] if args.only else cache_checks(run, scratch, args.small)
         if kills:
             outcomes += kill_checks(scratch, kills, args.seed)
         return report(outcomes, time.perf_counter() - started, baseline)

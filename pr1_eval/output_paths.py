@@ -8,7 +8,12 @@ what they share lives here, with the standard library and :mod:`pr1_eval.errors`
 * :func:`cannot_write` / :func:`output_errors`: an ``OSError`` while writing an output (a
   read-only disk, a file where a folder is needed, ``/proc``, no permission) is one line naming
   the path, the reason and the fix; a full disk is :func:`pr1_eval.errors.no_space`.
-* :func:`check_output_target`: the same refusals before any work, where they can be seen.
+* :func:`check_output_target`: the same refusals before any work, where they can be seen; it is
+  the one guard every output option goes through (``leaderboard --html``, ``replay --html``,
+  ``analyze --out``), so it also refuses a run's own files (:func:`refuse_run_file`) and a target
+  that exists but is not a regular file (:func:`refuse_non_regular`: a device node or a FIFO,
+  which the atomic rename would replace: as root, ``--html /dev/null`` replaced the system's
+  ``/dev/null``). The atomic writer repeats the second check at write time.
 * :func:`temporary_in` / :func:`remove_stale_temporaries`: a temporary file is named
   ``.NAME.PID-XXXX.tmp``; a SIGKILL before its rename leaves it (no ``finally`` runs), and the
   next write into that folder removes every one whose writer (the pid) is gone or that is older
@@ -20,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -83,6 +89,9 @@ def check_output_target(path: str | Path, option: str, *, folder: bool = False) 
     the folder the outputs go in): a file in the way, a read-only disk, no permission. Best effort
     (nothing is created here; ``/proc`` passes and is caught by :func:`output_errors` on write)."""
     path = Path(path).expanduser()
+    refuse_run_file(path, option, folder=folder)
+    if not folder:
+        refuse_non_regular(path, option)
     if folder and path.exists() and not path.is_dir():
         raise Pr1EvalError(f"{option} {path} is a file, not a folder; pass a folder for the outputs "
                            "(it is created if missing)")
@@ -95,6 +104,39 @@ def check_output_target(path: str | Path, option: str, *, folder: bool = False) 
         reason = "read-only file system" if _read_only(existing) else "permission denied"
         raise Pr1EvalError(f"{option} {path}: cannot write in {existing} ({reason}); pass a path in a folder "
                            "you can write")
+
+
+def refuse_run_file(path: str | Path, option: str, *, folder: bool = False) -> None:
+    """An output option naming a run's own files (``--html RUN/run.json``, a part under
+    ``samples.parquet``), or any file called ``run.json`` (which would make its folder look like a
+    run to every search), or (for a file option) a folder, is refused before anything is computed.
+    ``folder``: ``path`` is a folder the outputs go in; it may not lie inside ``samples.parquet``."""
+    target = Path(path).expanduser().resolve()
+    inside = (target, *target.parents) if folder else target.parents
+    if (not folder and target.name == "run.json") or any(p.name.startswith("samples.parquet") for p in inside):
+        raise Pr1EvalError(f"{option} {path}: that is a run's own file; writing it would destroy the run's record "
+                           "or samples. Pass another file name (e.g. leaderboard.html)")
+    if not folder and target.is_dir():
+        raise Pr1EvalError(f"{option} {path} is a folder; pass a file name inside it")
+
+
+def refuse_non_regular(path: str | Path, option: str) -> None:
+    """Refuse an existing target that is not a regular file (a device node, a FIFO, a socket): the
+    atomic writer renames its temporary file over the target, which would replace the node itself
+    (``/dev/null`` becoming a regular file, as root); writing through one instead could block
+    forever on a FIFO with no reader. A link is followed: what it points at is judged."""
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode
+    except OSError:
+        return  # absent (or unreadable): the write itself says what is wrong
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return  # a folder is refused by the caller's own check, with its own advice
+    kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    where = f"{option} {path}" if option else str(path)
+    raise Pr1EvalError(f"{where}: it is {kind}, not a regular file; writing would replace it. Pass a regular file "
+                       "name (to discard the output, write it to a scratch file and delete it)")
 
 
 def _read_only(folder: Path) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -224,17 +225,34 @@ def _generate(config: RunConfig, source: ChunkSource, prepared: dict[str, Prepar
     out work while the grader catches up."""
     draw = draw or Draw(config.k)
     waiting: deque[Future[None]] = deque()
+    inline = _grades_inline(config)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-grade") as grader:
         for chunk, decoded in source.results(chunks, _payload(prepared, draw.suffix), draw.count, config.sampling()):
             task = prepared[chunk.task]
             records = [_make_record(task, i, s, decoded[j][s - draw.offset], source.tokenizer)
                        for j, (i, missing) in enumerate(chunk.items) for s in missing]
             bar.on_generated(len(records))
+            if inline:
+                _grade_and_store(records, config, store, bar)
+                continue
             while len(waiting) >= source.waiting_limit:
                 waiting.popleft().result()
             waiting.append(grader.submit(_grade_and_store, records, config, store, bar))
         while waiting:
             waiting.popleft().result()
+
+
+def _grades_inline(config: RunConfig) -> bool:
+    """Whether ``--grade-workers 0`` grades each chunk here, between chunks, instead of on the grader
+    thread: grading in this process times each check with a signal, which works on the main thread
+    only (on the grader thread it failed after every sample was generated, and nothing was stored).
+    Refused before any generation when this is not the main thread (a run started from a thread)."""
+    if config.grade_workers != 0:
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        raise Pr1EvalError("--grade-workers 0 grades in this process, which needs the main thread; pass "
+                           "--grade-workers 1 or more")
+    return True
 
 
 def _open_source(plan: RunPlan, engine: Engine | None) -> ChunkSource:

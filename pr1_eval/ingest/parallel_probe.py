@@ -19,15 +19,22 @@ replayed to their numbers.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.inputs.tasks import TASKS, load_task
+from pr1_eval.jsonl import unique_keys
 
 #: The probe answer the authors' extraction writes when a probe held no readable answer.
 NO_ANSWER = "ERR"
+#: How a branch's final answer is stored as a sample's response (and read back by the replay).
+ANSWER_PREFIX = "Final Answer: "
+#: Line breaks as ``str.splitlines`` sees them: a final answer holding one would be read as two
+#: ``Final Answer:`` lines by the grader but as one string by the replay's exact match.
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 @dataclass(frozen=True)
@@ -92,14 +99,46 @@ def _whole(value: Any, where: str, least: int) -> int:
     return value
 
 
+def response_of(answer: str) -> str:
+    """The stored response of a branch whose final answer is ``answer``: one ``Final Answer:``
+    line, empty for ``"ERR"`` (graded *no answer*). :func:`answer_of` is its inverse; the import
+    writes with one and the replay reads with the other, so the two read one answer one way."""
+    return "" if answer == NO_ANSWER else f"{ANSWER_PREFIX}{answer}"
+
+
+def answer_of(response: str) -> str:
+    """The final answer a replay reads from a stored response (:func:`response_of`'s inverse): the
+    text after ``Final Answer:``, ``"ERR"`` for an empty response, else the response as it is."""
+    if response.startswith(ANSWER_PREFIX):
+        return response[len(ANSWER_PREFIX):]
+    return response if response else NO_ANSWER
+
+
+def check_probe_count(branch: ProbeBranch, interval: int, where: str) -> None:
+    """Refuse a branch with more probe answers than its tokens allow: a probe is taken every
+    ``interval`` tokens, so a branch of T tokens holds at most ceil(T / interval) of them (every
+    branch of the released files does). More means the counts disagree, and a replay would charge
+    ``interval`` per extra probe (100,000 probes on a 3,856-token branch raised probe-all@4's cost
+    from 33,069 to 42,319 tokens per question without a word)."""
+    most = math.ceil(branch.tokens / interval)
+    if len(branch.probe_answers) > most:
+        raise _fail(where, f"{len(branch.probe_answers):,} probe answers, but a branch of {branch.tokens:,} tokens "
+                    f"probed every {interval:,} tokens holds at most {most:,}; the token count or the probes are wrong "
+                    "(regenerate the file)")
+
+
 def _branch(value: Any, where: str) -> ProbeBranch:
     if not isinstance(value, list) or len(value) != 3:
         raise _fail(where, "expected [probe answers, tokens, final answer]")
     probes, tokens, final = value
     if not isinstance(probes, list):
         raise _fail(f"{where}[0]", f"expected a list of probe answers, got {type(probes).__name__}")
+    final_answer = _text(final, f"{where}[2]")
+    if not _LINE_BREAKS.isdisjoint(final_answer):
+        raise _fail(f"{where}[2]", f"the final answer {final_answer[:40]!r} holds a line break; a final answer is one "
+                    "line (the grader would read each line as its own answer, the replay the whole string)")
     return ProbeBranch(tuple(_text(a, f"{where}[0][{i}]") for i, a in enumerate(probes)),
-                       _whole(tokens, f"{where}[1]", 0), _text(final, f"{where}[2]"))
+                       _whole(tokens, f"{where}[1]", 0), final_answer)
 
 
 def _question(value: Any, where: str, index: int) -> ProbeQuestion:
@@ -116,9 +155,12 @@ def _question(value: Any, where: str, index: int) -> ProbeQuestion:
     if trace is not None and trace != [b.final_answer for b in branches]:
         raise _fail(f"{where}.final_answers_trace", "disagrees with the final answers of each_branch "
                     "(the file is inconsistent: regenerate it)")
+    interval = _whole(value["probe_freq"], f"{where}.probe_freq", 1)
+    for j, branch in enumerate(branches):
+        check_probe_count(branch, interval, f"{where}.each_branch[{j}]")
     return ProbeQuestion(index=index, question=_text(value["question"], f"{where}.question"),
                          gold=_text(value["gold_answer"], f"{where}.gold_answer"),
-                         probe_interval=_whole(value["probe_freq"], f"{where}.probe_freq", 1), branches=branches)
+                         probe_interval=interval, branches=branches)
 
 
 def read_parallel_probe(path: str | Path, *, model: str | None = None, task: str | None = None) -> ProbeFile:
@@ -130,7 +172,8 @@ def read_parallel_probe(path: str | Path, *, model: str | None = None, task: str
     if not path.is_file():
         raise Pr1EvalError(f"{path}: file not found; pass a Parallel-Probe trajectory file (MODEL__TASK.json)")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        text = path.read_bytes().decode("utf-8-sig")
+        data = json.loads(text, object_pairs_hook=unique_keys(str(path), text))  # a repeated key is refused
     except UnicodeDecodeError as exc:
         raise Pr1EvalError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except json.JSONDecodeError as exc:
@@ -172,11 +215,10 @@ def import_rows_of(probe_file: ProbeFile) -> list[dict[str, Any]]:
     for q in probe_file.questions:
         problem_id = packaged.get(" ".join(q.question.split()), f"{probe_file.task}-q{q.index}")
         for j, branch in enumerate(q.branches):
-            answer = branch.final_answer
             rows.append({
                 "task": probe_file.task, "problem_id": problem_id, "sample_idx": j,
                 "problem": q.question, "gold": q.gold, "model": probe_file.model,
-                "response": "" if answer == NO_ANSWER else f"Final Answer: {answer}",
+                "response": response_of(branch.final_answer),
                 "n_response_tokens": branch.tokens, "probe_answers": list(branch.probe_answers),
                 "probe_interval": q.probe_interval, "_where": f"{probe_file.path}: question {q.index} branch {j}",
             })

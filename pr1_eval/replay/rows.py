@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -110,25 +112,87 @@ def replay_row(source: ReplaySource, spec: ControllerSpec, seeds: Sequence[int],
                      acc_sd_over_seeds=round(100 * sd, 2))
 
 
-def read_authors_csv(path: str | Path) -> list[dict[str, str]]:
-    """The rows of an authors' ``*_raw.csv`` (Solver, Strategy, Acc, Cost, Seq_Cost, parameters)."""
-    path = Path(path)
+#: The most an authors' CSV may weigh: theirs are under 1 KB; a link to ``/dev/zero`` was read
+#: without end (0.83 GB in 20 s).
+MOST_AUTHORS_BYTES = 4 * 1024 * 1024
+#: The columns an authors' CSV must hold, and those of them that are figures.
+AUTHORS_NEEDED = ("Solver", "Strategy", "Acc", "Cost", "Seq_Cost")
+_FIGURES = ("Acc", "Cost", "Seq_Cost")
+
+
+def _authors_text(path: Path) -> str:
+    """The CSV's text, read with a bound, or one line saying why it cannot be."""
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
+        if not path.is_file():
+            raise Pr1EvalError(f"{path}: not a regular file; pass the authors' matrix_results CSV")
+        with path.open("rb") as handle:
+            data = handle.read(MOST_AUTHORS_BYTES + 1)
     except OSError as exc:
         raise Pr1EvalError(f"{path}: cannot read ({exc.strerror}); pass the authors' matrix_results CSV") from None
-    if not rows or not {"Solver", "Strategy", "Acc", "Cost", "Seq_Cost"} <= set(rows[0]):
-        raise Pr1EvalError(f"{path}: not an authors' results CSV (needs Solver, Strategy, Acc, Cost, Seq_Cost)")
+    if len(data) > MOST_AUTHORS_BYTES:
+        raise Pr1EvalError(f"{path}: larger than {MOST_AUTHORS_BYTES // 2**20} MiB (an authors' results CSV is a few "
+                           "KB); pass the authors' matrix_results CSV")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Pr1EvalError(f"{path}: not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); save it as "
+                           "UTF-8") from None
+
+
+def _figure(text: str | None, where: str) -> float:
+    try:
+        value = float(text or "")
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise Pr1EvalError(f"{where}: {str(text)[:30]!r} is not a finite number; the authors' CSV gives a number "
+                           "here")
+    return value
+
+
+def read_authors_csv(path: str | Path) -> list[dict[str, str]]:
+    """The rows of an authors' ``*_raw.csv`` (Solver, Strategy, Acc, Cost, Seq_Cost, parameters),
+    every row checked: as many fields as the header, finite figures and budgets. A bad row is one
+    line naming file, line and column (it was a traceback, or a comparison silently left out)."""
+    path = Path(path)
+    lines = list(csv.reader(io.StringIO(_authors_text(path), newline="")))
+    header = lines[0] if lines else []
+    if not set(AUTHORS_NEEDED) <= set(header) or len(lines) < 2:
+        raise Pr1EvalError(f"{path}: not an authors' results CSV with rows (needs {', '.join(AUTHORS_NEEDED)})")
+    rows = []
+    for number, fields in enumerate(lines[1:], start=2):
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            raise Pr1EvalError(f"{path}:{number}: {len(fields)} fields where the header has {len(header)}; "
+                               "the file is cut or edited: use the authors' file as released")
+        row = dict(zip(header, fields, strict=True))
+        for column in (*_FIGURES, *(c for c in ("solver_n", "num_chains") if row.get(c))):
+            _figure(row.get(column), f"{path}:{number} column {column}")
+        rows.append(row)
     return rows
+
+
+def authors_note(spec: ControllerSpec, authors: list[dict[str, str]], task: str) -> str | None:
+    """Why ``spec``'s row shows no authors' figures though their CSV for ``task`` was given, when
+    the reason is in the CSV (several rows for one controller and budget: which one is theirs
+    cannot be known); None otherwise."""
+    matches = _matching(spec, authors)
+    if len(matches) > 1 and not spec.params:
+        return (f"note: the authors' CSV for {task} holds {len(matches)} rows for {spec.text} "
+                f"({'/'.join(AUTHORS_ROW[spec.name])} at this budget); none is compared")
+    return None
+
+
+def _matching(spec: ControllerSpec, authors: list[dict[str, str]]) -> list[dict[str, str]]:
+    wanted = AUTHORS_ROW.get(spec.name)
+    return [r for r in authors if (r["Solver"], r["Strategy"]) == wanted and _budget(r) in (None, float(spec.n))]
 
 
 def with_authors(row: ReplayRow, spec: ControllerSpec, authors: list[dict[str, str]]) -> ReplayRow:
     """``row`` with the authors' figures of the same controller, when their CSV has one row for it
     at the same branch budget (their ``solver_n``/``num_chains``; SAC has none)."""
-    wanted = AUTHORS_ROW.get(spec.name)
-    matches = [r for r in authors if (r["Solver"], r["Strategy"]) == wanted
-               and _budget(r) in (None, float(spec.n))]
+    matches = _matching(spec, authors)
     if len(matches) != 1 or spec.params:
         return row
     theirs = matches[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.ingest.parallel_probe import NO_ANSWER, ProbeBranch, ProbeQuestion, read_parallel_probe
+from pr1_eval.ingest.parallel_probe import ProbeBranch, ProbeQuestion, answer_of, check_probe_count, read_parallel_probe
 
 #: The columns a run must fill for a replay.
 NEEDED = ("task", "problem_id", "sample_idx", "gold", "response", "n_response_tokens", "probe_answers",
@@ -32,13 +32,6 @@ class ReplaySource:
     questions: tuple[ProbeQuestion, ...]
 
 
-def _final_answer(response: str) -> str:
-    prefix = "Final Answer: "
-    if response.startswith(prefix):
-        return response[len(prefix):]
-    return response if response else NO_ANSWER
-
-
 def questions_from_rows(rows: list[dict[str, Any]], where: str) -> tuple[ProbeQuestion, ...]:
     """The run's problems (by id) as questions, each problem's samples in ``sample_idx`` order."""
     by_problem: dict[str, list[dict[str, Any]]] = {}
@@ -53,9 +46,12 @@ def questions_from_rows(rows: list[dict[str, Any]], where: str) -> tuple[ProbeQu
                                "which a replay needs; import probed trajectories (pr1-eval import --format "
                                "parallel-probe)")
         branches = tuple(ProbeBranch(tuple(str(a) for a in r["probe_answers"]), int(r["n_response_tokens"]),
-                                     _final_answer(str(r["response"]))) for r in group)
+                                     answer_of(str(r["response"]))) for r in group)
+        interval = int(group[0]["probe_interval"])
+        for r, branch in zip(group, branches, strict=True):
+            check_probe_count(branch, interval, f"{where}: problem {pid} sample {r['sample_idx']}")
         questions.append(ProbeQuestion(index=index, question=pid, gold=str(group[0]["gold"]),
-                                       probe_interval=int(group[0]["probe_interval"]), branches=branches))
+                                       probe_interval=interval, branches=branches))
     return tuple(questions)
 
 

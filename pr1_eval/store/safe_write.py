@@ -28,8 +28,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from pr1_eval.errors import Pr1EvalError, is_disk_full, no_space
-from pr1_eval.output_paths import output_errors, temporary_in
+from pr1_eval.errors import is_disk_full, no_space
+from pr1_eval.output_paths import output_errors, refuse_non_regular, temporary_in
+from pr1_eval.output_paths import refuse_run_file as refuse_run_file  # re-exported: its old home
 
 
 @contextmanager
@@ -49,6 +50,7 @@ def atomic_output(path: str | Path, *, need_bytes: int | None = None) -> Iterato
     error (temporary file in the same folder, fsync, rename). A full disk is :func:`no_space`,
     any other write failure :func:`~pr1_eval.output_paths.cannot_write` (see the module docstring)."""
     path = Path(path)
+    refuse_non_regular(path, "")  # a device node or FIFO is never renamed over (see output_paths)
     with output_errors(path, need_bytes):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = temporary_in(path.parent, path.name)
@@ -72,15 +74,3 @@ def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8") -
     with atomic_output(path, need_bytes=len(raw)) as handle:
         handle.write(raw)
     return Path(path)
-
-
-def refuse_run_file(path: str | Path, option: str) -> None:
-    """An output option naming a run's own files (``--html RUN/run.json``, a part under
-    ``samples.parquet``), or any file called ``run.json`` (which would make its folder look like a
-    run to every search), or a folder, is refused before anything is computed."""
-    target = Path(path).expanduser().resolve()
-    if target.name == "run.json" or any(p.name.startswith("samples.parquet") for p in target.parents):
-        raise Pr1EvalError(f"{option} {path}: that is a run's own file; writing it would destroy the run's record "
-                           "or samples. Pass another file name (e.g. leaderboard.html)")
-    if target.is_dir():
-        raise Pr1EvalError(f"{option} {path} is a folder; pass a file name inside it")

@@ -18,7 +18,7 @@ from analysis.runs.loader import load_runs
 from analysis.stats import mark_unmeasurable, measured_samples, structure_stats
 from pr1_eval.cli.main import main
 from pr1_eval.records.run import ANSWERS_ONLY
-from tests.support.trajectory_fixtures import write_trajectories
+from tests.support.probe_fixtures import write_trajectories
 
 
 @pytest.fixture(scope="module")

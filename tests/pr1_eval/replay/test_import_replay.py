@@ -17,7 +17,7 @@ from pr1_eval.ingest.parallel_probe import read_parallel_probe
 from pr1_eval.replay.evaluate import replay
 from pr1_eval.replay.sources import load_sources
 from pr1_eval.replay.specs import DEFAULT_SPECS, parse_spec
-from tests.support.trajectory_fixtures import write_trajectories
+from tests.support.probe_fixtures import write_trajectories
 
 
 def test_an_imported_run_replays_to_the_numbers_of_its_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,8 +118,8 @@ def test_the_frontier_draws_the_authors_rings_over_ours_with_a_legend_entry(tmp_
     ("vote@8", "unknown controller 'vote'"),
     ("esc@10", "multiple of the window 8"),
     ("asc@8:thresh=0.9", "'thresh=0.9' is not a parameter of asc"),
-    ("sc@0", "at least 1"),
-    ("probe@8:stable=x", "'x' is not a number"),
+    ("sc@0", "outside 1..1,000,000"),
+    ("probe@8:stable=x", "'x' is not a whole number"),
 ])
 def test_bad_controller_specs_say_what_to_write(spec: str, message: str) -> None:
     with pytest.raises(Pr1EvalError, match=message.replace("(", r"\(")):
