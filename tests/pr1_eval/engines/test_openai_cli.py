@@ -170,9 +170,9 @@ def _hf_responder(engine: Any) -> Any:
 
     def respond(body: dict[str, Any]) -> list[list[int]]:
         request = GenerationRequest("served", body["prompt"], n=body["n"], max_new_tokens=body["max_tokens"],
-                                    stop_token_ids=tuple(body["stop_token_ids"]), seed=body.get("seed"),
+                                    stop_token_ids=tuple(body.get("stop_token_ids") or ()), seed=body.get("seed"),
                                     temperature=body["temperature"])
-        sampling = SamplingConfig(body["temperature"], body["top_p"], body.get("top_k", 0), body["max_tokens"])
+        sampling = SamplingConfig(body["temperature"], body.get("top_p", 1.0), body.get("top_k", 0), body["max_tokens"])
         with lock:
             [completions] = engine.generate([request], sampling)
         eos = engine.tokenizer.eos_token_id
