@@ -17,6 +17,7 @@ a few tokens each, marked ``"user": "pr1-eval-probe"``) settle it:
 2. **seeds and sampling**: the same seeded request again (equal answers: a rerun repeats), and
    with another seed (the same answer again: the server does not sample at all, as
    ``transformers serve`` when the model's ``generation_config.json`` lacks ``do_sample: true``);
+   two identical choices where two seeds differ mean ``n`` copies one stream: treated as ignored;
 3. **stops**: a greedy continuation, then the same request stopped at its second token (by id
    where the fields are taken, else by its text): the stop is honoured and kept, reported
    (``stop_reason``/``matched_stop``), trimmed from the text, or ignored;
@@ -121,9 +122,12 @@ class Prober:
         greedy = {"max_tokens": 6, "temperature": 0.0, "top_p": 1.0, "n": 1}
         continuation = self._ask(greedy, form)
         ids_back = all(c.token_ids is not None for c in first.choices)
+        seeds_differ = texts[0][0] != texts[2][0]
+        # n honoured: two choices, and not two copies of one stream where two seeds give two answers
+        n = len(first.choices) == 2 and (texts[0][0] != texts[0][1] or not seeds_differ)
         return ServerFeatures(
-            token_prompts=form[0], extensions=form[1], token_ids_back=ids_back, n=len(first.choices) == 2,
-            seeds_repeat=texts[0] == texts[1], samples=texts[0] != texts[2] or len(set(texts[0])) > 1, stops=self._stops(greedy, form, continuation),
+            token_prompts=form[0], extensions=form[1], token_ids_back=ids_back, n=n,
+            seeds_repeat=texts[0] == texts[1], samples=seeds_differ or len(set(texts[0])) > 1, stops=self._stops(greedy, form, continuation),
             tags_shown=self._tags_shown(greedy, form, ids_back), prompt_tokens=first.prompt_tokens,
             prompt_tokens_wanted=len(self.prompt_ids),
         )
