@@ -271,10 +271,10 @@ class OpenAIEngine:
                 "fork-join)")
         results: list[list[Completion]] = [[] for _ in requests]
         calls: list[tuple[int, Future[list[Completion]], int]] = []
-        for i, request in enumerate(requests):
+        budgets = [self._budget(r, sampling) for r in requests]  # every refusal before any request is sent
+        for i, (request, budget) in enumerate(zip(requests, budgets, strict=True)):
             if request.n <= 0:
                 continue
-            budget = self._budget(request, sampling)
             if budget <= 0:
                 results[i] = [Completion([], "", "length") for _ in range(request.n)]
                 continue

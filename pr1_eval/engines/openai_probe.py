@@ -114,7 +114,7 @@ class Prober:
         return list(self.tokenizer.encode(choice.text, add_special_tokens=False))
 
     def run(self) -> ServerFeatures:
-        sampled = {"max_tokens": 4, "temperature": 1.0, "top_p": 1.0, "n": 2, "seed": PROBE_SEED}
+        sampled = {"max_tokens": 8, "temperature": 1.0, "top_p": 1.0, "n": 2, "seed": PROBE_SEED}
         form, first = self._form(sampled)
         again = self._ask(sampled, form)
         other = self._ask({**sampled, "seed": PROBE_SEED + 7}, form)

@@ -178,3 +178,20 @@ def test_a_prompt_that_does_not_survive_as_text_is_refused(tok: Any) -> None:
     assert len(split) == 3 and len(words) == 1
     with pytest.raises(Pr1EvalError, match=r"p does not survive as text: its 3 token ids read back as 1"):
         check_round_trip(tok, split, "p")
+
+
+class _RefusesEverything(FakeServer):
+    def refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        return 422, {"detail": f"no field like {sorted(body)[0]}"}
+
+
+def test_a_server_refusing_every_form_is_one_line_naming_what_it_said(model: Path, tok: Any) -> None:
+    """Before the probe, the first 4xx said "check the sampling options", the wrong way for a server
+    that lacks vLLM's extensions; now every form is tried and the server's words are shown."""
+    fake = _RefusesEverything(lambda body: [[30]], tok.eos_token_id)
+    with serving(fake), pytest.raises(Pr1EvalError, match=r"refused a completions request in every form .*token ids "
+                                      r"with vLLM's fields, text with them, plain text; it said: 422: no field like") as info:
+        OpenAIEngine(str(model), base_url=fake.url)
+    assert "\n" not in str(info.value) and len(fake.probes) == 3 and fake.requests == []
+    assert [isinstance(b["prompt"], str) for b in fake.probes] == [False, True, True]
+    assert ["skip_special_tokens" in b for b in fake.probes] == [True, True, False]
