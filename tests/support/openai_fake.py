@@ -63,6 +63,7 @@ class FakeServer:
     more_models: tuple[str, ...] = ()
     max_model_len: int | None = 4096
     failures: list[int] = field(default_factory=list)
+    models_failures: list[int] = field(default_factory=list)
     delay_s: float = 0.0
     with_token_ids: bool = True
     decode: Callable[[list[int]], str] = lambda ids: " ".join(map(str, ids))
@@ -172,7 +173,10 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             server.headers.append(dict(self.headers))
-            if self.path == "/v1/models":
+            if self.path == "/v1/models" and server.models_failures:
+                status = server.models_failures.pop(0)
+                self._send(status, {"error": {"message": f"scripted {status}"}})
+            elif self.path == "/v1/models":
                 self._send(200, server.models())
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})

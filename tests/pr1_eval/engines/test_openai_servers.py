@@ -195,3 +195,17 @@ def test_a_server_refusing_every_form_is_one_line_naming_what_it_said(model: Pat
     assert "\n" not in str(info.value) and len(fake.probes) == 3 and fake.requests == []
     assert [isinstance(b["prompt"], str) for b in fake.probes] == [False, True, True]
     assert ["skip_special_tokens" in b for b in fake.probes] == [True, True, False]
+
+
+def test_a_failing_model_list_is_retried_once_and_a_placeholder_model_is_said(model: Path, tok: Any,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A 5xx on /models at first contact means "not this kind of server" far more often than "busy":
+    one retry, not six backoffs; a router's placeholder id ``unknown`` is named in the start line."""
+    fake = FakeServer(lambda body: [[30]], tok.eos_token_id, models_failures=[500, 500, 500])
+    with serving(fake), pytest.raises(Pr1EvalError, match=r"/models failed 2 tries \(last: 500 .*scripted 500\)"):
+        OpenAIEngine(str(model), base_url=fake.url)
+    assert fake.models_failures == [500]
+    router = FakeServer(lambda body: [[30]] * body["n"], tok.eos_token_id, model_id="unknown", max_model_len=None)
+    with serving(router), OpenAIEngine(str(model), base_url=router.url) as engine:
+        assert engine.served_model == "unknown" and engine.max_model_len is None
+    assert "(unknown (a router's placeholder: which model answers is not checked))" in capsys.readouterr().err
