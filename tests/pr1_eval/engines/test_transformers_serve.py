@@ -117,6 +117,8 @@ def test_a_greedy_run_through_transformers_serve_equals_the_hf_engine(server: tu
     served, local = (RunStore(tmp_path / name).read_frame()[COLUMNS].sort_values(COLUMNS[:2]).reset_index(drop=True)
                      for name in ("served", "hf"))
     assert served.equals(local)  # token for token: every response, its token count, finish and blocks
+    if decoding == "forkjoin":
+        assert (served["n_blocks"] > 0).all()  # the model branched: paths went through the server's stop strings
     engine = RunStore(tmp_path / "served").read_run().engine
     assert engine["api"] == "completions, prompt as text" and engine["server"]["mode"] == "text"
 
