@@ -258,11 +258,14 @@ class OpenAIEngine:
 
     def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingConfig) -> list[list[Completion]]:
         if any(r.stop_token_ids for r in requests) and self.features.stops not in GOOD_STOPS:
+            why = ("the model wrote fewer than two tokens to the start-up probe, so its stops could not be checked"
+                   if self.features.stops == "unchecked" else
+                   f"stops {self.features.stops}: stop_token_ids not taken, and stop strings trimmed from the text "
+                   "without saying which fired, or ignored")
             raise Pr1EvalError(
                 f"fork-join stops each path at </Path>, but the server at {self.client.public_base_url} does not honour "
-                f"stops in a way pr1-eval can read (stops {self.features.stops}: stop_token_ids not taken, and stop "
-                "strings trimmed from the text without saying which fired, or ignored); run --decoding sequential "
-                "here, or serve with vLLM or SGLang's launch_server")
+                f"stops in a way pr1-eval can read ({why}); run --decoding sequential here, or serve with vLLM or "
+                "SGLang's launch_server")
         if not self.features.samples and any(not is_greedy(request_sampling(r, sampling).temperature) for r in requests):
             raise Pr1EvalError(
                 f"the server at {self.client.public_base_url} gave one answer to two seeds at temperature 1.0: it does "

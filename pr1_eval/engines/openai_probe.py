@@ -7,8 +7,9 @@ Why a probe: servers differ in exactly what this engine relies on
 and the SGLang router take string prompts only; llama.cpp ignores the fields it does not know
 (stops by id, special tokens) without a word; several servers ignore ``n``. Guessing from a
 server's name is wrong behind a proxy, and finding out mid-run is too late (a refused request
-after an hour, or worse, a run that silently differs). A handful of tiny requests (at most eight,
-a few tokens each, marked ``"user": "pr1-eval-probe"``) settle it:
+after an hour, or worse, a run that silently differs). A handful of tiny requests (at most ten,
+two of them forms the server may refuse, a few tokens each, marked ``"user": "pr1-eval-probe"``)
+settle it:
 
 1. **the prompt form**: token ids with vLLM's fields, else text with them, else plain text (the
    first one not refused with 400/422); the answer says whether token ids come back, whether ``n``
@@ -99,10 +100,11 @@ class Prober:
         self.prompt_ids = [*words, self.tags[T.PATH_OPEN]] if T.PATH_OPEN in self.tags else words
         self.prompt_text = tokenizer.decode(self.prompt_ids, skip_special_tokens=False)
 
-    def _ask(self, body: dict[str, Any], form: tuple[bool, bool]) -> Answer:
+    def _ask(self, body: dict[str, Any], form: tuple[bool, bool], prompt: list[int] | None = None) -> Answer:
         tokens, extensions = form
-        full = {"model": self.model, "prompt": self.prompt_ids if tokens else self.prompt_text, **body,
-                "user": PROBE_USER}
+        ids = self.prompt_ids if prompt is None else prompt
+        text = self.prompt_text if prompt is None else self.tokenizer.decode(ids, skip_special_tokens=False)
+        full = {"model": self.model, "prompt": ids if tokens else text, **body, "user": PROBE_USER}
         if extensions:
             full = {**{k: v for k, v in EXTENSIONS.items() if not tokens or k != "no_stop_trim"}, **full}
         return parse_answer(self.client.post("/completions", full), self.where, len(self.tokenizer))
@@ -120,14 +122,18 @@ class Prober:
         other = self._ask({**sampled, "seed": PROBE_SEED + 7}, form)
         texts = [[c.text for c in a.choices] for a in (first, again, other)]
         greedy = {"max_tokens": 6, "temperature": 0.0, "top_p": 1.0, "n": 1}
+        prompt = self.prompt_ids
         continuation = self._ask(greedy, form)
+        if len(self._ids(continuation)) < 2:  # the model ended at once: a second, plainer prompt for the stop check
+            prompt = list(self.tokenizer.encode("1, 2, 3, 4, 5, 6,", add_special_tokens=False))
+            continuation = self._ask(greedy, form, prompt)
         ids_back = all(c.token_ids is not None for c in first.choices)
         seeds_differ = texts[0][0] != texts[2][0]
         # n honoured: two choices, and not two copies of one stream where two seeds give two answers
         n = len(first.choices) == 2 and (texts[0][0] != texts[0][1] or not seeds_differ)
         return ServerFeatures(
             token_prompts=form[0], extensions=form[1], token_ids_back=ids_back, n=n,
-            seeds_repeat=texts[0] == texts[1], samples=seeds_differ or len(set(texts[0])) > 1, stops=self._stops(greedy, form, continuation),
+            seeds_repeat=texts[0] == texts[1], samples=seeds_differ or len(set(texts[0])) > 1, stops=self._stops(greedy, form, continuation, prompt),
             tags_shown=self._tags_shown(greedy, form, ids_back), prompt_tokens=first.prompt_tokens,
             prompt_tokens_wanted=len(self.prompt_ids),
         )
@@ -145,13 +151,13 @@ class Prober:
                            f"(token ids with vLLM's fields, text with them, plain text; it said: {' | '.join(refusals)});"
                            " is --base-url an OpenAI-compatible completions API serving this model?")
 
-    def _stops(self, greedy: dict[str, Any], form: tuple[bool, bool], continuation: Answer) -> str:
+    def _stops(self, greedy: dict[str, Any], form: tuple[bool, bool], continuation: Answer, prompt: list[int]) -> str:
         ids = self._ids(continuation)
         if len(ids) < 2:
             return "unchecked"
         stop = ids[1]
         if form[1]:
-            answer = self._ask({**greedy, "stop_token_ids": [stop]}, form)
+            answer = self._ask({**greedy, "stop_token_ids": [stop]}, form, prompt)
             choice, got = answer.choices[0], self._ids(answer)
             if choice.stop_reason == stop or (choice.finish_reason == "stop" and got in (ids[:2], ids[:1])):
                 return "ids"
@@ -159,7 +165,7 @@ class Prober:
         word = word[len(head):] if word.startswith(head) else ""
         if not word.strip() or word in head:
             return "unchecked"
-        answer = self._ask({**greedy, "stop": [word]}, form)
+        answer = self._ask({**greedy, "stop": [word]}, form, prompt)
         choice = answer.choices[0]
         if choice.stop_reason is not None and choice.finish_reason == "stop":
             return "reported"
