@@ -209,3 +209,18 @@ def test_a_failing_model_list_is_retried_once_and_a_placeholder_model_is_said(mo
     with serving(router), OpenAIEngine(str(model), base_url=router.url) as engine:
         assert engine.served_model == "unknown" and engine.max_model_len is None
     assert "(unknown (a router's placeholder: which model answers is not checked))" in capsys.readouterr().err
+
+
+def test_a_model_that_ends_at_once_on_the_probe_prompt_gets_a_second_one(model: Path, tok: Any) -> None:
+    tags = resolve_tag_ids(tok)
+
+    def respond(body: dict[str, Any]) -> list[list[int]]:
+        ends = body["prompt"][-1] == tags[T.PATH_OPEN]
+        return [[tok.eos_token_id] if ends else _words(tok, " 7, 8, 9")] * body["n"]
+
+    fake = FakeServer(respond, tok.eos_token_id)
+    with serving(fake), OpenAIEngine(str(model), base_url=fake.url) as engine:
+        assert engine.features.stops == "ids"
+    stop_probe = next(b for b in fake.probes if b.get("stop_token_ids"))
+    assert stop_probe["prompt"] == _words(tok, "1, 2, 3, 4, 5, 6,")
+    assert stop_probe["stop_token_ids"] == [_words(tok, " 7, 8, 9")[1]]
