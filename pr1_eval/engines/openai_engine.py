@@ -10,7 +10,10 @@ do right (naming the missing feature and what adds it). Never a run that silentl
   run's tokenizer and chat template (``--model``'s, or ``--tokenizer``), so the server gets exactly
   what the HF and vLLM engines are given; vLLM's fields keep the tags (``skip_special_tokens:
   false``…) and return the ids (``return_token_ids``); a server that returns none gets its text
-  tokenised by the run's tokenizer.
+  tokenised by the run's tokenizer. Where the server takes these fields, ``top_k: -1`` (unless
+  ``--top-k``) and ``min_p: 0`` are sent too: "off" in vLLM, SGLang and llama.cpp alike, so a
+  server's own sampler defaults (llama.cpp: ``top_k 40``, ``min_p 0.05``) never reshape the run's
+  distribution.
 * **text mode** (servers that take string prompts only: ``transformers serve``, TGI, Ollama, the
   SGLang router): the rendered prompt is sent as its text, after checking that the text reads back
   as the same ids (:func:`check_round_trip`; the six tags must survive) and, from every answer's
@@ -252,6 +255,10 @@ class OpenAIEngine:
             body["seed"] = seed
         if sampling.top_k and sampling.top_k > 0:
             body["top_k"] = sampling.top_k
+        elif f.extensions:  # say "off": llama.cpp's server would otherwise apply its own top_k 40 and min_p 0.05
+            body["top_k"] = -1
+        if f.extensions:
+            body["min_p"] = 0.0
         if self.record_logprobs:
             body["logprobs"] = 0
         return body

@@ -64,6 +64,7 @@ def test_a_request_keeps_tags_asks_for_ids_and_reads_stops_and_eos(model: Path, 
     assert (first["temperature"], first["top_p"], first["seed"], first["max_tokens"]) == (1.0, 0.9, 11, 50)
     assert first["stop_token_ids"] == [tags[T.PATH_CLOSE]]
     assert first["skip_special_tokens"] is False and first["return_token_ids"] is True
+    assert (first["top_k"], first["min_p"]) == (-1, 0.0)  # a server's own sampler defaults switched off
     assert sent[6]["temperature"] == 0.6 and sent[6]["stop_token_ids"] == []
 
 
