@@ -12,13 +12,22 @@ and is never retried: it ends the run with the server's own message and a fix. T
 the first contact (``GET /models``): a refused connection there means no server at that address,
 so it fails at once instead of waiting out the backoff.
 
+Bounds (so a misbehaving server cannot hang or exhaust the run): the body is read as a stream
+and refused past :data:`MAX_BODY_BYTES`; ``timeout_s`` bounds the whole request (checked after every
+chunk read; a server silent at the deadline is cut when its silence reaches ``timeout_s``), not
+only the gap between two reads, so a server trickling a byte a second cannot hold a request
+forever; a redirect (3xx) is an error, never an answer (not followed: the key would go along).
+
 Secrets: the API key goes only into the ``Authorization`` header. :func:`public_url` (what
 ``run.json`` records), :func:`public_options` and :func:`public_argv` drop it, and a user or
-password written into the URL, from everything written to disk.
+password written into the URL, from everything written to disk; a server message that echoes the
+key has it replaced by ``<redacted>`` before it is shown.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,6 +46,12 @@ MAX_RETRIES = 6
 REQUEST_TIMEOUT_S = 1800.0
 """Seconds one completions request may take: 3,000 tokens × n = 16 on a loaded server is minutes."""
 CONNECT_TIMEOUT_S = 10.0
+MAX_BODY_BYTES = 64 * 2**20
+"""Largest answer read (64 MiB): 16 choices of 32k tokens with ids and text are about 6 MB; a body
+past this is a server fault (an endless stream), refused before it takes the machine's memory."""
+FIRST_CONTACT_RETRIES = 1
+"""``GET /models`` failing with 5xx is retried once: at first contact it means "not this kind of
+server" far more often than "busy", and six backoffs cost half a minute for nothing."""
 REDACTED = "<redacted>"
 SECRET_OPTIONS = frozenset({"api_key"})
 SECRET_FLAGS = ("--api-key",)
@@ -91,25 +106,46 @@ def public_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
+
+class ServerRefused(Pr1EvalError):
+    """A 4xx (not 429) answer: the request's fault, never retried. ``status`` and ``message`` (the
+    server's own words, key redacted) let the capability probe read a refusal instead of failing."""
+
+    def __init__(self, text: str, status: int, message: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.message = message
+
+
+class _TooSlow(Exception):
+    """The whole-request deadline passed while the body was still arriving."""
+
+
 def _retry_after(response: httpx.Response) -> float | None:
+    """The server's ``Retry-After`` in seconds, when it is a finite number ≥ 0 (else ignored)."""
     try:
-        return float(response.headers.get("retry-after", ""))
+        value = float(response.headers.get("retry-after", ""))
     except ValueError:
         return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
-def _server_message(response: httpx.Response) -> str:
-    """The server's own reason: OpenAI's ``{"error": {"message"}}``, vLLM's ``{"message"}``, or the text."""
+def _server_message(status: int, reason: str, data: bytes) -> str:
+    """The server's own reason: OpenAI's ``{"error": {"message"}}``, vLLM's ``{"message"}``, FastAPI's
+    ``{"detail"}``, or the text; at most 300 characters, on one line."""
+    text = data.decode("utf-8", "replace")
     try:
-        body = response.json()
+        body = json.loads(text)
     except ValueError:
-        return response.text.strip()[:300] or response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error")
-        message = error.get("message") if isinstance(error, dict) else error or body.get("message") or body.get("detail")
-        if message:
-            return str(message)[:300]
-    return str(body)[:300]
+        message = text.strip()[:300] or reason
+    else:
+        message = str(body)[:300]
+        if isinstance(body, dict):
+            error = body.get("error")
+            found = error.get("message") if isinstance(error, dict) else error or body.get("message") or body.get("detail")
+            if found:
+                message = str(found)[:300]
+    return " ".join(message.split()) or f"{status}"
 
 
 def _fix_for(status: int) -> str:
@@ -117,7 +153,8 @@ def _fix_for(status: int) -> str:
         return "set OPENAI_API_KEY (or --api-key) to a key the server accepts"
     if status == 404:
         return "check --base-url (it should end in /v1) and --served-model (GET /v1/models lists what it serves)"
-    return "the server said why above; check the sampling options and that it serves this model"
+    return ("the server said why above; check the sampling options (--temperature, --top-p, --top-k, --max-new-tokens) "
+            "and --served-model")
 
 
 class OpenAIClient:
@@ -128,52 +165,91 @@ class OpenAIClient:
         self.base_url = normalise_base_url(base_url)
         self.public_base_url = public_url(self.base_url)
         self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.max_body_bytes = MAX_BODY_BYTES
+        self._secret = api_key or None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
-            headers=headers, timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
+            headers=headers, timeout=httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s)),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            follow_redirects=False,
         )
 
     def close(self) -> None:
         self._http.close()
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``<redacted>`` (a server may echo it in an error)."""
+        return text.replace(self._secret, REDACTED) if self._secret else text
+
     def get(self, path: str) -> Any:
-        """``GET base_url + path`` (the first contact: a refused connection fails at once)."""
+        """``GET base_url + path`` (the first contact: a refused connection fails at once, a 5xx is
+        retried :data:`FIRST_CONTACT_RETRIES` time)."""
         return self._call("GET", path, None, first_contact=True)
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """``POST base_url + path`` with a JSON body, retried as the module docstring says."""
         return self._call("POST", path, body, first_contact=False)
 
+    def _read(self, method: str, path: str, body: Mapping[str, Any] | None) -> tuple[int, str, bytes, float | None]:
+        """One try: status, reason, the body (read under the size bound and the whole-request deadline)
+        and the server's ``Retry-After``."""
+        deadline = time.monotonic() + self.timeout_s
+        with self._http.stream(method, self.base_url + path, json=body) as response:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise Pr1EvalError(
+                        f"{self.public_base_url}{path} sent an answer over {self.max_body_bytes // 2**20} MiB "
+                        f"(status {response.status_code}); a completions answer is far smaller: the server is "
+                        "misbehaving (an endless body?); restart it, or check what --base-url points at")
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _TooSlow()
+            return response.status_code, response.reason_phrase, b"".join(chunks), _retry_after(response)
+
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None, *, first_contact: bool) -> Any:
         where = f"{self.public_base_url}{path}"
         last = ""
-        for attempt in range(self.max_retries + 1):
+        tries = min(self.max_retries, FIRST_CONTACT_RETRIES) if first_contact else self.max_retries
+        for attempt in range(tries + 1):
             wait: float | None = None
             try:
-                response = self._http.request(method, self.base_url + path, json=body)
+                status, reason, data, retry_after = self._read(method, path, body)
             except httpx.ConnectError as exc:
                 if first_contact:
                     raise Pr1EvalError(
                         f"cannot reach an OpenAI-compatible server at {self.public_base_url} ({type(exc).__name__}: "
-                        f"{exc}); start one (e.g. vllm serve MODEL --port 8000) or fix --base-url") from None
-                last = f"{type(exc).__name__}: {exc}"
+                        f"{self.redact(str(exc))}); start one (e.g. vllm serve MODEL --port 8000) or fix --base-url"
+                    ) from None
+                last = f"{type(exc).__name__}: {self.redact(str(exc))}"
+            except _TooSlow:
+                last = f"no complete answer within --request-timeout {self.timeout_s:g} s"
             except httpx.TransportError as exc:  # timeouts, a connection dropped mid-answer
-                last = f"{type(exc).__name__}: {exc or 'no detail'}"
+                last = f"{type(exc).__name__}: {self.redact(str(exc)) or 'no detail'}"
             else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise Pr1EvalError(f"{where} answered {response.status_code} with no JSON "
-                                           f"({response.text[:120]!r}); is --base-url an OpenAI-compatible API?") from None
-                last = f"{response.status_code} {response.reason_phrase}: {_server_message(response)}"
-                if response.status_code != 429 and response.status_code < 500:
-                    raise Pr1EvalError(f"the server at {where} refused the request ({last}); "
-                                       f"{_fix_for(response.status_code)}")
-                wait = _retry_after(response)
-            if attempt < self.max_retries:
+                if 300 <= status < 400:
+                    raise Pr1EvalError(f"{where} answered {status} {reason} (a redirect, not followed: the key would "
+                                       "go along); point --base-url at the address the server answers on")
+                if status < 300:
+                    return self._json(where, status, data)
+                message = self.redact(_server_message(status, reason, data))
+                last = f"{status} {reason}: {message}"
+                if status != 429 and status < 500:
+                    raise ServerRefused(f"the server at {where} refused the request ({last}); {_fix_for(status)}",
+                                        status, message)
+                wait = retry_after
+            if attempt < tries:
                 time.sleep(min(BACKOFF_CAP_S, wait if wait is not None else BACKOFF_S * 2**attempt))
-        raise Pr1EvalError(f"the server at {where} failed {self.max_retries + 1} tries (last: {last}); check that it "
+        raise Pr1EvalError(f"the server at {where} failed {tries + 1} tries (last: {last}); check that it "
                            "is up and healthy (curl its /models), or lower --max-concurrency; rerun the same command to "
                            "resume")
+
+    def _json(self, where: str, status: int, data: bytes) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError:
+            shown = self.redact(data[:120].decode("utf-8", "replace"))
+            raise Pr1EvalError(f"{where} answered {status} with no JSON ({shown!r}); is --base-url an "
+                               "OpenAI-compatible API?") from None

@@ -170,9 +170,11 @@ def _hf_responder(engine: Any) -> Any:
 
     def respond(body: dict[str, Any]) -> list[list[int]]:
         request = GenerationRequest("served", body["prompt"], n=body["n"], max_new_tokens=body["max_tokens"],
-                                    stop_token_ids=tuple(body["stop_token_ids"]), seed=body.get("seed"),
+                                    stop_token_ids=tuple(body.get("stop_token_ids") or ()), seed=body.get("seed"),
                                     temperature=body["temperature"])
-        sampling = SamplingConfig(body["temperature"], body["top_p"], body.get("top_k", 0), body["max_tokens"])
+        # top_k -1 is "off" on a server (vLLM, SGLang, llama.cpp); the HF engine says off with 0
+        sampling = SamplingConfig(body["temperature"], body.get("top_p", 1.0), max(0, body.get("top_k", 0)),
+                                  body["max_tokens"])
         with lock:
             [completions] = engine.generate([request], sampling)
         eos = engine.tokenizer.eos_token_id
