@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import gpu_sft_check as g  # noqa: E402
@@ -38,7 +40,7 @@ def _key(name: str) -> str:
 def test_the_carried_wheels_resolve_for_python_312_on_linux(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-deps", "--find-links", str(g.WHEEL_DIR),
            "--only-binary=:all:", *g.PLATFORM, "--target", str(tmp_path / "site"), *g.WHEELS]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-2000:]
     assert all(g.wheel_for(spec) is not None for spec in g.WHEELS)
     from packaging.requirements import Requirement
@@ -76,7 +78,7 @@ def test_verl_sft_and_the_merger_import_with_the_ray_stub(tmp_path: Path) -> Non
             "import verl.trainer.sft_trainer, verl.model_merger.fsdp_model_merger, repro.structured_actor\n"
             "try:\n    ray.get(1)\nexcept RuntimeError as e:\n    print('call raises:', e)\n")
     env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(300), env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "call raises: ray.get(): ray is not installed here" in done.stdout
 
@@ -84,7 +86,7 @@ def test_verl_sft_and_the_merger_import_with_the_ray_stub(tmp_path: Path) -> Non
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sft") / "data"
-    done = subprocess.run(g.data_command(str(out)), capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(g.data_command(str(out)), capture_output=True, text=True, timeout=scaled(300), cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -208,7 +210,7 @@ def test_agreement_part_reports_a_disagreeing_engine(tmp_path):
     out = tmp_path / "agree.json"
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_vllm_parts.py"), "agree", "--model", model,
                            "--device", "cpu", "--problems", "2", "--max-new-tokens", "12", "--json", str(out)],
-                          capture_output=True, text=True, env=env, timeout=240)
+                          capture_output=True, text=True, env=env, timeout=scaled(240))
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
     assert figures["greedy_n"] == 2 and figures["sampled_tokens"] > 0

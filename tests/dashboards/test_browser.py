@@ -49,6 +49,7 @@ from tests.support.browser import (
     wait_healthy,
 )
 from tests.support.dashboard_fixtures import HOSTILE_RUN, build_runs
+from tests.support.deadlines import scaled
 from tests.support.hostile_fixtures import (
     HOSTILE_RUNS,
     PROBLEM_IDS,
@@ -82,7 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
         yield base, runs, log
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     output = log.read_text(encoding="utf-8")
     assert process.returncode == 0, output
     assert base in output and "dashboard stopped" in output
@@ -179,10 +180,10 @@ def report_pages(server: tuple[str, dict[str, Path], Path], tmp_path_factory: py
     env = {**os.environ, "PR1_LOADER_CACHE": str(out / "cache")}
     command = [sys.executable, "-m", "pr1_eval.cli.main"]
     done = subprocess.run([*command, "leaderboard", *hostile, "--html", str(out / "leaderboard.html")], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=scaled(300), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([*command, "analyze", *hostile, "--out", str(out / "analysis"), "--no-embeddings"], env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=scaled(300), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     pages = {"leaderboard": out / "leaderboard.html"}
     pages.update({f"analyze-{page.stem}": page for page in sorted((out / "analysis").rglob("*.html"))})
@@ -201,7 +202,7 @@ def test_leaderboard_and_analyze_html_show_hostile_text_inert(report_pages: dict
     for name, page in report_pages.items():
         browser.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=2400, deviceScaleFactor=1, mobile=False)
         browser.call("Page.navigate", url=page.as_uri())
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline and not browser.evaluate(
                 "JSON.stringify(document.readyState === 'complete' && !!document.querySelector('.main-svg'))"):
             time.sleep(0.5)
@@ -237,13 +238,13 @@ def test_a_followed_job_shows_new_steps_without_a_reload(browser: DevTools, tmp_
         browser.screenshot(artifacts() / "training-job.png")
         write_step(job, "train", 300, len(STEPS), with_summary=True)
         after = f"training rollouts: {len(STEPS) + 1} step(s)"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline and after not in browser.evaluate(TEXT):
             time.sleep(1.0)
         assert after in browser.evaluate(TEXT), "the new step did not appear within 60 s"
         assert_inert(browser.evaluate(ATTACKS), "training job")
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     output = log.read_text(encoding="utf-8")
     assert "Traceback" not in output and "following" in output, output

@@ -33,6 +33,7 @@ from tests.support.browser import (
     free_port,
     wait_healthy,
 )
+from tests.support.deadlines import scaled
 from tests.support.hostile_fixtures import MARKER, RUN_ATTACK, payload
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def server(fj_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
         yield base, log
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
 
 
 def test_efficiency_page_renders_in_chromium(server: tuple[str, Path], browser: DevTools) -> None:
@@ -96,14 +97,14 @@ def test_analyze_pages_render_and_a_point_opens_its_run(fj_runs: dict[str, Path]
     out = tmp_path / "analysis"
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "analyze", *map(str, fj_runs.values()),
                            "--out", str(out), "--no-embeddings"], env={**os.environ, "PR1_LOADER_CACHE": str(tmp_path)},
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=scaled(300), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     # the names as analyze shows them (model_name: the hostile model's last folder, step-*)
     shown = {"latency_frontier": "step 200", "speedup_hist": "step 200", "efficiency_steps": "step-* · forkjoin"}
     for name, text in shown.items():
         browser.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=1000, deviceScaleFactor=1, mobile=False)
         browser.call("Page.navigate", url=(out / f"{name}.html").as_uri())
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline and not browser.evaluate(
                 "JSON.stringify(document.readyState === 'complete' && !!document.querySelector('.main-svg'))"):
             time.sleep(0.5)

@@ -37,6 +37,7 @@ from tests.support.browser import (
     wait_healthy,
 )
 from tests.support.dashboard_fixtures import build_killed_run, build_runs
+from tests.support.deadlines import scaled
 
 pytestmark = pytest.mark.slow
 ROOT = "/mnt/shared/checkpoints/parallel-r1/experiments/seen-qwen3-4b-lr1e-6"
@@ -112,7 +113,7 @@ def test_leaderboard_tables_fit_the_window_with_long_run_names(mix: Path, browse
         legend = browser.evaluate(TEXT)
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     assert state["title"] == "Leaderboard" and all(text in dom["text"] for text in drawn), state
     assert_inert(dom, "leaderboard")
     assert measured["tables"], "no table on the leaderboard page"

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from tests.support.browser import DevTools, artifacts, chromium_binary
+from tests.support.deadlines import scaled
 from tests.support.leaderboard_fixtures import write_counts_run
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevTools]:
 def _load(browser: DevTools, page: Path, shot: str, height: int = 1400) -> None:
     browser.call("Emulation.setDeviceMetricsOverride", width=WINDOW, height=height, deviceScaleFactor=1, mobile=False)
     browser.call("Page.navigate", url=page.as_uri())
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + scaled(60)
     while time.monotonic() < deadline and not browser.evaluate(
             "JSON.stringify(document.readyState === 'complete' && !!document.querySelector('.main-svg'))"):
         time.sleep(0.5)

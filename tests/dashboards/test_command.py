@@ -20,6 +20,7 @@ from dashboards.launch import app_path, check_port, resolve_runs, streamlit_comm
 from pr1_eval.cli.main import build_parser
 from pr1_eval.errors import Pr1EvalError
 from tests.support.analysis_fixtures import block, make_record, response, write_run
+from tests.support.deadlines import scaled
 
 
 def test_command_defaults_to_loopback_and_runs_folder() -> None:
@@ -90,7 +91,7 @@ def test_dashboard_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> Non
     process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", str(tmp_path / "runs"), "--port",
                                 str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
@@ -104,7 +105,7 @@ def test_dashboard_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> Non
             assert {line.split()[3] for line in listening.stdout.splitlines()} == {f"127.0.0.1:{port}"}
     finally:
         process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=30)
+        output, _ = process.communicate(timeout=scaled(30))
     assert process.returncode == 0, output
     assert f"http://127.0.0.1:{port}/" in output and "dashboard stopped" in output
 
@@ -124,7 +125,7 @@ def _start_dashboard(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PR1_LOADER_CACHE": str(tmp_path / "cache")}
     process = subprocess.Popen([sys.executable, "-m", "pr1_eval.cli.main", "dashboard", str(tmp_path / "runs"), "--port",
                                 str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + scaled(90)
     while True:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
@@ -143,7 +144,7 @@ def test_killing_the_dashboard_frees_its_port(tmp_path: Path, signum: signal.Sig
     process, port = _start_dashboard(tmp_path)
     try:
         process.send_signal(signum)
-        output, _ = process.communicate(timeout=30)
+        output, _ = process.communicate(timeout=scaled(30))
         deadline = time.monotonic() + 8
         while _port_open(port) and time.monotonic() < deadline:
             time.sleep(0.2)

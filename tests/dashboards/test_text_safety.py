@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboards.data import MEMO
 from dashboards.launch import app_path
+from tests.support.deadlines import scaled
 from tests.support.hostile_fixtures import HOSTILE_RUNS, MARKER, PROBLEM_IDS, TASK, build_hostile_runs
 
 PAGES = ("leaderboard", "training", "behaviour", "diversity", "trace_viewer", "compare", "efficiency")
@@ -44,7 +45,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Path]]:
 def open_page(monkeypatch: pytest.MonkeyPatch, paths: list[Path], page: str,
               params: dict[str, str] | None = None) -> AppTest:
     monkeypatch.setattr(sys, "argv", ["app.py", *map(str, paths)])
-    app = AppTest.from_file(str(app_path()), default_timeout=180).run()
+    app = AppTest.from_file(str(app_path()), default_timeout=scaled(180)).run()
     app.query_params.update(params or {})
     app.switch_page(f"views/{page}.py").run()
     assert not app.exception, [e.value for e in app.exception]

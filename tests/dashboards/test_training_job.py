@@ -21,6 +21,7 @@ from analysis.runs.steps import CACHE
 from dashboards.components import fmt, md_unescape
 from dashboards.data import MEMO
 from dashboards.launch import app_path
+from tests.support.deadlines import scaled
 from tests.support.training_job_fixtures import (
     STEPS,
     SWITCH_STEP,
@@ -44,7 +45,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[t
 
 def open_app(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> AppTest:
     monkeypatch.setattr(sys, "argv", ["app.py", *args])
-    app = AppTest.from_file(str(app_path()), default_timeout=180).run()
+    app = AppTest.from_file(str(app_path()), default_timeout=scaled(180)).run()
     app.switch_page("views/training.py").run()
     assert not app.exception, [e.value for e in app.exception]
     return app

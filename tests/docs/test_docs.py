@@ -19,6 +19,8 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from tests.support.deadlines import scaled
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GEN = DOCS / "_gen"
@@ -153,7 +155,7 @@ def test_relative_links_of_the_root_pages_resolve(name: str) -> None:
 def _mkdocs_build(config_dir: Path, site: Path) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("mkdocs")
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                          cwd=config_dir, capture_output=True, text=True, timeout=300)
+                          cwd=config_dir, capture_output=True, text=True, timeout=scaled(300))
 
 
 def test_the_site_builds_strict_and_carries_the_generated_tables(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ the checkpoint that is both sooner and more accurate."""
 
 from __future__ import annotations
 
+from tests.support.deadlines import scaled
+
 import json
 import os
 import re
@@ -33,7 +35,7 @@ def test_the_efficiency_cell_draws_the_designed_runs(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PR1_RUNS", str(tmp_path / "runs"))
     monkeypatch.delenv("PR1_INCLUDE_INCOMPLETE", raising=False)
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     plotly = "application/vnd.plotly.v1+json"
     figures = [o["data"][plotly] for o in nb.cells[-2].outputs if plotly in o.get("data", {})]
     assert len(figures) == 3  # frontier, histogram, steps

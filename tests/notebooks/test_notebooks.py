@@ -6,6 +6,8 @@ the rows that were imported (accuracy, block positions by ``str.index``, roles, 
 
 from __future__ import annotations
 
+from tests.support.deadlines import scaled
+
 import json
 import os
 import re
@@ -229,7 +231,7 @@ def test_notebook_runs_top_to_bottom(notebook: Path, runs: Path, tmp_path: Path,
     monkeypatch.setenv("PR1_EMBED_CACHE", str(tmp_path / "embeddings"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))  # this venv's kernel
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     text = "\n".join(str(output.get("text", "")) + json.dumps(output.get("data", {}))
                      for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs)
     assert "Traceback" not in text
@@ -284,7 +286,7 @@ def test_notebook_01_with_one_complete_run_left(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv("PR1_RUNS", str(tmp_path / "runs"))
     monkeypatch.delenv("PR1_INCLUDE_INCOMPLETE", raising=False)
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     text = "\n".join(str(output.get("text", "")) + json.dumps(output.get("data", {}))
                      for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs)
     assert "Traceback" not in text

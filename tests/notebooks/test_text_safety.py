@@ -13,6 +13,8 @@ attributes point at the attacker's site. A notebook that passed a data field to 
 
 from __future__ import annotations
 
+from tests.support.deadlines import scaled
+
 import json
 import os
 import re
@@ -75,7 +77,7 @@ def test_no_output_of_a_notebook_makes_an_element_from_run_text(notebook: Path, 
     monkeypatch.setenv("PR1_EMBED_CACHE", str(tmp_path / "embeddings"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [output for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"], "a cell failed on the hostile runs"
     figures = [o["data"]["application/vnd.plotly.v1+json"] for o in outputs

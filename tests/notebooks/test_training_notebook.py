@@ -5,6 +5,8 @@ and the reward switch is marked."""
 
 from __future__ import annotations
 
+from tests.support.deadlines import scaled
+
 import json
 import os
 import re
@@ -40,7 +42,7 @@ def test_training_notebook_runs_top_to_bottom(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("PR1_RUNS", str(tmp_path / "job"))
     monkeypatch.delenv("PR1_INCLUDE_INCOMPLETE", raising=False)
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=scaled(600), kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     text = "\n".join(str(output.get("text", "")) + json.dumps(output.get("data", {}))
                      for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs)
     assert "Traceback" not in text

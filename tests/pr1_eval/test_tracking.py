@@ -22,6 +22,7 @@ from pr1_eval.cli.main import main
 from pr1_eval.report.load import load_report
 from pr1_eval.report.tracking import step_metrics
 from tests.support.analysis_fixtures import make_record, response, write_run
+from tests.support.deadlines import scaled
 
 
 def _sweep(root: Path) -> list[Path]:
@@ -111,7 +112,7 @@ def test_a_sweep_lands_in_wandb_at_its_steps_offline(tmp_path: Path, monkeypatch
     assert [row[0] for row in samples["data"]] == [100] * 4 + [200] * 4
     assert [row[4] for row in samples["data"]] == [True, False, False, False, True, True, True, False]
     log_file = next(run_dir.glob("*.wandb"))
-    deadline = time.monotonic() + 60  # wandb's service process writes the log after finish() returns
+    deadline = time.monotonic() + scaled(60)  # wandb's service process writes the log after finish() returns
     while _logged(log_file.read_bytes(), "eval/aime24/parallel_ratio") != [0.0, 1.0] and time.monotonic() < deadline:
         time.sleep(0.5)
     log = log_file.read_bytes()

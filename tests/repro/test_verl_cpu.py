@@ -21,6 +21,7 @@ import torch
 
 from repro.testing import tiny_model_dir
 from repro.testing.verl_cpu import cpu_environment, gloo_backend
+from tests.support.deadlines import scaled
 
 PROBE = (
     "import json, verl\n"
@@ -38,7 +39,7 @@ PROBE = (
 
 
 def _probe(env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-2000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("PROBE"))
     return dict(json.loads(line[len("PROBE"):]))

@@ -13,13 +13,14 @@ from streamlit.testing.v1 import AppTest
 
 from dashboards.components import md_unescape
 from dashboards.launch import app_path
+from tests.support.deadlines import scaled
 
 
 def open_app(monkeypatch: pytest.MonkeyPatch, paths: list[Path], page: str | None = None,
              params: dict[str, str] | None = None) -> AppTest:
     """The app on ``paths`` (as after ``--``), on ``page``, with no uncaught exception."""
     monkeypatch.setattr(sys, "argv", ["app.py", *map(str, paths)])
-    app = AppTest.from_file(str(app_path()), default_timeout=180).run()
+    app = AppTest.from_file(str(app_path()), default_timeout=scaled(180)).run()
     if page is not None:
         app.query_params.update(params or {})
         app.switch_page(f"views/{page}.py").run()

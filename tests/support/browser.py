@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.deadlines import scaled
 from tests.support.hostile_fixtures import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +116,7 @@ class DevTools:
         self.last_id += 1
         self.socket.send(json.dumps({"id": self.last_id, "method": method, "params": params}))
         while True:
-            message = json.loads(self.socket.recv(timeout=60))
+            message = json.loads(self.socket.recv(timeout=scaled(60)))
             if message.get("id") == self.last_id:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
@@ -165,7 +166,7 @@ class DevTools:
 
 
 def wait_healthy(process: subprocess.Popen[str], base: str, log: Path) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + scaled(90)
     while True:
         try:
             with urllib.request.urlopen(base + "_stcore/health", timeout=2) as answer:

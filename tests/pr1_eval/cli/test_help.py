@@ -13,6 +13,7 @@ import pytest
 from pr1_eval.cli.help import HelpFormatter
 from pr1_eval.cli.main import build_parser
 from repro.cli.main import build_parser as build_repro_parser
+from tests.support.deadlines import scaled
 
 MARKUP = ("``", ":func:", ":mod:", ":class:", ":data:", "Registers ")
 
@@ -107,6 +108,6 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
         assert child.stdout is not None and child.stderr is not None
         child.stdout.close()  # `| head` that has already exited: every write hits a closed pipe
         err = child.stderr.read().decode()
-        status = child.wait(timeout=120)
+        status = child.wait(timeout=scaled(120))
         assert status == 141 or (args == ["--help"] and status == 0), (args, err)  # argparse ignores a closed pipe
         assert "Traceback" not in err and "BrokenPipeError" not in err, (args, err)

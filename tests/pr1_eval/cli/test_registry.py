@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pr1_eval.cli import main as cli_main
 from pr1_eval.cli.help import Parser
+from tests.support.deadlines import scaled
 
 CLI = Path(cli_main.__file__).parent
 PLUGINS = ("analysis.command", "analysis.leaderboard_command", "analysis.replay_command", "dashboards.command")
@@ -49,7 +50,7 @@ def test_building_the_parser_loads_no_heavy_package() -> None:
             "heavy = ('torch', 'transformers', 'pyarrow', 'pandas', 'numpy', 'scipy', 'streamlit', 'plotly', "
             "'math_verify', 'pr1_eval.testing', 'pr1_eval.store', 'pr1_eval.grading'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
 

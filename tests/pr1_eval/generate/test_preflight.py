@@ -21,6 +21,7 @@ from pr1_eval.generate.plan import build_plan
 from pr1_eval.generate.preflight import check_k, check_model, check_output, check_prompt, check_tasks
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 
 def _model_folder(root: Path, *, config: bool = True, tokenizer: bool = True, weights: bool = True) -> Path:
@@ -131,7 +132,7 @@ def test_describe_exception_never_cuts_a_url_or_a_word() -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", *args], capture_output=True, text=True, timeout=scaled(120),
                           env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
@@ -166,7 +167,7 @@ def test_a_model_folder_error_comes_before_torch_is_imported(tmp_path: Path) -> 
         pytest.skip("vllm is installed here: choosing the engine needs torch's CUDA check")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]),
                                                          os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=scaled(300), check=False)
     assert "has no tokenizer files" in done.stderr and done.stdout.split()[-3:] == ["2", "False", "False"], done
 
 

@@ -24,6 +24,7 @@ from pr1_eval.inputs.paths import packaged_benchmarks_dir
 from pr1_eval.report.metrics import best_at_k, pass_at_k
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
+from tests.support.deadlines import scaled
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 
@@ -46,7 +47,7 @@ def model() -> Path:
 @pytest.fixture(scope="module")
 def reference_run(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ref") / "run"
-    done = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=scaled(600))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mean@4" in done.stdout  # the summary table is printed at the end
     REFERENCE_STDERR.append(done.stderr)
@@ -73,14 +74,14 @@ def test_progress_lines_appear_outside_a_terminal(reference_run: Path) -> None:
 
 def _report(run: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(run), *flags], env=_env(),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=scaled(120))
 
 
 def test_killed_run_reports_incomplete_then_resumes_to_the_uninterrupted_run(model: Path, reference_run: Path,
                                                                             tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(_cmd(model, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
+    deadline = time.time() + scaled(300)
     while time.time() < deadline and len(RunStore(out).part_paths()) < 2:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
@@ -100,7 +101,7 @@ def test_killed_run_reports_incomplete_then_resumes_to_the_uninterrupted_run(mod
     strict = _report(out, "--strict")
     assert strict.returncode == 2 and "incomplete (--strict)" in strict.stderr and "Traceback" not in strict.stderr
 
-    resumed = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(_cmd(model, out), env=_env(), capture_output=True, text=True, timeout=scaled(600))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     done = 4 * parts_at_kill  # one problem of k = 4 per part
     assert f"resuming {out}: {done} of 24 samples already done" in resumed.stderr, resumed.stderr[-3000:]
@@ -133,7 +134,7 @@ def test_run_json_records_what_replays_the_run(reference_run: Path) -> None:
 
 def test_report_json_recomputed_independently_from_parquet(reference_run: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(reference_run), "--json"],
-                          env=_env(), capture_output=True, text=True, timeout=120)
+                          env=_env(), capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     frame = pd.read_parquet(reference_run / "samples.parquet")
@@ -165,7 +166,7 @@ def test_responses_keep_tags_and_structure_columns_agree(reference_run: Path) ->
 def test_rerun_with_other_settings_is_refused(model: Path, reference_run: Path) -> None:
     cmd = _cmd(model, reference_run)
     cmd[cmd.index("--seed") + 1] = "8"
-    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 2 and "different settings" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -174,5 +175,5 @@ def test_model_dir_without_tokenizer_is_a_clear_error(tmp_path: Path, model: Pat
     (tmp_path / "m" / "config.json").write_text((model / "config.json").read_text())
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(tmp_path / "m"), "--tasks", "aime24",
                            "--engine", "hf", "--data-dir", str(BENCH), "--out", str(tmp_path / "o")],
-                          env=_env(), capture_output=True, text=True, timeout=120)
+                          env=_env(), capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 2 and "tokenizer" in done.stderr and "Traceback" not in done.stderr

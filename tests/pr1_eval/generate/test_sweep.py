@@ -20,6 +20,7 @@ from pr1_eval.inputs import checkpoints
 from pr1_eval.records.steps import family_name
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
+from tests.support.deadlines import scaled
 
 # the smallest sweep that still exercises every stage: 2 problems × 2 samples, one problem per chunk
 RUN_OPTIONS = ["--tasks", "aime24", "-k", "2", "--limit", "2", "--max-new-tokens", "6", "--engine", "hf",
@@ -147,7 +148,7 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
         from pr1_eval.cli.main import main
         main({args!r})
     """)
-    done = subprocess.run([sys.executable, "-c", killer], capture_output=True, text=True, timeout=600,
+    done = subprocess.run([sys.executable, "-c", killer], capture_output=True, text=True, timeout=scaled(600),
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == -9, done.stderr[-2000:]
     step1, step2, step3 = (runs / f"ckpts-step{s}-sequential-k2-seed0" for s in (1, 2, 3))

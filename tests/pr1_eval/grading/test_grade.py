@@ -27,6 +27,7 @@ from pr1_eval.grading import (
 from pr1_eval.grading.pool import WORKERS_ENV, default_workers
 from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, verify_pair
 from pr1_eval.records.sample import SampleRecord
+from tests.support.deadlines import scaled
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -247,7 +248,7 @@ def test_cold_workers_skip_the_warm_up_and_grade_alike() -> None:
     spent, verdicts = {}, {}
     for warm in (True, False):
         with GradingPool(1, warm=warm) as pool:
-            verdicts[warm] = [pool.submit(g, a).result(timeout=60) for g, a in [("1/2", "0.5"), ("3", "4")]]
+            verdicts[warm] = [pool.submit(g, a).result(timeout=scaled(60)) for g, a in [("1/2", "0.5"), ("3", "4")]]
             spent[warm] = _worker_cpu_seconds(pool.worker_pids[0])
     assert [(v.status, v.correct) for v in verdicts[False]] == [("ok", True), ("ok", False)]
     assert verdicts[False] == verdicts[True]
@@ -317,7 +318,7 @@ def test_hang_marks_only_that_item_timeout(monkeypatch: pytest.MonkeyPatch) -> N
             assert r.correct is None and r.grade_error and "2s" in r.grade_error
         else:
             assert r.correct is True
-    assert elapsed < 30  # two 2 s timeouts plus worker restarts, never an unbounded stall
+    assert elapsed < scaled(30)  # two 2 s timeouts plus worker restarts, never an unbounded stall
 
 
 def test_crash_and_exception_mark_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -398,7 +399,7 @@ def test_workers_do_not_rerun_an_unguarded_script(tmp_path: Path) -> None:
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=120, env=_env()
+        [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=scaled(120), env=_env()
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("SCRIPT-BODY-RAN") == 1

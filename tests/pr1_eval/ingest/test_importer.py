@@ -15,6 +15,7 @@ import pytest
 
 from pr1_eval.grading.verify import HANG_ANSWER, TEST_HOOKS_ENV
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 FILLER = "Some reasoning that goes on. " * 20  # > 300 characters
 
@@ -45,7 +46,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                      "gold": gold, "model": "/x/global_step_40"}) + "\n")
     env = {**os.environ, TEST_HOOKS_ENV: "1", "PR1_EVAL_GRADING_WORKERS": "2"}
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(folder / "run")],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mytask" in done.stdout
     return folder / "run"
@@ -68,7 +69,7 @@ def test_imported_run_reports_like_a_generated_one(imported: Path) -> None:
     info = json.loads((imported / "run.json").read_text())
     assert info["model"]["step"] == 40 and info["k"] == 1
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(imported), "--json"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=scaled(120))
     m = json.loads(done.stdout)["tasks"]["mytask"]
     n_correct = sum(1 for case in CASES if case[3])
     assert m["n_problems"] == len(CASES) and m["mean@1"] == pytest.approx(n_correct / len(CASES))
@@ -80,7 +81,7 @@ def test_malformed_import_line_names_file_and_line(tmp_path: Path) -> None:
     src.write_text(json.dumps({"task": "t", "problem_id": "p", "sample_idx": 0, "response": "r", "gold": "1"}) + "\n"
                    + json.dumps({"task": "t", "problem_id": "p", "response": "r"}) + "\n")
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=scaled(120))
     assert done.returncode == 2 and "bad.jsonl:2: missing field(s) sample_idx;" in done.stderr
 
 
@@ -96,7 +97,7 @@ def test_regrade_restores_verdicts_without_generating(imported: Path, tmp_path: 
     store.rewrite(records)
     env = {**os.environ, TEST_HOOKS_ENV: "1"}
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "regrade", str(run)], env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "1 verdict(s) changed" in done.stdout
     frame = RunStore(run).read_frame().set_index("problem_id")
@@ -117,13 +118,13 @@ def test_uneven_import_names_problems_counts_and_the_import_fix(tmp_path: Path) 
     src = _write(tmp_path / "uneven.jsonl", {("aime24", "a0"): 4, ("aime24", "a1"): 4, ("aime24", "a2"): 3,
                                              ("aime24", "a3"): 2, ("math300_pr1", "m0"): 1})
     done = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "import", str(src), "--out", str(tmp_path / "run"),
-                           "--grade-workers", "1"], capture_output=True, text=True, timeout=300)
+                           "--grade-workers", "1"], capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "aime24: 2 problem(s) have fewer than 4 samples (a2: 3, a3: 2)" in done.stdout
     assert "complete the import file" in done.stdout and "--k aime24=2" in done.stdout
     assert "rerun the same command" not in done.stdout
     strict = subprocess.run([sys.executable, "-m", "pr1_eval.cli.main", "report", str(tmp_path / "run"), "--strict", "--json"],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=scaled(120))
     assert strict.returncode == 2 and "incomplete (--strict)" in strict.stderr
     report = json.loads(strict.stdout)
     aime = report["tasks"]["aime24"]

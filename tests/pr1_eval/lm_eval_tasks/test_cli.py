@@ -21,6 +21,7 @@ import pytest
 
 from pr1_eval.inputs.paths import packaged_benchmarks_dir
 from pr1_eval.lm_eval_tasks import include_path
+from tests.support.deadlines import scaled
 
 BENCH = packaged_benchmarks_dir()  # the benchmarks shipped in the package (a fresh clone has no data folder)
 METRICS = ["mean@K", "pass@1", "pass@K", "best@K", "maj@K", "mean@K_paper", "best@K_paper", "parallel_ratio"]
@@ -63,7 +64,7 @@ def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                "--device", "cpu", "--batch_size", "32", "--include_path", str(tasks), "--tasks", ",".join(VARIANTS),
                "--limit", "2", "--apply_chat_template", "--gen_kwargs", f"max_gen_toks={MAX_GEN_TOKS}",
                "--log_samples", "--output_path", str(out)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(600), check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "overrides existing task" not in done.stdout + done.stderr  # our names do not shadow lm-eval's built-ins
     results_files = list(out.rglob("results_*.json"))
@@ -133,10 +134,10 @@ def test_pr1_eval_import_and_report_commands_print_the_same_numbers(lm_eval_run:
     run = tmp_path / "run"
     samples = lm_eval_run["samples"]["pr1_aime24_k4"]["file"]
     done = subprocess.run([*pr1_eval, "import", "--format", "lm-eval", str(samples), "--out", str(run)],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+                          env=env, capture_output=True, text=True, timeout=scaled(300), check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     report = subprocess.run([*pr1_eval, "report", str(run), "--json"], env=env, capture_output=True, text=True,
-                            timeout=300, check=False)
+                            timeout=scaled(300), check=False)
     assert report.returncode == 0, report.stderr[-3000:]
     task = json.loads(report.stdout)["tasks"]["aime24"]
     # lm_eval ran --limit 2: 2 of the packaged 30 AIME 2024 problems, reported as that part, with its numbers

@@ -30,6 +30,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.runner import RunConfig
 from pr1_eval.generate.sampling_limits import check_sampling_limits, sampling_limit_problem
 from pr1_eval.protocol.eos import load_generation_config, model_eos_token_ids
+from tests.support.deadlines import scaled
 
 CONFIG_EOS = 45  # an ordinary word id: not a tag, not pad, not the tokenizer's <|im_end|>
 
@@ -169,7 +170,7 @@ def test_out_of_range_sampling_is_refused_before_the_model_is_looked_at(changes:
 def test_cli_refuses_a_temperature_above_two_in_one_line(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "pr1_eval.cli.main", "run", "--model", str(tmp_path / "none"), "--tasks", "aime24",
            "--temperature", "3", "--out", str(tmp_path / "run")]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=scaled(300))
     assert done.returncode != 0 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--temperature 3.0: vLLM accepts a finite temperature in [0, 2]" in lines[0], done.stderr

@@ -33,6 +33,7 @@ from pr1_eval.scaleout import summary_note
 from pr1_eval.scaleout.loading import load_with_retry
 from pr1_eval.scaleout.queue import plan_chunks
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 ray = pytest.importorskip("ray")
 from pr1_eval.scaleout.ray_pool import REPLICA_PREFIX, RayPool, ReplicaSpec, start_local_cluster  # noqa: E402
@@ -87,7 +88,7 @@ def test_a_dead_engine_is_a_lost_replica_and_the_run_completes(cluster: None, tm
 
     thread = threading.Thread(target=target)
     thread.start()
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + scaled(600)
     alive: list[dict[str, Any]] = []
     while thread.is_alive() and time.monotonic() < deadline:
         alive = _alive_replicas()
@@ -173,7 +174,7 @@ def test_a_restart_longer_than_the_start_timeout_is_given_up_and_killed(cluster:
     assert sorted(c for c, *_ in got) == list(range(40))
     assert (pool.stats.replicas_lost, pool.stats.replicas_given_up, pool.stats.replicas_restarted) == (1, 1, 0)
     assert pool.states[0] == "dead" and any("not back within 4 s" in e for e in pool.stats.errors)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while state.actors(actor_id=victim)["State"] != "DEAD" and time.monotonic() < deadline:
         time.sleep(0.2)
     assert state.actors(actor_id=victim)["State"] == "DEAD"  # not left to finish its restart and hold resources

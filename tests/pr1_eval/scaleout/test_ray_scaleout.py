@@ -31,6 +31,7 @@ from pr1_eval.errors import Pr1EvalError
 from pr1_eval.generate.runner import RunConfig, run_eval
 from pr1_eval.scaleout.queue import Chunk, WorkQueue, guided_sizes, plan_chunks, simulate_queue, simulate_static
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 ray = pytest.importorskip("ray")
 from pr1_eval.scaleout.ray_pool import REPLICA_PREFIX, plan_replicas, start_local_cluster  # noqa: E402
@@ -52,7 +53,7 @@ def cluster() -> Iterator[str]:
     started = [p.process.pid for infos in node.all_processes.values() for p in infos if p.process is not None]
     yield address
     ray.shutdown()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while time.monotonic() < deadline and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                               for pid in started):
         time.sleep(0.2)
@@ -138,7 +139,7 @@ def test_a_replica_killed_mid_run_still_gives_a_complete_run(cluster: str, model
 
     thread = threading.Thread(target=target)
     thread.start()
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + scaled(600)
     alive: list[dict[str, Any]] = []
     while thread.is_alive() and time.monotonic() < deadline:
         alive = _alive_replicas()
@@ -170,11 +171,11 @@ def test_cli_joins_a_running_cluster_and_leaves_no_replica(cluster: str, model: 
            "--limit", str(LIMIT), "--max-new-tokens", "48", "--seed", "3", "--engine", "hf", "--data-source", "packaged",
            "--out", str(out), "--problems-per-chunk", "1", "--ray", cluster, "--replicas", "2"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=scaled(900))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ray: 2 replica(s), 12 chunk(s), 0 retried" in done.stdout
     _same_samples(out, reference)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while _alive_replicas() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _alive_replicas() == []

@@ -19,6 +19,7 @@ from pr1_eval.records.run import ModelInfo, RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.scaleout.merge import merge_shards
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -61,7 +62,7 @@ store.rewrite([SampleRecord(task="t", problem_id="new", sample_idx=0, response="
 def test_a_rewrite_killed_during_its_swap_is_read_whole_and_finished_by_the_next(
         tmp_path: Path, killed_after: str, rows_read: int) -> None:
     store = _run(tmp_path / "run", ["a", "b", "c"])
-    done = subprocess.run([sys.executable, "-c", KILLED_REWRITE, str(store.root), killed_after], env=ENV, timeout=120)
+    done = subprocess.run([sys.executable, "-c", KILLED_REWRITE, str(store.root), killed_after], env=ENV, timeout=scaled(120))
     assert done.returncode == -signal.SIGKILL
     assert store.backup_dir.exists()  # what the kill left: the old parts still aside
     assert store.read_table().num_rows == rows_read  # readers see the complete new parts, nothing mixed
@@ -136,10 +137,10 @@ safe_write.write_atomic(sys.argv[1], "<html>" + "x" * 1_000_000 + "</html>")
 def test_an_output_page_killed_mid_write_leaves_the_old_page(tmp_path: Path) -> None:
     page = tmp_path / "board.html"
     page.write_text("<html>old</html>")
-    done = subprocess.run([sys.executable, "-c", KILLED_PAGE, str(page)], env=ENV, timeout=120)
+    done = subprocess.run([sys.executable, "-c", KILLED_PAGE, str(page)], env=ENV, timeout=scaled(120))
     assert done.returncode == -signal.SIGKILL
     assert page.read_text() == "<html>old</html>"  # never a 0-byte or cut-short page
-    done = subprocess.run([sys.executable, "-c", KILLED_PAGE, str(tmp_path / "new.html")], env=ENV, timeout=120)
+    done = subprocess.run([sys.executable, "-c", KILLED_PAGE, str(tmp_path / "new.html")], env=ENV, timeout=scaled(120))
     assert not (tmp_path / "new.html").exists()
 
 

@@ -22,6 +22,7 @@ from pr1_eval.records.run import RunRecord, task_entry
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.store.run_lock import RunBusy, holder, lock_path, run_lock
 from pr1_eval.store.run_store import RunStore
+from tests.support.deadlines import scaled
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PR1_EVAL_GRADING_WORKERS": "1"}
@@ -67,7 +68,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_holder(tmp_path: Path) ->
     run = tmp_path / "run"
     proc = _hold(run)
     try:
-        done = _cli("import", str(_jsonl(tmp_path / "a.jsonl", 4, "a")), "--out", str(run)).communicate(timeout=300)
+        done = _cli("import", str(_jsonl(tmp_path / "a.jsonl", 4, "a")), "--out", str(run)).communicate(timeout=scaled(300))
         err = done[1].strip()
         assert len(err.splitlines()) == 1, err
         assert f"is being written by `pr1-eval import` (pid {proc.pid}, since " in err
@@ -84,7 +85,7 @@ def test_two_imports_to_one_folder_end_with_one_run_and_one_refusal(tmp_path: Pa
     out = tmp_path / "run"
     files = {"a": _jsonl(tmp_path / "a.jsonl", 5, "a"), "b": _jsonl(tmp_path / "b.jsonl", 9, "b")}
     procs = {tag: _cli("import", str(path), "--out", str(out)) for tag, path in files.items()}
-    results = {tag: (proc.wait(timeout=300), proc.communicate()[1]) for tag, proc in procs.items()}
+    results = {tag: (proc.wait(timeout=scaled(300)), proc.communicate()[1]) for tag, proc in procs.items()}
     winners = [tag for tag, (rc, _) in results.items() if rc == 0]
     losers = [tag for tag, (rc, _) in results.items() if rc != 0]
     assert len(winners) == 1 and len(losers) == 1, results

@@ -30,6 +30,7 @@ from pr1_eval.protocol.tags import ALL_TAGS
 from pr1_eval.testing import tiny_model as tm
 from pr1_eval.testing import tiny_traces
 from pr1_eval.testing.tiny_training import Recipe
+from tests.support.deadlines import scaled
 
 FINAL_ANSWER = re.compile(r"^Final Answer:\s*\S", re.MULTILINE)
 
@@ -204,7 +205,7 @@ def test_trained_builds_are_identical_with_one_or_two_threads(tmp_path: Path) ->
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", _BUILD_SNIPPET, str(tmp_path / "one")], env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=scaled(600))
     assert done.returncode == 0, done.stderr[-2000:]
     one = json.loads(done.stdout.strip().splitlines()[-1])
     threads = torch.get_num_threads()

@@ -17,6 +17,7 @@ import repro.rollouts.runs as rollout_runs
 from pr1_eval.store.run_store import RunStore
 from repro.rollouts.journal import JOURNAL_DIR, dead_journals
 from repro.rollouts.runs import LEDGER, RolloutRunWriter
+from tests.support.deadlines import scaled
 from tests.support.rollout_fixtures import keys, options, rollout, step_rows
 
 CHILD = textwrap.dedent("""
@@ -60,7 +61,7 @@ def test_a_writer_killed_with_sigkill_loses_no_row_and_the_next_one_completes_th
         assert dead_journals(tmp_path, None) == [], "a live writer's journal is not replayed"
     finally:
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=60)
+        child.wait(timeout=scaled(60))
     assert child.returncode == -signal.SIGKILL
     rows = step_rows(4)
     writer = RolloutRunWriter(options(tmp_path), attempt="A", background=False)  # the restarted worker

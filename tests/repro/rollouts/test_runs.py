@@ -15,6 +15,7 @@ import pytest
 
 from pr1_eval.store.run_store import RunStore
 from repro.rollouts.runs import LEDGER, RolloutRunWriter, validation_size
+from tests.support.deadlines import scaled
 from tests.support.rollout_fixtures import N, keys, options, rollout, step_rows
 
 
@@ -139,7 +140,7 @@ def test_two_processes_writing_one_step_lose_and_duplicate_nothing(tmp_path: Pat
     for proc in procs:
         proc.start()
     for proc in procs:
-        proc.join(timeout=120)
+        proc.join(timeout=scaled(120))
         assert proc.exitcode == 0
     run = tmp_path / "train" / "step-000001"
     record = RunStore(run).read_run()
