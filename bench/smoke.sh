@@ -36,6 +36,7 @@ CPU_BENCHES=(
     "grading_diff.py|. --limit 40"
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64 --cert-classes exact --cert-seeds 10 --certify 50 --ties 1"
     "bench_malformed.py|--small"
+    "bench_nano_power.py|--runs 20"
 )
 # name|why it is skipped
 GPU_ONLY=(
