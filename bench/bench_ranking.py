@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k-max", default="8,16,32,64", help="k_max of the adaptive rule")
     ap.add_argument("--first", type=int, default=4, help="samples per problem in the adaptive rule's first round "
                     "(then doubling)")
-    ap.add_argument("--growth", type=float, default=1.5, help="each round's samples per problem × this")
+    ap.add_argument("--growth", type=float, default=2.0, help="each round's samples per problem × this")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--delta", type=float, default=0.1, help="resolution δ (a fraction: 0.1 = 10 points)")
     ap.add_argument("--tasks", default=None, help="only these benchmarks (comma-separated)")
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = tasks or ["aime24"]
     started = time.perf_counter()
     print(f"ranking on the budget testbed ({args.data}); {plan.resamples} resamples per cell, alpha {plan.alpha}, "
-          f"delta {plan.delta}; adaptive rounds {plan.first}, {2 * plan.first}, … up to k_max")
+          f"delta {plan.delta}; adaptive rounds {plan.first}, then × {GROWTH:g} up to k_max")
     summary = []
     for path in sorted(args.data.glob("*.json")):
         probe = read_parallel_probe(path)

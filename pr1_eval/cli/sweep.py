@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+from pr1_eval.cli.sweep_adaptive import add_decide_options, decided_sweep
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
 from pr1_eval.terminal import terminal_text
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # the sweep's imports load when it runs
 SUMMARY = "score every checkpoint of a training job, one run per step"
 DESCRIPTION = ("Score every checkpoint of a training job (global_step_N folders), one run per step, with "
                "run's options; finished steps are skipped, and a table of mean@k per step is printed at the end.")
-EXAMPLES = "  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100"
+EXAMPLES = ("  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100\n"
+            "  pr1-eval sweep checkpoints/ --tasks aime24,aime25 -k 64 --adaptive --decide best --delta 0.05")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the training job's name: the runs' name prefix and the family analysis groups them by "
                         "(default: CKPT_ROOT's folder name)")
     add_generation_options(p)
+    add_decide_options(p)
     p.set_defaults(func=sweep_command)
 
 
@@ -53,6 +56,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     from pr1_eval.generate.sweep import SweepRequest, plan_sweep, run_sweep
 
     request = SweepRequest(Path(args.ckpt_root), Path(args.out_root), args.steps, args.every, args.last, args.family)
+    if args.decide:  # the comparison-level rule: pr1_eval.generate.adaptive_sweep
+        return decided_sweep(args, request, run_config(args, model=str(args.ckpt_root), adaptive=False))
     sweep = plan_sweep(request, run_config(args, model=str(args.ckpt_root)))
     rows = run_sweep(sweep, _metrics)
     print("\n" + terminal_text(f"sweep of {sweep.family}: {len(rows)} checkpoint(s) under {args.ckpt_root}, runs in "

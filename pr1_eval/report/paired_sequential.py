@@ -46,8 +46,10 @@ from typing import Any
 
 import numpy as np
 
-#: The κ grid of the mixture: 3 down to 0.02, geometric (14 values, equal weights).
-KAPPAS = np.geomspace(3.0, 0.02, 14)
+#: The κ grid of the mixture: 1.5 down to 0.02, geometric (12 values, equal weights).
+KAPPAS = np.geomspace(1.5, 0.02, 12)
+#: κ c stays at or below this (ψ grows without bound as κ c → 1).
+_REACH = 0.95
 _BISECTIONS = 30
 
 
@@ -94,7 +96,7 @@ def evidence(diffs: Any) -> Evidence:
     for e, g in ((d, guess), (-d, -guess)):
         per_kappa = []
         for kappa in KAPPAS:
-            centre = np.minimum(g, 1 / kappa - 1 - 1e-9)  # keeps κ c < 1
+            centre = np.minimum(g, _REACH / kappa - 1)  # keeps κ c ≤ _REACH < 1
             scale = 1 + centre
             term = _psi(kappa * scale) / scale ** 2 * (e - centre) ** 2
             per_kappa.append(np.cumsum(term.sum(axis=-2), axis=-1))
