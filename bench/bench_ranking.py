@@ -41,7 +41,7 @@ from scipy.stats import norm
 
 from analysis.paired import holm, paired_bootstrap_ci, sign_flip_test
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
-from pr1_eval.replay.budget_testbed import Condition, draw, testbed
+from pr1_eval.replay.budget_testbed import Condition, build_testbed, draw
 from pr1_eval.report import paired_sequential as ps
 from pr1_eval.report import ranking_sequential as rs
 
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         probe = read_parallel_probe(path)
         if tasks and probe.task not in tasks:
             continue
-        conditions = testbed(probe.questions)
+        conditions = build_testbed(probe.questions)
         summary.append((probe.task, report(probe.task, conditions, measure(conditions, plan, seed=0), plan)))
     print("\nsummary:")
     for task, s in summary:

@@ -35,6 +35,7 @@ CPU_BENCHES=(
     "grading_diff.py|. --limit 40"
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64"
     "bench_malformed.py|--small"
+    "bench_ranking.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(

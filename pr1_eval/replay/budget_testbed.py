@@ -89,7 +89,7 @@ def mixed(first: Condition, second: Condition, every: int, name: str) -> Conditi
     return Condition(name, np.where(take, second.correct, first.correct), np.where(take, second.cost, first.cost))
 
 
-def testbed(questions: Sequence[ProbeQuestion], budgets: Sequence[float] = DEFAULT_BUDGETS) -> list[Condition]:
+def build_testbed(questions: Sequence[ProbeQuestion], budgets: Sequence[float] = DEFAULT_BUDGETS) -> list[Condition]:
     """The budget conditions, a duplicate of the middle one, and two near-ties.
 
     The near-ties: the top budget with every 10th branch from the next one down (13 of 128

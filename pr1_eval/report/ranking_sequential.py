@@ -43,6 +43,7 @@ guarantee nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,7 +153,7 @@ class Certified:
 
 
 def round_bounds(first: int, k_max: int, growth: float = 2.0) -> list[int]:
-    """Samples per problem after each round: ``first``, then × ``growth`` (rounded, at least one more),
+    """Samples per problem after each round: ``first``, then × ``growth`` (rounded up, at least one more),
     and ``k_max``. Why geometric: a sweep reloads a checkpoint's model for each round it samples, so
     rounds must be few (growth 2 from 4: 5 rounds to 64), while a finer growth stops closer to the
     point where a comparison decides (growth 1.5 from 4: 4, 6, 9, 14, 21, 32, 48, 64)."""
@@ -161,7 +162,7 @@ def round_bounds(first: int, k_max: int, growth: float = 2.0) -> list[int]:
     out, n = [], first
     while n < k_max:
         out.append(n)
-        n = max(n + 1, round(n * growth))
+        n = max(n + 1, math.ceil(n * growth))
     return [*out, k_max]
 
 
