@@ -18,6 +18,7 @@ from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:
     from pr1_eval.generate.adaptive_sweep import AdaptiveSweep
+    from pr1_eval.report.ranking_verdicts import Decision
     from pr1_eval.generate.sweep import SweepRequest
     from pr1_eval.generate.config import RunConfig
 
@@ -77,16 +78,28 @@ def _points(x: float) -> str:
 
 def format_decision(result: AdaptiveSweep) -> str:
     """The checkpoints' table, the comparisons' table and the guarantee line."""
-    d, s = result.decision, result.decision.settings
-    labels = [terminal_text(r.checkpoint.label) for r in result.rows]
-    lines = [f"adaptive sweep ({s.question}, δ = {100 * s.delta:g} points, α = {s.alpha:g}, k_max = {s.k_max}): "
-             f"{result.rounds} round(s) this session; record {terminal_text(result.record)}"]
+    d = result.decision
+    s = d.settings
+    header = (f"adaptive sweep ({s.question}, δ = {100 * s.delta:g} points, α = {s.alpha:g}, k_max = {s.k_max}): "
+              f"{result.rounds} round(s) this session; record {terminal_text(result.record)}")
+    places = [terminal_text(r.run_dir if r.run_dir else (r.reason or "-")) for r in result.rows]
+    failed = [r.status == "failed" for r in result.rows]
+    return decision_tables(header, d, [r.checkpoint.label for r in result.rows], result.tokens, places, failed)
+
+
+def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int], places: list[str],
+                    failed: list[bool] | None = None) -> str:
+    """The tables of a decision, for a sweep or for stored runs (``leaderboard --until-decided``)."""
+    s = d.settings
+    labels = [terminal_text(n) for n in names]
+    failed = failed or [False] * len(names)
+    lines = [header]
     table: list[list[Any]] = [["checkpoint", "samples/problem", "tokens", "mean", "status", "run / reason"]]
-    for i, r in enumerate(result.rows):
+    for i, label in enumerate(labels):
         status = ("best" if d.best == i else "eliminated" if d.eliminated[i] else
-                  "failed" if r.status == "failed" else "open" if d.open[i] else "done")
-        table.append([labels[i], str(d.held[i]), f"{result.tokens[i]:,}", f"{d.means[i]:.3f}" if d.held[i] else "-",
-                      status, terminal_text(r.run_dir if r.run_dir else (r.reason or "-"))])
+                  "failed" if failed[i] else "open" if d.open[i] else "done")
+        table.append([label, str(d.held[i]), f"{tokens[i]:,}", f"{d.means[i]:.3f}" if d.held[i] else "-",
+                      status, places[i]])
     lines += _columns(table)
     pairs: list[list[Any]] = [["A", "B", "n", "Δ (points)", "interval", "verdict"]]
     for p in d.pairs:
