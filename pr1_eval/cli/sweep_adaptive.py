@@ -13,14 +13,17 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from pr1_eval.cli.numbers import positive_int
-from pr1_eval.report.ranking_sequential import QUESTIONS, guarantee_line
 from pr1_eval.terminal import terminal_text
+
+#: The questions of :data:`pr1_eval.report.ranking_sequential.QUESTIONS`, here so that building the
+#: parser imports no numpy (``pr1-eval --help`` stays fast; a test holds the two equal).
+QUESTIONS = ("best", "ranking")
 
 if TYPE_CHECKING:
     from pr1_eval.generate.adaptive_sweep import AdaptiveSweep
-    from pr1_eval.report.ranking_verdicts import Decision
-    from pr1_eval.generate.sweep import SweepRequest
     from pr1_eval.generate.config import RunConfig
+    from pr1_eval.generate.sweep import SweepRequest
+    from pr1_eval.report.ranking_verdicts import Decision
 
 
 def _fraction(text: str) -> float:
@@ -112,6 +115,8 @@ def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int
         lines.append("best: " + (labels[d.best] if d.best is not None else
                                  "undecided at this budget (candidates: " + ", ".join(
                                      labels[i] for i in range(len(labels)) if not d.eliminated[i]) + ")"))
+    from pr1_eval.report.ranking_sequential import guarantee_line
+
     lines.append(guarantee_line(s.alpha, s.delta, s.question))
     return "\n".join(lines)
 

@@ -44,7 +44,7 @@ from pr1_eval.grading.annotate import position_unit
 from pr1_eval.inputs import checkpoints as ckpts
 from pr1_eval.inputs.checkpoints import Checkpoint
 from pr1_eval.records.provenance import now_iso
-from pr1_eval.report.ranking_verdicts import Decision, DecideSettings, decide
+from pr1_eval.report.ranking_verdicts import DecideSettings, Decision, decide
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 

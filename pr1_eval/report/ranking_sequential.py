@@ -232,7 +232,7 @@ def as_matrix(pairs: Any, count: int, antisymmetric: bool = False) -> np.ndarray
 
 def guarantee_line(alpha: float, delta: float, question: str) -> str:
     """The one line printed under the table."""
-    best = ", or a declared best more than {:g} points below the true best".format(100 * delta) if question == "best" else ""
+    best = f", or a declared best more than {100 * delta:g} points below the true best" if question == "best" else ""
     return (f"Guarantee: the chance of any wrong declared sign, any wrong 'within ±{100 * delta:g} points'{best}, "
             f"across all comparisons of this sweep, is at most {alpha:g} (anytime-valid confidence sequences on the "
             "mean over these problems of p_A − p_B; undecided pairs make no claim).")

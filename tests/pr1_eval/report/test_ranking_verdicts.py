@@ -43,6 +43,13 @@ def test_a_pair_compares_the_samples_both_hold_and_a_capped_sweep_stops() -> Non
     assert capped.finished and capped.pairs[0].verdict == "undecided"
 
 
+def test_the_parser_offers_the_questions_the_rule_knows() -> None:
+    from pr1_eval.cli.sweep_adaptive import QUESTIONS as OFFERED
+    from pr1_eval.report.ranking_sequential import QUESTIONS
+
+    assert OFFERED == QUESTIONS
+
+
 def test_settings_are_checked_and_round_trip() -> None:
     s = DecideSettings("ranking", 0.1, 0.02, 32, 2, 1.5, planned=12)
     assert DecideSettings.from_dict(s.to_dict()) == s and s.bounds() == [2, 3, 5, 8, 12, 18, 27, 32]  # × 1.5, rounded up
