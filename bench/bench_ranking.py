@@ -175,7 +175,11 @@ def measure(conditions: list[Condition], plan: Plan, seed: int) -> dict[str, Tal
     twin = next(i for i, c in enumerate(conditions) if c.name == conditions[null].name.replace(" (again)", ""))
     tallies: dict[str, Tally] = {}
     rng = np.random.default_rng(seed)
+    began = time.perf_counter()
     for start in range(0, plan.resamples, CHUNK):
+        if start:
+            print(f"  {start} of {plan.resamples} resamples, {time.perf_counter() - began:.0f} s", file=sys.stderr,
+                  flush=True)
         size = min(CHUNK, plan.resamples - start)
         correct, cost = draw(conditions, top, rng, size)
         cost_cum = np.concatenate([np.zeros(cost.shape[:2] + (1,)), np.cumsum(cost.sum(axis=2), axis=-1)], axis=-1)

@@ -105,10 +105,10 @@ class Running:
 
     def update(self, ev: Evidence, delta: float, seen: np.ndarray | None = None) -> Running:
         """Fold in a look (``seen``: pairs that hold samples at this look; the others keep their values)."""
-        new = (one_sided_p(ev, 0.0, +1), one_sided_p(ev, 0.0, -1), one_sided_p(ev, -delta, +1),
-               one_sided_p(ev, delta, -1))
+        new = [one_sided_p(ev, 0.0, +1), one_sided_p(ev, 0.0, -1), one_sided_p(ev, -delta, +1),
+               one_sided_p(ev, delta, -1)]
         if seen is not None:
-            new = tuple(np.where(seen, x, 1.0) for x in new)
+            new = [np.where(seen, x, 1.0) for x in new]
         return Running(*(np.minimum(old, x) for old, x in zip((self.up, self.down, self.not_below, self.not_above),
                                                               new, strict=True)))
 

@@ -118,7 +118,8 @@ def decide(verdicts: Sequence[np.ndarray], settings: DecideSettings, looks: Sequ
     held = [int(v.shape[1]) for v in verdicts]
     means = [float(v.mean()) if v.size else float("nan") for v in verdicts]
     a_idx, b_idx = np.triu_indices(count, 1)
-    parts = [_pair_evidence(verdicts[a], verdicts[b], looks, settings.delta) for a, b in zip(a_idx, b_idx, strict=True)]
+    parts = [_pair_evidence(verdicts[int(a)], verdicts[int(b)], looks, settings.delta)
+             for a, b in zip(a_idx, b_idx, strict=True)]
     running = rs.Running(*(np.concatenate([getattr(r, name) for r, _ in parts]) if parts else np.ones(0)
                            for name in ("up", "down", "not_below", "not_above")))
     weights, kept = rs.pair_weights(count, settings.planned, settings.reserve) if count > 1 else (np.zeros(0), 1.0)
