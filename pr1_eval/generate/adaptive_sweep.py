@@ -203,6 +203,7 @@ def run_adaptive_sweep(sweep: Sweep, settings: DecideSettings,
     outs = [run_dir(sweep, c, settings) for c in order]
     bounds = settings.bounds()
     decision, tokens = _state(sweep, order, outs, settings)
+    _write_record(record, order, AdaptiveSweep(rows, decision, record, 0, tokens))  # the arrival order, at once
     rounds = 0
     for t, bound in enumerate(bounds):
         want = [i for i, row in enumerate(rows) if row.status != "failed" and decision.open[i]
