@@ -29,7 +29,7 @@ SUMMARY = "score every checkpoint of a training job, one run per step"
 DESCRIPTION = ("Score every checkpoint of a training job (global_step_N folders), one run per step, with "
                "run's options; finished steps are skipped, and a table of mean@k per step is printed at the end.")
 EXAMPLES = ("  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100\n"
-            "  pr1-eval sweep checkpoints/ --tasks aime24,aime25 -k 64 --adaptive --decide best --delta 0.05")
+            "  pr1-eval sweep checkpoints/ --tasks aime24 -k 64 --adaptive --decide best")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
