@@ -5,36 +5,42 @@ difference of the two checkpoints' chances of solving each (not over problems dr
 :mod:`analysis.paired` answers that). Samples are paired per problem: the j-th sample of A on
 problem i against the j-th of B, ``d_ij = x_A,ij − x_B,ij`` ∈ {−1, 0, 1}, with mean δ_i = p_A,i − p_B,i.
 
-**The confidence sequence** is the empirical-Bernstein supermartingale of Howard, Ramdas, McAuliffe
-and Sekhon (2021, "Time-uniform, nonparametric, nonasymptotic confidence sequences", Ann. Statist.,
-Thm. 4 with the Fan et al. 2015 inequality; the predictable-plug-in form of Waudby-Smith and Ramdas
-2023, "Estimating means of bounded random variables by betting", JRSS-B). For ξ ≥ −1 and
-λ ∈ [0, 1), ``exp(λξ − ψ(λ)ξ²) ≤ 1 + λξ`` with ψ(λ) = −log(1 − λ) − λ. Take ξ_ij = (d_ij − d̂_ij)/2,
-where d̂_ij (in [−1, 1]) is predicted from problem i's *earlier* samples only; then
+**The confidence sequence** is built on the empirical-Bernstein supermartingale of Howard,
+Ramdas, McAuliffe and Sekhon (2021, "Time-uniform, nonparametric, nonasymptotic confidence
+sequences", Ann. Statist.; the inequality of Fan, Grama and Liu 2015), in the predictable plug-in
+style of Waudby-Smith and Ramdas (2023, "Estimating means of bounded random variables by betting",
+JRSS-B). For ξ ≥ −1 and λ ∈ [0, 1), ``exp(λξ − ψ(λ)ξ²) ≤ 1 + λξ`` with ψ(λ) = −log(1 − λ) − λ.
+For the side "Δ > m" (the other side uses −d) let d̂_ij be predicted from problem i's *earlier*
+samples only, take a scale c_ij = 1 + d̂_ij (so ξ_ij = (d_ij − d̂_ij)/c_ij ≥ −1) and λ_ij = κ c_ij
+for a constant κ (kept below 1 by capping d̂ at 0.95/κ − 1). Then E[exp(λξ − ψ(λ)ξ²)] ≤
+exp(κ (δ_i − d̂_ij)), and since λ_ij ξ_ij = κ (d_ij − d̂_ij), every pair's factor
 
-    M(m) = exp( λ Σ (d_ij − δ_i) / 2 − ψ(λ) Σ ξ_ij² )
+    exp( κ (d_ij − δ_i) − ψ(κ c_ij) (d_ij − d̂_ij)² / c_ij² )
 
-is a nonnegative supermartingale whatever the δ_i are. Looked at where every problem holds the same
-number n of pairs (the end of a round: the sweep gives every problem the same samples per round), Σ δ_i
-over the pairs is n P Δ, so ``M(m)`` with ``Σ (d − m)`` is computable for a candidate m = Δ and, by
-Ville's inequality, ever exceeds 1/α with probability at most α, whatever the number of looks and
-however the rounds were chosen from the past. Why this one:
+has mean ≤ 1 whatever the δ_i are. The weight on every d_ij is the same κ, so where every problem
+holds the same number n of pairs (the end of a round: the sweep gives every problem the same
+samples per round) the product is ``exp(κ (Σ d − N Δ) − Q(κ))`` with N = nP: computable for a
+candidate m = Δ. By Ville's inequality it ever exceeds 1/α with probability at most α, whatever
+the number of looks and however the rounds were chosen from the past. Why this one:
 
 * **the variance is within problems.** d̂ predicts each problem from its own past, so a problem both
-  checkpoints always solve (or never do) adds nothing to Σ ξ², however far its δ_i is from Δ: the
+  checkpoints always solve (or never do) adds nothing to Q, however far its δ_i is from Δ: the
   paired design's saving, kept without estimating anything between problems;
-* **any δ_i pattern**: a betting martingale with a common mean (Waudby-Smith and Ramdas) needs every
-  observation to have mean Δ, which per-problem pairs do not;
-* **λ is mixed, not tuned**: the evidence is the mean of M over a fixed geometric grid of λ
-  (:data:`LAMBDAS`; a mean of supermartingales is one), so a gap of 40 points decides in one round
-  and one of 3 points at k = 64, without knowing which in advance. The price is at most log(12) in
-  the threshold, paid only when one λ alone would have been right.
+* **the scale is per pair, the weight is not**: one scale of 2 for every pair (the range of d − d̂)
+  made differences with a small spread pay the whole range (the best λ sat at the grid's edge for
+  every gap of 10 points or more); a betting martingale with a common mean needs every observation
+  to have mean Δ, which per-problem pairs do not;
+* **κ is mixed, not tuned**: the evidence is the mean over a fixed geometric grid of κ
+  (:data:`KAPPAS`; a mean of supermartingales is one), so a gap of 40 points decides in one round
+  and one of 5 points at k = 64, without knowing which in advance. The price is at most log(12) in
+  the threshold, paid only when one κ alone would have been right.
 
 Refused: a t-test or bootstrap looked at after every round (its error rate grows with the looks);
 Bonferroni over planned looks (a sweep that runs longer voids it); the round means as observations
 (their range is [−1, 1] however small their spread, so the bound is loose for tens of rounds).
 
-Two one-sided sequences at α/2 each make the two-sided CS. The verdicts read off it at a look: A
+Two one-sided sequences at α/2 each make the two-sided CS (:func:`confidence_sequence`); the sweep
+uses the one-sided p-values (:func:`one_sided_p`) in its step-down over pairs. The verdicts read off it at a look: A
 better (the CS above 0), B better (below 0), or within ±δ (inside (−δ, δ)). Tests:
 ``tests/pr1_eval/report/test_paired_sequential.py`` (coverage under optional stopping by simulation).
 """
