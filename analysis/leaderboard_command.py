@@ -52,6 +52,14 @@ def register(subparsers: Any) -> None:
     out.add_argument("--csv", action="store_true", help="print the runs table as CSV (one row per run)")
     p.add_argument("--html", default=None, metavar="OUT", help="also write one self-contained HTML page (plotly) here")
     add_tracking_options(p)
+    p.add_argument("--until-decided", default=None, choices=("best", "ranking"),
+                   help="instead of the ranking: whether the samples held decide the best checkpoint (within --delta) "
+                        "or every pair's sign or 'within ±delta', with the adaptive sweep's anytime-valid guarantee "
+                        "(chance of any wrong verdict ≤ --alpha); undecided pairs print the gap they resolve")
+    p.add_argument("--delta", type=float, default=0.05, metavar="D",
+                   help="with --until-decided: resolution, a fraction of problems solved (default 0.05 = 5 points)")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                   help="with --until-decided: chance of any wrong verdict across the comparisons (default 0.05)")
     p.set_defaults(func=run_leaderboard)
 
 
@@ -66,6 +74,11 @@ def run_leaderboard(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     check_installed(getattr(args, "log_to", None))  # before the runs are read
+    if getattr(args, "until_decided", None):
+        from analysis.leaderboard_decided import until_decided
+
+        print(until_decided(args.runs, args.until_decided, args.delta, args.alpha))
+        return 0
     if args.html:  # before the runs are read: never over a run's record
         from analysis.leaderboard_html import check_html_target
 

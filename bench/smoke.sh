@@ -37,6 +37,7 @@ CPU_BENCHES=(
     "bench_replay.py|--controllers sc@64,esc@64,asc@64,probe@64 --cert-classes exact --cert-seeds 10 --certify 50 --ties 1"
     "bench_malformed.py|--small"
     "bench_nano_power.py|--runs 20"
+    "bench_ranking.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(

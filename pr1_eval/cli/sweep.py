@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.cli.help import add_command
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
+from pr1_eval.cli.sweep_adaptive import add_decide_options, decided_sweep
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
 from pr1_eval.report.names import metric_name
 from pr1_eval.report.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
@@ -28,7 +29,8 @@ if TYPE_CHECKING:  # the sweep's imports load when it runs
 SUMMARY = "score every checkpoint of a training job, one run per step"
 DESCRIPTION = ("Score every checkpoint of a training job (global_step_N folders), one run per step, with "
                "run's options; finished steps are skipped, and a table of mean@k per step is printed at the end.")
-EXAMPLES = "  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100"
+EXAMPLES = ("  pr1-eval sweep checkpoints/ --tasks aime24,amc23 -k 16 --every 100\n"
+            "  pr1-eval sweep checkpoints/ --tasks aime24 -k 64 --adaptive --decide best")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: CKPT_ROOT's folder name)")
     add_generation_options(p)
     add_tracking_options(p)
+    add_decide_options(p)
     p.set_defaults(func=sweep_command)
 
 
@@ -56,6 +59,8 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     check_installed(getattr(args, "log_to", None))  # before any checkpoint is planned or loaded
     request = SweepRequest(Path(args.ckpt_root), Path(args.out_root), args.steps, args.every, args.last, args.family)
+    if args.decide:  # the comparison-level rule: pr1_eval.generate.adaptive_sweep
+        return decided_sweep(args, request, run_config(args, model=str(args.ckpt_root), adaptive=False))
     sweep = plan_sweep(request, run_config(args, model=str(args.ckpt_root)))
     tracker = Tracker.from_args(args, name=sweep.family, config={"command": "sweep", "family": sweep.family,
                                                                    **vars_for_log(args)})

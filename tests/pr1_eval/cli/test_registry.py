@@ -16,7 +16,7 @@ from tests.support.deadlines import scaled
 
 CLI = Path(cli_main.__file__).parent
 PLUGINS = ("analysis.command", "analysis.leaderboard_command", "analysis.replay_command", "dashboards.command")
-NOT_COMMANDS = {"__init__", "__main__", "main", "help", "options", "numbers", "commands"}
+NOT_COMMANDS = {"__init__", "__main__", "main", "help", "options", "numbers", "commands", "sweep_adaptive"}
 
 
 def _registered(module_name: str) -> dict[str, argparse.ArgumentParser]:

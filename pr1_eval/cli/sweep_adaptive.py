@@ -1,0 +1,127 @@
+"""``pr1-eval sweep --adaptive --decide best|ranking``: its options and its end tables.
+
+The sweep itself is :mod:`pr1_eval.generate.adaptive_sweep`; the verdicts
+:mod:`pr1_eval.report.ranking_verdicts`. What is printed: one row per checkpoint (samples per
+problem it reached, tokens, its mean, best / eliminated / open), one row per comparison (Δ in points
+with its confidence sequence, the verdict, or "undecided at this budget" with the gap it resolves),
+and the guarantee in one line under the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from pr1_eval.cli.numbers import positive_int
+from pr1_eval.terminal import terminal_text
+
+#: The questions of :data:`pr1_eval.report.ranking_sequential.QUESTIONS`, here so that building the
+#: parser imports no numpy (``pr1-eval --help`` stays fast; a test holds the two equal).
+QUESTIONS = ("best", "ranking")
+
+if TYPE_CHECKING:
+    from pr1_eval.generate.adaptive_sweep import AdaptiveSweep
+    from pr1_eval.generate.config import RunConfig
+    from pr1_eval.generate.sweep import SweepRequest
+    from pr1_eval.report.ranking_verdicts import Decision
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (0.05 is 5 points), got {text}")
+    return value
+
+
+def _growth(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above 1, got {text!r}") from None
+    if not value > 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 1 (2 doubles each round), got {text}")
+    return value
+
+
+def add_decide_options(p: argparse.ArgumentParser) -> None:
+    """The comparison-level rule's options (sweep only)."""
+    p.add_argument("--decide", choices=QUESTIONS, default=None,
+                   help="with --adaptive: sample the checkpoints in rounds until the question is decided with an "
+                        "anytime-valid guarantee (best: which checkpoint is best, within --delta; ranking: every pair's "
+                        "sign or 'within ±delta'), or until -k samples per problem (k_max); --adaptive-alpha is the "
+                        "chance of any wrong verdict across the sweep")
+    p.add_argument("--delta", type=_fraction, default=0.05, metavar="D",
+                   help="with --decide: resolution, a fraction of problems solved (default 0.05 = 5 points)")
+    p.add_argument("--first-round", type=positive_int, default=4, metavar="N",
+                   help="with --decide: samples per problem in the first round (default 4)")
+    p.add_argument("--round-growth", type=_growth, default=2.0, metavar="G",
+                   help="with --decide: each round's samples per problem = the last's × G (default 2: a model is "
+                        "loaded about log2(k/first) + 1 times)")
+
+
+def decided_sweep(args: argparse.Namespace, request: SweepRequest, config: RunConfig) -> int:
+    """Run the adaptive sweep and print its tables; exit 1 when a checkpoint failed."""
+    from pr1_eval.generate.adaptive_sweep import run_adaptive_sweep
+    from pr1_eval.generate.sweep import plan_sweep
+    from pr1_eval.report.ranking_verdicts import DecideSettings
+
+    settings = DecideSettings(args.decide, args.adaptive_alpha, args.delta, args.k, args.first_round,
+                              args.round_growth).check()
+    result = run_adaptive_sweep(plan_sweep(request, config), settings)
+    print("\n" + format_decision(result))
+    return 1 if any(r.status == "failed" for r in result.rows) else 0
+
+
+def _points(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def format_decision(result: AdaptiveSweep) -> str:
+    """The checkpoints' table, the comparisons' table and the guarantee line."""
+    d = result.decision
+    s = d.settings
+    header = (f"adaptive sweep ({s.question}, δ = {100 * s.delta:g} points, α = {s.alpha:g}, k_max = {s.k_max}): "
+              f"{result.rounds} round(s) this session; record {terminal_text(result.record)}")
+    places = [terminal_text(r.run_dir if r.run_dir else (r.reason or "-")) for r in result.rows]
+    failed = [r.status == "failed" for r in result.rows]
+    return decision_tables(header, d, [r.checkpoint.label for r in result.rows], result.tokens, places, failed)
+
+
+def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int], places: list[str],
+                    failed: list[bool] | None = None) -> str:
+    """The tables of a decision, for a sweep or for stored runs (``leaderboard --until-decided``)."""
+    s = d.settings
+    labels = [terminal_text(n) for n in names]
+    failed = failed or [False] * len(names)
+    lines = [header]
+    table: list[list[Any]] = [["checkpoint", "samples/problem", "tokens", "mean", "status", "run / reason"]]
+    for i, label in enumerate(labels):
+        status = ("best" if d.best == i else "eliminated" if d.eliminated[i] else
+                  "failed" if failed[i] else "open" if d.open[i] else "done")
+        table.append([label, str(d.held[i]), f"{tokens[i]:,}", f"{d.means[i]:.3f}" if d.held[i] else "-",
+                      status, places[i]])
+    lines += _columns(table)
+    pairs: list[list[Any]] = [["A", "B", "n", "Δ (points)", "interval", "verdict"]]
+    for p in d.pairs:
+        verdict = {"a better": "A better", "b better": "B better", "within ±δ": f"within ±{100 * s.delta:g}"}.get(
+            p.verdict, f"undecided at this budget (resolves ±{100 * p.resolved:.1f})")
+        pairs.append([labels[p.a], labels[p.b], str(p.pairs), _points(p.estimate),
+                      f"[{_points(p.low)}, {_points(p.high)}]", verdict])
+    lines += [""] + _columns(pairs)
+    if s.question == "best":
+        lines.append("best: " + (labels[d.best] if d.best is not None else
+                                 "undecided at this budget (candidates: " + ", ".join(
+                                     labels[i] for i in range(len(labels)) if not d.eliminated[i]) + ")"))
+    from pr1_eval.report.ranking_sequential import guarantee_line
+
+    lines.append(guarantee_line(s.alpha, s.delta, s.question))
+    return "\n".join(lines)
+
+
+def _columns(table: list[list[Any]]) -> list[str]:
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]) - 1)]
+    return ["  ".join(str(c).rjust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + str(row[-1])
+            for row in table]
