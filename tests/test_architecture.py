@@ -355,8 +355,8 @@ def test_pr1_eval_shows_its_flow_in_folders() -> None:
 
 # tests/ folders that hold no tests: shared fixtures (importable), data files, the fake vLLM package.
 TEST_SUPPORT_FOLDERS = ("support", "data", "fixtures", "fake_vllm")
-WHOLE_PROJECT_TESTS = {"test_architecture.py", "test_completeness_surfaces.py", "test_dependency_floors.py",
-                       "test_replaced_runs.py"}
+WHOLE_PROJECT_TESTS = {"test_architecture.py", "test_completeness_surfaces.py", "test_deadlines.py",
+                       "test_dependency_floors.py", "test_replaced_runs.py"}
 
 
 def test_tests_mirror_the_package_folders() -> None:

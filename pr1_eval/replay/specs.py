@@ -92,8 +92,10 @@ MOST = 1_000_000
 #: ``burst=0`` never advances a branch); ``warm_up``/``warmup_steps`` 0 means "from the start".
 _WHOLE: dict[str, tuple[int, int]] = {
     "window": (1, MOST), "burst": (1, MOST), "patience": (1, MOST), "stable": (1, MOST), "max_steps": (1, MOST),
-    "warm_up": (0, MOST), "warmup_steps": (0, MOST),
+    "warm_up": (0, MOST), "warmup_steps": (0, MOST), "batch": (1, MOST),
 }
+_FRACTIONS = ("threshold", "alpha")
+"""Parameters that are a fraction strictly between 0 and 1 (a probability, a level)."""
 
 
 def _short(text: str, most: int = 24) -> str:
@@ -148,7 +150,7 @@ def parse_spec(text: str) -> ControllerSpec:
                                f"{', '.join(allowed) or 'none'} as key=value")
         if key in params:
             raise Pr1EvalError(f"{where}: {key} is given twice; keep one")
-        params[key] = (_fraction(value, key, where) if key == "threshold"
+        params[key] = (_fraction(value, key, where) if key in _FRACTIONS
                        else _whole(value, key, _WHOLE[key][0], where))
     window = int(params.get("window", 8))
     if name == "esc" and n % window != 0:

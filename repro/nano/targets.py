@@ -22,7 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pr1_eval.decoding.base import SequentialDecoder
+from pr1_eval.decoding.forkjoin import ForkJoinDecoder
+from pr1_eval.engines.base import SamplingConfig
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.prompts import load_template
 from repro.nano.data import arithmetic_rows
 
 FINAL_NUMBER = re.compile(r"Final Answer:\s*(-?\d+)")
@@ -89,11 +93,7 @@ def sample_responses(model_dir: str, rows: list[dict[str, str]], *, structured: 
     stage's agent loop drives, at a fraction of one-request-at-a-time's cost."""
     import torch
 
-    from pr1_eval.decoding.base import SequentialDecoder
-    from pr1_eval.decoding.forkjoin import ForkJoinDecoder
-    from pr1_eval.engines.base import SamplingConfig
     from pr1_eval.engines.hf import HFEngine
-    from pr1_eval.inputs.prompts import load_template
 
     template = load_template("parallel_r1_v3")
     engine = HFEngine(model_dir, device="cpu", dtype="float32")

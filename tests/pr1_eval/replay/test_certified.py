@@ -120,7 +120,7 @@ def test_grader_classes_come_from_the_grader() -> None:
 def test_the_spec_and_its_errors() -> None:
     spec = parse_spec("cert@32:alpha=0.1,batch=4")
     assert spec.controller == CertifiedMajority(32, 0.1, 4)
-    with pytest.raises(Pr1EvalError, match="alpha must lie in"):
+    with pytest.raises(Pr1EvalError, match=r"alpha 2 is outside \(0, 1\)"):
         parse_spec("cert@64:alpha=2")
     with pytest.raises(Pr1EvalError, match="not a parameter of cert"):
         parse_spec("cert@64:window=8")
