@@ -91,11 +91,11 @@ session_cpu() {  # CPU seconds used so far by every process of session $1
 watch_bench() {  # wait for session $1 (log $2); stop it when stalled or past the load-scaled ceiling
     local sid="$1" log="$2" last_size=-1 last_cpu=-1 still=0 waited=0 size cpu ceiling load
     while kill -0 "$sid" 2>/dev/null; do
-        sleep 5
-        waited=$((waited + 5))
+        sleep 1
+        waited=$((waited + 1))
         size=$(stat -c %s "$log" 2>/dev/null || echo 0)
         cpu=$(session_cpu "$sid")
-        if [ "$size" != "$last_size" ] || [ "$cpu" != "$last_cpu" ]; then still=0; else still=$((still + 5)); fi
+        if [ "$size" != "$last_size" ] || [ "$cpu" != "$last_cpu" ]; then still=0; else still=$((still + 1)); fi
         last_size=$size last_cpu=$cpu
         load=$(cut -d' ' -f1 /proc/loadavg)
         ceiling=$(awk -v c="$CEILING_SECONDS" -v l="$load" -v n="$(nproc)" 'BEGIN{f = l / n; if (f < 1) f = 1; print int(c * f)}')
