@@ -9,6 +9,7 @@ a real hang still ends.
 
 from __future__ import annotations
 
+import math
 import os
 
 CAP = 20.0
@@ -24,6 +25,7 @@ def load_factor() -> float:
     return min(CAP, max(1.0, load / (os.cpu_count() or 1)))
 
 
-def scaled(seconds: float) -> float:
-    """``seconds`` (the limit on an idle machine) times :func:`load_factor`."""
-    return seconds * load_factor()
+def scaled(seconds: float) -> int:
+    """``seconds`` (the limit on an idle machine) times :func:`load_factor`, rounded up to whole seconds
+    (some callers take only integers: nbclient's cell timeout is a traitlets ``Integer``)."""
+    return math.ceil(seconds * load_factor())
