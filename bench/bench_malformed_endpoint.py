@@ -12,7 +12,9 @@ Bounds: the server is an ``http.server`` in a thread on an ephemeral loopback po
 case's build and shut down by :func:`shut_down` after the case (``bench_malformed.classify``
 calls it whatever happened); it answers at most :data:`MAX_REQUESTS` requests (then a 400, which
 the engine does not retry), an endless body stops after :data:`ENDLESS_BYTES` (past the engine's
-64 MiB bound) and a trickle after :data:`TRICKLE_S` seconds.
+64 MiB bound, and far enough that an engine without one goes over the bench's memory bound: the
+engine before its fix peaked at 1.8 GB on it; at 80 MiB it stayed under, a clean JSON error) and a
+trickle after :data:`TRICKLE_S` seconds.
 
 Verdicts: ``refuse=True`` cases must end in one ``error:`` line (exit 0 is a silent change); an
 accepted case is checked by :func:`stored_right`: the run is stored complete with 2 problems × k 2
@@ -37,7 +39,7 @@ Raw = Callable[[BaseHTTPRequestHandler], None]
 KEY = "sk-bench-secret-7f3a"
 """The API key every case sends; it must never reach stderr or the run folder."""
 MAX_REQUESTS = 300
-ENDLESS_BYTES = 80 * 2**20
+ENDLESS_BYTES = 160 * 2**20
 TRICKLE_S = 30.0
 PROBE_USER = "pr1-eval-probe"
 EOS = 2  # the tiny model's EOS id (checked against its tokenizer by the control case's success)
