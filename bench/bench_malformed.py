@@ -20,7 +20,11 @@ a user would and classifies the outcome:
 The sources: import JSONL (fields × bad values, encodings, nesting, duplicate keys), lm-eval
 samples, VERL dumps, hand-edited or damaged ``run.json`` and parts (each read by ``report``,
 ``leaderboard`` and ``analyze``), ``run`` values and environment variables, other commands'
-values, output paths, and the caches (an entry damaged, or copied from another analysis: the
+values, output paths, ``run --engine openai`` against a misbehaving server on 127.0.0.1
+(``bench_malformed_endpoint.py``: endless bodies, trickles, wrong types, fewer choices than ``n``,
+redirects, errors echoing the API key, a failing ``/models``, a context below the prompt; an
+accepted run is read back: complete, 2 × 2 samples, none empty or copied; the key printed is a
+silent change), and the caches (an entry damaged, or copied from another analysis: the
 document must equal the cache-off one). Kills of writers: ``bench/bench_kill_resume.py``
 covers ``run``; here ``--kills N`` SIGKILLs ``import`` and ``leaderboard --html`` N times each
 and checks that the stored rows are whole and that no temporary file is left after the next write.
@@ -60,6 +64,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_malformed_cases as cases_module  # noqa: E402 - bench/ is on sys.path when run as a script
+import bench_malformed_endpoint as endpoint_module  # noqa: E402
 
 from pr1_eval.cli.main import main  # noqa: E402
 
@@ -186,7 +191,10 @@ def task_numbers(doc: dict, reader: str) -> tuple[bool, tuple[object, ...]] | No
 def classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) -> Outcome:
     """:func:`_classify`, with the command's peak memory (over :data:`MEMORY_BOUND_MB`: a finding)."""
     first = len(run.seconds)
-    outcome = _classify(case, run, scratch, index)
+    try:
+        outcome = _classify(case, run, scratch, index)
+    finally:
+        endpoint_module.shut_down()  # a case's server on 127.0.0.1, whatever the case did
     outcome.peak_mb = run.peak_mb
     outcome.seconds = sum(run.seconds[first:])
     if outcome.kind not in BAD and run.peak_mb is not None and run.peak_mb > MEMORY_BOUND_MB:
@@ -204,12 +212,17 @@ def _classify(case: cases_module.Case, run: Runner, scratch: Path, index: int) -
         return Outcome(case.name, case.source, "hang", f"still running after {DEADLINE_S} s")
     if is_traceback(err):
         return Outcome(case.name, case.source, "traceback", err.strip().splitlines()[-1][:200])
+    if case.secret is not None and case.secret in out + err:
+        return Outcome(case.name, case.source, "silent change", "printed the API key")
     if status not in (0, 1):
         said = any("error:" in line for line in err.splitlines())
         last = err.strip().splitlines()[-1][:200] if err.strip() else ""
         return Outcome(case.name, case.source, "clean error" if said else "silent failure", last)
     if case.refuse:
         return Outcome(case.name, case.source, "silent change", "accepted a value it must refuse")
+    if case.check is not None:
+        wrong = case.check(folder)
+        return Outcome(case.name, case.source, "silent change" if wrong else "accepted, correct", wrong or "")
     if case.note is not None:
         kind = "accepted, flagged" if case.note in err else "silent change"
         return Outcome(case.name, case.source, kind, "" if case.note in err else f"no note {case.note!r}")

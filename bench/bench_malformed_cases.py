@@ -39,6 +39,8 @@ class Case:
     meant: tuple[object, ...] | None = MEANT
     refuse: bool = False  # must end in one error line: accepted is a silent change (round six's cases)
     note: str | None = None  # accepted is right only when stderr says this
+    check: Callable[[Path], str | None] | None = None  # accepted: None when what it stored is right, else what is wrong
+    secret: str | None = None  # never to be printed (an API key): on stderr or stdout it is a silent change
 
 
 def line(pid: str = "p1", idx: object = 1, answer: str = "2", **raw: str | None) -> str:
@@ -94,7 +96,7 @@ def import_cases() -> list[Case]:
     }
     out = [Case(f"{name}={value}", "import JSONL", _import(_last(line(**{name: value}))), "report", "run")
            for name, raws in values.items() for value in raws]
-    out += [Case(f"missing {name}", "import JSONL", _import(_last(line(**{name: None}))), "report", "run")
+    out += [Case(f"missing {name}", "import JSONL", _import(_last(line(**{name: None}))), "report", "run")  # type: ignore[arg-type]
             for name in ("task", "problem_id", "sample_idx", "response", "gold")]
     text = "\n".join(base_lines()) + "\n"
     raws = {
@@ -393,13 +395,19 @@ def other_cases() -> list[Case]:
 
 
 def all_cases(small: bool = False) -> list[Case]:
+    from bench_malformed_endpoint import KEY, endpoint_cases
     from bench_malformed_replay import round_six_cases
 
     def six(name: str, source: str, build: Build, *, refuse: bool = False, note: str | None = None) -> Case:
         return Case(name, source, build, meant=None, refuse=refuse, note=note)
 
+    def endpoint(name: str, source: str, build: Build, *, refuse: bool,
+                 check: Callable[[Path], str | None] | None) -> Case:
+        return Case(name, source, build, meant=None, refuse=refuse, check=check, secret=KEY)
+
     return [*import_cases(), *lm_eval_cases(), *verl_cases(), *record_cases(), *run_cases(), *other_cases(),
-            *(c for c in round_six_cases(six, small) if isinstance(c, Case))]
+            *(c for c in round_six_cases(six, small) if isinstance(c, Case)),
+            *(c for c in endpoint_cases(endpoint, small) if isinstance(c, Case))]
 
 
 #: Round six's sources (bench_malformed_replay): a smaller random sample each in CI, beside their musts.

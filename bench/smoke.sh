@@ -49,6 +49,7 @@ GPU_ONLY=(
     "vllm_carry_deps.py|the carry list that vllm_carry.py imports (no bench)"
     "bench_malformed_cases.py|the cases that bench_malformed.py imports (no bench)"
     "bench_malformed_replay.py|round six's cases (replay, Parallel-Probe files, tag structures) that bench_malformed_cases.py imports (no bench)"
+    "bench_malformed_endpoint.py|the endpoint engine's cases (a misbehaving server on 127.0.0.1) that bench_malformed_cases.py imports (no bench)"
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
     "bench_nano_draws.py|the CI slice once per draw (8 min each on an idle machine); .ci/run's nano step runs the same job, and tests/repro/test_nano_draws.py its table"
