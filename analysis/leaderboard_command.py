@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
+from pr1_eval.cli.sweep_adaptive import FRACTION, QUESTIONS
 from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
 from pr1_eval.terminal import terminal_json, terminal_text
 
@@ -52,13 +53,13 @@ def register(subparsers: Any) -> None:
     out.add_argument("--csv", action="store_true", help="print the runs table as CSV (one row per run)")
     p.add_argument("--html", default=None, metavar="OUT", help="also write one self-contained HTML page (plotly) here")
     add_tracking_options(p)
-    p.add_argument("--until-decided", default=None, choices=("best", "ranking"),
+    p.add_argument("--until-decided", default=None, choices=QUESTIONS,
                    help="instead of the ranking: whether the samples held decide the best checkpoint (within --delta) "
                         "or every pair's sign or 'within ±delta', with the adaptive sweep's anytime-valid guarantee "
                         "(chance of any wrong verdict ≤ --alpha); undecided pairs print the gap they resolve")
-    p.add_argument("--delta", type=float, default=0.05, metavar="D",
+    p.add_argument("--delta", type=FRACTION, default=0.05, metavar="D",
                    help="with --until-decided: resolution, a fraction of problems solved (default 0.05 = 5 points)")
-    p.add_argument("--alpha", type=float, default=0.05, metavar="A",
+    p.add_argument("--alpha", type=FRACTION, default=0.05, metavar="A",
                    help="with --until-decided: chance of any wrong verdict across the comparisons (default 0.05)")
     p.set_defaults(func=run_leaderboard)
 

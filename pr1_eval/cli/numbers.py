@@ -41,17 +41,20 @@ def int_in(low: int, high: int | None = None, what: str = "") -> Callable[[str],
     return parse
 
 
-def float_in(low: float, high: float | None = None, *, low_open: bool = False) -> Callable[[str], float]:
-    """An argparse ``type``: a finite number above ``low`` (``low_open``) or at least it, and at
-    most ``high``."""
-    span = (f"above {low:g}" if low_open else f"at least {low:g}") + ("" if high is None else f" and at most {high:g}")
+def float_in(low: float, high: float | None = None, *, low_open: bool = False,
+             high_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number above ``low`` (``low_open``) or at least it, and below
+    ``high`` (``high_open``) or at most it."""
+    span = (f"above {low:g}" if low_open else f"at least {low:g}") + (
+        "" if high is None else f" and {'below' if high_open else 'at most'} {high:g}")
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number {span}, got {text!r}") from None
-        if not math.isfinite(value) or value < low or (low_open and value == low) or (high is not None and value > high):
+        if (not math.isfinite(value) or value < low or (low_open and value == low)
+                or (high is not None and (value > high or (high_open and value == high)))):
             raise argparse.ArgumentTypeError(f"must be a number {span}, got {text}")
         return value
     parse.__name__ = "number"

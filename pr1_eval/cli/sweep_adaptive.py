@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from pr1_eval.cli.numbers import positive_int
+from pr1_eval.cli.numbers import float_in, positive_int
 from pr1_eval.terminal import terminal_text
 
 #: The questions of :data:`pr1_eval.report.ranking_sequential.QUESTIONS`, here so that building the
@@ -26,24 +26,9 @@ if TYPE_CHECKING:
     from pr1_eval.report.ranking_verdicts import Decision
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (0.05 is 5 points), got {text}")
-    return value
-
-
-def _growth(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number above 1, got {text!r}") from None
-    if not value > 1:
-        raise argparse.ArgumentTypeError(f"expected a number above 1 (2 doubles each round), got {text}")
-    return value
+FRACTION = float_in(0, 1, low_open=True, high_open=True)
+"""A resolution or a level: a fraction strictly between 0 and 1 (0.05 is 5 points)."""
+_growth = float_in(1, low_open=True)
 
 
 def add_decide_options(p: argparse.ArgumentParser) -> None:
@@ -53,7 +38,7 @@ def add_decide_options(p: argparse.ArgumentParser) -> None:
                         "anytime-valid guarantee (best: which checkpoint is best, within --delta; ranking: every pair's "
                         "sign or 'within ±delta'), or until -k samples per problem (k_max); --adaptive-alpha is the "
                         "chance of any wrong verdict across the sweep")
-    p.add_argument("--delta", type=_fraction, default=0.05, metavar="D",
+    p.add_argument("--delta", type=FRACTION, default=0.05, metavar="D",
                    help="with --decide: resolution, a fraction of problems solved (default 0.05 = 5 points)")
     p.add_argument("--first-round", type=positive_int, default=4, metavar="N",
                    help="with --decide: samples per problem in the first round (default 4)")
