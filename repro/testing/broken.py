@@ -7,7 +7,10 @@ fail. Never imported by a real job.
 
 - ``lr0``: no breakage here; the bench sets the actor's learning rate to 0 (the policy never moves:
   the null the learning checks are calibrated on).
-- ``sign``: the reward's sign flipped (:func:`negated_compute_score`, set as the custom reward).
+- ``sign``: the reward's sign flipped where the trainer reads it (the estimator :data:`NEGATED_GRPO`:
+  GRPO's advantages of the negated rewards). The rollouts still store the task's reward, so the
+  learning check judges what the reward pays for, not the flipped number the trainer climbs (a
+  flipped *stored* reward rises as the policy gets worse, and the check would read that as learning).
 - ``noadv``: every advantage zeroed (the estimator :data:`ZERO_ADVANTAGE`, registered with VERL).
 - ``nospans``: the structured actor is handed no path spans and falls back to a parse of the tokens.
 """
@@ -19,17 +22,23 @@ from typing import Any
 
 BREAK_ENV = "PR1_NANO_BREAK"
 ZERO_ADVANTAGE = "pr1_zero_advantage"
+NEGATED_GRPO = "pr1_negated_grpo"
 VARIANTS = ("ok", "lr0", "sign", "noadv", "nospans")
 
 
-def negated_compute_score(*args: Any, **kwargs: Any) -> dict[str, float]:
-    """:func:`repro.rewards.compute_score` with its score negated: the policy is pushed away from what
-    the reward pays for."""
-    from repro.rewards import compute_score
+def _register_negated_grpo() -> None:
+    import torch
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, compute_grpo_outcome_advantage, register_adv_est
 
-    out = dict(compute_score(*args, **kwargs))
-    out["score"] = -out["score"]
-    return out
+    if NEGATED_GRPO in ADV_ESTIMATOR_REGISTRY:
+        return
+
+    @register_adv_est(NEGATED_GRPO)  # type: ignore[untyped-decorator]
+    def negated_grpo(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any,
+                     config: Any = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        by_std = True if config is None else bool(config.get("norm_adv_by_std_in_grpo", True))
+        return compute_grpo_outcome_advantage(-token_level_rewards, response_mask, index,  # type: ignore[no-any-return]
+                                              norm_adv_by_std_in_grpo=by_std, config=config)
 
 
 def _register_zero_advantage() -> None:
@@ -59,8 +68,7 @@ def overrides(variant: str, structured: bool) -> list[str]:
     if variant == "lr0":
         return ["actor_rollout_ref.actor.optim.lr=0"]
     if variant == "sign":
-        return ["reward.custom_reward_function.path=pkg://repro.testing.broken",
-                "reward.custom_reward_function.name=negated_compute_score"]
+        return [f"algorithm.adv_estimator={NEGATED_GRPO}"]
     if variant == "noadv":
         return [f"algorithm.adv_estimator={ZERO_ADVANTAGE}"]
     return []
@@ -71,6 +79,8 @@ def apply() -> None:
     variant = os.environ.get(BREAK_ENV, "")
     if variant == "noadv":
         _register_zero_advantage()
+    elif variant == "sign":
+        _register_negated_grpo()
     elif variant == "nospans":
         _drop_spans()
 

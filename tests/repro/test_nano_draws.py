@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from repro.nano import provenance, targets
@@ -94,10 +95,6 @@ def test_the_record_names_the_machine_and_compare_refuses_other_weights(tmp_path
 
 
 def test_broken_trainers_are_what_they_say(monkeypatch: pytest.MonkeyPatch) -> None:
-    from repro.rewards import compute_score
-
-    args = ("math_dapo", _response("4"), "4")
-    assert broken.negated_compute_score(*args)["score"] == -compute_score(*args)["score"] == -1.0
     assert broken.overrides("lr0", False) == ["actor_rollout_ref.actor.optim.lr=0"]
     assert broken.overrides("ok", True) == [] and broken.overrides("nospans", True) == []
     with pytest.raises(ValueError, match="unknown breakage"):
@@ -111,6 +108,15 @@ def test_broken_trainers_are_what_they_say(monkeypatch: pytest.MonkeyPatch) -> N
     advantages, returns = get_adv_estimator_fn(broken.ZERO_ADVANTAGE)(token_level_rewards=rewards, response_mask=mask,
                                                                       index=None)
     assert torch.count_nonzero(advantages) == 0 and torch.count_nonzero(returns) == 0
+    # sign: GRPO's advantages of the negated rewards; a group (0, 1, 1, 0) by hand: mean 0.5, SD 0.577
+    monkeypatch.setenv(broken.BREAK_ENV, "sign")
+    broken.apply()
+    assert broken.overrides("sign", False) == [f"algorithm.adv_estimator={broken.NEGATED_GRPO}"]
+    rewards, mask = torch.tensor([[0.0], [1.0], [1.0], [0.0]]), torch.ones(4, 1)
+    advantages, _ = get_adv_estimator_fn(broken.NEGATED_GRPO)(token_level_rewards=rewards, response_mask=mask,
+                                                              index=np.array(["a"] * 4))
+    expected = 0.5 / np.std([0, 1, 1, 0], ddof=1)  # the right answers are pushed down
+    assert advantages[:, 0].tolist() == pytest.approx([expected, -expected, -expected, expected], abs=1e-4)
     import repro.structured_actor as actor
 
     monkeypatch.setattr(actor, "batch_spans", actor.batch_spans)  # restored after the test
