@@ -21,7 +21,7 @@ from typing import Any
 
 from analysis.defaults import AVERAGES, INCLUDE_FLAG
 from pr1_eval.cli.help import add_command
-from pr1_eval.cli.sweep_adaptive import FRACTION, QUESTIONS
+from pr1_eval.cli.sweep_adaptive import DECIDE_TESTS, FRACTION, QUESTIONS
 from pr1_eval.report.tracking import add_tracking_options, check_installed, log_runs, vars_for_log
 from pr1_eval.terminal import terminal_json, terminal_text
 
@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
                    help="with --until-decided: resolution, a fraction of problems solved (default 0.05 = 5 points)")
     p.add_argument("--alpha", type=FRACTION, default=0.05, metavar="A",
                    help="with --until-decided: chance of any wrong verdict across the comparisons (default 0.05)")
+    p.add_argument("--decide-test", choices=DECIDE_TESTS, default=None,
+                   help="with --until-decided: the test (as sweep's --decide-test); default: the one an adaptive "
+                        "sweep's record names, else obrien-fleming (one look at what the runs hold: the fixed-k test)")
     p.set_defaults(func=run_leaderboard)
 
 
@@ -78,7 +81,8 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if getattr(args, "until_decided", None):
         from analysis.leaderboard_decided import until_decided
 
-        print(until_decided(args.runs, args.until_decided, args.delta, args.alpha))
+        print(until_decided(args.runs, args.until_decided, args.delta, args.alpha, args.decide_test,
+                            as_json=bool(args.json)))
         return 0
     if args.html:  # before the runs are read: never over a run's record
         from analysis.leaderboard_html import check_html_target

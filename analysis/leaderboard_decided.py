@@ -13,7 +13,9 @@ all hold, in step order (arrival order for the α reserve), else in the order gi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,8 @@ import pandas as pd
 from analysis.runs.loader import load_runs
 from pr1_eval.cli.sweep_adaptive import decision_tables
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.report.ranking_verdicts import DecideSettings, decide
+from pr1_eval.report.ranking_sequential import guarantee_line
+from pr1_eval.report.ranking_verdicts import DecideSettings, Decision, decide
 
 SECTION = "adaptive_sweep"
 
@@ -44,8 +47,9 @@ def stored_matrices(samples: pd.DataFrame, names: Sequence[str]) -> tuple[list[n
     return out, len(order)
 
 
-def until_decided(paths: Sequence[str | Path], question: str, delta: float, alpha: float) -> str:
-    """The tables for ``leaderboard --until-decided``."""
+def until_decided(paths: Sequence[str | Path], question: str, delta: float, alpha: float, test: str | None = None,
+                  as_json: bool = False) -> str:
+    """The tables (or, ``as_json``, the JSON document) for ``leaderboard --until-decided``."""
     loaded = load_runs(paths, tokenizer=None, columns=["correct", "n_response_tokens"], blocks=False)
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded: " + ("; ".join(f"{p}: {r}" for p, r in loaded.failures) or
@@ -57,17 +61,35 @@ def until_decided(paths: Sequence[str | Path], question: str, delta: float, alph
     sections = [loaded.run_info[n].extra.get(SECTION) if n in loaded.run_info else None for n in names]
     mats, problems = stored_matrices(loaded.samples, names)
     k_max = max(m.shape[1] for m in mats)
-    if all(isinstance(s, dict) for s in sections):  # one adaptive sweep: replay its rounds
-        settings = DecideSettings.from_dict(sections[0])  # type: ignore[arg-type]
-        settings = DecideSettings(question, alpha, delta, settings.k_max, settings.first, settings.growth,
-                                  settings.planned, settings.reserve).check()
+    if all(isinstance(s, dict) for s in sections):  # one adaptive sweep: replay its rounds, with its test
+        recorded = DecideSettings.from_dict(sections[0])  # type: ignore[arg-type]
+        settings = DecideSettings(question, alpha, delta, recorded.k_max, recorded.first, recorded.growth,
+                                  recorded.planned, recorded.reserve, test or recorded.test).check()
         looks = settings.bounds()
     else:
-        settings, looks = DecideSettings(question, alpha, delta, k_max, k_max).check(), []
+        settings, looks = DecideSettings(question, alpha, delta, k_max, k_max, test=test or "obrien-fleming").check(), []
     decision = decide(mats, settings, looks)
     tokens = loaded.samples.groupby("run")["n_response_tokens"].sum()
+    spent = [int(tokens.get(n, 0) or 0) for n in names]
+    how = "replayed at the sweep's rounds" if looks else "one look at the samples held"
+    if as_json:
+        return json.dumps(decision_document(decision, [str(n) for n in names], spent, problems, how), indent=2)
     header = (f"until decided ({question}, δ = {100 * delta:g} points, α = {alpha:g}) on the {problems} problem(s) "
-              f"all {len(names)} run(s) hold; " + ("replayed at the sweep's rounds" if looks else
-                                                  "one look at the samples held"))
-    return decision_tables(header, decision, names, [int(tokens.get(n, 0) or 0) for n in names],
-                           [str(n) for n in names])
+              f"all {len(names)} run(s) hold; {how}")
+    return decision_tables(header, decision, names, spent, [str(n) for n in names])
+
+
+def decision_document(d: Decision, names: list[str], tokens: list[int], problems: int, how: str) -> dict[str, object]:
+    """The decision as JSON: settings, one entry per checkpoint and per comparison (names, not indices; Δ and its
+    interval as fractions), the best, and the guarantee line."""
+    s = d.settings
+    checkpoints = [{"run": name, "samples_per_problem": d.held[i], "tokens": tokens[i],
+                    "mean": d.means[i] if d.held[i] else None,
+                    "status": ("best" if d.best == i else "eliminated" if d.eliminated[i] else
+                               "open" if d.open[i] else "done")} for i, name in enumerate(names)]
+    comparisons = [{**{k: v for k, v in asdict(p).items() if k not in ("a", "b")}, "a": names[p.a], "b": names[p.b]}
+                   for p in d.pairs]
+    return {"question": s.question, "settings": s.to_dict(), "problems": problems, "looks": how,
+            "checkpoints": checkpoints, "comparisons": comparisons, "finished": d.finished,
+            "best": names[d.best] if d.best is not None else None,
+            "guarantee": guarantee_line(s.alpha, s.delta, s.question, s.test, s.k_max)}

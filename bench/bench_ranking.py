@@ -42,6 +42,7 @@ from scipy.stats import norm
 from analysis.paired import holm, paired_bootstrap_ci, sign_flip_test
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
 from pr1_eval.replay.budget_testbed import Condition, build_testbed, draw
+from pr1_eval.report import group_sequential as gs
 from pr1_eval.report import paired_sequential as ps
 from pr1_eval.report import ranking_sequential as rs
 
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "parallel-probe"
 GROWTH = 2.0  # rounds' growth (--growth)
 CHUNK = 50  # resamples drawn at once (memory: 50 × 45 pairs × 30 problems × 64 samples)
+RULE_TAGS = {"obrien-fleming": "OBF", "pocock": "Pocock", "cs": "CS"}
 
 
 @dataclass
@@ -109,28 +111,43 @@ def fixed_k(correct: np.ndarray, k: int, alpha: float, delta: float) -> rs.Certi
 
 
 def adaptive(correct: np.ndarray, cost_cum: np.ndarray, k_max: int, first: int, question: str, alpha: float,
-             delta: float) -> tuple[rs.Certified, np.ndarray, np.ndarray, np.ndarray]:
-    """Replay the sweep's rule: (certified, samples, tokens, declared best) per resample."""
+             delta: float, rule: str = "obrien-fleming",
+             reserve: float = 0.0) -> tuple[rs.Certified, np.ndarray, np.ndarray, np.ndarray]:
+    """Replay the sweep's rule: (certified, samples, tokens, declared best) per resample. ``rule``: ``cs`` (the
+    confidence sequences) or a spending function of :mod:`pr1_eval.report.group_sequential`."""
     resamples, count, problems, _ = correct.shape
     a, b = np.triu_indices(count, 1)
-    ev = ps.evidence(correct[:, a, :, :k_max].astype(float) - correct[:, b, :, :k_max])  # R × pairs × k_max
-    weights, kept = rs.pair_weights(count)
+    diffs = correct[:, a, :, :k_max].astype(float) - correct[:, b, :, :k_max]  # R × pairs × P × k_max
+    bounds = rs.round_bounds(first, k_max, GROWTH)
+    if rule == "cs":
+        ev = ps.evidence(diffs)
+    else:
+        zev, table = gs.z_evidence(diffs), gs.boundary_table(gs.fractions_of(bounds, k_max), rule)
+    weights, kept = rs.pair_weights(count, reserve=reserve)
     held = np.zeros((resamples, count), dtype=int)
     running = rs.Running.start((resamples, len(a)))
     cert = rs.Certified.none((resamples, count, count))
     active = np.ones((resamples, count), dtype=bool)
     done = np.zeros(resamples, dtype=bool)
-    for bound in rs.round_bounds(first, k_max, GROWTH):
+    pair_alpha = np.minimum(alpha * weights / (2 if question == "ranking" else 3), 0.5)
+    for bound in bounds:
         held = np.where(active & ~done[:, None], bound, held)
         look = np.minimum(held[:, a], held[:, b])  # R × pairs
-        now = ev.at(look - 1)
-        running = running.update(now, delta, look > 0)
-        cert = rs.certify(running, weights, kept, alpha, count)
+        if rule == "cs":
+            now = ev.at(look - 1)
+            running = running.update(now, delta, look > 0)
+            half = ps.half_width(now, pair_alpha) if question == "ranking" else None
+            estimate = now.total / np.maximum(now.pairs, 1)
+        else:
+            znow, row = zev.at(look - 1), np.searchsorted(bounds, look)
+            running = running.fold(gs.look_p_values(znow, delta, np.where(look > 0, row, -1), table), look > 0)
+            low, high = gs.interval(znow, row, table, pair_alpha / 2)
+            half, estimate = (high - low) / 2, znow.estimate
+        cert = rs.certify(running, weights, kept, alpha, count, question)
         means = _means(correct, held)
         wanted = None
         if question == "ranking":
-            half = ps.half_width(now, np.minimum(alpha * weights / 3, 0.5))
-            wanted = rs.as_matrix(rs.chased(now.total / np.maximum(now.pairs, 1), half, look, k_max, delta), count)
+            wanted = rs.as_matrix(rs.chased(estimate, np.asarray(half), look, k_max, delta), count)
         active = rs.open_checkpoints(question, cert, wanted)
         done |= rs.finished(question, cert, means, active)
     best = rs.declared_best(cert, _means(correct, held)) if question == "best" else np.full(resamples, -1)
@@ -165,6 +182,8 @@ class Plan:
     alpha: float
     delta: float
     resamples: int
+    rules: tuple[str, ...] = ("obrien-fleming",)
+    reserve: float = 0.0
 
 
 def measure(conditions: list[Condition], plan: Plan, seed: int) -> dict[str, Tally]:
@@ -191,15 +210,16 @@ def measure(conditions: list[Condition], plan: Plan, seed: int) -> dict[str, Tal
             found = (means.max() - means[est.argmax(axis=1)]) < plan.delta
             tallies.setdefault(f"fixed k={k}", Tally()).add(wrong, good, np.full(size, len(conditions) * problems * k),
                                                            cost_cum[:, :, k].sum(axis=1), found)
-        for question in ("ranking", "best"):
-            for k_max in plan.k_maxes:
-                cert, samples, tokens, best = adaptive(correct, cost_cum, k_max, plan.first, question, plan.alpha,
-                                                       plan.delta)
-                wrong, good = judge(cert, means, plan.delta)
-                found = (best >= 0) & ((means.max() - means[np.maximum(best, 0)]) < plan.delta)
-                wrong_best = (best >= 0) & ~found
-                tallies.setdefault(f"adaptive {question} k_max={k_max}", Tally()).add(
-                    wrong | wrong_best, good, samples, tokens, found)
+        for rule in plan.rules:
+            for question in ("ranking", "best"):
+                for k_max in plan.k_maxes:
+                    cert, samples, tokens, best = adaptive(correct, cost_cum, k_max, plan.first, question, plan.alpha,
+                                                           plan.delta, rule, plan.reserve)
+                    wrong, good = judge(cert, means, plan.delta)
+                    found = (best >= 0) & ((means.max() - means[np.maximum(best, 0)]) < plan.delta)
+                    wrong_best = (best >= 0) & ~found
+                    tallies.setdefault(f"adaptive {question} k_max={k_max} [{RULE_TAGS[rule]}]", Tally()).add(
+                        wrong | wrong_best, good, samples, tokens, found)
         flips, boots = existing_test(correct, (twin, null), 16, plan.alpha)
         tally = tallies.setdefault("existing paired test, null pair, k=16", Tally())
         tally.runs += size
@@ -208,9 +228,10 @@ def measure(conditions: list[Condition], plan: Plan, seed: int) -> dict[str, Tal
     return tallies
 
 
-def above_fixed(tallies: dict[str, Tally], plan: Plan, unit: str) -> list[str]:
-    """Fixed-k points the adaptive ranking curve (piecewise linear in cost) does not reach."""
-    points = sorted((t.mean(unit), t.mean("correct")) for n, t in tallies.items() if n.startswith("adaptive ranking"))
+def above_fixed(tallies: dict[str, Tally], plan: Plan, unit: str, rule: str) -> list[str]:
+    """Fixed-k points the adaptive ranking curve of ``rule`` (piecewise linear in cost) does not reach."""
+    points = sorted((t.mean(unit), t.mean("correct")) for n, t in tallies.items()
+                    if n.startswith("adaptive ranking") and n.endswith(f"[{RULE_TAGS[rule]}]"))
     xs, ys = np.array([p[0] for p in points]), np.array([p[1] for p in points])
     misses = []
     for k in plan.fixed:
@@ -218,7 +239,7 @@ def above_fixed(tallies: dict[str, Tally], plan: Plan, unit: str) -> list[str]:
         cost, good = t.mean(unit), t.mean("correct")
         reach = np.interp(cost, xs, ys) if cost >= xs[0] else (ys[0] if good <= ys[0] else -1.0)
         if reach + 1e-9 < good:
-            misses.append(f"k={k}")
+            misses.append(f"k={k} ({good:.2f} vs {reach:.2f})")
     return misses
 
 
@@ -237,12 +258,13 @@ def report(task: str, conditions: list[Condition], tallies: dict[str, Tally], pl
     ex = tallies["existing paired test, null pair, k=16"]
     print(f"{'existing paired test (problems resampled), null pair, k=16':60} sign-flip p<α declares a sign "
           f"{ex.extra['sign_flip'] / ex.runs:.1%}, bootstrap interval {ex.extra['bootstrap'] / ex.runs:.1%}")
-    misses = {unit: above_fixed(tallies, plan, unit) for unit in ("samples", "tokens")}
-    for unit, miss in misses.items():
-        print(f"adaptive ranking curve at or above fixed k in {unit}: " + ("yes, at every fixed k" if not miss
-                                                                         else "NO at " + ", ".join(miss)))
+    misses = {(rule, unit): above_fixed(tallies, plan, unit, rule) for rule in plan.rules
+              for unit in ("samples", "tokens")}
+    for (rule, unit), miss in misses.items():
+        print(f"adaptive ranking curve [{RULE_TAGS[rule]}] at or above fixed k in {unit}: "
+              + ("yes, at every fixed k" if not miss else "NO at " + ", ".join(miss)))
     best = [(t.mean("samples") / reference, t.mean("best_found")) for n, t in tallies.items()
-            if n.startswith("adaptive best")]
+            if n.startswith("adaptive best") and n.endswith(f"[{RULE_TAGS[plan.rules[0]]}]")]
     reached = [ratio for ratio, found in best if found >= 1 - plan.alpha]
     print("best within δ with probability ≥ 1 − α: " + (f"at {min(reached):.2f} × fixed k=16's samples"
                                                        if reached else "not reached at these k_max"))
@@ -267,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--delta", type=float, default=0.1, help="resolution δ (a fraction: 0.1 = 10 points)")
     ap.add_argument("--tasks", default=None, help="only these benchmarks (comma-separated)")
+    ap.add_argument("--rules", default="obrien-fleming",
+                    help="the adaptive rules measured, comma-separated: obrien-fleming, pocock (α spent over looks "
+                         "up to k_max) and cs (confidence sequences); the first is the goals' (default obrien-fleming)")
+    ap.add_argument("--reserve", type=float, default=0.0,
+                    help="share of α the adaptive rule keeps for checkpoints arriving later (the sweep's --reserve; "
+                         "default 0 here: the testbed's ten checkpoints are all known, as fixed k needs them to be)")
     ap.add_argument("--small", action="store_true", help="CI size: 50 resamples, one benchmark, k up to 16")
     args = ap.parse_args(argv)
     if not args.data.is_dir() or not list(args.data.glob("*.json")):
@@ -275,13 +303,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"skipped: no Parallel-Probe trajectories in {args.data} (pass --data DIR)")
         return 0
+    rules = tuple(args.rules.split(","))
+    unknown = [r for r in rules if r not in RULE_TAGS]
+    if unknown:
+        print(f"error: unknown rule(s) {', '.join(unknown)}; choose from {', '.join(RULE_TAGS)}", file=sys.stderr)
+        return 2
     plan = Plan([int(k) for k in args.fixed.split(",")], [int(k) for k in args.k_max.split(",")], args.first,
-                args.alpha, args.delta, args.resamples)
+                args.alpha, args.delta, args.resamples, rules, args.reserve)
     tasks = args.tasks.split(",") if args.tasks else None
     global GROWTH
     GROWTH = args.growth
     if args.small:
-        plan = Plan([4, 16], [8, 16], args.first, args.alpha, args.delta, 50)
+        plan = Plan([4, 16], [8, 16], args.first, args.alpha, args.delta, 50, rules, args.reserve)
         tasks = tasks or ["aime24"]
     started = time.perf_counter()
     print(f"ranking on the budget testbed ({args.data}); {plan.resamples} resamples per cell, alpha {plan.alpha}, "

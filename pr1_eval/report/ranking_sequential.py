@@ -34,7 +34,7 @@ checkpoints not eliminated.
 
 **Ranking at resolution δ.** Every pair is decided once its sign is certified or it is certified
 within ±δ. Samples go to checkpoints with a pair that is undecided and *still decidable at this
-budget*: the CS half-width h, projected to ``k_max`` pairs by h·√(n/k_max), is below the gap the
+budget*: the interval's half-width h, projected to ``k_max`` pairs by h·√(n/k_max), is below the gap the
 pair needs (|Δ̂| for a sign, δ − |Δ̂| for "within"), with slack (:data:`HOPE`). A pair that cannot
 be decided by ``k_max`` is not chased: it is reported "undecided at this budget" with the gap it
 resolved. This allocation is predictable (fixed from the past before each round), so it costs the
@@ -53,8 +53,11 @@ from pr1_eval.report.paired_sequential import Evidence, Verdicts, one_sided_p
 
 #: Questions a sweep can ask.
 QUESTIONS = ("best", "ranking")
-#: A pair is chased while its projected half-width at k_max is below HOPE × the gap it needs.
-HOPE = 1.5
+#: A pair is chased while its projected half-width at k_max is below HOPE × the gap it needs. 2, measured on the
+#: budget testbed (``bench/bench_ranking.py``): with the α-spending test, 1.0-1.5 gave up on pairs fixed k
+#: decides (-0.2 to -4 of 45 pairs at k_max = 8-16) for 2-20 % fewer samples; 2 and above decide what fixed
+#: k = k_max decides and stop only what is already decided or truly out of reach.
+HOPE = 2.0
 
 
 def pair_weights(count: int, planned: int | None = None, reserve: float = 0.1) -> tuple[np.ndarray, float]:
@@ -104,24 +107,36 @@ class Running:
         return cls(*(np.ones(shape) for _ in range(4)))
 
     def update(self, ev: Evidence, delta: float, seen: np.ndarray | None = None) -> Running:
-        """Fold in a look (``seen``: pairs that hold samples at this look; the others keep their values)."""
-        new = [one_sided_p(ev, 0.0, +1), one_sided_p(ev, 0.0, -1), one_sided_p(ev, -delta, +1),
-               one_sided_p(ev, delta, -1)]
+        """Fold in a confidence-sequence look (``seen``: pairs that hold samples at this look; the others keep
+        their values)."""
+        return self.fold([one_sided_p(ev, 0.0, +1), one_sided_p(ev, 0.0, -1), one_sided_p(ev, -delta, +1),
+                          one_sided_p(ev, delta, -1)], seen)
+
+    def fold(self, new: list[np.ndarray], seen: np.ndarray | None = None) -> Running:
+        """Fold in a look's four p-values, from either rule (:mod:`pr1_eval.report.group_sequential` gives them too)."""
         if seen is not None:
             new = [np.where(seen, x, 1.0) for x in new]
         return Running(*(np.minimum(old, x) for old, x in zip((self.up, self.down, self.not_below, self.not_above),
                                                               new, strict=True)))
 
 
-def certify(running: Running, weights: np.ndarray, kept: float, alpha: float, count: int) -> Certified:
-    """The step-down over every pair's three hypotheses (weight split in three), as C × C statements."""
+def certify(running: Running, weights: np.ndarray, kept: float, alpha: float, count: int,
+            question: str = "best") -> Certified:
+    """The step-down over every pair's hypotheses, as C × C statements. For the best: three per pair (the
+    sign, and "not worse by δ" each way, each needed alone), weight split in three. For the ranking: two
+    per pair, the sign and "within ±δ" as one intersection-union hypothesis (p = the larger of its two
+    one-sided p-values, Berger 1982), weight split in two, as the fixed-k test does with TOST."""
     sign_p = np.minimum(2 * np.minimum(running.up, running.down), 1.0)
-    p = np.concatenate([sign_p, running.not_below, running.not_above], axis=-1)
-    w = np.concatenate([weights, weights, weights]) / 3
-    rejected = step_down(p, w, kept, alpha)
     n = weights.shape[-1]
-    sign, nb, na = rejected[..., :n], rejected[..., n:2 * n], rejected[..., 2 * n:]
     up = running.up <= running.down
+    if question == "ranking":
+        p = np.concatenate([sign_p, np.maximum(running.not_below, running.not_above)], axis=-1)
+        rejected = step_down(p, np.concatenate([weights, weights]) / 2, kept, alpha)
+        sign, within = rejected[..., :n], rejected[..., n:]
+        return Certified(pair_matrix(sign & up, sign & ~up, count), pair_matrix(within, within, count))
+    p = np.concatenate([sign_p, running.not_below, running.not_above], axis=-1)
+    rejected = step_down(p, np.concatenate([weights, weights, weights]) / 3, kept, alpha)
+    sign, nb, na = rejected[..., :n], rejected[..., n:2 * n], rejected[..., 2 * n:]
     return Certified(pair_matrix(sign & up, sign & ~up, count), pair_matrix(nb, na, count))
 
 
@@ -230,9 +245,12 @@ def as_matrix(pairs: Any, count: int, antisymmetric: bool = False) -> np.ndarray
     return out
 
 
-def guarantee_line(alpha: float, delta: float, question: str) -> str:
+def guarantee_line(alpha: float, delta: float, question: str, test: str = "obrien-fleming", k_max: int = 0) -> str:
     """The one line printed under the table."""
     best = f", or a declared best more than {100 * delta:g} points below the true best" if question == "best" else ""
+    how = ("anytime-valid confidence sequences" if test == "cs" else
+           f"paired z-tests with {'Pocock' if test == 'pocock' else 'O’Brien–Fleming'} α spending over the looks up to "
+           f"k_max = {k_max}")
     return (f"Guarantee: the chance of any wrong declared sign, any wrong 'within ±{100 * delta:g} points'{best}, "
-            f"across all comparisons of this sweep, is at most {alpha:g} (anytime-valid confidence sequences on the "
-            "mean over these problems of p_A − p_B; undecided pairs make no claim).")
+            f"across all comparisons of this sweep, is at most {alpha:g} ({how} on the mean over these problems of "
+            "p_A − p_B; undecided pairs make no claim).")

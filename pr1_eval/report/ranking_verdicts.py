@@ -7,8 +7,14 @@ samples alone (no state file to lose): a pair's looks are the sweep's round boun
 samples both checkpoints hold (a rerun sees exactly the looks the first run saw), or, for runs not
 written round by round, the one look at what they hold — a single look is as valid as many.
 
-The statistics are :mod:`pr1_eval.report.paired_sequential` (each pair's confidence sequence) and
-:mod:`pr1_eval.report.ranking_sequential` (the step-down over pairs, the best, who samples next).
+Each pair's one-sided p-values come from one of two tests (``DecideSettings.test``):
+:mod:`pr1_eval.report.group_sequential` (the default: the fixed-k z-test with α spent over the looks up
+to k_max, O'Brien–Fleming or Pocock; a sweep with a stated k_max decides as much as fixed k = k_max and
+stops early where it can) or :mod:`pr1_eval.report.paired_sequential` (``cs``: confidence sequences,
+valid with no k_max at all, for a sweep that may run on; they pay about 1.3× the interval width at
+any one look). :mod:`pr1_eval.report.ranking_sequential` makes the step-down over pairs, the best and
+who samples next from either. Records written before the choice existed hold no ``test`` and replay
+with ``cs``, the rule they were decided with.
 Problems are pooled: the estimand of a pair is the mean over *all* the sweep's problems (every task's,
 each problem weighing the same) of p_A,i − p_B,i.
 """
@@ -22,10 +28,16 @@ from typing import Any
 import numpy as np
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.report import group_sequential as gs
 from pr1_eval.report import paired_sequential as ps
 from pr1_eval.report import ranking_sequential as rs
 
-RULE_NAME = "paired empirical-Bernstein confidence sequences, weighted Holm step-down over pairs"
+RULE_NAMES = {
+    "obrien-fleming": "paired z-tests with O'Brien-Fleming alpha spending to k_max, weighted Holm step-down over pairs",
+    "pocock": "paired z-tests with Pocock alpha spending to k_max, weighted Holm step-down over pairs",
+    "cs": "paired empirical-Bernstein confidence sequences, weighted Holm step-down over pairs",
+}
+TESTS = tuple(RULE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,7 @@ class DecideSettings:
     growth: float = 2.0
     planned: int | None = None
     reserve: float = 0.1
+    test: str = "obrien-fleming"
 
     def check(self) -> DecideSettings:
         """The same settings, or a one-line error naming the bad one."""
@@ -49,6 +62,8 @@ class DecideSettings:
             raise Pr1EvalError(f"--adaptive-alpha must be between 0 and 1, got {self.alpha}")
         if not 0 < self.delta < 1:
             raise Pr1EvalError(f"--delta must be between 0 and 1 (a fraction: 0.05 is 5 points), got {self.delta}")
+        if self.test not in RULE_NAMES:
+            raise Pr1EvalError(f"--decide-test must be one of {', '.join(RULE_NAMES)}, got {self.test!r}")
         if self.k_max < 1 or self.first < 1 or self.growth <= 1:
             raise Pr1EvalError(f"--adaptive --decide needs -k ≥ 1, --first-round ≥ 1 and --round-growth > 1, got "
                                f"-k {self.k_max}, --first-round {self.first}, --round-growth {self.growth}")
@@ -59,12 +74,13 @@ class DecideSettings:
         return rs.round_bounds(min(self.first, self.k_max), self.k_max, self.growth)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": RULE_NAME, **asdict(self)}
+        return {"rule": RULE_NAMES[self.test], **asdict(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DecideSettings:
+        """Settings from a record; one written before ``test`` existed was decided with confidence sequences."""
         known = {k: data[k] for k in asdict(cls()) if k in data}
-        return cls(**known)
+        return cls(**{"test": "cs", **known})
 
 
 @dataclass(frozen=True)
@@ -95,18 +111,42 @@ class Decision:
     settings: DecideSettings = field(default_factory=DecideSettings)
 
 
-def _pair_evidence(x: np.ndarray, y: np.ndarray, looks: Sequence[int], delta: float) -> tuple[rs.Running, ps.Evidence]:
-    """Running p-values over the looks ≤ the samples both hold, and the evidence at the last look."""
+@dataclass(frozen=True)
+class _PairLooks:
+    """A pair's running p-values over its looks and what its last look shows (estimate, interval, half-width)."""
+
+    running: rs.Running
+    estimate: float
+    low: float
+    high: float
+
+
+def _pair_looks(x: np.ndarray, y: np.ndarray, looks: Sequence[int], settings: DecideSettings,
+                display_alpha: float) -> _PairLooks:
+    """Running p-values over the looks ≤ the samples both hold, and the last look's interval at ``display_alpha``."""
     m = min(x.shape[1], y.shape[1])
     if m == 0:
-        empty = ps.Evidence(np.zeros(1), np.zeros(1), np.zeros((1, 2, len(ps.KAPPAS))))
-        return rs.Running.start((1,)), empty
-    ev = ps.evidence((x[:, :m].astype(float) - y[:, :m])[None])
+        return _PairLooks(rs.Running.start((1,)), 0.0, -1.0, 1.0)
+    diffs = (x[:, :m].astype(float) - y[:, :m])[None]
     at = sorted({*(n for n in looks if n <= m), m})
     running = rs.Running.start((1,))
+    if settings.test == "cs":
+        ev = ps.evidence(diffs)
+        for n in at:
+            running = running.update(ev.at(np.array([n - 1])), settings.delta)
+        last = ev.at(np.array([m - 1]))
+        low, high = (float(v[0]) for v in ps.confidence_sequence(last, display_alpha))
+        return _PairLooks(running, float(last.total[0] / last.pairs[0]), low, high)
+    zev = gs.z_evidence(diffs)
+    # the table of every planned look (one per sweep, cached): looks this pair skipped only cost it their α
+    schedule = sorted({*looks, m})
+    table = gs.boundary_table(gs.fractions_of(schedule, settings.k_max), settings.test)
     for n in at:
-        running = running.update(ev.at(np.array([n - 1])), delta)
-    return running, ev.at(np.array([m - 1]))
+        look = np.array([schedule.index(n)])
+        running = running.fold(gs.look_p_values(zev.at(np.array([n - 1])), settings.delta, look, table))
+    final = zev.at(np.array([m - 1]))
+    low, high = (float(v[0]) for v in gs.interval(final, np.array([schedule.index(m)]), table, display_alpha / 2))
+    return _PairLooks(running, float(final.estimate[0]), max(low, -1.0), min(high, 1.0))
 
 
 def decide(verdicts: Sequence[np.ndarray], settings: DecideSettings, looks: Sequence[int] | None = None) -> Decision:
@@ -118,14 +158,15 @@ def decide(verdicts: Sequence[np.ndarray], settings: DecideSettings, looks: Sequ
     held = [int(v.shape[1]) for v in verdicts]
     means = [float(v.mean()) if v.size else float("nan") for v in verdicts]
     a_idx, b_idx = np.triu_indices(count, 1)
-    parts = [_pair_evidence(verdicts[int(a)], verdicts[int(b)], looks, settings.delta)
+    display_alpha = settings.alpha / max(len(a_idx), 1)  # the interval printed: Bonferroni-wide, a display only
+    parts = [_pair_looks(verdicts[int(a)], verdicts[int(b)], looks, settings, display_alpha)
              for a, b in zip(a_idx, b_idx, strict=True)]
-    running = rs.Running(*(np.concatenate([getattr(r, name) for r, _ in parts]) if parts else np.ones(0)
+    running = rs.Running(*(np.concatenate([getattr(part.running, name) for part in parts]) if parts else np.ones(0)
                            for name in ("up", "down", "not_below", "not_above")))
     weights, kept = rs.pair_weights(count, settings.planned, settings.reserve) if count > 1 else (np.zeros(0), 1.0)
-    cert = rs.certify(running, weights, kept, settings.alpha, count)
-    rows = [_row(int(a), int(b), ev, cert, settings, min(held[a], held[b]))
-            for (a, b), (_, ev) in zip(zip(a_idx, b_idx, strict=True), parts, strict=True)]
+    cert = rs.certify(running, weights, kept, settings.alpha, count, settings.question)
+    rows = [_row(int(a), int(b), part, cert, min(held[a], held[b]))
+            for a, b, part in zip(a_idx, b_idx, parts, strict=True)]
     chased = np.array([rs.chased(np.array(r.estimate), np.array(r.resolved), np.array(r.pairs), settings.k_max,
                                  settings.delta) for r in rows], dtype=bool)
     open_now = rs.open_checkpoints(settings.question, cert, rs.as_matrix(chased, count) if count > 1 else None)
@@ -136,10 +177,7 @@ def decide(verdicts: Sequence[np.ndarray], settings: DecideSettings, looks: Sequ
                     None if best < 0 else best, finished or not open_now.any(), settings)
 
 
-def _row(a: int, b: int, ev: ps.Evidence, cert: rs.Certified, settings: DecideSettings, pairs: int) -> PairVerdict:
-    alpha = settings.alpha / max(len(cert.beats), 1)  # the interval printed: Bonferroni-wide, a display only
-    low, high = (float(x[0]) for x in ps.confidence_sequence(ev, alpha))
-    estimate = float(ev.total[0] / ev.pairs[0]) if ev.pairs[0] else 0.0
+def _row(a: int, b: int, part: _PairLooks, cert: rs.Certified, pairs: int) -> PairVerdict:
     if cert.beats[a, b]:
         verdict = "a better"
     elif cert.beats[b, a]:
@@ -148,4 +186,4 @@ def _row(a: int, b: int, ev: ps.Evidence, cert: rs.Certified, settings: DecideSe
         verdict = "within ±δ"
     else:
         verdict = "undecided"
-    return PairVerdict(a, b, pairs, estimate, low, high, verdict, (high - low) / 2)
+    return PairVerdict(a, b, pairs, part.estimate, part.low, part.high, verdict, (part.high - part.low) / 2)

@@ -25,3 +25,21 @@ def test_stored_runs_get_a_sign_a_within_and_the_guarantee(tmp_path: Path, capsy
     assert "one look at the samples held" in out and "Guarantee:" in out
     assert main(["leaderboard", str(tmp_path), "--until-decided", "best", "--delta", "0.05"]) == 0
     assert "best: s2" in capsys.readouterr().out
+
+
+def test_until_decided_as_json_names_runs_and_states_the_rule(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    write_counts_run(tmp_path, "s1", {"aime24": dict.fromkeys(PROBLEMS, 8)}, k=16, step=1)
+    write_counts_run(tmp_path, "s2", {"aime24": dict.fromkeys(PROBLEMS, 16)}, k=16, step=2)
+    assert main(["leaderboard", str(tmp_path), "--until-decided", "best", "--delta", "0.05", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["best"] == "s2" and doc["finished"] and doc["problems"] == 30
+    assert [c["status"] for c in doc["checkpoints"]] == ["eliminated", "best"]
+    (pair,) = doc["comparisons"]
+    assert (pair["a"], pair["b"], pair["verdict"]) == ("s1", "s2", "b better")
+    assert pair["estimate"] == pytest.approx(-0.5) and pair["low"] <= -0.5 <= pair["high"]
+    assert doc["settings"]["test"] == "obrien-fleming" and "O’Brien–Fleming" in doc["guarantee"]
+    assert main(["leaderboard", str(tmp_path), "--until-decided", "best", "--decide-test", "cs", "--json"]) == 0
+    assert "confidence sequences" in json.loads(capsys.readouterr().out)["guarantee"]

@@ -44,10 +44,12 @@ def test_a_pair_compares_the_samples_both_hold_and_a_capped_sweep_stops() -> Non
 
 
 def test_the_parser_offers_the_questions_the_rule_knows() -> None:
+    from pr1_eval.cli.sweep_adaptive import DECIDE_TESTS
     from pr1_eval.cli.sweep_adaptive import QUESTIONS as OFFERED
     from pr1_eval.report.ranking_sequential import QUESTIONS
+    from pr1_eval.report.ranking_verdicts import TESTS
 
-    assert OFFERED == QUESTIONS
+    assert OFFERED == QUESTIONS and DECIDE_TESTS == TESTS
 
 
 def test_settings_are_checked_and_round_trip() -> None:
