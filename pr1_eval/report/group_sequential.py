@@ -44,6 +44,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtr
 from scipy.stats import norm
 
 #: Spending functions a(level, t), t in (0, 1]: the one-sided level used by fraction t.
@@ -55,7 +56,6 @@ SPENDING: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 LEVELS = np.geomspace(1e-12, 0.5, 241)
 _SCORE_EDGE = 10.0  # the score grid spans ±10 (its variance is t ≤ 1)
 _SCORE_POINTS = 1601
-_BISECTIONS = 40
 _NO_CROSSING = 1e3  # the boundary where a look may spend nothing
 
 
@@ -92,14 +92,15 @@ def boundaries(fractions: Sequence[float], levels: Any, spending: str = "obrien-
 
 
 def _solve_boundary(mass: np.ndarray, grid: np.ndarray, sd: float, root_t: float, target: np.ndarray) -> np.ndarray:
-    """The z per level whose first-crossing chance from the continuation ``mass`` equals ``target`` (bisection)."""
-    low, high = np.full(target.shape, -_SCORE_EDGE), np.full(target.shape, 40.0)
-    for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        crossing = (mass * norm.sf((middle[:, None] * root_t - grid[None, :]) / sd)).sum(axis=1)
-        too_much = crossing > target
-        low, high = np.where(too_much, middle, low), np.where(too_much, high, middle)
-    return np.where(target > 0, np.minimum(high, _NO_CROSSING), _NO_CROSSING)
+    """The z per level whose first-crossing chance from the continuation ``mass`` equals ``target``: the chance
+    for a boundary at every grid point at once (one product with the normal tail), then read off in log scale."""
+    tails = ndtr((grid[:, None] - grid[None, :]) / sd)  # [s, u]: from score s, above u at the next look
+    crossing = np.log(np.maximum(mass @ tails, 1e-300))  # levels × boundary positions, decreasing in u
+    out = np.full(target.shape, _NO_CROSSING)
+    for g in np.flatnonzero(target > 0):
+        at = np.interp(np.log(target[g]), crossing[g, ::-1], grid[::-1])
+        out[g] = min(at / root_t, _NO_CROSSING)
+    return out
 
 
 def repeated_p(z: Any, look: Any, table: np.ndarray) -> np.ndarray:
