@@ -81,8 +81,14 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if getattr(args, "until_decided", None):
         from analysis.leaderboard_decided import until_decided
 
+        if args.html:
+            from analysis.leaderboard_html import check_html_target
+
+            check_html_target(args.html)
         print(until_decided(args.runs, args.until_decided, args.delta, args.alpha, args.decide_test,
-                            as_json=bool(args.json)))
+                            as_json=bool(args.json), html=args.html))
+        if args.html:
+            print(terminal_text(f"wrote {args.html}"), file=sys.stderr)
         return 0
     if args.html:  # before the runs are read: never over a run's record
         from analysis.leaderboard_html import check_html_target

@@ -21,11 +21,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.leaderboard_html import html_table, page
 from analysis.runs.loader import load_runs
+from analysis.safe_text import html_text
 from pr1_eval.cli.sweep_adaptive import decision_tables
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.report.ranking_sequential import guarantee_line
 from pr1_eval.report.ranking_verdicts import DecideSettings, Decision, decide
+from pr1_eval.store.safe_write import write_atomic
 
 SECTION = "adaptive_sweep"
 
@@ -48,8 +51,9 @@ def stored_matrices(samples: pd.DataFrame, names: Sequence[str]) -> tuple[list[n
 
 
 def until_decided(paths: Sequence[str | Path], question: str, delta: float, alpha: float, test: str | None = None,
-                  as_json: bool = False) -> str:
-    """The tables (or, ``as_json``, the JSON document) for ``leaderboard --until-decided``."""
+                  as_json: bool = False, html: str | Path | None = None) -> str:
+    """The tables (or, ``as_json``, the JSON document) for ``leaderboard --until-decided``; ``html``: also
+    write the page there."""
     loaded = load_runs(paths, tokenizer=None, columns=["correct", "n_response_tokens"], blocks=False)
     if loaded.samples.empty:
         raise Pr1EvalError("no run could be loaded: " + ("; ".join(f"{p}: {r}" for p, r in loaded.failures) or
@@ -72,8 +76,11 @@ def until_decided(paths: Sequence[str | Path], question: str, delta: float, alph
     tokens = loaded.samples.groupby("run")["n_response_tokens"].sum()
     spent = [int(tokens.get(n, 0) or 0) for n in names]
     how = "replayed at the sweep's rounds" if looks else "one look at the samples held"
+    doc = decision_document(decision, [str(n) for n in names], spent, problems, how)
+    if html is not None:
+        write_atomic(html, page("pr1-eval: until decided", decided_body(doc)))
     if as_json:
-        return json.dumps(decision_document(decision, [str(n) for n in names], spent, problems, how), indent=2)
+        return json.dumps(doc, indent=2)
     header = (f"until decided ({question}, δ = {100 * delta:g} points, α = {alpha:g}) on the {problems} problem(s) "
               f"all {len(names)} run(s) hold; {how}")
     return decision_tables(header, decision, names, spent, [str(n) for n in names])
@@ -93,3 +100,25 @@ def decision_document(d: Decision, names: list[str], tokens: list[int], problems
             "checkpoints": checkpoints, "comparisons": comparisons, "finished": d.finished,
             "best": names[d.best] if d.best is not None else None,
             "guarantee": guarantee_line(s.alpha, s.delta, s.question, s.test, s.k_max)}
+
+
+def decided_body(doc: dict[str, object]) -> str:
+    """The page's body: the question, the checkpoints, the comparisons (Δ in points over its interval) and the
+    guarantee, from :func:`decision_document`."""
+    settings = doc["settings"]
+    assert isinstance(settings, dict)
+    delta = 100 * float(settings["delta"])
+    runs = [{"run": c["run"], "samples / problem": str(c["samples_per_problem"]), "tokens": f"{c['tokens']:,}",
+             "mean": "-" if c["mean"] is None else f"{c['mean']:.3f}", "status": c["status"]}
+            for c in doc["checkpoints"]]  # type: ignore[attr-defined]
+    verdicts = {"a better": "A better", "b better": "B better", "within ±δ": f"within ±{delta:g}"}
+    pairs = [{"run": p["a"], "vs": p["b"], "n": str(p["pairs"]),
+              "Δ (points)": f"{100 * p['estimate']:+.1f} [{100 * p['low']:+.1f}, {100 * p['high']:+.1f}]",
+              "verdict": verdicts.get(p["verdict"], f"undecided at this budget (resolves ±{100 * p['resolved']:.1f})")}
+             for p in doc["comparisons"]]  # type: ignore[attr-defined]
+    best = doc["best"] if doc["best"] is not None else "undecided at this budget"
+    head = (f"{doc['question']}, δ = {delta:g} points, α = {settings['alpha']:g}, test {settings['test']}, on the "
+            f"{doc['problems']} problem(s) every run holds; {doc['looks']}")
+    return (f"<p class='note'>{html_text(head)}</p><h2>Checkpoints</h2>{html_table(runs)}"
+            + (f"<p><b>best:</b> {html_text(str(best))}</p>" if doc["question"] == "best" else "")
+            + f"<h2>Comparisons</h2>{html_table(pairs)}<p class='note'>{html_text(str(doc['guarantee']))}</p>")

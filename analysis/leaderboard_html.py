@@ -85,7 +85,7 @@ def _cell(head: str, value: str) -> str:
     return f"<td class='text'>{text}</td>" if head in TEXT_COLUMNS else f"<td>{text}</td>"
 
 
-def _table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
+def html_table(rows: list[dict[str, str]], tied: list[bool] | None = None) -> str:
     if not rows:
         return "<p class='note'>(none)</p>"
     heads = list(rows[0])
@@ -302,21 +302,21 @@ def leaderboard_body(board: Leaderboard, h: str = "h2", figures: bool = True) ->
     return f"""<p class="note">Average: {html_text(doc['average_convention'])}. Rows in grey are marked tied: not significantly
 below the row above (paired sign-flip test on the average, p ≥ {doc['alpha']}). Baseline of the comparisons:
 {html_text(doc['baseline'])}. Answer policy of every run: {html_text(str(doc.get('answer_policy', 'paper')))}.</p>
-<{h}>Leaderboard</{h}>{_table(ranking_rows(doc), tied)}
-<{h}>Per task</{h}>{_table(task_rows(doc))}
+<{h}>Leaderboard</{h}>{html_table(ranking_rows(doc), tied)}
+<{h}>Per task</{h}>{html_table(task_rows(doc))}
 <p class="note">{html_text(intervals_and_ties_note(doc))}</p>
 <{h}>Paired comparisons with the baseline</{h}>
 <p class="note">Delta of mean@K on the shared problems; 95% interval from a paired bootstrap over problems
 ({doc['ci95_bootstrap']['n_resamples']:,} resamples, seed {doc['ci95_bootstrap']['seed']}); two-sided sign-flip
 permutation p-value; Holm-adjusted across the tasks of each run. {html_text(MDE_NOTE)}</p>
-{_table(comparison_rows(doc))}
+{html_table(comparison_rows(doc))}
 {drawn_html}
 {f'<{h}>Notes</{h}><ul class="note">{notes}</ul>' if notes else ''}"""
 
 
 def table_html(rows: list[dict[str, str]]) -> str:
     """A table of the page's kind (names wrap, numbers do not), for pages built beside this one."""
-    return _table(rows)
+    return html_table(rows)
 
 
 def check_html_target(out: str | Path) -> None:

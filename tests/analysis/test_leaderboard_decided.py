@@ -43,3 +43,14 @@ def test_until_decided_as_json_names_runs_and_states_the_rule(tmp_path: Path,
     assert doc["settings"]["test"] == "obrien-fleming" and "O’Brien–Fleming" in doc["guarantee"]
     assert main(["leaderboard", str(tmp_path), "--until-decided", "best", "--decide-test", "cs", "--json"]) == 0
     assert "confidence sequences" in json.loads(capsys.readouterr().out)["guarantee"]
+
+
+def test_until_decided_writes_a_page_with_the_verdicts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_counts_run(tmp_path, "s1", {"aime24": dict.fromkeys(PROBLEMS, 8)}, k=16, step=1)
+    write_counts_run(tmp_path, "s2", {"aime24": dict.fromkeys(PROBLEMS, 16)}, k=16, step=2)
+    page = tmp_path / "out" / "decided.html"
+    assert main(["leaderboard", str(tmp_path / "s1"), str(tmp_path / "s2"), "--until-decided", "ranking",
+                 "--html", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "B better" in html and "-50.0<br>" in html and "Guarantee:" in html  # Δ over its interval
+    assert "s1" in html and "s2" in html and "<table>" in html
