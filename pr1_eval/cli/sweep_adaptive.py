@@ -18,6 +18,8 @@ from pr1_eval.terminal import terminal_text
 #: The questions of :data:`pr1_eval.report.ranking_sequential.QUESTIONS`, here so that building the
 #: parser imports no numpy (``pr1-eval --help`` stays fast; a test holds the two equal).
 QUESTIONS = ("best", "ranking")
+#: The tests of :data:`pr1_eval.report.ranking_verdicts.TESTS`, here for the same reason (a test holds them equal).
+DECIDE_TESTS = ("obrien-fleming", "pocock", "cs")
 
 if TYPE_CHECKING:
     from pr1_eval.generate.adaptive_sweep import AdaptiveSweep
@@ -35,9 +37,15 @@ def add_decide_options(p: argparse.ArgumentParser) -> None:
     """The comparison-level rule's options (sweep only)."""
     p.add_argument("--decide", choices=QUESTIONS, default=None,
                    help="with --adaptive: sample the checkpoints in rounds until the question is decided with an "
-                        "anytime-valid guarantee (best: which checkpoint is best, within --delta; ranking: every pair's "
-                        "sign or 'within ±delta'), or until -k samples per problem (k_max); --adaptive-alpha is the "
-                        "chance of any wrong verdict across the sweep")
+                        "guarantee valid at every round (best: which checkpoint is best, within --delta; ranking: every "
+                        "pair's sign or 'within ±delta'), or until -k samples per problem (k_max); --adaptive-alpha is "
+                        "the chance of any wrong verdict across the sweep")
+    p.add_argument("--decide-test", choices=DECIDE_TESTS, default="obrien-fleming",
+                   help="with --decide: the test looked at after every round. obrien-fleming (default): the fixed-k "
+                        "z-test with alpha spent over the rounds up to -k, so running to k_max decides what fixed k "
+                        "decides, and decided checkpoints stop early; pocock: spends more alpha early (stops sooner, "
+                        "decides less at k_max); cs: confidence sequences, valid with no k_max (a sweep that may run "
+                        "on), about 1.3x wider at any one look")
     p.add_argument("--delta", type=FRACTION, default=0.05, metavar="D",
                    help="with --decide: resolution, a fraction of problems solved (default 0.05 = 5 points)")
     p.add_argument("--first-round", type=positive_int, default=4, metavar="N",
@@ -54,7 +62,7 @@ def decided_sweep(args: argparse.Namespace, request: SweepRequest, config: RunCo
     from pr1_eval.report.ranking_verdicts import DecideSettings
 
     settings = DecideSettings(args.decide, args.adaptive_alpha, args.delta, args.k, args.first_round,
-                              args.round_growth).check()
+                              args.round_growth, test=args.decide_test).check()
     result = run_adaptive_sweep(plan_sweep(request, config), settings)
     print("\n" + format_decision(result))
     return 1 if any(r.status == "failed" for r in result.rows) else 0
@@ -102,7 +110,7 @@ def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int
                                      labels[i] for i in range(len(labels)) if not d.eliminated[i]) + ")"))
     from pr1_eval.report.ranking_sequential import guarantee_line
 
-    lines.append(guarantee_line(s.alpha, s.delta, s.question))
+    lines.append(guarantee_line(s.alpha, s.delta, s.question, s.test, s.k_max))
     return "\n".join(lines)
 
 
