@@ -5,7 +5,7 @@ A plugin of ``pr1-eval`` (the ``pr1_eval.commands`` entry point: ``pr1_eval`` mu
 at the top, and the analysis stack (pandas, scipy, sentence-transformers) loads inside the
 handler, when ``analyze`` runs, and not at all when :mod:`analysis.engine.outputs` holds this exact
 analysis (same runs, files, code and options): its files are then copied to ``--out`` and its
-document printed. What it writes and prints: :mod:`analysis.output`.
+document printed. What it writes and prints: :mod:`analysis.pipeline.output`.
 
 Exit status: 0 when every named run loaded; 1 when some could not be read (the rest are
 analysed and each failure is printed with its reason); 2 (via ``Pr1EvalError``) when none could.
@@ -22,12 +22,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from analysis.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
+from analysis.common.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLUDE_FLAG
 from analysis.engine import outputs as output_cache
 from analysis.engine.collector import collector_off
 from analysis.engine.outputs import Entry
 from analysis.engine.workers import Workers, analysis_workers
-from analysis.output_folder import check_replace, default_out, write_marker
+from analysis.pipeline.output_folder import check_replace, default_out, write_marker
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.output_paths import check_output_target
@@ -96,8 +96,8 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
 
 def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
     """Run the analysis, write its files to ``out``; the :class:`analysis.engine.outputs.Entry` and the files."""
-    import analysis.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
-    from analysis.scheduled import use_cold_grading_workers
+    import analysis.pipeline.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
+    from analysis.pipeline.scheduled import use_cold_grading_workers
 
     use_cold_grading_workers()
     with collector_off(), analysis_workers() as workers:  # forked now, before anything below starts a thread
@@ -106,7 +106,7 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
 
 
 #: What an analysis needs only at its end, imported meanwhile (see :func:`_import_in_background`).
-_LATE_MODULES = ("analysis.figures", "scipy.stats")
+_LATE_MODULES = ("analysis.pipeline.figures", "scipy.stats")
 
 
 def _import_in_background(names: tuple[str, ...]) -> None:
@@ -127,10 +127,10 @@ def _import_in_background(names: tuple[str, ...]) -> None:
 def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: Workers | None
                   ) -> tuple[Entry, list[Path]]:
     """:func:`_analyze` with its worker processes (``None``: everything in this one)."""
-    from analysis.figures import PLOTLY_JS, write_figures
-    from analysis.output import CsvBegun, group_notes, print_tables, write_document, write_tables
+    from analysis.pipeline.figures import PLOTLY_JS, write_figures
+    from analysis.pipeline.output import CsvBegun, group_notes, print_tables, write_document, write_tables
+    from analysis.pipeline.scheduled import Embedder
     from analysis.runs.loader import load_runs
-    from analysis.scheduled import Embedder
     from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 
     loaded = load_runs(args.runs, columns=ANALYSIS_COLUMNS, workers=workers)

@@ -4,7 +4,7 @@ Why a separate orchestration module: the CLI, dashboards and notebooks need the 
 tables (structure + diversity + roles per run × task, the drift table, its trends) and must not
 each re-implement the joins. Undefined numbers stay null and the row's ``notes`` say why.
 
-Completeness (:mod:`analysis.completeness`): every run × task row carries ``complete`` and
+Completeness (:mod:`analysis.common.completeness`): every run × task row carries ``complete`` and
 ``missing`` from the loader's check against ``run.json`` (the report's rule); a declared task with
 no sample gets a row of nulls instead of vanishing. Incomplete cells are shown, marked, and left
 out of the drift points and trends unless ``include_incomplete`` (``analyze --include-incomplete``).
@@ -20,12 +20,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.completeness import INCLUDE_FLAG, MARK, cell_flags, limit_summary, loaded_completeness
-from analysis.diversity import block_diversity, pair_bound_note, scored_pairs, sibling_pairs
-from analysis.drift import drift_json, drift_trends
-from analysis.efficiency import LATENCY, MEASURED_COLUMNS, efficiency_tables
+from analysis.common.completeness import INCLUDE_FLAG, MARK, cell_flags, limit_summary, loaded_completeness
+from analysis.diversity.paths import block_diversity, pair_bound_note, scored_pairs, sibling_pairs
+from analysis.efficiency.latency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.engine.workers import Workers
-from analysis.roles import (
+from analysis.pipeline.scheduled import Embedder, bleu_scores, classify_in_background, conclude
+from analysis.runs.loader import RESPONSE_CHARS, LoadedRuns
+from analysis.structure.branching import mark_unmeasurable, measured_samples, structure_stats
+from analysis.structure.drift import drift_json, drift_trends
+from analysis.structure.roles import (
     ROLES,
     conclusion_groups,
     consistency_groups,
@@ -35,9 +38,6 @@ from analysis.roles import (
     with_conclusions,
     with_roles,
 )
-from analysis.runs.loader import RESPONSE_CHARS, LoadedRuns
-from analysis.scheduled import Embedder, bleu_scores, classify_in_background, conclude
-from analysis.stats import mark_unmeasurable, measured_samples, structure_stats
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SAMPLE_COLUMNS
 
@@ -53,7 +53,7 @@ JSON_RUN_KEYS = ("run", "task", "step", "answer_policy", "n_samples", "parallel_
 ANALYSIS_COLUMNS = ("has_parallel", "n_blocks", "paths_per_block", "block_rel_starts", "block_char_starts",
                     "block_char_ends", "block_token_starts", "block_token_ends", "n_response_tokens", "position_unit",
                     "format_ok", "correct", "extracted_answer", RESPONSE_CHARS,
-                    # the efficiency figures' lengths: stored, else measured by the decoder (analysis.efficiency)
+                    # the efficiency figures' lengths: stored, else measured by the decoder (analysis.efficiency.latency)
                     *(c for c in (*LATENCY, "length_unit", "grade_status", *MEASURED_COLUMNS)
                       if c in SAMPLE_COLUMNS and c != "n_response_tokens"))
 
@@ -64,7 +64,7 @@ class Analysis:
     blocks with roles and per-block diversity; ``pairs``: one row per sibling-path pair;
     ``responses``: summary consistency per response with blocks; ``drift_points``: one row per
     family × decoding × task × step (``complete``: every run × task in it is); ``drift_trends``:
-    Spearman per metric; ``completeness``: :func:`analysis.completeness.completeness_frame`;
+    Spearman per metric; ``completeness``: :func:`analysis.common.completeness.completeness_frame`;
     ``include_incomplete``: whether incomplete cells were let into the drift."""
 
     runs: pd.DataFrame
@@ -78,7 +78,7 @@ class Analysis:
     embeddings: dict[str, Any] | None = None
     completeness: pd.DataFrame = field(default_factory=pd.DataFrame)
     include_incomplete: bool = False
-    #: The efficiency figures' tables (:func:`analysis.efficiency.efficiency_tables`): ``problems``,
+    #: The efficiency figures' tables (:func:`analysis.efficiency.latency.efficiency_tables`): ``problems``,
     #: ``points`` and ``steps``; empty frames when no sample has a critical path.
     efficiency: dict[str, pd.DataFrame] = field(default_factory=dict)
 
@@ -96,7 +96,7 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     ``on_table(name, table)``: told of the big tables (``pairs``, ``blocks``, ``responses``) as each
     is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then).
 
-    The steps overlap (:mod:`analysis.scheduled`): the workers read the paths' conclusions, then
+    The steps overlap (:mod:`analysis.pipeline.scheduled`): the workers read the paths' conclusions, then
     score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
     process builds the tables that need neither meanwhile."""
     told = on_table or (lambda name, table: None)
@@ -246,7 +246,7 @@ def _consistency(responses: pd.DataFrame) -> pd.DataFrame:
 
 def _disagreeing_share(samples: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
     """Per run × task, ``disagreeing_path_share``: characters in paths whose conclusion is not the
-    final answer (:mod:`analysis.roles`) over all response characters of the run × task (the token-
+    final answer (:mod:`analysis.structure.roles`) over all response characters of the run × task (the token-
     latency figures' "spent in paths that disagree"; in characters, path contents without tags)."""
     columns = RUN_KEYS + ["disagreeing_path_share"]
     if responses.empty or RESPONSE_CHARS not in samples or "disagreeing_path_chars" not in responses:

@@ -1,6 +1,6 @@
 """Adaptive evaluation on real trajectories: tokens saved against fixed k, and whether the decisions hold.
 
-Why: an adaptive run (``pr1-eval run --adaptive``, :mod:`pr1_eval.report.sequential`) stops drawing a
+Why: an adaptive run (``pr1-eval run --adaptive``, :mod:`pr1_eval.stats.sequential`) stops drawing a
 problem once its chance of being solved is settled on one side of the margin; that is only worth
 having if it saves many tokens *and* a researcher reaches the same conclusions as with fixed k. This
 replays the rule on the released Qwen3-8B trajectories (30 questions × 128 branches per benchmark,
@@ -14,7 +14,7 @@ baseline, fixed k, in the same process on the same draws:
 * **decisions** that must not change: (1) each problem's side of 1/2 (solved more often than not),
   fixed k's c/k against the adaptive run's settled side, or its c/n when not settled; (2) the
   comparison with a second checkpoint: the paired 95 % bootstrap interval of the per-problem
-  difference (:func:`analysis.paired.paired_bootstrap_ci`, the leaderboard's) above 0, below 0, or
+  difference (:func:`pr1_eval.stats.paired.paired_bootstrap_ci`, the leaderboard's) above 0, below 0, or
   across it. The second checkpoint is simulated from the same branches: each question's 128 branches
   are redrawn with replacement, a correct one weighted by e^θ (``--effects``: θ = 0 is the same model
   again, θ > 0 a better one: p' = p e^θ / (p e^θ + 1 − p)); it is scored fixed or adaptive like the first.
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.paired import paired_bootstrap_ci
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
-from pr1_eval.report.sequential import StopRule, settled, stopping_points
+from pr1_eval.stats.paired import paired_bootstrap_ci
+from pr1_eval.stats.sequential import StopRule, settled, stopping_points
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "parallel-probe"

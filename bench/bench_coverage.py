@@ -7,7 +7,7 @@ replays evaluations from the released Qwen3-8B trajectories (3 benchmarks × 30 
 branches; read from ``--data``, never copied) and counts how often each printed interval holds its
 estimand's truth.
 
-**Two estimands, two ways of drawing** (each interval states one, :mod:`pr1_eval.report.metrics`):
+**Two estimands, two ways of drawing** (each interval states one, :mod:`pr1_eval.stats.metrics`):
 
 * *these problems* — the benchmark's own problems, only the samples are random. A draw takes k of
   each problem's 128 answers with replacement, per benchmark; truth = the value each metric has
@@ -20,10 +20,10 @@ Per cell (metric × interval × estimand) the table gives the coverage (share of
 holds the truth; its Monte Carlo SE is about 0.7 pp at 1,000 draws), the coverage of the *other*
 estimand beside it, and the width relative to an interval that knows the true variance:
 2 · 1.96 · SD(point estimate over the same draws). Intervals: ``bootstrap`` = the report's interval
-(:func:`pr1_eval.report.metrics.bootstrap_ci`; estimand: problems like them); ``sampling`` = the
-report's interval for these problems (:func:`pr1_eval.report.variance.sampling_interval`); for the
-paired difference the same two (:func:`analysis.paired.paired_bootstrap_ci`,
-:func:`analysis.paired.paired_sampling_interval`); with ``--plain`` also ``plain``, the plain percentile
+(:func:`pr1_eval.stats.metrics.bootstrap_ci`; estimand: problems like them); ``sampling`` = the
+report's interval for these problems (:func:`pr1_eval.stats.variance.sampling_interval`); for the
+paired difference the same two (:func:`pr1_eval.stats.paired.paired_bootstrap_ci`,
+:func:`pr1_eval.stats.paired.paired_sampling_interval`); with ``--plain`` also ``plain``, the plain percentile
 bootstrap (2.5 % tails) the report printed before, on the same resamples. Pairs: ``budget`` = the branches' answers at an
 8,000-token budget (the last probe at or below it) against their final answers, each condition drawn
 independently from its own 128 answers; ``null`` = final answers against final answers drawn afresh
@@ -49,18 +49,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.paired import paired_bootstrap_ci, paired_sampling_interval, sign_flip_test  # noqa: E402
 from pr1_eval.ingest.parallel_probe import NO_ANSWER, read_parallel_probe  # noqa: E402
-from pr1_eval.report.at_k import maj_at_k  # noqa: E402
-from pr1_eval.report.metrics import (  # noqa: E402
+from pr1_eval.stats.at_k import maj_at_k  # noqa: E402
+from pr1_eval.stats.metrics import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     bootstrap_ci,
     majority_correct,
     pass_at_k,
 )
-from pr1_eval.report.resampling import resampled_means  # noqa: E402
-from pr1_eval.report.variance import sampling_interval  # noqa: E402
+from pr1_eval.stats.paired import paired_bootstrap_ci, paired_sampling_interval, sign_flip_test  # noqa: E402
+from pr1_eval.stats.resampling import resampled_means  # noqa: E402
+from pr1_eval.stats.variance import sampling_interval  # noqa: E402
 
 DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "parallel-probe"
 Z = 1.959963984540054

@@ -2,7 +2,7 @@
 
 Measures, in one process with one loaded model (its load time reported apart):
 
-1. ours, cold cache: :func:`analysis.diversity.diversity` (BLEU + cosine) with every distinct
+1. ours, cold cache: :func:`analysis.diversity.paths.diversity` (BLEU + cosine) with every distinct
    path text embedded once, in length-sorted batches, and written to a fresh disk cache;
 2. ours, warm cache: the same analysis again with a new embedder on that cache (no model);
 3. the naive baseline: each block's pair embedded by its own ``model.encode([a, b])`` call,
@@ -44,12 +44,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from analysis.bleu import _Counted, scorer  # noqa: E402
-from analysis.diversity import symmetric_bleu  # noqa: E402
-from analysis.embedding import load_embedding_model  # noqa: E402
+from analysis.common.real_data import default_source  # noqa: E402
+from analysis.diversity.bleu import _Counted, scorer  # noqa: E402
+from analysis.diversity.embedding import load_embedding_model  # noqa: E402
+from analysis.diversity.paths import symmetric_bleu  # noqa: E402
 from analysis.engine.shards import ResultCache, hash_key  # noqa: E402
-from analysis.real_data import default_source  # noqa: E402
-from analysis.scheduled import Embedder, bleu_scores, pairs_of  # noqa: E402
+from analysis.pipeline.scheduled import Embedder, bleu_scores, pairs_of  # noqa: E402
 from pr1_eval.errors import Pr1EvalError  # noqa: E402
 
 #: The 34-row slice of the same file that the tests use: a fresh clone (CI) has no training folder.
@@ -100,7 +100,7 @@ def naive_seconds_per_block(model: object, blocks: pd.DataFrame) -> float:
 
 
 class BaselinePairBleu:
-    """The baseline BLEU scorer: per distinct text, ``Counter`` n-grams (``analysis.bleu._Counted``),
+    """The baseline BLEU scorer: per distinct text, ``Counter`` n-grams (``analysis.diversity.bleu._Counted``),
     at most 256 texts held; per pair, clipped matches by set intersection and sacrebleu's
     ``_compute_score_from_stats`` for each direction; no cache."""
 
@@ -133,7 +133,7 @@ class BaselinePairBleu:
 
 
 def sibling_pairs(path_lists: list[list[str]]) -> list[tuple[str, str]]:
-    """Every pair of sibling paths, block by block (as :func:`analysis.diversity.diversity` lists them)."""
+    """Every pair of sibling paths, block by block (as :func:`analysis.diversity.paths.diversity` lists them)."""
     return [(paths[i], paths[j]) for paths in path_lists for i in range(len(paths)) for j in range(i + 1, len(paths))]
 
 

@@ -3,10 +3,10 @@
 Why: with one subplot and one heatmap per task, plotly's cost grew faster than the tasks (3,000
 tasks did not finish in 300 s); the page now draws per-task figures only up to
 ``MAX_FIGURE_TASKS`` tasks (then their average) and heatmaps for ``MAX_HEATMAPS`` tasks
-(:mod:`analysis.leaderboard_html`). This times :func:`leaderboard_html` alone: the leaderboard
+(:mod:`analysis.leaderboard.page`). This times :func:`leaderboard_html` alone: the leaderboard
 document of two small imported runs is widened to ``--tasks`` tasks by copying its task cells
 and per-problem rows under new names (the statistics behind a cell are not what is measured).
-The floor is the page's tables alone (:func:`analysis.leaderboard_html._table` of the ranking and
+The floor is the page's tables alone (:func:`analysis.leaderboard.page._table` of the ranking and
 per-task rows), which every page must write.
 
 Usage: python bench/bench_leaderboard_html.py [--tasks 3000]
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.leaderboard import Leaderboard, compute_leaderboard
-from analysis.leaderboard_html import _table, leaderboard_html
-from analysis.leaderboard_tables import ranking_rows, task_rows
+from analysis.leaderboard.board import Leaderboard, compute_leaderboard
+from analysis.leaderboard.page import _table, leaderboard_html
+from analysis.leaderboard.tables import ranking_rows, task_rows
 from pr1_eval.ingest.importer import import_jsonl
 
 

@@ -3,15 +3,15 @@
 Why: a run of 3,000 tasks (lm-eval subtasks) took minutes to rank, about 30 ms of pandas per run ×
 task cell. The leaderboard now reports every task of a run in one pass (``run_report`` over the
 run's columns converted once, :mod:`pr1_eval.report.task_arrays`) and takes the branching statistics
-of every task from the same conversion (:func:`analysis.leaderboard.branching_by_task`).
+of every task from the same conversion (:func:`analysis.leaderboard.board.branching_by_task`).
 
 This builds two imported runs (steps 100 and 200) of ``--tasks`` tasks × 4 problems × k=2 and, in
 one process on the same loaded samples, times with ``time.process_time`` (CPU: the machine may be
 shared):
 
-1. ``one pass``: :func:`analysis.leaderboard.compute_leaderboard` as it is;
+1. ``one pass``: :func:`analysis.leaderboard.board.compute_leaderboard` as it is;
 2. ``per task``: the same with each row's cells taken one task at a time (``run_report`` of each
-   task's frame and :func:`analysis.stats.branching_stats` of it, the route before the one pass).
+   task's frame and :func:`analysis.structure.branching.branching_stats` of it, the route before the one pass).
 
 Both documents must be identical (``json.dumps(sort_keys=True)``), else the bench fails. The per-task
 baseline runs today's array code on each task's frame, so it is cheaper than the pandas code it
@@ -35,9 +35,9 @@ from typing import Any
 
 import pandas as pd
 
-import analysis.leaderboard as leaderboard
+import analysis.leaderboard.board as leaderboard
 from analysis.runs.loader import LoadedRuns, load_runs
-from analysis.stats import branching_stats
+from analysis.structure.branching import branching_stats
 from pr1_eval.ingest.importer import import_jsonl
 from pr1_eval.report.run_report import run_report
 
@@ -59,7 +59,7 @@ def build(root: Path, n_tasks: int) -> Path:
 
 def per_task_row(meta: leaderboard.RunMeta, samples: pd.DataFrame, tasks: list[str], average: str,
                  missing: list[str]) -> dict[str, Any]:
-    """:func:`analysis.leaderboard._run_row` one task at a time: the baseline."""
+    """:func:`analysis.leaderboard.board._run_row` one task at a time: the baseline."""
     by_task = {str(task): group for task, group in samples.groupby("task", sort=False)}
     cells = {}
     for task in tasks:

@@ -1,7 +1,7 @@
 """Ranking checkpoints on real trajectories: wrong verdicts, decisions per sample, and finding the best.
 
-Why: ``pr1-eval sweep --adaptive`` (:mod:`pr1_eval.report.ranking_sequential` on the confidence
-sequences of :mod:`pr1_eval.report.paired_sequential`) promises that the chance of any wrong verdict
+Why: ``pr1-eval sweep --adaptive`` (:mod:`pr1_eval.stats.ranking_sequential` on the confidence
+sequences of :mod:`pr1_eval.stats.paired_sequential`) promises that the chance of any wrong verdict
 across a sweep is ≤ α, and that it decides with fewer samples than fixed k. This checks both where
 the truth is known: the budget testbed (:mod:`pr1_eval.replay.budget_testbed`: one checkpoint per
 thinking budget of Qwen3-8B, a duplicate, two near-ties; 10 checkpoints × 30 problems per
@@ -20,7 +20,7 @@ rule in a resample). Per benchmark:
   its decisions;
 * (c) **finding the best** (question "best"): the share of resamples declaring a best within δ of
   the true best, and its samples as a ratio of fixed k = 16's;
-* the **existing paired test** (:mod:`analysis.paired`, problems resampled: its estimand is problems
+* the **existing paired test** (:mod:`pr1_eval.stats.paired`, problems resampled: its estimand is problems
   like these) as its own row: on the true null pair (a condition against its duplicate, k = 16) how
   often the sign-flip test (p < α) and the paired bootstrap interval declare a sign.
 
@@ -39,12 +39,12 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
-from analysis.paired import holm, paired_bootstrap_ci, sign_flip_test
 from pr1_eval.ingest.parallel_probe import read_parallel_probe
 from pr1_eval.replay.budget_testbed import Condition, build_testbed, draw
-from pr1_eval.report import group_sequential as gs
-from pr1_eval.report import paired_sequential as ps
-from pr1_eval.report import ranking_sequential as rs
+from pr1_eval.stats import group_sequential as gs
+from pr1_eval.stats import paired_sequential as ps
+from pr1_eval.stats import ranking_sequential as rs
+from pr1_eval.stats.paired import holm, paired_bootstrap_ci, sign_flip_test
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT / ".." / "shared" / "data" / "parallel-probe"
@@ -114,7 +114,7 @@ def adaptive(correct: np.ndarray, cost_cum: np.ndarray, k_max: int, first: int, 
              delta: float, rule: str = "obrien-fleming",
              reserve: float = 0.0) -> tuple[rs.Certified, np.ndarray, np.ndarray, np.ndarray]:
     """Replay the sweep's rule: (certified, samples, tokens, declared best) per resample. ``rule``: ``cs`` (the
-    confidence sequences) or a spending function of :mod:`pr1_eval.report.group_sequential`."""
+    confidence sequences) or a spending function of :mod:`pr1_eval.stats.group_sequential`."""
     resamples, count, problems, _ = correct.shape
     a, b = np.triu_indices(count, 1)
     diffs = correct[:, a, :, :k_max].astype(float) - correct[:, b, :, :k_max]  # R × pairs × P × k_max
@@ -164,7 +164,7 @@ def _means(correct: np.ndarray, held: np.ndarray) -> np.ndarray:
 
 
 def existing_test(correct: np.ndarray, pair: tuple[int, int], k: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """analysis.paired on per-problem means at k (problems resampled): (sign-flip p < α, bootstrap CI off 0)."""
+    """pr1_eval.stats.paired on per-problem means at k (problems resampled): (sign-flip p < α, bootstrap CI off 0)."""
     flips, boots = [], []
     for sample in correct[..., :k]:
         diffs = sample[pair[0]].mean(axis=-1) - sample[pair[1]].mean(axis=-1)

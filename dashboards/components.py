@@ -7,9 +7,9 @@ or by whoever produced an imported file. How each Streamlit element treats text 
 ``st.markdown``, ``st.caption``, ``st.table`` cells, alerts, ``st.metric`` values and widget
 labels parse it as GitHub-flavoured Markdown *with autolinking*. So long texts and anything a
 reader copies go through the literal elements; the short labels that only exist as Markdown
-pass data through :func:`md_escape` (:func:`analysis.safe_text.markdown_text`: escaped, and
+pass data through :func:`md_escape` (:func:`analysis.common.safe_text.markdown_text`: escaped, and
 autolinks broken with an invisible word joiner; its docstring gives the reasons). plotly
-labels go through :func:`analysis.safe_text.plot_text`. Nothing here ever enables
+labels go through :func:`analysis.common.safe_text.plot_text`. Nothing here ever enables
 ``unsafe_allow_html``.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analysis.safe_text import markdown_plain, markdown_text
+from analysis.common.safe_text import markdown_plain, markdown_text
 
 TRACE_PAGE = "views/trace_viewer.py"
 
@@ -59,7 +59,7 @@ def _escaped_lines(text: str) -> str:
 
 
 def md_escape(text: Any) -> str:
-    """``text`` for a Markdown element, shown literally (:func:`analysis.safe_text.markdown_text`)."""
+    """``text`` for a Markdown element, shown literally (:func:`analysis.common.safe_text.markdown_text`)."""
     return markdown_text(text)
 
 

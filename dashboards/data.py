@@ -23,10 +23,10 @@ steps are far beyond what a page can hold, and then only the Training page shows
 their summaries, and the sidebar says so.
 
 Completeness: every page reads :attr:`Context.completeness` (the loader's check against each
-``run.json``, laid out by :func:`analysis.completeness.loaded_completeness`), marks an incomplete
+``run.json``, laid out by :func:`analysis.common.completeness.loaded_completeness`), marks an incomplete
 run × task where its numbers appear (:meth:`Context.mark`, :meth:`Context.incomplete_caption`) and
 leaves it out of trends and rankings unless the sidebar toggle
-:data:`analysis.completeness.INCLUDE_LABEL` is on (:attr:`Context.include_incomplete`).
+:data:`analysis.common.completeness.INCLUDE_LABEL` is on (:attr:`Context.include_incomplete`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from analysis.completeness import INCLUDE_LABEL, MARK, cell_flags, limit_summary, loaded_completeness
+from analysis.common.completeness import INCLUDE_LABEL, MARK, cell_flags, limit_summary, loaded_completeness
 from analysis.runs.index import runs_signature
 from analysis.runs.loader import LoadedRuns, load_runs
 from analysis.runs.steps import CACHE, step_row, training_section

@@ -1,7 +1,7 @@
 """Path diversity and block roles of the selected blocks, on a bounded random sample.
 
 Why a sample: BLEU costs a few hundred microseconds per pair and roles may call math-verify
-(both kept on disk once computed: :mod:`analysis.scheduled`),
+(both kept on disk once computed: :mod:`analysis.pipeline.scheduled`),
 so all 150,000 blocks of a 96,000-response sweep would take minutes. A uniform random sample
 of at most ``max_blocks`` blocks per run × task (seed 0, so every rerun and every page shows the
 same numbers) estimates each mean well (200 blocks: standard error ≈ 0.07 σ); ``0`` takes them
@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.diversity import block_diversity
-from analysis.scheduled import Embedder, pairs_of, roles_of
+from analysis.diversity.paths import block_diversity
+from analysis.pipeline.scheduled import Embedder, pairs_of, roles_of
 from dashboards.data import MEMO, Context
 
 SEED = 0

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.leaderboard import UNIT_LABELS
+from analysis.leaderboard.board import UNIT_LABELS
 
 #: The longest run label a table shows (characters); longer ones are cut in the middle.
 MAX_LABEL = 40

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.completeness import MARK
+from analysis.common.completeness import MARK
 from analysis.runs.loader import LoadedRuns
 from pr1_eval.records.run import RunRecord
 from pr1_eval.report.completeness import LIMIT_MARK
@@ -99,7 +99,7 @@ def _report_cells(metrics: TaskMetrics) -> dict[str, Any]:
 def metric_names(k: int | str) -> dict[str, str]:
     """Every report metric's name at ``k`` → its name at ``K`` (``mean@16`` → ``mean@K``,
     ``best@16_paper`` → ``best@K_paper``; ``pass@1`` stays itself), named forward from the report's
-    fields through :meth:`TaskMetrics.metric_key` (:func:`pr1_eval.report.names.metric_name`), never
+    fields through :meth:`TaskMetrics.metric_key` (:func:`pr1_eval.stats.names.metric_name`), never
     read back from a string. Interval keys follow their metric (``pass@16_ci95``, ``mean@16 ci95``)."""
     names: dict[str, str] = {}
     for field_name in METRIC_FIELDS:

@@ -5,7 +5,7 @@ or computed from its samples once), so a job of 300 steps draws from 600 small J
 redraws from memory. First the paper's training-dynamics figures side by side (parallel ratio,
 the relative position of the first ``<Parallel>`` with its trend test, accuracy), with the
 curriculum's stage boundaries and reward switch marked; then every other per-step curve; the
-trend test of each (Spearman's ρ against step, :func:`analysis.drift.metric_trend`); and the
+trend test of each (Spearman's ρ against step, :func:`analysis.structure.drift.metric_trend`); and the
 values per step. Training rollouts and validation are separate series, never pooled.
 
 A step run that is not complete (``status`` other than complete: a step still being written, a
@@ -21,7 +21,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.completeness import MARK
+from analysis.common.completeness import MARK
+from analysis.common.safe_text import plot_text
 from analysis.runs.steps import (
     KIND_LABELS,
     MAX_DIVERSITY_STEPS,
@@ -34,7 +35,6 @@ from analysis.runs.steps import (
     step_trends,
     with_diversity,
 )
-from analysis.safe_text import plot_text
 from dashboards.components import fmt, md_escape, table, text_table
 from dashboards.data import Context
 

@@ -33,7 +33,7 @@ PACKAGES = ("pr1_eval", "analysis", "dashboards", "repro")
 
 # The flow of a run through pr1_eval's folders, lowest first: a module may import its own folder and
 # any folder earlier in this order, never a later one. The flat modules sit below every folder.
-FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "report", "ingest", "replay",
+FLOW = ("protocol", "records", "inputs", "store", "engines", "decoding", "grading", "stats", "report", "ingest", "replay",
         "scaleout", "generate", "lm_eval_tasks", "testing", "cli")
 FLAT_BELOW_ALL = ("errors", "jsonl", "output_paths", "processes", "terminal")
 
@@ -294,11 +294,54 @@ def test_dependencies_point_one_way() -> None:
 
 #: The analysis modules that decide how work runs (they may import ``analysis.engine``); every
 #: other analysis module is a measure, a table or a page, and is written as plain functions.
-ORCHESTRATION = frozenset({"analysis.command", "analysis.summary", "analysis.output", "analysis.scheduled",
-                           "analysis.runs.loader", "analysis.runs.block_cache", "analysis.leaderboard_tables"})
+ORCHESTRATION = frozenset({"analysis.command", "analysis.summary", "analysis.pipeline.output",
+                           "analysis.pipeline.scheduled", "analysis.runs.loader", "analysis.runs.block_cache",
+                           "analysis.leaderboard.tables"})
 #: The measures: one synchronous API each, importing no engine and starting no thread or process.
-MEASURES = ("analysis.stats", "analysis.drift", "analysis.roles", "analysis.conclusions", "analysis.diversity",
-            "analysis.bleu", "analysis.bleu_counts", "analysis.paired")
+MEASURES = ("analysis.structure.branching", "analysis.structure.drift", "analysis.structure.roles",
+            "analysis.structure.conclusions", "analysis.diversity.paths", "analysis.diversity.bleu",
+            "analysis.diversity.bleu_counts")
+
+
+#: What sits at ``analysis/``'s top: the package's entry points only (the ``analyze`` command and its
+#: Python call); everything else lives in the room of the question it answers.
+ANALYSIS_TOP = ("__init__", "command", "summary")
+
+
+def test_only_the_entry_points_sit_at_the_top_of_analysis() -> None:
+    top = sorted(p.stem for p in (ROOT / "analysis").glob("*.py"))
+    assert top == sorted(ANALYSIS_TOP), (
+        f"modules at analysis/'s top that are not entry points, move them into their room: "
+        f"{sorted(set(top) - set(ANALYSIS_TOP))}")
+
+
+#: The libraries of statistical functions (distributions, special functions, tests).
+STATISTICAL_LIBRARIES = ("scipy.stats", "scipy.special", "statistics", "statsmodels")
+#: Modules outside the room that still compute a statistic themselves, each waiting on a move; the
+#: test fails on an entry that no longer imports one, so the list only shrinks.
+STATISTICS_ELSEWHERE = {"analysis.structure.drift", "pr1_eval.replay.controllers", "repro.nano.checks"}
+
+
+def _statistical_imports(file: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+                 if isinstance(node, ast.ImportFrom) and not node.level else [])
+        found |= {lib for lib in STATISTICAL_LIBRARIES for n in names if n == lib or n.startswith(lib + ".")}
+    return found
+
+
+def test_statistics_are_imported_only_from_their_room() -> None:
+    """Every estimator, interval and test lives in ``pr1_eval.stats``: no other module imports a
+    library of statistical functions, and the stats room imports nothing of the project but errors."""
+    users = {name for name, file in MODULES.items() if not name.startswith("pr1_eval.stats")
+             and _statistical_imports(file)}
+    stale = STATISTICS_ELSEWHERE - users
+    assert not stale, f"these no longer compute statistics themselves, remove them from STATISTICS_ELSEWHERE: {stale}"
+    assert users - STATISTICS_ELSEWHERE == set(), "statistics outside pr1_eval/stats (move them there)"
+    reach = {d for m, deps in TYPE_GRAPH.items() if m.startswith("pr1_eval.stats") for d in deps}
+    assert {d for d in reach if not d.startswith("pr1_eval.stats")} <= {"pr1_eval.errors"}
 
 
 def test_the_analysis_engine_knows_nothing_of_the_analysis() -> None:
@@ -313,7 +356,7 @@ def test_the_analysis_engine_knows_nothing_of_the_analysis() -> None:
 
 def test_the_measures_are_plain_functions() -> None:
     """A measure imports no engine, no thread and no process pool: how it runs at scale is
-    :mod:`analysis.scheduled`'s business."""
+    :mod:`analysis.pipeline.scheduled`'s business."""
     for measure in MEASURES:
         assert measure in IMPORTS, f"{measure} is listed as a measure but does not exist"
         bad = sorted({i.target for i in IMPORTS[measure]

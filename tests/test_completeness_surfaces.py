@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.completeness import MARK, completeness_frame, loaded_completeness
-from analysis.leaderboard import build_leaderboard
+from analysis.common.completeness import MARK, completeness_frame, loaded_completeness
+from analysis.leaderboard.board import build_leaderboard
 from analysis.runs.loader import load_runs
 from analysis.summary import analyze
 from pr1_eval.cli.main import main

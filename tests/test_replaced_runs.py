@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.leaderboard import build_leaderboard
+from analysis.leaderboard.board import build_leaderboard
 from analysis.runs.index import runs_signature
 from analysis.runs.loader import load_runs
 from analysis.runs.notebooks import load_notebook_runs

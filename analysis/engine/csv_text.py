@@ -3,7 +3,7 @@ once string cells that a spreadsheet would run as a formula are neutralised.
 
 Formulas (the one deliberate difference from pandas): a *string* cell, or column label, starting
 with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's advice
-on CSV injection; the rule and its reasons: :mod:`analysis.safe_text` and :func:`csv_cell`), unless it is a
+on CSV injection; the rule and its reasons: :mod:`analysis.common.safe_text` and :func:`csv_cell`), unless it is a
 plain decimal number such as ``-1.5``. Numbers in numeric columns, and the numbers of an object
 column, are never touched. So the bytes are ``to_csv``'s of the frame with that rule applied to
 its string cells and labels, in both paths below.

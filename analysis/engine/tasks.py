@@ -14,8 +14,8 @@ Two shapes cover every overlap the analysis has:
 
 Results are the function's own, computed the same way wherever they ran (the equivalence tests
 run each measure with and without workers and caches and compare). This module knows nothing of
-what is computed: the measures (:mod:`analysis.roles`, :mod:`analysis.bleu`, …) are plain
-functions, and :mod:`analysis.scheduled` says how each runs here.
+what is computed: the measures (:mod:`analysis.structure.roles`, :mod:`analysis.diversity.bleu`, …) are plain
+functions, and :mod:`analysis.pipeline.scheduled` says how each runs here.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def keep_freed_memory() -> bool:
     """Let glibc's ``malloc`` keep up to 256 MB of freed heap for reuse instead of returning it to
     the kernel at once, in this process and the workers forked from it; whether it was set.
 
-    Why: BLEU's integer arrays (``analysis.bleu_counts``) take tens of MB per batch, and by
+    Why: BLEU's integer arrays (``analysis.diversity.bleu_counts``) take tens of MB per batch, and by
     default each batch's are handed back to the kernel when freed and faulted in again, zeroed,
     for the next: on a sweep's pairs a fifth of BLEU's time went to those page faults (system
     time 1.0 s against 3.1 s of user time; with this, 0.05 s). Peak memory does not grow: the

@@ -7,13 +7,13 @@ could not be read and why, so one broken run never hides the others and never va
 
 Paths are re-parsed from the stored response with :func:`pr1_eval.protocol.parse.parse_structure`
 (the store keeps block positions, not path spans). What a path concludes has one rule,
-:func:`analysis.conclusions.path_conclusion`, read where it is needed (block roles, summary
+:func:`analysis.structure.conclusions.path_conclusion`, read where it is needed (block roles, summary
 consistency), not here: the loader gives the paths' texts.
 
 Completeness, once: each run is checked against its ``run.json`` with the report's own
 :func:`pr1_eval.report.completeness.check_completeness` on every stored sample, and the result
 is kept in :attr:`LoadedRuns.completeness` (laid out per run × task by
-:func:`analysis.completeness.completeness_frame`). Then samples of a problem the run does not
+:func:`analysis.common.completeness.completeness_frame`). Then samples of a problem the run does not
 declare (not in its task's ``problem_ids``, or of a task ``run.json`` does not list) are dropped
 from both frames with a note naming them: nothing counts them, and the check has already marked
 the task incomplete.
@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 
 import analysis.runs.block_cache as block_cache
-from analysis.drift import model_family, resolve_step
 from analysis.engine.workers import Workers
 from analysis.runs.index import RunEntry, discover_runs
 from analysis.runs.tokens import TokenCounter, auto_token_counter
+from analysis.structure.drift import model_family, resolve_step
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.parse import parse_structure
@@ -93,7 +93,7 @@ BLOCK_COLUMN_DOCS: dict[str, str] = {
     "rel_start": "Tokens (or characters, see position_unit) before <Parallel> / response length.",
     "position_unit": "'token' or 'char': the unit of rel_start, as the sample stored it (run.json's position_unit "
                      "declares it for the run); 'char' where the stored positions disagreed with the text and were "
-                     "re-parsed. Aggregates never mix the two silently: see analysis.stats and analysis.drift.",
+                     "re-parsed. Aggregates never mix the two silently: see analysis.structure.branching and analysis.structure.drift.",
     "path_texts": "Content of each path, surrounding whitespace stripped.",
     "path_char_lengths": "Characters of each path's stripped content.",
     "path_token_lengths": "Tokens of each path's stripped content (the run's tokenizer); None when no tokenizer.",
@@ -127,7 +127,7 @@ class LoadedRuns:
     ``notes`` lists oddities in loaded runs (e.g. stored structure disagreeing with the text);
     ``run_info`` holds each loaded run's run.json by run name (k, tasks, sampling, ...);
     ``completeness`` each loaded run's check against it, made before undeclared samples were dropped
-    (:func:`analysis.completeness.completeness_frame` lays it out per run × task)."""
+    (:func:`analysis.common.completeness.completeness_frame` lays it out per run × task)."""
 
     samples: pd.DataFrame
     blocks: pd.DataFrame

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.completeness import INCLUDE_LABEL, MARK, loaded_completeness
+from analysis.common.completeness import INCLUDE_LABEL, MARK, loaded_completeness
 from analysis.runs.loader import LoadedRuns, load_runs
 from pr1_eval.errors import Pr1EvalError
 

@@ -31,10 +31,10 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from analysis.diversity import diversity
-from analysis.drift import metric_trend
+from analysis.diversity.paths import diversity
 from analysis.runs.index import run_signature
 from analysis.runs.loader import distinguishing_labels, finish_blocks, parse_blocks
+from analysis.structure.drift import metric_trend
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.records.step_summary import STEP_SUMMARY_KEYS
@@ -206,7 +206,7 @@ def parse_steps(text: str) -> list[int]:
 
 
 def step_trends(steps: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """Spearman's ρ of each metric against step per job × kind (:func:`analysis.drift.metric_trend`)."""
+    """Spearman's ρ of each metric against step per job × kind (:func:`analysis.structure.drift.metric_trend`)."""
     rows = []
     for (job, kind), group in steps.groupby(["job", "kind"], sort=True):
         for metric in metrics:

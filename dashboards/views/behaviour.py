@@ -1,7 +1,7 @@
 """Behaviour: how the selected runs branch — distributions of blocks, paths, tokens inside blocks,
 block positions, accuracy with and without a block, and format-check failures by kind.
 
-Per-run figures come from :func:`analysis.stats.structure_stats` (run × task) and the loader's
+Per-run figures come from :func:`analysis.structure.branching.structure_stats` (run × task) and the loader's
 blocks frame; histograms are binned here (shares of each run's responses or blocks), so a run
 with more samples does not dwarf the others and the browser receives bins, not 96,000 points.
 Each run × task row says whether it holds every sample its run.json declares (``complete``); a
@@ -15,8 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.safe_text import plot_text
-from analysis.stats import mark_unmeasurable, structure_stats, unmeasured_runs
+from analysis.common.safe_text import plot_text
+from analysis.structure.branching import mark_unmeasurable, structure_stats, unmeasured_runs
 from dashboards.components import fmt, md_escape, run_legend, text_table
 from dashboards.data import Context, context
 from dashboards.fit import relabel, short_run_names

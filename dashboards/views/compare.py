@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analysis.completeness import MARK
+from analysis.common.completeness import MARK
 from dashboards.components import md_escape, table, trace_link
 from dashboards.data import context
 from dashboards.tables import default_a, default_b, flips

@@ -1,7 +1,7 @@
 """The Efficiency page's section on test-time controllers, for runs that carry probe answers.
 
 Replays the controllers (:mod:`pr1_eval.replay`, the rules of ``pr1-eval replay``) on the selected
-probed runs and draws accuracy against tokens (:func:`analysis.controller_frontier.frontier_figure`).
+probed runs and draws accuracy against tokens (:func:`analysis.efficiency.frontier.frontier_figure`).
 Fewer seeds than the command's 100 by default (20), so the page answers in seconds; the caption
 says how many were used and points at the command for the full protocol.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from analysis.controller_frontier import frontier_figure, probed_runs, replay_loaded
+from analysis.efficiency.frontier import frontier_figure, probed_runs, replay_loaded
 from dashboards.components import text_table
 from dashboards.data import Context
 from pr1_eval.replay.specs import DEFAULT_SPECS

@@ -1,8 +1,8 @@
 """Diversity and roles: are sibling paths really different, and does a block explore or verify?
 
 BLEU (symmetrised sacrebleu, 0–1) and, on request, embedding cosine per pair of sibling paths
-come from :func:`analysis.scheduled.pairs_of`; roles from :func:`analysis.scheduled.roles_of`
-and :func:`analysis.roles.role_shares`. The most and least similar pairs link to the trace viewer.
+come from :func:`analysis.pipeline.scheduled.pairs_of`; roles from :func:`analysis.pipeline.scheduled.roles_of`
+and :func:`analysis.structure.roles.role_shares`. The most and least similar pairs link to the trace viewer.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.roles import ROLES, role_shares
-from analysis.safe_text import plot_text, plot_texts
+from analysis.common.safe_text import plot_text, plot_texts
+from analysis.structure.roles import ROLES, role_shares
 from dashboards.components import fmt, text_table, trace_link
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample, role_sample, sample_note

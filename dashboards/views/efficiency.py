@@ -1,7 +1,7 @@
 """Efficiency: what thinking in parallel buys in latency, for the selected runs.
 
-The tables are :func:`analysis.efficiency.efficiency_tables` and the figures
-:mod:`analysis.efficiency_figures`, the very ones ``analyze`` writes as HTML: Mean@k against mean
+The tables are :func:`analysis.efficiency.latency.efficiency_tables` and the figures
+:mod:`analysis.efficiency.figures`, the very ones ``analyze`` writes as HTML: Mean@k against mean
 critical path with each task's accuracy–latency Pareto frontier (each point's hover names its run;
 under the figure a link per point opens that run × task in the trace viewer), the per-problem
 speedup histogram, and parallel ratio, accuracy and speedup over checkpoint steps (and over a
@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analysis.completeness import MARK
-from analysis.efficiency import efficiency_tables, latency_samples, pareto_frontier
-from analysis.efficiency_figures import frontier_figure, speedup_histogram, training_figure, unit_words
-from analysis.figures import model_name
+from analysis.common.completeness import MARK
+from analysis.efficiency.figures import frontier_figure, speedup_histogram, training_figure, unit_words
+from analysis.efficiency.latency import efficiency_tables, latency_samples, pareto_frontier
+from analysis.pipeline.figures import model_name
 from analysis.runs.steps import step_table
-from analysis.stats import measured_samples
+from analysis.structure.branching import measured_samples
 from dashboards.components import TRACE_PAGE, fmt, md_escape, text_table
 from dashboards.data import Context, context
 from dashboards.views.controllers_section import render_controllers

@@ -1,6 +1,6 @@
 """Leaderboard: the numbers ``report`` and ``leaderboard`` give, with intervals and paired comparisons.
 
-The table comes from :func:`analysis.leaderboard.compute_leaderboard` on the selected runs and
+The table comes from :func:`analysis.leaderboard.board.compute_leaderboard` on the selected runs and
 tasks. When the runs are not comparable (different problems or k) it says so in one sentence
 naming the sidebar toggle that compares them on their shared problems (the differences behind an
 expander) and falls back to each run's own ``report``. Incomplete runs (against their run.json)
@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from analysis.completeness import INCLUDE_LABEL, MARK
+from analysis.common.completeness import INCLUDE_LABEL, MARK
 from dashboards.components import fmt, fmt_interval, md_escape, run_legend, text_table
 from dashboards.data import Context, context
 from dashboards.fit import length_unit, relabel, short_run_names, split_leaderboard, variance_table
@@ -42,9 +42,9 @@ def is_unavailable(value: object) -> bool:
 def leaderboard_document(ctx: Context, baseline: str | None, intersect: bool) -> dict[str, Any] | Unavailable:
     """The leaderboard document, or why it could not be built."""
     try:
-        from analysis.leaderboard import NotComparable, compute_leaderboard
+        from analysis.leaderboard.board import NotComparable, compute_leaderboard
     except ImportError:
-        return Unavailable("the leaderboard module (analysis.leaderboard) is not installed")
+        return Unavailable("the leaderboard module (analysis.leaderboard.board) is not installed")
     from analysis.runs.loader import LoadedRuns
 
     def compute() -> dict[str, Any] | Unavailable:

@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from analysis.conclusions import path_conclusion
 from analysis.runs.trace import TraceSegment, response_segments
+from analysis.structure.conclusions import path_conclusion
 from dashboards.components import fmt, latex_markdown, md_escape, path_length, widget_default
 from dashboards.data import Context, context
 from dashboards.tables import OUTCOMES, outcome, trace_index
@@ -103,7 +103,7 @@ def choose_sample(ctx: Context) -> pd.Series | None:
 
 
 def path_conclusions(segment: TraceSegment) -> tuple[list[Any], list[str]]:
-    """What each path concludes, by :func:`analysis.conclusions.path_conclusion`: the reading block
+    """What each path concludes, by :func:`analysis.structure.conclusions.path_conclusion`: the reading block
     roles use, so the viewer shows the values the behaviour pages compare."""
     found = [path_conclusion(text) for text in segment.paths]
     return [c.text for c in found], [c.source for c in found]

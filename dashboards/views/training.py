@@ -4,12 +4,12 @@ and branching move with the checkpoint step of evaluated checkpoints, one line p
 Training-step runs (a job's rollouts or validation, one run per step) appear only in the first
 part; the checkpoint part is about runs that evaluated a checkpoint.
 
-Structure metrics come from :func:`analysis.stats.structure_stats`, accuracy from the report's
-:func:`pr1_eval.report.run_report.run_report` and path diversity from :mod:`analysis.diversity`, all per
-(model family, decoding, task, step); each trend is tested with :func:`analysis.drift.trend`
+Structure metrics come from :func:`analysis.structure.branching.structure_stats`, accuracy from the report's
+:func:`pr1_eval.report.run_report.run_report` and path diversity from :mod:`analysis.diversity.paths`, all per
+(model family, decoding, task, step); each trend is tested with :func:`analysis.structure.drift.trend`
 (Spearman's ρ against step, with scipy's and, for few steps, the exact permutation p-value).
 
-Only complete run × tasks (checked against each run's ``run.json``, :mod:`analysis.completeness`)
+Only complete run × tasks (checked against each run's ``run.json``, :mod:`analysis.common.completeness`)
 enter the points and their trends, unless the sidebar toggle includes the incomplete ones; those
 points are then marked in the values table, and their mean@K is over the problems that hold all K.
 """
@@ -20,16 +20,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.completeness import MARK, cell_flags
-from analysis.drift import metric_trend
-from analysis.safe_text import plot_text
-from analysis.stats import structure_stats
+from analysis.common.completeness import MARK, cell_flags
+from analysis.common.safe_text import plot_text
+from analysis.structure.branching import structure_stats
+from analysis.structure.drift import metric_trend
 from dashboards.components import fmt, text_table
 from dashboards.data import Context, context
 from dashboards.diversity_sample import pair_sample
 from dashboards.training_job import render_job
-from pr1_eval.report.names import metric_name
 from pr1_eval.report.run_report import run_report
+from pr1_eval.stats.names import metric_name
 
 KEYS = ["model_family", "decoding", "task", "step"]
 #: The accuracy columns, named as the report names them at a generic K.

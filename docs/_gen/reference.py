@@ -258,7 +258,7 @@ def report_markdown() -> str:
 
 
 def leaderboard_markdown() -> str:
-    from analysis import leaderboard_schema as schema
+    from analysis.leaderboard import schema
 
     names = ("LeaderboardDocument", "RunRow", "Comparison", "Excluded", "TaskCell", "RunAverage", "Averages")
     parts = [f"Leaderboard schema version: **{schema.SCHEMA_VERSION}** (written as `schema_version`)."]

@@ -130,7 +130,7 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_adaptive_options(p: argparse.ArgumentParser) -> None:
-    """``--adaptive`` and its rule's parameters (:mod:`pr1_eval.report.sequential`)."""
+    """``--adaptive`` and its rule's parameters (:mod:`pr1_eval.stats.sequential`)."""
     p.add_argument("--adaptive", action="store_true",
                    help="draw samples in rounds and stop a problem once an anytime-valid confidence sequence settles "
                         "its p below --adaptive-margin or above 1 - margin; -k is the most samples a problem gets; "

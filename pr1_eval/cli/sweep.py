@@ -18,8 +18,8 @@ from pr1_eval.cli.numbers import positive_int
 from pr1_eval.cli.options import add_generation_options, add_tasks_option, run_config
 from pr1_eval.cli.sweep_adaptive import add_decide_options, decided_sweep
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_WARNING
-from pr1_eval.report.names import metric_name
 from pr1_eval.report.tracking import Tracker, add_tracking_options, check_installed, vars_for_log
+from pr1_eval.stats.names import metric_name
 from pr1_eval.terminal import terminal_text
 
 if TYPE_CHECKING:  # the sweep's imports load when it runs
@@ -98,7 +98,7 @@ def _metrics(out: Path) -> tuple[dict[str, Any], list[str]]:
     return metrics, [] if report.complete else list(report.incomplete or ["incomplete"])
 
 
-INCOMPLETE_MARK = "⚠ incomplete"  # the mark analyze and the dashboard print (analysis.completeness.MARK)
+INCOMPLETE_MARK = "⚠ incomplete"  # the mark analyze and the dashboard print (analysis.common.completeness.MARK)
 
 
 def format_sweep_table(rows: list[SweepRow]) -> str:

@@ -1,7 +1,7 @@
 """``pr1-eval sweep --adaptive --decide best|ranking``: its options and its end tables.
 
 The sweep itself is :mod:`pr1_eval.generate.adaptive_sweep`; the verdicts
-:mod:`pr1_eval.report.ranking_verdicts`. What is printed: one row per checkpoint (samples per
+:mod:`pr1_eval.stats.ranking_verdicts`. What is printed: one row per checkpoint (samples per
 problem it reached, tokens, its mean, best / eliminated / open), one row per comparison (Δ in points
 with its confidence sequence, the verdict, or "undecided at this budget" with the gap it resolves),
 and the guarantee in one line under the tables.
@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 from pr1_eval.cli.numbers import float_in, positive_int
 from pr1_eval.terminal import terminal_text
 
-#: The questions of :data:`pr1_eval.report.ranking_sequential.QUESTIONS`, here so that building the
+#: The questions of :data:`pr1_eval.stats.ranking_sequential.QUESTIONS`, here so that building the
 #: parser imports no numpy (``pr1-eval --help`` stays fast; a test holds the two equal).
 QUESTIONS = ("best", "ranking")
-#: The tests of :data:`pr1_eval.report.ranking_verdicts.TESTS`, here for the same reason (a test holds them equal).
+#: The tests of :data:`pr1_eval.stats.ranking_verdicts.TESTS`, here for the same reason (a test holds them equal).
 DECIDE_TESTS = ("obrien-fleming", "pocock", "cs")
 
 if TYPE_CHECKING:
     from pr1_eval.generate.adaptive_sweep import AdaptiveSweep
     from pr1_eval.generate.config import RunConfig
     from pr1_eval.generate.sweep import SweepRequest
-    from pr1_eval.report.ranking_verdicts import Decision
+    from pr1_eval.stats.ranking_verdicts import Decision
 
 
 FRACTION = float_in(0, 1, low_open=True, high_open=True)
@@ -59,7 +59,7 @@ def decided_sweep(args: argparse.Namespace, request: SweepRequest, config: RunCo
     """Run the adaptive sweep and print its tables; exit 1 when a checkpoint failed."""
     from pr1_eval.generate.adaptive_sweep import run_adaptive_sweep
     from pr1_eval.generate.sweep import plan_sweep
-    from pr1_eval.report.ranking_verdicts import DecideSettings
+    from pr1_eval.stats.ranking_verdicts import DecideSettings
 
     settings = DecideSettings(args.decide, args.adaptive_alpha, args.delta, args.k, args.first_round,
                               args.round_growth, test=args.decide_test).check()
@@ -108,7 +108,7 @@ def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int
         lines.append("best: " + (labels[d.best] if d.best is not None else
                                  "undecided at this budget (candidates: " + ", ".join(
                                      labels[i] for i in range(len(labels)) if not d.eliminated[i]) + ")"))
-    from pr1_eval.report.ranking_sequential import guarantee_line
+    from pr1_eval.stats.ranking_sequential import guarantee_line
 
     lines.append(guarantee_line(s.alpha, s.delta, s.question, s.test, s.k_max))
     return "\n".join(lines)

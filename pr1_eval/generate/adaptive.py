@@ -1,5 +1,5 @@
 """An adaptive run's rounds: draw ``round_size`` samples of every unsettled problem, grade and store
-them, look, and go on (``pr1-eval run --adaptive``; the rule is :mod:`pr1_eval.report.sequential`).
+them, look, and go on (``pr1-eval run --adaptive``; the rule is :mod:`pr1_eval.stats.sequential`).
 
 Why rounds and not one look per sample: an engine is fast on many requests at once, so a round
 gives every open problem a few samples in one batch; the rule's guarantee holds for any number of
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from pr1_eval.report.sequential import StopRule, required_samples, settled
 from pr1_eval.report.task_arrays import verdicts
 from pr1_eval.scaleout.queue import Chunk
+from pr1_eval.stats.sequential import StopRule, required_samples, settled
 from pr1_eval.store.run_store import RunStore
 
 

@@ -4,7 +4,7 @@ Why rounds over checkpoints: the noise of a sweep's verdict lives in the compari
 one checkpoint, so the stopping rule must see every checkpoint's samples side by side. A sweep loads
 one model at a time, so a round is: for each checkpoint still open, load it, draw the round's samples
 of *every* problem (so each pair is compared on the same problems with the same counts), free it.
-After each round the rule (:func:`pr1_eval.report.ranking_verdicts.decide`) says which checkpoints
+After each round the rule (:func:`pr1_eval.stats.ranking_verdicts.decide`) says which checkpoints
 are still needed; the sweep stops once the question is answered or every open checkpoint holds
 ``k_max`` samples per problem. Rounds grow geometrically (``--first-round``, ``--round-growth``)
 so each model is loaded a few times, not once per sample (from 4 to 64 doubling: 5 loads at most).
@@ -17,7 +17,7 @@ each round, as in :mod:`pr1_eval.generate.adaptive`). Nothing else keeps state: 
 from the stored verdicts, so a killed sweep rerun with the same command redoes only the samples that
 were lost and reaches the same decisions. The sweep's record (settings, arrival order, verdicts) is
 ``<out-root>/<family>-adaptive-sweep.json``; a rerun that finds new checkpoints appends them in
-arrival order (they take the α reserve: :func:`pr1_eval.report.ranking_sequential.pair_weights`).
+arrival order (they take the α reserve: :func:`pr1_eval.stats.ranking_sequential.pair_weights`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pr1_eval.grading.annotate import position_unit
 from pr1_eval.inputs import checkpoints as ckpts
 from pr1_eval.inputs.checkpoints import Checkpoint
 from pr1_eval.records.provenance import now_iso
-from pr1_eval.report.ranking_verdicts import DecideSettings, Decision, decide
+from pr1_eval.stats.ranking_verdicts import DecideSettings, Decision, decide
 from pr1_eval.store.run_lock import run_lock
 from pr1_eval.store.run_store import RunStore
 

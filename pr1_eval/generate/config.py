@@ -29,7 +29,7 @@ from pr1_eval.protocol.paper_settings import (
 from pr1_eval.scaleout.shard import parse_shard, shard_suffix
 
 if TYPE_CHECKING:  # the rule's module brings numpy and scipy, which `pr1-eval --help` must not load
-    from pr1_eval.report.sequential import StopRule
+    from pr1_eval.stats.sequential import StopRule
 
 GRADE_TIMEOUT_S = 10.0
 """Seconds one sample's grading may take before it is recorded as a timeout."""
@@ -71,7 +71,7 @@ class RunConfig:
     replicas: int | None = None  # Ray replicas (None: the cluster's GPUs / gpus_per_replica)
     gpus_per_replica: int | None = None  # None: 1 on a cluster with GPUs, else 0
     shard: str | None = None  # "i/n": only every n-th problem from i, for job arrays (then `merge`)
-    adaptive: bool = False  # draw in rounds, stop a problem once settled (pr1_eval.report.sequential)
+    adaptive: bool = False  # draw in rounds, stop a problem once settled (pr1_eval.stats.sequential)
     round_size: int = 4  # adaptive: samples per problem per round
     adaptive_alpha: float = 0.05  # adaptive: error rate of the confidence sequence
     adaptive_margin: float = 0.5  # adaptive: settled when p is surely below it or above 1 - it
@@ -80,7 +80,7 @@ class RunConfig:
         """The adaptive run's stopping rule, checked; None for a fixed-k run."""
         if not self.adaptive:
             return None
-        from pr1_eval.report.sequential import StopRule  # numpy and scipy: only once a run is planned
+        from pr1_eval.stats.sequential import StopRule  # numpy and scipy: only once a run is planned
 
         return StopRule(self.k, self.round_size, self.adaptive_alpha, self.adaptive_margin).check()
 

@@ -4,7 +4,7 @@ Why hooks and not YAML: the issue's rule is one implementation. Documents come f
 :func:`pr1_eval.inputs.tasks.load_task` (the ``PR1_DATA_DIR`` folder, else the packaged copy, else the hub,
 exactly as ``pr1-eval run`` reads them), the prompt is :func:`pr1_eval.inputs.prompts.load_template`'s
 paper template, each response is parsed and graded by :mod:`pr1_eval.grading.annotate` (the functions
-``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.report.metrics`. So an lm-eval run
+``pr1-eval import`` runs), and the aggregations call :mod:`pr1_eval.stats.metrics`. So an lm-eval run
 and ``pr1-eval report`` on the same generations give the same numbers by construction.
 
 How the pieces meet lm-eval 0.4.13's evaluator:
@@ -17,14 +17,14 @@ How the pieces meet lm-eval 0.4.13's evaluator:
 * k is read from the results, never fixed here: it is the number of responses each document
   got, so the same tasks score ``repeats: 1`` (greedy), 4 or 64. Metric names therefore say
   ``K`` (``mean@K``, ``pass@K``, ``best@K_paper``: the report's label for "this task's k",
-  :mod:`pr1_eval.report.names`) and the metric ``k`` gives its value; a task whose documents got
+  :mod:`pr1_eval.stats.names`) and the metric ``k`` gives its value; a task whose documents got
   different numbers of responses gets NaN everywhere (the report's rule: no number over an
   incomplete task).
 * :func:`process_results` returns, under every metric name, the same per-problem summary
   (:class:`ProblemSummary`: samples, correct, majority verdict, samples with a parallel
   block); each aggregation turns the list of summaries into one number with the report's own
-  functions (:func:`pr1_eval.report.metrics.problem_values` per problem, averaged over problems;
-  :func:`pr1_eval.report.metrics.parallel_ratio` over samples), under the report's names
+  functions (:func:`pr1_eval.stats.metrics.problem_values` per problem, averaged over problems;
+  :func:`pr1_eval.stats.metrics.parallel_ratio` over samples), under the report's names
   (:meth:`pr1_eval.report.schema.TaskMetrics.metric_key`).
 
 This module is imported by file path from the YAML (``!function utils.…``), so it uses
@@ -50,9 +50,9 @@ from pr1_eval.protocol.decode import decode_keeping_tags, tag_keeping_ids
 from pr1_eval.protocol.paper_settings import PAPER_PROMPT
 from pr1_eval.records.answer_policy import check_policy, default_policy
 from pr1_eval.records.sample import SCORED_STATUSES, SampleRecord
-from pr1_eval.report.metrics import majority_correct, problem_values
-from pr1_eval.report.metrics import parallel_ratio as pooled_parallel_ratio
 from pr1_eval.report.schema import TaskMetrics
+from pr1_eval.stats.metrics import majority_correct, problem_values
+from pr1_eval.stats.metrics import parallel_ratio as pooled_parallel_ratio
 
 log = logging.getLogger(__name__)
 

@@ -138,7 +138,7 @@ class RunRecord:
     #: runs and runs generated before it was recorded.
     generation: dict[str, Any] | None = None
     #: An adaptive run (``run --adaptive``): the stopping rule and its parameters (``rule``, ``max_k``,
-    #: ``round_size``, ``alpha``, ``margin``, ``prior``: :class:`pr1_eval.report.sequential.StopRule`) and,
+    #: ``round_size``, ``alpha``, ``margin``, ``prior``: :class:`pr1_eval.stats.sequential.StopRule`) and,
     #: once the run ends, ``samples_drawn`` (task → problem id → samples drawn) and ``settled`` (task →
     #: problem id → -1 or +1, the side its p was settled on; unsettled problems are absent). None for
     #: fixed-k runs, whose every problem holds k samples.

@@ -1,6 +1,6 @@
 """A testbed of checkpoints with a known truth, built from real trajectories: one per thinking budget.
 
-Why: a rule that ranks checkpoints (``pr1-eval sweep --adaptive``, :mod:`pr1_eval.report.paired_sequential`)
+Why: a rule that ranks checkpoints (``pr1-eval sweep --adaptive``, :mod:`pr1_eval.stats.paired_sequential`)
 must be checked where the truth is known and the outcomes are real. The Parallel-Probe files hold,
 per question, 128 branches of one model (Qwen3-8B) with the answer each branch would give if cut
 after every ``probe_interval`` tokens. Cutting every branch at a budget B gives a *condition* that

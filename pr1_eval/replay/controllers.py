@@ -20,7 +20,7 @@ are the Parallel-Probe authors' (``evaluation/method.py``), so a replay reproduc
 Votes are ``collections.Counter.most_common`` over the answer strings, so a tie goes to the answer
 seen first, exactly as the authors count; ``"ERR"`` (no answer at that probe) is a string like any
 other. The report's maj@k uses a stricter, order-free tie rule
-(:data:`pr1_eval.report.metrics.MAJ_TIE_RULE`); the replay keeps the authors' rule because its
+(:data:`pr1_eval.stats.metrics.MAJ_TIE_RULE`); the replay keeps the authors' rule because its
 purpose is to reproduce and extend their figures.
 """
 

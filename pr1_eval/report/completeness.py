@@ -25,7 +25,7 @@ none) cannot be scored: it makes its task incomplete ("could not score …: no g
 report leaves it out of the metrics rather than count its samples wrong. This is read from the
 ``grade_status`` column when the frame has one.
 
-An adaptive run (``run.json``'s ``adaptive`` section, :mod:`pr1_eval.report.sequential`) promises
+An adaptive run (``run.json``'s ``adaptive`` section, :mod:`pr1_eval.stats.sequential`) promises
 fewer than k samples of a problem its rule settled: a problem needs the samples the rule asks for
 given the verdicts it holds (the first round boundary where it is settled, else k), so a problem
 that stopped early is complete, and one whose run was killed before its rule was satisfied is
@@ -63,8 +63,8 @@ from pr1_eval.records.benchmark_check import partial_phrase, warnings_of
 from pr1_eval.records.limit import LIMIT_MARK, LIMIT_SIZES_KEY, LIMIT_WARNING  # noqa: F401 - re-exported
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.sample import NO_GOLD
-from pr1_eval.report.sequential import StopRule, required_samples
 from pr1_eval.report.task_arrays import verdicts
+from pr1_eval.stats.sequential import StopRule, required_samples
 from pr1_eval.store.run_store import RunStore
 
 SHOWN_IDS = 5  # problem ids named in one line before "… N more"

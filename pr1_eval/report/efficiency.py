@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, expanded_tail
-from pr1_eval.report.resampling import resampled_means
+from pr1_eval.stats.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, expanded_tail
+from pr1_eval.stats.resampling import resampled_means
 
 Interval = tuple[float, float]
 #: The sample columns the figures read.
@@ -60,7 +60,7 @@ def speedup_interval(response: np.ndarray, critical: np.ndarray, *, n_resamples:
                      seed: int = BOOTSTRAP_SEED, alpha: float = 0.05) -> Interval | None:
     """Expanded percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem
     sums, problem-id order; None below 2 problems): both means come from the same resampled problems,
-    and the tails are :func:`pr1_eval.report.metrics.expanded_tail`'s, as every other interval's."""
+    and the tails are :func:`pr1_eval.stats.metrics.expanded_tail`'s, as every other interval's."""
     if response.size < 2:
         return None
     ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)

@@ -27,10 +27,12 @@ import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import NOT_MEASURABLE, RunRecord
-from pr1_eval.report.at_k import at_k_values, problem_classes
 from pr1_eval.report.completeness import TaskCompleteness, adaptive_rule, check_completeness, samples_per_problem
 from pr1_eval.report.efficiency import Efficiency, length_figures
-from pr1_eval.report.metrics import (
+from pr1_eval.report.schema import AtK, Interval, MeanVariance, RunReport, TaskMetrics, TaskReport
+from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
+from pr1_eval.stats.at_k import at_k_values, problem_classes
+from pr1_eval.stats.metrics import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     MAJ_TIE_RULE,
@@ -41,9 +43,7 @@ from pr1_eval.report.metrics import (
     parallel_ratio,
     problem_values,
 )
-from pr1_eval.report.schema import AtK, Interval, MeanVariance, RunReport, TaskMetrics, TaskReport
-from pr1_eval.report.task_arrays import SampleArrays, need, task_rows
-from pr1_eval.report.variance import WITHIN_SHARE, required_k, required_k_reason, sampling_interval, variance_split
+from pr1_eval.stats.variance import WITHIN_SHARE, required_k, required_k_reason, sampling_interval, variance_split
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _problem_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def parallel_mask(frame: pd.DataFrame) -> pd.Series:
     """Which samples of ``frame`` open a ``<Parallel>`` block: the ``has_parallel`` column, the
-    count behind every parallel ratio (:func:`pr1_eval.report.metrics.parallel_ratio`)."""
+    count behind every parallel ratio (:func:`pr1_eval.stats.metrics.parallel_ratio`)."""
     return frame["has_parallel"].astype(bool)
 
 
@@ -131,7 +131,7 @@ def metrics_of(frame: pd.DataFrame, k: int, measurable: bool = True, at: Sequenc
 
 
 def mean_variance(problems: Problems) -> MeanVariance | None:
-    """The between/within split of Var(mean@K) (:func:`pr1_eval.report.variance.variance_split`) with
+    """The between/within split of Var(mean@K) (:func:`pr1_eval.stats.variance.variance_split`) with
     its required k; None when it is not estimable (fewer than 2 problems or samples)."""
     parts = variance_split(problems.c, problems.n)
     if parts is None:
@@ -144,7 +144,7 @@ def mean_variance(problems: Problems) -> MeanVariance | None:
 
 
 def at_k_metrics(arrays: SampleArrays, problems: Problems, ks: Sequence[int], k: int) -> list[AtK]:
-    """pass@K, best@K and maj@K (:mod:`pr1_eval.report.at_k`) at each K of ``ks`` that is ≤ ``k``,
+    """pass@K, best@K and maj@K (:mod:`pr1_eval.stats.at_k`) at each K of ``ks`` that is ≤ ``k``,
     ascending, with the report's intervals; over all of each problem's samples, as the report's other
     numbers are (pass@K's estimator holds for any n ≥ K)."""
     wanted = sorted({K for K in ks if 1 <= K <= k})
@@ -171,7 +171,7 @@ def at_k_metrics(arrays: SampleArrays, problems: Problems, ks: Sequence[int], k:
 def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: bool = True,
                  at: Sequence[int] = (), adaptive: bool = False) -> TaskMetrics:
     """:func:`metrics_of` from a task's arrays and its per-problem counts (:func:`problems_of`);
-    ``adaptive``: problems may hold fewer than k samples (:func:`pr1_eval.report.metrics.problem_values`)."""
+    ``adaptive``: problems may hold fewer than k samples (:func:`pr1_eval.stats.metrics.problem_values`)."""
     per_problem = _per_problem_values(problems, k, adaptive)
     means: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_problem.items()}
     lengths = Efficiency()

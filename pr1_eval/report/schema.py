@@ -5,7 +5,7 @@ Why types: the report is read by the CLI table, ``--json``, the sweep, the leade
 dashboard, the notebooks and the lm-eval tasks. When it was a dict whose keys carried k
 (``mean@16``), each reader rebuilt the keys by hand; now readers take fields (``metrics.mean``,
 ``metrics.best_at_k_paper``) and only :meth:`RunReport.to_json` writes names, through
-:func:`pr1_eval.report.names.metric_name`. Every field carries its documentation
+:func:`pr1_eval.stats.names.metric_name`. Every field carries its documentation
 (``field.metadata["doc"]``, as :mod:`pr1_eval.records.sample` does), and :func:`json_schema`
 turns those into the description of ``pr1-eval report --json``.
 
@@ -26,8 +26,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pr1_eval.report.metrics import PER_PROBLEM_METRICS
-from pr1_eval.report.names import metric_name
+from pr1_eval.stats.metrics import PER_PROBLEM_METRICS
+from pr1_eval.stats.names import metric_name
 
 if TYPE_CHECKING:  # an annotation only: the completeness check brings pandas, which readers of the schema
     # (the lm-eval hooks, imported once per task by lm-eval) need not load
@@ -54,7 +54,7 @@ Interval = tuple[float, float]
 
 @dataclass(frozen=True)
 class MeanVariance:
-    """Where Mean@K's uncertainty comes from (:mod:`pr1_eval.report.variance`): which problems the
+    """Where Mean@K's uncertainty comes from (:mod:`pr1_eval.stats.variance`): which problems the
     task holds (between) and the Bernoulli noise of its K samples per problem (within)."""
 
     between_problem: float = _doc("Var(p) over problems: the spread of the true solve rates, unbiased "
@@ -94,7 +94,7 @@ class MeanVariance:
 @dataclass(frozen=True)
 class AtK:
     """pass@K, best@K and maj@K at one K ≤ the task's samples per problem (``report --at``;
-    :mod:`pr1_eval.report.at_k`). JSON keys are the metric names at that K (``pass@4``)."""
+    :mod:`pr1_eval.stats.at_k`). JSON keys are the metric names at that K (``pass@4``)."""
 
     k: int = _doc("The K these numbers are at (≤ the task's k).")
     pass_at_k: float = _doc("pass@K: the unbiased Pass@K from the task's n samples, 1 − C(n−c, K)/C(n, K).",
@@ -312,7 +312,7 @@ class RunReport:
     limited: list[str] = _doc(
         "One line per task cut short by --limit ('aime24: the first 4 of 30 problems (--limit 4)'): numbers for "
         "testing, not the benchmark's (empty when none is).", factory=list)
-    maj_tie_rule: str = _doc("How maj@K breaks ties (pr1_eval.report.metrics.MAJ_TIE_RULE).", "")
+    maj_tie_rule: str = _doc("How maj@K breaks ties (pr1_eval.stats.metrics.MAJ_TIE_RULE).", "")
     structure_note: str | None = _doc(
         "Why parallel_ratio and format_ok_ratio are null (a VERL 0.9.1 dump, whose tags were stripped); None "
         "when they are measured.", None)

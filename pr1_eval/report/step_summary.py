@@ -32,7 +32,7 @@ from typing import Any
 from pr1_eval.records.sample import SampleRecord
 from pr1_eval.records.step_summary import STEP_SUMMARY_VERSION, StepSummary
 from pr1_eval.records.training import TrainingSection
-from pr1_eval.report.metrics import best_at_k, parallel_ratio
+from pr1_eval.stats.metrics import best_at_k, parallel_ratio
 
 
 def _mean(values: list[float]) -> float | None:

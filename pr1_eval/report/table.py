@@ -1,6 +1,6 @@
 """The report as the terminal shows it: one line per task, then what is incomplete, and the
 fork-join costs when a run records them. Reads :class:`pr1_eval.report.schema.RunReport` fields;
-the column names are the metric names (:func:`pr1_eval.report.names.metric_name`) at the run's k,
+the column names are the metric names (:func:`pr1_eval.stats.names.metric_name`) at the run's k,
 or at ``k`` when tasks differ in k (then k has its own column). Every text from the run (task
 names, the lines naming problems) goes through :func:`pr1_eval.terminal.terminal_text`."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pr1_eval.records.answer_policy import POLICY_SUMMARIES
 from pr1_eval.report.completeness import LIMIT_WARNING
-from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
 from pr1_eval.report.schema import RunReport, TaskMetrics, TaskReport
+from pr1_eval.stats.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MAJ_TIE_RULE
 from pr1_eval.terminal import terminal_text
 
 #: The metric columns: (field, whether its interval is shown beside it).
@@ -160,7 +160,7 @@ def _columns(rows: list[list[str]]) -> list[str]:
 
 def format_variance_table(report: RunReport) -> str | None:
     """Var(mean@K) per task split into between-problem and within-problem parts, its standard error, the
-    interval for these problems and the required k (:mod:`pr1_eval.report.variance`); None when no task
+    interval for these problems and the required k (:mod:`pr1_eval.stats.variance`); None when no task
     has the split.
 
     The unbiased between-problem estimate can come out negative (problems that differ less than their

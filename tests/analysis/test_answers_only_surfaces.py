@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.leaderboard import build_leaderboard
+from analysis.leaderboard.board import build_leaderboard
 from analysis.runs.loader import load_runs
-from analysis.stats import mark_unmeasurable, measured_samples, structure_stats
+from analysis.structure.branching import mark_unmeasurable, measured_samples, structure_stats
 from pr1_eval.cli.main import main
 from pr1_eval.records.run import ANSWERS_ONLY
 from tests.support.probe_fixtures import write_trajectories

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 import pr1_eval.grading.shared as grading_shared
-from analysis import command, output, scheduled
-from analysis import diversity as div
+from analysis import command
+from analysis.diversity import paths as div
+from analysis.pipeline import output, scheduled
 from pr1_eval.cli.main import main
 from tests.support.analysis_fixtures import block, embedding_model, make_record, response, write_run
 
@@ -151,7 +152,7 @@ def test_group_notes_says_each_sentence_once() -> None:
 
 
 def test_runs_are_labelled_by_model_and_step() -> None:
-    from analysis.figures import model_name, run_labels
+    from analysis.pipeline.figures import model_name, run_labels
 
     assert model_name("/ckpt/exp-a/global_step_200/actor/huggingface") == "exp-a"
     assert model_name("/ckpt/exp-a/global_step_*/hf") == "exp-a"

@@ -11,7 +11,7 @@ import pytest
 
 from analysis import summary
 from analysis.engine import outputs as output_cache
-from analysis.leaderboard import build_leaderboard
+from analysis.leaderboard.board import build_leaderboard
 from analysis.runs import loader
 from analysis.runs.loader import RESPONSE_CHARS, load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json

@@ -47,8 +47,8 @@ def _load(browser: DevTools, page: Path, shot: str, height: int = 1400) -> None:
 
 
 def test_the_leaderboard_tables_fit_a_1440px_window(browser: DevTools, tmp_path: Path) -> None:
-    from analysis.leaderboard import compute_leaderboard
-    from analysis.leaderboard_html import write_leaderboard_html
+    from analysis.leaderboard.board import compute_leaderboard
+    from analysis.leaderboard.page import write_leaderboard_html
 
     rnd = random.Random(0)
     runs = [write_counts_run(tmp_path, name, {t: {f"{t}-{i}": rnd.randint(0, 16) for i in range(30)} for t in TASKS},
@@ -81,7 +81,7 @@ def _points() -> pd.DataFrame:
 
 def test_the_frontier_has_no_overprinted_labels_a_whole_title_and_an_axis_per_unit(browser: DevTools,
                                                                                    tmp_path: Path) -> None:
-    from analysis.efficiency_figures import frontier_figure
+    from analysis.efficiency.figures import frontier_figure
 
     figure = frontier_figure(_points())
     assert figure is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.leaderboard_schema import Averages, RunAverage, TaskCell
+from analysis.leaderboard.schema import Averages, RunAverage, TaskCell
 from dashboards.tables import leaderboard_rows, metric_names
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sacrebleu.metrics import BLEU
 
-from analysis.completeness import INCLUDE_LABEL, MARK
+from analysis.common.completeness import INCLUDE_LABEL, MARK
 from analysis.runs.loader import load_runs
 from analysis.runs.trace import response_segments
 from dashboards.components import fmt, fmt_interval, md_unescape

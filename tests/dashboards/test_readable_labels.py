@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.completeness import MARK
+from analysis.common.completeness import MARK
+from analysis.common.safe_text import markdown_plain
 from analysis.runs.loader import run_label
-from analysis.safe_text import markdown_plain
 from dashboards.components import latex_markdown, path_length
 from dashboards.tables import bar_label
 

@@ -114,7 +114,7 @@ def test_the_report_tables_list_every_report_json_key() -> None:
 
 
 def test_the_leaderboard_tables_list_every_document_key() -> None:
-    from analysis.leaderboard_schema import Comparison, Excluded, LeaderboardDocument, RunRow
+    from analysis.leaderboard.schema import Comparison, Excluded, LeaderboardDocument, RunRow
 
     tables = reference.leaderboard_markdown()
     for cls in (LeaderboardDocument, RunRow, Comparison, Excluded):

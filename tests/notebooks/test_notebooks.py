@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 from sacrebleu.metrics import BLEU
 
-from analysis.leaderboard import compute_leaderboard
+from analysis.leaderboard.board import compute_leaderboard
 from analysis.runs.loader import load_runs
 from analysis.runs.notebooks import comparable_runs, resolve_runs_root
 from pr1_eval.cli.main import main

@@ -8,7 +8,7 @@ into SVG when the notebook is opened, and plotly.js draws ``<a href>``, ``<img>`
 it finds in label strings. So the check reads what the notebook stored: no string of any plotly
 figure holds a raw tag, and no HTML output holds an anchor, image or script element whose
 attributes point at the attacker's site. A notebook that passed a data field to ``px.*`` without
-:func:`analysis.safe_text.plot_frame` fails here.
+:func:`analysis.common.safe_text.plot_frame` fails here.
 """
 
 from __future__ import annotations

@@ -78,6 +78,6 @@ def write_run(root: Path, name: str, records: Sequence[SampleRecord], *, step: i
 @lru_cache(maxsize=1)
 def embedding_model() -> Any:
     """The bundled all-MiniLM-L6-v2 on CPU, loaded once per test session (loading takes seconds)."""
-    from analysis.embedding import load_embedding_model
+    from analysis.diversity.embedding import load_embedding_model
 
     return load_embedding_model("all-MiniLM-L6-v2", device="cpu")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import analysis.output
-import analysis.scheduled
+import analysis.pipeline.output
+import analysis.pipeline.scheduled
 from analysis.engine.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
-from analysis.output import CsvBegun, write_csv, write_tables
+from analysis.pipeline.output import CsvBegun, write_csv, write_tables
 from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
@@ -52,8 +52,8 @@ def _pid(_: int) -> int:
 def test_an_analysis_with_workers_equals_one_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_LOADER_CACHE", "off")
     monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
-    monkeypatch.setattr(analysis.scheduled, "BLEU_CHUNK", 16)
-    monkeypatch.setattr(analysis.scheduled, "CONCLUDE_CHUNK", 8)
+    monkeypatch.setattr(analysis.pipeline.scheduled, "BLEU_CHUNK", 16)
+    monkeypatch.setattr(analysis.pipeline.scheduled, "CONCLUDE_CHUNK", 8)
     runs = _sweep(tmp_path)
     here = analyze(load_runs([runs], tokenizer=None, columns=ANALYSIS_COLUMNS))
     with analysis_workers(2) as workers:
@@ -70,7 +70,7 @@ def test_an_analysis_with_workers_equals_one_without(tmp_path: Path, monkeypatch
 def test_csv_made_in_workers_is_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PR1_LOADER_CACHE", "off")
     monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
-    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 7)
+    monkeypatch.setattr(analysis.pipeline.output, "CSV_CHUNK", 7)
     result = analyze(load_runs([_sweep(tmp_path)], tokenizer=None, columns=ANALYSIS_COLUMNS))
     with analysis_workers(2) as workers:
         write_tables(result, tmp_path / "out", workers)
@@ -88,7 +88,7 @@ def test_csv_begun_during_the_analysis_is_that_of_the_tables_written(tmp_path: P
     stale one) is not used: the file is that of the frame written."""
     monkeypatch.setenv("PR1_LOADER_CACHE", "off")
     monkeypatch.setenv("PR1_ANALYSIS_CACHE", "off")
-    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 7)
+    monkeypatch.setattr(analysis.pipeline.output, "CSV_CHUNK", 7)
     loaded = load_runs([_sweep(tmp_path)], tokenizer=None, columns=ANALYSIS_COLUMNS)
     told: list[str] = []
     with analysis_workers(2) as workers:
@@ -159,7 +159,7 @@ import random, resource, sys
 if sys.argv[1] == "keep":
     from analysis.engine.workers import keep_freed_memory
     assert keep_freed_memory()
-from analysis.bleu import batch_bleu_here
+from analysis.diversity.bleu import batch_bleu_here
 rng = random.Random(0)
 words = [f"w{i}" for i in range(300)] + list("0123456789+=$")
 texts = [" ".join(rng.choice(words) for _ in range(rng.randint(100, 400))) for _ in range(4000)]
@@ -187,7 +187,7 @@ def test_freed_memory_is_reused_not_faulted_in_again() -> None:
 
 def test_csv_parts_never_written_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An analysis that fails after its CSV was begun (``close`` without writing) leaves no part file."""
-    monkeypatch.setattr(analysis.output, "CSV_CHUNK", 3)
+    monkeypatch.setattr(analysis.pipeline.output, "CSV_CHUNK", 3)
     table = pd.DataFrame({"x": range(20), "texts": [["a", "b"]] * 20})
     with analysis_workers(2) as workers:
         begun = CsvBegun(workers, tmp_path / "out")

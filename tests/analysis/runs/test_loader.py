@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.drift import model_family, resolve_step
 from analysis.runs.loader import (
     BLOCK_COLUMN_DOCS,
     BLOCK_COLUMNS,
@@ -17,6 +16,7 @@ from analysis.runs.loader import (
     load_runs,
 )
 from analysis.runs.trace import TraceSegment, response_segments
+from analysis.structure.drift import model_family, resolve_step
 from pr1_eval.records.run import RunRecord
 from pr1_eval.store.run_store import RunStore
 from tests.support.analysis_fixtures import block, make_record, response, write_run
@@ -48,7 +48,7 @@ def test_block_rows_match_hand_counts(tmp_path: Path) -> None:
     assert first.path_char_lengths == [18, 26]
     assert first.path_token_lengths == [5, 5]
     assert first.summary_char_length == len("Both 7.") and first.summary_token_length == 2
-    assert "path_answers" not in first  # what a path concludes has one rule: analysis.conclusions
+    assert "path_answers" not in first  # what a path concludes has one rule: analysis.structure.conclusions
     assert second.n_paths == 3 and second.path_texts == ["one", "two", "three"]
     assert first.token_start is None and first.step == 40 and first.decoding == "structured"
 

@@ -15,7 +15,7 @@ from pr1_eval.cli.help import Parser
 from tests.support.deadlines import scaled
 
 CLI = Path(cli_main.__file__).parent
-PLUGINS = ("analysis.command", "analysis.leaderboard_command", "analysis.replay_command", "dashboards.command")
+PLUGINS = ("analysis.command", "analysis.leaderboard.command", "analysis.efficiency.replay_command", "dashboards.command")
 NOT_COMMANDS = {"__init__", "__main__", "main", "help", "options", "numbers", "commands", "sweep_adaptive"}
 
 
@@ -56,8 +56,8 @@ def test_building_the_parser_loads_no_heavy_package() -> None:
 
 
 def test_choices_come_from_their_owners() -> None:
-    from analysis.completeness import INCLUDE_FLAG
-    from analysis.leaderboard import AVERAGES
+    from analysis.common.completeness import INCLUDE_FLAG
+    from analysis.leaderboard.board import AVERAGES
     from pr1_eval.cli.import_run import FORMATS
     from pr1_eval.records.training import KIND_DIRS
 
@@ -66,9 +66,9 @@ def test_choices_come_from_their_owners() -> None:
         action = next(a for a in parser._actions if option in a.option_strings)
         return list(action.choices or [])
 
-    assert choices("analysis.leaderboard_command", "--average") == list(AVERAGES)
+    assert choices("analysis.leaderboard.command", "--average") == list(AVERAGES)
     assert choices("pr1_eval.cli.import_verl", "--kind") == list(KIND_DIRS)
     assert choices("pr1_eval.cli.import_run", "--format") == list(FORMATS) == ["jsonl", "lm-eval", "parallel-probe"]
-    for plugin in ("analysis.command", "analysis.leaderboard_command"):  # the flag the notes tell users to pass
+    for plugin in ("analysis.command", "analysis.leaderboard.command"):  # the flag the notes tell users to pass
         (parser,) = _registered(plugin).values()
         assert any(INCLUDE_FLAG in a.option_strings for a in parser._actions), plugin

@@ -35,7 +35,7 @@ def test_the_hf_engine_loads_without_the_bar(capfd: pytest.CaptureFixture[str]) 
 
 
 def test_the_embedding_model_says_what_loads_and_shows_no_bar(capfd: pytest.CaptureFixture[str]) -> None:
-    from analysis.scheduled import Embedder
+    from analysis.pipeline.scheduled import Embedder
 
     capfd.readouterr()
     embedder = Embedder(cache_dir=False)

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from pr1_eval.inputs.paths import packaged_benchmarks_dir
-from pr1_eval.report.metrics import best_at_k, pass_at_k
+from pr1_eval.stats.metrics import best_at_k, pass_at_k
 from pr1_eval.store.run_store import RunStore
 from pr1_eval.testing.tiny_model import cached_tiny_model
 from tests.support.deadlines import scaled

@@ -167,7 +167,7 @@ def test_sweep_resumes_after_a_kill(tmp_path: Path) -> None:
         assert info.status == "complete" and info.model.family == "ckpts"
         assert len(RunStore(run).read_frame()) == 4
     shutil.rmtree(root)  # the runs stand on their own
-    from analysis.leaderboard import build_leaderboard
+    from analysis.leaderboard.board import build_leaderboard
 
     doc = build_leaderboard([runs])
     assert doc["baseline"] == "ckpts-step1-sequential-k2-seed0" and sorted(r["step"] for r in doc["runs"]) == [1, 2, 3]

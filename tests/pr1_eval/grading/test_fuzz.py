@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from analysis.conclusions import CONCLUSION_SOURCES, path_conclusion
+from analysis.structure.conclusions import CONCLUSION_SOURCES, path_conclusion
 from pr1_eval.grading import grade_responses
 from pr1_eval.grading.extract import RULES, extract_answer
 from pr1_eval.grading.paper import normalize_final_answer, paper_extract

@@ -117,9 +117,9 @@ def test_a_run_json_without_a_policy_reads_as_paper_and_a_bad_one_is_named(tmp_p
 
 
 def test_leaderboard_refuses_runs_graded_under_different_policies(tmp_path: Path) -> None:
-    from analysis.leaderboard import NotComparable, build_leaderboard, compute_leaderboard
-    from analysis.leaderboard_html import leaderboard_html
-    from analysis.leaderboard_tables import render
+    from analysis.leaderboard.board import NotComparable, build_leaderboard, compute_leaderboard
+    from analysis.leaderboard.page import leaderboard_html
+    from analysis.leaderboard.tables import render
 
     paper = _import(ROWS, tmp_path / "a")
     lenient = _import(ROWS, tmp_path / "b", policy="lenient")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from analysis.figures import position_title
-from analysis.leaderboard import build_leaderboard
-from analysis.leaderboard_html import behaviour_figure
-from analysis.leaderboard_tables import render, task_rows
+from analysis.leaderboard.board import build_leaderboard
+from analysis.leaderboard.page import behaviour_figure
+from analysis.leaderboard.tables import render, task_rows
+from analysis.pipeline.figures import position_title
 from analysis.runs.loader import load_runs
 from analysis.summary import analyze
 from pr1_eval.cli.main import main

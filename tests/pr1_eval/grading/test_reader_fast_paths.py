@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import analysis.conclusions as conclusions
+import analysis.structure.conclusions as conclusions
 import pr1_eval.grading.answer_text as answer_text
 import pr1_eval.grading.extract as extract
 from pr1_eval.grading.answer_text import last_value, marker_matches, read_answer, values

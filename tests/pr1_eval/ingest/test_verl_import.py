@@ -151,7 +151,7 @@ def test_unmeasurable_structure_is_never_shown_as_a_number(v1_job: dict[str, obj
     """VERL 0.9.1 stripped the tags: report's table says n/a and why, --json gives null, the
     analysis' structure table (the dashboard's Behaviour page) gives n/a, not 0.0 "no parallel blocks"."""
     from analysis.runs.loader import load_runs
-    from analysis.stats import mark_unmeasurable, structure_stats
+    from analysis.structure.branching import mark_unmeasurable, structure_stats
     from pr1_eval.cli.main import main
 
     run = Path(str(v1_job["out"])) / "train" / "step-000003"

@@ -93,7 +93,7 @@ def test_the_authors_columns_match_ours_in_format_say_equal_and_name_their_rows(
 
 
 def test_the_frontier_draws_the_authors_rings_over_ours_with_a_legend_entry(tmp_path: Path) -> None:
-    from analysis.controller_frontier import frontier_figure
+    from analysis.efficiency.frontier import frontier_figure
     from pr1_eval.replay.rows import ReplayRow
 
     base = dict(source="s", model="m", questions=3, seeds=2, match="exact", branches=4.0, acc_sd_over_seeds=0.0)
@@ -157,7 +157,7 @@ def test_a_run_without_probe_answers_cannot_be_replayed(tmp_path: Path) -> None:
 
 def test_the_dashboard_replays_loaded_runs_to_the_same_numbers(tmp_path: Path) -> None:
     """The Efficiency page's section reads runs through the one loader; its rows equal the file's."""
-    from analysis.controller_frontier import frontier_figure, probed_runs, replay_loaded
+    from analysis.efficiency.frontier import frontier_figure, probed_runs, replay_loaded
     from analysis.runs.loader import load_runs
 
     source = write_trajectories(tmp_path / "m__toyset.json", questions=3, branches=8, seed=4)

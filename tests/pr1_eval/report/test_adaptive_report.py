@@ -12,7 +12,7 @@ import pytest
 
 from pr1_eval.report.completeness import check_completeness
 from pr1_eval.report.run_report import run_report
-from pr1_eval.report.sequential import StopRule
+from pr1_eval.stats.sequential import StopRule
 from tests.support.report_fixtures import run_record, verdict_frame
 
 RULE = StopRule(max_k=12, round_size=4)

@@ -22,10 +22,10 @@ import pytest
 from scipy import stats
 
 from pr1_eval.records.sample import SampleRecord
-from pr1_eval.report.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
-from pr1_eval.report.resampling import resampled_means
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.table import format_report_table
+from pr1_eval.stats.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci
+from pr1_eval.stats.resampling import resampled_means
 
 #: Allowed gap between our interval and scipy's, in standard errors of the mean (see the module docstring).
 TOLERANCE_SE = 0.3

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.leaderboard import build_leaderboard, compute_leaderboard
-from analysis.leaderboard_html import leaderboard_html
-from analysis.leaderboard_tables import render
+from analysis.leaderboard.board import build_leaderboard, compute_leaderboard
+from analysis.leaderboard.page import leaderboard_html
+from analysis.leaderboard.tables import render
 from pr1_eval.report.completeness import LIMIT_MARK, LIMIT_SIZES_KEY, LIMIT_WARNING, check_run
 from pr1_eval.report.load import load_report
 from pr1_eval.report.table import format_report_table

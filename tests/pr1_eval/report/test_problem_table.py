@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pr1_eval.report.metrics import majority_correct, majority_correct_per_problem
 from pr1_eval.report.run_report import _problem_table, metrics_of
+from pr1_eval.stats.metrics import majority_correct, majority_correct_per_problem
 
 
 def random_problems(rng: np.random.Generator, n_problems: int) -> list[tuple[list[int | None], list[bool]]]:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from pr1_eval.report.names import metric_name
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.schema import TaskMetrics, json_schema
+from pr1_eval.stats.names import metric_name
 from tests.support.report_fixtures import run_record, verdict_frame
 
 

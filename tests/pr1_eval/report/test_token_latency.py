@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from analysis.leaderboard import build_leaderboard, compute_leaderboard
-from analysis.leaderboard_html import leaderboard_html
-from analysis.leaderboard_tables import render
+from analysis.leaderboard.board import build_leaderboard, compute_leaderboard
+from analysis.leaderboard.page import leaderboard_html
+from analysis.leaderboard.tables import render
 from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze
 from pr1_eval.cli.main import main

@@ -1,0 +1,1 @@
+"""The checkpoint leaderboard: its document, tables, HTML page, groups, verdicts and command."""

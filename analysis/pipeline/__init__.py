@@ -1,0 +1,1 @@
+"""How ``analyze`` runs at scale and what it writes: the scheduled measures, tables, figures, folder."""

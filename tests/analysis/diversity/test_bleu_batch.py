@@ -1,0 +1,185 @@
+"""Batched BLEU gives sacrebleu's numbers bit for bit: the batch tokens equal the per-text 13a
+tokenisation, the integer-array clipped matches equal ``Counter`` arithmetic, the score from the
+statistics equals sacrebleu's ``_compute_score_from_stats``, and the pairs' scores equal
+``sentence_score`` symmetrised, across batch boundaries and on the ``Counter`` fallback."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+import sacrebleu
+from sacrebleu.metrics import BLEU
+
+import analysis.pipeline.scheduled
+from analysis.diversity import bleu as fast_bleu
+from analysis.diversity import bleu_counts
+from analysis.diversity.bleu_counts import TokenIds, clipped_matches, exact_score, score_function
+from analysis.engine.shards import ResultCache
+from analysis.pipeline.scheduled import bleu_scores
+
+#: Pieces that reach every 13a rule at a raw token's edges: '.', ',' and '-' next to digits and
+#: letters, the entities, ``<skipped>``, a dash before a line break, white space of every kind.
+_PIECES = [".", ",", "-", "1", "9", "0.5", "1,000", "3-4", "a.", ".a", ",b", "b,", "x-", "-7", "7-", "..", ",,",
+           "&quot;", "&amp;", "&lt;", "&gt;", "&amp;quot;", "<skipped>", "<skip<skipped>ped>", "-\n", "\n", "\t",
+           "  ", "\xa0", "\u2003", "\x1c", "é", "数学", "🙂", "$\\frac{1}{2}$", "(a+b)", "word", "the", "'s", "e.g.",
+           "\x00", "\ue000"] + [chr(c) for c in range(33, 127)]
+
+
+def _random_texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = ["", " ", "a", ".", ",", "-", "1", "1.", ".1", "-1", "1-", "&quot;", "<skipped>", "-\n", "a-\nb", "x\n"]
+    for _ in range(n):
+        length = rng.choice([1, 2, 3, 5, 12, 40])
+        glue = rng.choice(["", " ", "", " \n"])
+        texts.append(glue.join(rng.choice(_PIECES) for _ in range(length)))
+    return texts
+
+
+def _decode(ids: TokenIds, tokens: np.ndarray, lengths: np.ndarray) -> list[list[str]]:
+    names = {i: t for t, i in ids._ids.items()}
+    words = [names[i] for i in tokens.tolist()]
+    ends = np.cumsum(lengths).tolist()
+    return [words[end - n : end] for end, n in zip(ends, lengths.tolist(), strict=True)]
+
+
+def test_13a_splits_raw_tokens_alike() -> None:
+    """The rules on a whole prepared text give the tokens of its whitespace pieces, piece by piece."""
+    for text in _random_texts(0, 3000):
+        prepared = fast_bleu.prepare_13a(text)
+        pieces = [token for raw in prepared.split() for token in fast_bleu.split_13a(raw)]
+        assert fast_bleu.split_13a(prepared) == pieces, repr(text)
+
+
+@pytest.mark.parametrize(("arrow", "separators", "whole"), [(True, None, False), (True, None, True),
+                                                             (False, None, False), (False, ("a", "\x00"), False),
+                                                             (False, None, True)])
+def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, arrow: bool,
+                                                  separators: tuple[str, ...] | None, whole: bool) -> None:
+    """``arrow``: raw tokens from pyarrow where it splits alike (chunks holding other white space
+    fall back), else always from ``str.split``. Separators (``str.split``): the module's, or none
+    free (each candidate occurs: text by text). ``whole``: the scorer's whole tokenisation per text
+    (the splitter used when its rules are not the 13a ones)."""
+    if not arrow:
+        monkeypatch.setattr(bleu_counts, "_arrow_raw_tokens", lambda prepared: None)
+    if separators is not None:
+        monkeypatch.setattr(bleu_counts, "_SEPARATORS", separators)
+    bleu = fast_bleu.scorer()
+    texts = _random_texts(1, 1500)
+    rng = random.Random(2)
+    prepare, split = (bleu._preprocess_segment, str.split) if whole else (fast_bleu.prepare_13a, fast_bleu.split_13a)
+    ids = TokenIds(prepare, split, max_memo=300)  # the memo is cleared on the way
+    start = 0
+    while start < len(texts):
+        chunk = texts[start : start + rng.choice([1, 2, 7, 100, 400])]
+        start += len(chunk)
+        tokens, lengths = ids.encode(chunk)
+        assert tokens.dtype == np.int64 and len(lengths) == len(chunk) and int(tokens.max(initial=-1)) < ids.size
+        assert _decode(ids, tokens, lengths) == [bleu._preprocess_segment(t).split() for t in chunk]
+
+
+def test_other_whitespace_is_what_pyarrow_does_not_split_at() -> None:
+    """Every character ``str.split`` splits at, less pyarrow's six ASCII ones, and pyarrow indeed
+    splits at those six and not at the others."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert sorted(bleu_counts.OTHER_WHITESPACE) == sorted(set(spaces) - set(" \t\n\v\f\r"))
+    split = pc.ascii_split_whitespace(pa.array([f"a{c}b" for c in spaces])).to_pylist()
+    assert [len(pieces) == 2 for pieces in split] == [c not in bleu_counts.OTHER_WHITESPACE for c in spaces]
+
+
+def test_arrow_raw_tokens_equal_str_split_or_decline() -> None:
+    """Where pyarrow answers, its raw tokens (less the empty ones) are ``str.split``'s, text by
+    text; it declines on other white space and on a lone surrogate."""
+    texts = [t for t in _random_texts(7, 2000) if not any(c in t for c in bleu_counts.OTHER_WHITESPACE)]
+    texts += ["", "   ", " lead", "trail ", "a\t\tb", "\r\n\x0b\x0c x"]
+    codes, uniques, per_text = bleu_counts._arrow_raw_tokens(texts)
+    tokens = [uniques[c] for c in codes.tolist()]
+    ends = np.cumsum(per_text).tolist()
+    got = [[t for t in tokens[end - n : end] if t] for end, n in zip(ends, per_text.tolist(), strict=True)]
+    assert got == [t.split() for t in texts]
+    assert len(set(uniques)) == len(uniques)
+    for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:
+        assert bleu_counts._arrow_raw_tokens(["plain text", f"a{odd}b"]) is None
+
+
+def _counter_matches(a: list[int], b: list[int]) -> list[int]:
+    out = []
+    for n in range(1, 5):
+        ca = Counter(tuple(a[i : i + n]) for i in range(len(a) - n + 1))
+        cb = Counter(tuple(b[i : i + n]) for i in range(len(b) - n + 1))
+        out.append(sum(min(c, cb[g]) for g, c in ca.items()))
+    return out
+
+
+def test_clipped_matches_equal_counter_arithmetic() -> None:
+    rng = random.Random(3)
+    texts = [[], [0], [0, 0], [1, 2, 3, 4], [1, 2, 3, 4, 1, 2, 3, 4], [5] * 9]
+    for _ in range(300):
+        vocab = rng.choice([2, 3, 10, 1000])
+        texts.append([rng.randrange(vocab) for _ in range(rng.choice([1, 2, 3, 4, 5, 8, 30, 200]))])
+    pairs = [(rng.randrange(len(texts)), rng.randrange(len(texts))) for _ in range(2000)] + [(3, 4), (4, 4), (0, 5)]
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    ids = np.array([i for t in texts for i in t], dtype=np.int64)
+    first, second = (np.array(side, dtype=np.int64) for side in zip(*pairs, strict=True))
+    got = clipped_matches(ids, lengths, first, second, 1000)
+    assert got.tolist() == [_counter_matches(texts[a], texts[b]) for a, b in pairs]
+    assert got[-3].tolist() == [4, 3, 2, 1] and got[-2].tolist() == [8, 7, 6, 5]
+
+
+def _random_stats(rng: random.Random) -> tuple[int, int, list[int]]:
+    hyp, ref = rng.choice([0, 1, 2, 3, 4, 5, 6, 10, 80, 500]), rng.choice([0, 1, 2, 3, 4, 5, 6, 10, 80, 500])
+    correct = []
+    for n in range(4):
+        total = max(0, hyp - n)
+        correct.append(0 if total == 0 or rng.random() < 0.3 else rng.randint(0, total))
+    return hyp, ref, correct
+
+
+def test_exact_score_equals_sacrebleu_s() -> None:
+    bleu = fast_bleu.scorer()
+    rng = random.Random(4)
+    stats = [_random_stats(rng) for _ in range(20000)] + [(1, 1, [1, 0, 0, 0]), (1, 9, [1, 0, 0, 0]), (9, 1, [1, 0, 0, 0]),
+                                                          (4, 4, [0, 0, 0, 0]), (3, 7, [3, 2, 1, 0]), (5, 5, [5, 0, 3, 0])]
+    for hyp, ref, correct in stats:
+        totals = [max(0, hyp - n) for n in range(4)]
+        expected = bleu._compute_score_from_stats([hyp, ref, *correct, *totals]).score
+        assert exact_score(hyp, ref, correct) == expected, (hyp, ref, correct)
+    assert any(0 < exact_score(*s) < 100 for s in stats) and exact_score(3, 7, [3, 2, 1, 0]) < exact_score(3, 3, [3, 2, 1, 0])
+    assert score_function(bleu) is exact_score
+    other = BLEU(effective_order=True, smooth_method="floor")  # not the configuration exact_score repeats
+    assert score_function(other) is not exact_score
+    assert score_function(other)(5, 5, [5, 0, 3, 0]) == other._compute_score_from_stats([5, 5, 5, 0, 3, 0, 5, 4, 3, 2]).score
+
+
+def _reference(a: str, b: str) -> float | None:
+    if not a.strip() or not b.strip():
+        return None
+    return (sacrebleu.sentence_bleu(a, [b]).score + sacrebleu.sentence_bleu(b, [a]).score) / 200.0
+
+
+def _sibling_pairs(seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    texts = _random_texts(seed, 400)
+    pairs = []
+    for _ in range(150):
+        block = [rng.choice(texts) for _ in range(rng.choice([2, 2, 3, 4]))]
+        pairs += [(block[i], block[j]) for i in range(len(block)) for j in range(i + 1, len(block))]
+    return pairs
+
+
+@pytest.mark.parametrize("limit", [None, 10])  # 10: every batch's keys are "too large", the Counter path scores
+def test_pair_bleu_equals_sentence_score_across_batches(monkeypatch: pytest.MonkeyPatch, limit: int | None) -> None:
+    monkeypatch.setattr(analysis.pipeline.scheduled, "BLEU_CHUNK", 7)  # blocks straddle batches
+    if limit is not None:
+        monkeypatch.setattr(bleu_counts, "_KEY_LIMIT", limit)
+    pairs = _sibling_pairs(5)
+    expected = [_reference(a, b) for a, b in pairs]
+    assert any(e is None for e in expected) and any(e and 0 < e < 1 for e in expected)
+    assert bleu_scores(pairs, cache=ResultCache(None)).result() == expected  # ==: identical floats
+    assert [fast_bleu.pair_bleu([pair])[0] for pair in pairs[:40]] == expected[:40]
+    assert fast_bleu.pair_bleu(pairs) == expected
