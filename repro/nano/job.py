@@ -20,7 +20,7 @@ from typing import Any
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.testing.tiny_model import cached_tiny_model
 from repro import stages as repro_stages
-from repro.nano import checks
+from repro.nano import checks, gain
 from repro.nano.data import build_nano_data, build_rl_data
 from repro.nano.nll import response_nll
 from repro.nano.plan import PLANS, Draw, NanoStage, Scale
@@ -76,8 +76,9 @@ def start_model(stage: NanoStage, done: dict[str, StageResult], tiny_seed: int =
     return earlier.merged
 
 
-def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[checks.Check]:
-    """The checks that apply to one stage (SFT: loss and NLL; RL: reward, on-policy, stored runs, engine)."""
+def stage_checks(result: StageResult, data_dir: Path, scale: Scale, target: TargetChoice | None = None) -> list[checks.Check]:
+    """The checks that apply to one stage (SFT: loss and NLL; RL: learning against the frozen start model,
+    the reward's trend, on-policy, stored runs, engine)."""
     name = result.stage.name
     if result.kind == "sft":
         found = [checks.loss_falls(name, result.metrics)]
@@ -90,10 +91,17 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale) -> list[chec
     runs = stored_steps(result.rollout_runs / "train")
     rewards = {step: run["groups"] for step, run in runs.items()}
     parallel = {step: run["parallel_groups"] for step, run in runs.items()}
-    found = [checks.reward_rises(name, rewards, required=result.stage.expect_rise),
-             checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
-             checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
-    if repro_stages.STAGES[result.stage.stage].structured:
+    found = []
+    structured = repro_stages.STAGES[result.stage.stage].structured
+    if target is not None and result.merged:
+        control, trained = gain.frozen_control(result.start_model, result.merged, target.target, structured=structured,
+                                           mode=target_mode(result.stage), response_length=scale.response_length,
+                                           max_path_tokens=scale.max_path_tokens)
+        found.append(gain.gain_check(name, control, trained, required=result.stage.expect_rise))
+    found += [checks.reward_rises(name, rewards, required=False),
+              checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
+              checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
+    if structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:
         found.append(checks.on_policy(name, result.metrics))
@@ -120,15 +128,18 @@ def prepare_rl_data(stage: NanoStage, model: str, out: Path, scale: Scale, echo:
                     rl_problems: int = 16, seed: int = 0) -> TargetChoice:
     """Choose an RL stage's gold from its start model (:mod:`repro.nano.targets`) and write its data."""
     structured = repro_stages.STAGES[stage.stage].structured
-    mode = reward_mode(stage)
-    # the first step of the S2 schedule is an accuracy step: its reward pays for a right answer
-    choice = choose_target(model, structured=structured, mode="parallel_accuracy" if mode == "parallel_accuracy"
-                           else "accuracy", response_length=scale.response_length,
+    choice = choose_target(model, structured=structured, mode=target_mode(stage), response_length=scale.response_length,
                            max_path_tokens=scale.max_path_tokens, problems_needed=rl_problems, seed=seed)
     echo(f"[{stage.name}] golds {choice.target}: the start model earns the reward with it on {choice.share:.1%} "
          f"of {choice.rollouts} sampled rollouts (candidates {', '.join(f'{k}: {v:.1%}' for k, v in choice.shares.items())})")
     build_rl_data(out, stage_data(stage, out).name, choice.target, rl_problems=rl_problems)
     return choice
+
+
+def target_mode(stage: NanoStage) -> str:
+    """What the stage's gold is chosen for and its learning judged by: ``parallel_accuracy`` where that is its
+    reward, else ``accuracy`` (the first step of the S2 schedule is an accuracy step: it pays for a right answer)."""
+    return "parallel_accuracy" if reward_mode(stage) == "parallel_accuracy" else "accuracy"
 
 
 def reward_parallel_demand(stage: NanoStage) -> str:
@@ -176,7 +187,7 @@ def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: b
         result = run_stage(stage, model, out, stage_data(stage, out), scale, echo, draw=draw)
         done[stage.name] = result
         report.stages.append(result)
-        report.checks += stage_checks(result, data_dir, scale)
+        report.checks += stage_checks(result, data_dir, scale, report.targets.get(stage.name))
     if score:
         report.scoring = score_and_rank(report.stages, out, echo)
     report.seconds = time.monotonic() - started
