@@ -20,7 +20,7 @@ narrow), and it needs no variance estimate per problem.
 printed): the trend sees 32 prompt groups, each met once or twice, so a learning stage reaches z of
 4-5 over a bar of 2.5 (a good commit fails about one draw in 55, and a frozen stage passes with the
 0.6 % chance a normal z has of exceeding 2.5); the
-trained model against its own start, with 144 samples each on the same problems, reaches z of 8-24 on
+trained model against its own start, with 256 samples each on the same problems, reaches z of 8-24 on
 the draws measured (``docs/performance.md``), so a bar of :data:`Z_GAIN` = 5 sits 1.5 or more from both
 a learning stage and the null (a frozen stage reaches 3.5 once in ~4,300 draws). The samples are drawn
 with other seeds than the stage's rollouts (:data:`START_SEED`, :data:`FINAL_SEED`): the two samplings of
@@ -39,8 +39,8 @@ from repro.nano.data import arithmetic_rows
 from repro.nano.targets import earns, sample_responses
 
 Z_GAIN = 5.0
-PROBLEMS = 12
-PER_PROBLEM = 12
+PROBLEMS = 16
+PER_PROBLEM = 16
 START_SEED, FINAL_SEED = 7_001, 7_002
 RULE = (f"the trained model earns the reward on the stage's problems more often than the frozen start model, by a "
         f"Mantel–Haenszel z ≥ {Z_GAIN:g} ({PROBLEMS} problems × {PER_PROBLEM} samples each)")
