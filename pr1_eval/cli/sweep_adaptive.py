@@ -40,12 +40,13 @@ def add_decide_options(p: argparse.ArgumentParser) -> None:
                         "guarantee valid at every round (best: which checkpoint is best, within --delta; ranking: every "
                         "pair's sign or 'within ±delta'), or until -k samples per problem (k_max); --adaptive-alpha is "
                         "the chance of any wrong verdict across the sweep")
-    p.add_argument("--decide-test", choices=DECIDE_TESTS, default="obrien-fleming",
-                   help="with --decide: the test looked at after every round. obrien-fleming (default): the fixed-k "
-                        "z-test with alpha spent over the rounds up to -k, so running to k_max decides what fixed k "
-                        "decides, and decided checkpoints stop early; pocock: spends more alpha early (stops sooner, "
-                        "decides less at k_max); cs: confidence sequences, valid with no k_max (a sweep that may run "
-                        "on), about 1.3x wider at any one look")
+    p.add_argument("--decide-test", choices=DECIDE_TESTS, default=None,
+                   help="with --decide: the test looked at after every round. obrien-fleming (the default for "
+                        "ranking): the fixed-k z-test with alpha spent over the rounds up to -k, so running to k_max "
+                        "decides what fixed k decides, and decided checkpoints stop early; pocock (the default for "
+                        "best): spends alpha evenly over the rounds, so checkpoints clearly behind are dropped after a "
+                        "round or two whatever -k is; cs: confidence sequences, valid with no k_max (a sweep that may "
+                        "run on), about 1.3x wider at any one look")
     p.add_argument("--delta", type=FRACTION, default=0.05, metavar="D",
                    help="with --decide: resolution, a fraction of problems solved (default 0.05 = 5 points)")
     p.add_argument("--first-round", type=positive_int, default=4, metavar="N",
@@ -55,6 +56,16 @@ def add_decide_options(p: argparse.ArgumentParser) -> None:
                         "loaded about log2(k/first) + 1 times)")
 
 
+def default_test(question: str) -> str:
+    """The test a question gets unless ``--decide-test`` names one. Measured on the budget testbed
+    (``bench/bench_ranking.py``, docs/performance.md): for the best, Pocock's spending drops the
+    checkpoints clearly behind in the first rounds at any k_max (0.26-0.29 of fixed k = 16's samples on
+    AIME24 for k_max 8-64) where O'Brien-Fleming's waits for a share of k_max (0.34 at 8, 0.85 at 64);
+    for the ranking, O'Brien-Fleming's keeps the last look's power (at or above fixed k everywhere)
+    where Pocock's falls below it at k = 8-16."""
+    return "pocock" if question == "best" else "obrien-fleming"
+
+
 def decided_sweep(args: argparse.Namespace, request: SweepRequest, config: RunConfig) -> int:
     """Run the adaptive sweep and print its tables; exit 1 when a checkpoint failed."""
     from pr1_eval.generate.adaptive_sweep import run_adaptive_sweep
@@ -62,7 +73,7 @@ def decided_sweep(args: argparse.Namespace, request: SweepRequest, config: RunCo
     from pr1_eval.stats.ranking_verdicts import DecideSettings
 
     settings = DecideSettings(args.decide, args.adaptive_alpha, args.delta, args.k, args.first_round,
-                              args.round_growth, test=args.decide_test).check()
+                              args.round_growth, test=args.decide_test or default_test(args.decide)).check()
     result = run_adaptive_sweep(plan_sweep(request, config), settings)
     print("\n" + format_decision(result))
     return 1 if any(r.status == "failed" for r in result.rows) else 0
