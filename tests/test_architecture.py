@@ -460,3 +460,11 @@ def test_the_protocol_has_one_home() -> None:
     for name, file in MODULES.items():
         if not name.startswith("pr1_eval.protocol"):
             assert "convert_tokens_to_ids(" not in file.read_text(encoding="utf-8"), name
+
+
+def test_one_rule_sizes_every_pool_of_processes() -> None:
+    """``default_workers`` is defined once (:mod:`pr1_eval.processes`); each pool holds its settings."""
+    defined = sorted(name for name, file in MODULES.items()
+                     if any(isinstance(node, ast.FunctionDef) and node.name == "default_workers"
+                            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8")))))
+    assert defined == ["pr1_eval.processes"]
