@@ -202,3 +202,17 @@ def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTS
     return {"method": "expanded percentile bootstrap of the mean over problems (tails at Φ(−√(P/(P−1))·t_{P−1}))",
             "estimand": ESTIMAND_PROBLEMS, "resampled": "problems, sorted by problem id",
             "n_resamples": n_resamples, "seed": seed, "confidence": 0.95}
+
+
+def ratio_ci(response: np.ndarray, critical: np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+             seed: int = BOOTSTRAP_SEED, alpha: float = 0.05) -> tuple[float, float] | None:
+    """Expanded percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem
+    sums, problem-id order; None below 2 problems): both means come from the same resampled problems,
+    and the tails are :func:`expanded_tail`'s, as every other interval's (the report's speedup,
+    :mod:`pr1_eval.report.efficiency`)."""
+    if response.size < 2:
+        return None
+    ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)
+    tail = expanded_tail(response.size, alpha)
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return float(low), float(high)
