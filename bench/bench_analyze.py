@@ -95,7 +95,8 @@ def main() -> int:
         caches = root / "caches"
         shutil.rmtree(caches, ignore_errors=True)
         env = {**os.environ, "PR1_LOADER_CACHE": str(caches / "loader"), "PR1_ANALYSIS_CACHE": str(caches / "analysis"),
-               "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(HERE.parent)}
+               "HF_HUB_OFFLINE": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
         cpu = time.process_time()
         floor, n_responses, n_blocks = floor_counts(runs)
         floor_cpu = time.process_time() - cpu
