@@ -14,9 +14,10 @@ cd "$(dirname "$0")/.."
 
 # name|arguments (small size). Run in two lanes at once (the CI machine has two cores and most
 # benches wait on child processes or model loads part of the time); the lanes are balanced by
-# their measured times (CI at load ~2: lane 1 about 76 s, lane 2 about 80 s): the first seven
-# entries form lane 1, the rest lane 2.
-LANE1=7
+# their measured times (CI at load ~2: lane 1 about 76 s, lane 2 about 80 s, before
+# bench_same_outputs.py, about 12 s of CPU, joined lane 1): the first eight entries form lane 1,
+# the rest lane 2.
+LANE1=8
 CPU_BENCHES=(
     "bench_kill_resume.py|--kills 1 --cut-parts 1 --limit 1 -k 1 --max-new-tokens 4"
     "bench_dashboard.py|--small"
@@ -25,6 +26,7 @@ CPU_BENCHES=(
     "bench_hf_batching.py|--problems 2 -k 1 --max-new-tokens 4"
     "bench_forkjoin.py|--problems 1 -k 2 --max-new-tokens 8"
     "bench_rollout_runs.py|--rows 64 --n 8 --tokens 100"
+    "bench_same_outputs.py|--small"
     "bench_ray.py|--problems 2 -k 1 --max-new-tokens 4 --sim-problems 64 --replicas 8 --repeats 1"
     "bench_diversity.py|--blocks 16 --naive-sample 4 --batch-size 16"
     "bench_analyze.py|--small"

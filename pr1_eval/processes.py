@@ -19,6 +19,7 @@ digit or two) is refused; the floor lets a test or a small machine still ask for
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from pr1_eval.errors import Pr1EvalError
 
@@ -56,20 +57,34 @@ def check_worker_count(count: int, where: str, purpose: str, *, zero: str | None
     return count
 
 
-def configured_workers(env: str, purpose: str) -> int | None:
+@dataclass(frozen=True)
+class Pool:
+    """What sizes one pool of worker processes: the environment variable that names its size, the
+    most processes it starts by default (``cap``), and what they do (``purpose``, for messages).
+
+    Why a value and not a function per pool: the rule is one (:func:`default_workers`); each pool
+    only holds its three settings, so no pool can size itself differently by accident."""
+
+    env: str
+    cap: int
+    purpose: str
+
+
+def configured_workers(pool: Pool) -> int | None:
     """The positive integer ``$env`` holds, ``None`` when it is unset or blank; a
-    :class:`~pr1_eval.errors.Pr1EvalError` naming ``env`` when it holds anything else or more than
-    :func:`worker_limit`. ``purpose``: what the processes do, for the message."""
-    value = os.environ.get(env, "").strip()
+    :class:`~pr1_eval.errors.Pr1EvalError` naming the variable when it holds anything else or more
+    than :func:`worker_limit`."""
+    value = os.environ.get(pool.env, "").strip()
     if not value:
         return None
     if not value.isdigit() or int(value) < 1:
-        raise Pr1EvalError(f"{env}={value!r} is not a positive integer; set it to the number of {purpose} "
+        raise Pr1EvalError(f"{pool.env}={value!r} is not a positive integer; set it to the number of {pool.purpose} "
                            "processes (1 runs everything in one process) or unset it")
-    return check_worker_count(int(value), f"${env}", purpose)
+    return check_worker_count(int(value), f"${pool.env}", pool.purpose)
 
 
-def default_workers(env: str, cap: int, purpose: str) -> int:
-    """``$env`` (:func:`configured_workers`), else :func:`usable_cpus` capped at ``cap``."""
-    configured = configured_workers(env, purpose)
-    return configured if configured is not None else max(1, min(cap, usable_cpus()))
+def default_workers(pool: Pool) -> int:
+    """How many workers ``pool`` starts: ``$env`` (:func:`configured_workers`), else
+    :func:`usable_cpus` capped at ``cap``. The one definition; both pools call it."""
+    configured = configured_workers(pool)
+    return configured if configured is not None else max(1, min(pool.cap, usable_cpus()))

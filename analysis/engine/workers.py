@@ -45,10 +45,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def default_workers() -> int:
-    """``$PR1_ANALYSIS_WORKERS`` (a positive integer), else the usable CPUs capped at :data:`MAX_WORKERS`
-    (:func:`pr1_eval.processes.default_workers`: the grading pool sizes itself by the same rule)."""
-    return processes.default_workers(WORKERS_ENV, MAX_WORKERS, "analysis")
+#: How the analysis' pool is sized: ``$PR1_ANALYSIS_WORKERS``, else the usable CPUs capped at
+#: :data:`MAX_WORKERS` (:func:`pr1_eval.processes.default_workers`: the grading pool's rule too).
+ANALYSIS_POOL = processes.Pool(WORKERS_ENV, MAX_WORKERS, "analysis")
 
 
 class Workers:
@@ -170,7 +169,7 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     """Forked workers for one analysis, or ``None`` when one process is asked for (or fork is not
     available). Call it before anything starts a thread; the workers are started at once and
     stopped on exit."""
-    size = default_workers() if size is None else processes.check_worker_count(size, "size", "analysis")
+    size = processes.default_workers(ANALYSIS_POOL) if size is None else processes.check_worker_count(size, "size", "analysis")
     keep_freed_memory()  # before the fork: the workers inherit it
     if size < 2 or "fork" not in multiprocessing.get_all_start_methods():
         yield None

@@ -283,8 +283,8 @@ def _problem_sets(samples: pd.DataFrame) -> dict[tuple[str, str], set[str]]:
     """(run, task) → its problem ids, from one pass over the rows (a group per run × task cost
     seconds on thousands of tasks)."""
     sets: dict[tuple[str, str], set[str]] = {}
-    for run, task, pid in zip(samples["run"].astype(str), samples["task"].astype(str),
-                              samples["problem_id"].astype(str), strict=True):
+    keys = samples[["run", "task", "problem_id"]].astype(str).drop_duplicates()  # k samples per problem: read once
+    for run, task, pid in zip(keys["run"], keys["task"], keys["problem_id"], strict=True):
         sets.setdefault((run, task), set()).add(pid)
     return sets
 

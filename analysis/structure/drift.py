@@ -3,16 +3,9 @@
 The paper's claim (b) is that ``<Parallel>`` blocks move later in the response as RL goes on.
 A claim about a trend needs a test, so every metric gets Spearman's ρ against the checkpoint
 step (rank-based: robust to the uneven spacing of saved steps) and one two-sided p-value,
-``p_value``, computed by :func:`spearman_test` and read by every surface (``analyze`` tables and
-``--json``, the dashboard's Training page, notebook 02). ``p_method`` says how it was computed:
-
-* up to :data:`EXACT_MAX_STEPS` steps, ``"exact permutation (n! = 24)"``: the share of all n!
-  orderings of the values whose |ρ| is at least the observed one. Why: scipy's p-value is a
-  t approximation that is badly off for a handful of checkpoints (0.0 for a perfect trend over
-  3 or 4 steps, where the exact p is 1/3 or 1/12), and a sweep rarely has more than 8 checkpoints.
-  Ties are ranked by average ranks, exactly as scipy's ρ, and every ordering of the tied values
-  counts once, so the null distribution is the one of the statistic reported;
-* beyond that, ``"t-approximation (n = 12)"``: scipy's, which is accurate by then.
+``p_value``, computed by :func:`pr1_eval.stats.spearman.spearman_test` (exact permutation up to 8
+steps, scipy's t approximation beyond; ``p_method`` says which) and read by every surface
+(``analyze`` tables and ``--json``, the dashboard's Training page, notebook 02).
 
 Runs are compared only within one *model family* (one training job: the model path with its
 ``global_step_N`` component wildcarded) and one decoding mode, so two experiments never mix.
@@ -22,18 +15,14 @@ such a trend is left out (null) with a note saying so (see :func:`trend`).
 
 from __future__ import annotations
 
-import functools
-import itertools
-import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pr1_eval.records.run import RunRecord
 from pr1_eval.records.steps import checkpoint_step, starred_steps
+from pr1_eval.stats.spearman import spearman_test
 
 #: Metrics (columns of the per-step table) whose trend against step is tested.
 TREND_METRICS: tuple[str, ...] = (
@@ -48,8 +37,6 @@ TREND_METRICS: tuple[str, ...] = (
 DRIFT_JSON_METRIC = "block_rel_pos"
 #: Fewest distinct steps for which a trend is computed at all.
 MIN_STEPS = 3
-#: Up to this many steps the p-value is the exact permutation one (8! = 40,320 orderings, ~10 ms).
-EXACT_MAX_STEPS = 8
 #: Metrics measured in a position unit (tokens or characters, the runs' ``position_unit``).
 POSITION_METRICS = ("block_rel_pos", "first_block_rel_pos")
 #: How each position unit is written in notes and labels.
@@ -77,62 +64,6 @@ def model_family(run: RunRecord, run_name: str) -> str:
         return run.model.family
     base = run.model.path or run_name
     return starred_steps(base)
-
-
-@functools.lru_cache(maxsize=EXACT_MAX_STEPS + 1)
-def _orderings(n: int) -> np.ndarray:
-    """All n! orderings of ``range(n)``, one per row (8! × 8 small integers: 320 kB)."""
-    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
-
-
-def exact_spearman_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
-    """Two-sided exact permutation p-value of Spearman's ρ: the share of the n! orderings of ``y``
-    whose |ρ| reaches the observed |ρ|. ``None`` above :data:`EXACT_MAX_STEPS` points, below 2, or
-    when either series is constant (ρ undefined).
-
-    Ties get average ranks (scipy's ρ); permuting the ranks of ``y`` is permuting ``y``, so tied
-    values are reordered like any others and each of the n! orderings counts once.
-    """
-    n = len(x)
-    if n > EXACT_MAX_STEPS or n < 2 or len(y) != n:
-        return None
-    from scipy.stats import rankdata  # scipy.stats takes seconds to import; the loader imports this module
-
-    a = rankdata(np.asarray(x, dtype=float))
-    b = rankdata(np.asarray(y, dtype=float))
-    a, b = a - a.mean(), b - b.mean()
-    denom = math.sqrt(float((a * a).sum() * (b * b).sum()))
-    if not denom:
-        return None
-    observed = abs(float(a @ b)) / denom
-    rhos = np.abs(b[_orderings(n)] @ a) / denom
-    # distinct values of ρ differ by far more than 1e-9 (ρ is a ratio of small integers over n ≤ 8)
-    return float(np.mean(rhos >= observed - 1e-9))
-
-
-def p_method_name(n_points: int) -> str:
-    """How :func:`spearman_test` computes the p-value of ``n_points`` points, as ``p_method`` says it."""
-    if 2 <= n_points <= EXACT_MAX_STEPS:
-        return f"exact permutation (n! = {math.factorial(n_points):,})"
-    return f"t-approximation (n = {n_points})"
-
-
-def spearman_test(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> dict[str, Any]:
-    """Spearman's ρ of ``y`` against ``x`` and THE p-value every surface reports: ``spearman_rho``,
-    ``p_value`` and ``p_method`` (exact up to :data:`EXACT_MAX_STEPS` points, else scipy's t
-    approximation; see the module docstring). Nulls when ρ is undefined (a constant series)."""
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    from scipy.stats import spearmanr
-
-    result = spearmanr(xs, ys)
-    rho = float(result.statistic)
-    if math.isnan(rho):
-        return {"spearman_rho": None, "p_value": None, "p_method": None}
-    if len(xs) <= EXACT_MAX_STEPS:
-        p: float | None = exact_spearman_p(xs, ys)
-    else:
-        p = None if math.isnan(float(result.pvalue)) else float(result.pvalue)
-    return {"spearman_rho": rho, "p_value": p, "p_method": p_method_name(len(xs))}
 
 
 def trend(steps: pd.Series, values: pd.Series) -> dict[str, Any]:

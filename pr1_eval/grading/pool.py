@@ -53,17 +53,9 @@ AFFINITY_WINDOW = 128
 
 #: Grading is cheap per item: more workers than this wait on the dispatcher.
 MAX_WORKERS = 8
-
-
-def configured_workers() -> int | None:
-    """The number of workers ``$PR1_EVAL_GRADING_WORKERS`` asks for (a positive integer), else ``None``."""
-    return processes.configured_workers(WORKERS_ENV, "grading")
-
-
-def default_workers() -> int:
-    """``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at :data:`MAX_WORKERS`
-    (:func:`pr1_eval.processes.default_workers`, the project's one rule)."""
-    return processes.default_workers(WORKERS_ENV, MAX_WORKERS, "grading")
+#: How the grading pool is sized: ``$PR1_EVAL_GRADING_WORKERS``, else the usable CPUs capped at
+#: :data:`MAX_WORKERS` (:func:`pr1_eval.processes.default_workers`, the project's one rule).
+GRADING_POOL = processes.Pool(WORKERS_ENV, MAX_WORKERS, "grading")
 
 
 @dataclass
@@ -127,7 +119,7 @@ class GradingPool:
         test_hooks: bool | None = None,
         warm: bool = True,
     ) -> None:
-        self.n_workers = max(1, workers if workers is not None else default_workers())
+        self.n_workers = max(1, workers if workers is not None else processes.default_workers(GRADING_POOL))
         self.max_batch = max(1, max_batch)
         self.start_timeout_s = start_timeout_s
         self.test_hooks = os.environ.get(TEST_HOOKS_ENV) == "1" if test_hooks is None else test_hooks

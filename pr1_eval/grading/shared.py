@@ -2,7 +2,8 @@
 
 Created on first use (so importing the grader starts nothing), closed at interpreter exit, and
 recreated in a forked child, which inherits neither the dispatcher thread nor the right to
-the parent's workers. Its size is :func:`~pr1_eval.grading.pool.default_workers`.
+the parent's workers. Its size is :func:`~pr1_eval.processes.default_workers` of
+:data:`~pr1_eval.grading.pool.GRADING_POOL`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import atexit
 import os
 import threading
 
-from pr1_eval.grading.pool import GradingPool, configured_workers, default_workers
+from pr1_eval.grading.pool import GRADING_POOL, GradingPool
+from pr1_eval.processes import configured_workers, default_workers
 
 _shared: GradingPool | None = None
 _shared_lock = threading.Lock()
@@ -53,8 +55,8 @@ def use_cold_workers(max_workers: int | None = None) -> None:
 def _size() -> int:
     """The next pool's size: :func:`default_workers`, capped by :func:`use_cold_workers`' limit
     unless the environment names the size."""
-    size = default_workers()
-    if _max_workers is not None and configured_workers() is None:
+    size = default_workers(GRADING_POOL)
+    if _max_workers is not None and configured_workers(GRADING_POOL) is None:
         size = max(1, min(size, _max_workers))
     return size
 

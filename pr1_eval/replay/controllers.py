@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 
 from pr1_eval.replay.state import BranchesExhausted, QuestionState
+from pr1_eval.stats.consistency import asc_confidence
 
 #: A branch-level rule: read one branch (or a group) and return its answer.
 BranchRule = Callable[[QuestionState], str | None]
@@ -87,14 +87,6 @@ class MajorityVote:
     def __call__(self, state: QuestionState) -> str | None:
         answers = [a for a in (self.rule(state) for _ in range(self.n)) if a is not None]
         return _vote(answers)
-
-
-@cache
-def asc_confidence(v1: int, v2: int) -> float:
-    """P(p1 > p2) as Adaptive-Consistency computes it: 1 − BetaCDF(0.5; v1 + 1, v2 + 1)."""
-    from scipy.stats import beta
-
-    return float(1 - beta.cdf(0.5, v1 + 1, v2 + 1))
 
 
 @dataclass(frozen=True)

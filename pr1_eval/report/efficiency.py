@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pr1_eval.stats.metrics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, expanded_tail
-from pr1_eval.stats.resampling import resampled_means
+from pr1_eval.stats.metrics import ratio_ci
 
 Interval = tuple[float, float]
 #: The sample columns the figures read.
@@ -54,19 +53,6 @@ class Efficiency:
 
 def _ratio(numerator: float, denominator: float) -> float | None:
     return float(numerator / denominator) if denominator > 0 else None
-
-
-def speedup_interval(response: np.ndarray, critical: np.ndarray, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                     seed: int = BOOTSTRAP_SEED, alpha: float = 0.05) -> Interval | None:
-    """Expanded percentile bootstrap interval of sum(response) / sum(critical) over problems (per-problem
-    sums, problem-id order; None below 2 problems): both means come from the same resampled problems,
-    and the tails are :func:`pr1_eval.stats.metrics.expanded_tail`'s, as every other interval's."""
-    if response.size < 2:
-        return None
-    ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)
-    tail = expanded_tail(response.size, alpha)
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(low), float(high)
 
 
 def efficiency(frame: pd.DataFrame, correct: np.ndarray) -> Efficiency:
@@ -103,7 +89,7 @@ def length_figures(problem: np.ndarray, lengths: Mapping[str, np.ndarray], corre
     return Efficiency(
         response_length_per_sample=float(response.mean()), critical_path_per_sample=float(critical.mean()),
         length_unit=units.pop() if units else None, speedup=_ratio(response.sum(), critical.sum()),
-        speedup_ci95=speedup_interval(response_sums, critical_sums),
+        speedup_ci95=ratio_ci(response_sums, critical_sums),
         speedup_problem_median=float(np.median(per_problem)) if per_problem.size else None,
         speedup_problem_p90=float(np.quantile(per_problem, 0.9)) if per_problem.size else None,
         losing_path_share=_ratio(losing.sum(), response.sum()),

@@ -48,7 +48,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import betaln, xlogy
 
 from pr1_eval.errors import Pr1EvalError
 
@@ -95,7 +94,11 @@ class StopRule:
 
 
 def log_mixture(c: Any, n: Any, p: Any, prior: float = 0.5) -> np.ndarray:
-    """log M_n(p) of the module docstring, elementwise (p = 0 or 1 give +inf where impossible)."""
+    """log M_n(p) of the module docstring, elementwise (p = 0 or 1 give +inf where impossible).
+    scipy.special is imported here: it takes about a second, and every report and leaderboard
+    imports this module (for adaptive runs' completeness) while only adaptive runs call this."""
+    from scipy.special import betaln, xlogy
+
     c, n, p = np.asarray(c, dtype=float), np.asarray(n, dtype=float), np.asarray(p, dtype=float)
     with np.errstate(divide="ignore"):
         likelihood = xlogy(c, p) + xlogy(n - c, 1 - p)

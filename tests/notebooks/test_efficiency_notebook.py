@@ -30,7 +30,7 @@ RESULT = ('points = efficiency["points"].sort_values("step")\n'
 def test_the_efficiency_cell_draws_the_designed_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fx.build_forkjoin_runs(tmp_path / "runs")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert "efficiency_figures" in nb.cells[-1].source
+    assert "analysis.efficiency.figures" in nb.cells[-1].source
     nb.cells.append(nbformat.v4.new_code_cell("import json\n" + RESULT))
     monkeypatch.setenv("PR1_RUNS", str(tmp_path / "runs"))
     monkeypatch.delenv("PR1_INCLUDE_INCOMPLETE", raising=False)

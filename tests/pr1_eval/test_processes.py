@@ -17,17 +17,17 @@ def test_unset_means_the_usable_cpus_capped(monkeypatch: pytest.MonkeyPatch) -> 
     expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert processes.usable_cpus() == expected
     monkeypatch.setattr(processes, "usable_cpus", lambda: 12)
-    assert processes.default_workers("X_WORKERS", 8, "test") == 8
+    assert processes.default_workers(processes.Pool("X_WORKERS", 8, "test")) == 8
     monkeypatch.setattr(processes, "usable_cpus", lambda: 3)
-    assert processes.default_workers("X_WORKERS", 8, "test") == 3
+    assert processes.default_workers(processes.Pool("X_WORKERS", 8, "test")) == 3
     monkeypatch.setenv("X_WORKERS", "  ")  # blank is unset
-    assert processes.default_workers("X_WORKERS", 8, "test") == 3
+    assert processes.default_workers(processes.Pool("X_WORKERS", 8, "test")) == 3
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
 def test_a_bad_value_is_an_error_naming_the_variable_for_both_pools(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    for env, sized in ((grading_pool.WORKERS_ENV, grading_pool.default_workers),
-                       (analysis_workers.WORKERS_ENV, analysis_workers.default_workers)):
+    for env, sized in ((grading_pool.WORKERS_ENV, lambda: processes.default_workers(grading_pool.GRADING_POOL)),
+                       (analysis_workers.WORKERS_ENV, lambda: processes.default_workers(analysis_workers.ANALYSIS_POOL))):
         monkeypatch.setenv(env, value)
         with pytest.raises(Pr1EvalError, match=f"{env}={value!r} is not a positive integer.*unset it"):
             sized()
@@ -40,16 +40,18 @@ def test_both_pools_follow_the_one_rule(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(processes, "usable_cpus", lambda: 64)
     monkeypatch.delenv(grading_pool.WORKERS_ENV, raising=False)
     monkeypatch.delenv(analysis_workers.WORKERS_ENV, raising=False)
-    assert grading_pool.default_workers() == grading_pool.MAX_WORKERS == 8
-    assert analysis_workers.default_workers() == analysis_workers.MAX_WORKERS == 8
+    assert processes.default_workers(grading_pool.GRADING_POOL) == grading_pool.MAX_WORKERS == 8
+    assert processes.default_workers(analysis_workers.ANALYSIS_POOL) == analysis_workers.MAX_WORKERS == 8
+    assert (grading_pool.GRADING_POOL.env, analysis_workers.ANALYSIS_POOL.env) == (grading_pool.WORKERS_ENV,
+                                                                                  analysis_workers.WORKERS_ENV)
 
 
 def test_a_count_past_the_limit_is_refused_for_both_pools_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's ``PR1_ANALYSIS_WORKERS=99999`` forked 5,450 processes; the limit is four per CPU
     of the machine, never under 16 (here 64 CPUs: 256 is the last count allowed)."""
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    for env, sized in ((grading_pool.WORKERS_ENV, grading_pool.default_workers),
-                       (analysis_workers.WORKERS_ENV, analysis_workers.default_workers)):
+    for env, sized in ((grading_pool.WORKERS_ENV, lambda: processes.default_workers(grading_pool.GRADING_POOL)),
+                       (analysis_workers.WORKERS_ENV, lambda: processes.default_workers(analysis_workers.ANALYSIS_POOL))):
         monkeypatch.setenv(env, "256")
         assert sized() == 256
         for value in ("257", "99999"):

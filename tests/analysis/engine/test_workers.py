@@ -16,11 +16,12 @@ import pytest
 
 import analysis.pipeline.output
 import analysis.pipeline.scheduled
-from analysis.engine.workers import WORKERS_ENV, Chunked, analysis_workers, default_workers
+from analysis.engine.workers import ANALYSIS_POOL, WORKERS_ENV, Chunked, analysis_workers
 from analysis.pipeline.output import CsvBegun, write_csv, write_tables
 from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.processes import default_workers
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 from tests.support.processes import alive
 
@@ -123,9 +124,9 @@ def test_one_worker_means_this_process() -> None:
 def test_a_bad_worker_count_is_refused_with_the_fix(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(WORKERS_ENV, value)
     with pytest.raises(Pr1EvalError, match=f"{WORKERS_ENV}=.*positive integer.*unset it"):
-        default_workers()
+        default_workers(ANALYSIS_POOL)
     monkeypatch.setenv(WORKERS_ENV, "3")
-    assert default_workers() == 3
+    assert default_workers(ANALYSIS_POOL) == 3
 
 
 def _pids(items: list[int]) -> list[tuple[int, int]]:

@@ -12,8 +12,9 @@ import pytest
 from scipy.stats import spearmanr
 
 from analysis.runs.loader import load_runs
-from analysis.structure.drift import drift_json, drift_trends, exact_spearman_p, metric_trend, trend
+from analysis.structure.drift import drift_json, drift_trends, metric_trend, trend
 from analysis.summary import analyze, to_json
+from pr1_eval.stats.spearman import exact_spearman_p
 from tests.support.analysis_fixtures import block, make_record, response, write_run
 
 

@@ -24,8 +24,9 @@ from pr1_eval.grading import (
     grade_responses,
     math_equal,
 )
-from pr1_eval.grading.pool import WORKERS_ENV, default_workers
+from pr1_eval.grading.pool import GRADING_POOL, WORKERS_ENV
 from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, verify_pair
+from pr1_eval.processes import default_workers
 from pr1_eval.records.sample import SampleRecord
 from tests.support.deadlines import scaled
 
@@ -273,7 +274,7 @@ def test_use_cold_workers_caps_the_next_pool_unless_the_environment_sets_its_siz
     close_shared_pool()
     monkeypatch.setattr(shared, "_warm", True)
     monkeypatch.setattr(shared, "_max_workers", None)
-    monkeypatch.setattr(shared, "default_workers", lambda: 4)
+    monkeypatch.setattr(shared, "default_workers", lambda pool: 4)
     monkeypatch.delenv(WORKERS_ENV, raising=False)
     assert shared._size() == 4
     shared.use_cold_workers(max_workers=1)
@@ -285,7 +286,7 @@ def test_use_cold_workers_caps_the_next_pool_unless_the_environment_sets_its_siz
     assert shared._size() == 3  # the cap stays, but the variable names the size
     monkeypatch.setattr(shared, "_max_workers", None)
     monkeypatch.delenv(WORKERS_ENV)
-    assert shared._size() == default_workers()
+    assert shared._size() == default_workers(GRADING_POOL)
 
 
 def test_grade_result_fills_a_sample_record() -> None:

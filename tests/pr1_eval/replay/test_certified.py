@@ -14,11 +14,12 @@ from scipy import stats
 
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.ingest.parallel_probe import ProbeBranch, ProbeQuestion
-from pr1_eval.replay.certified import LAMBDAS, CertifiedMajority, ModeSequence, mode_classes
+from pr1_eval.replay.certified import CertifiedMajority, mode_classes
 from pr1_eval.replay.evaluate import answer_question
 from pr1_eval.replay.rows import grader_classes
 from pr1_eval.replay.specs import parse_spec
 from pr1_eval.replay.state import QuestionState
+from pr1_eval.stats.mode import LAMBDAS, ModeSequence
 
 
 def _wealth_by_definition(stream: list[str], j: str) -> float:

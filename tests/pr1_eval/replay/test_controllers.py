@@ -16,11 +16,11 @@ from pr1_eval.replay.controllers import (
     ConvergenceProbe,
     EarlyStoppingConsistency,
     MajorityVote,
-    asc_confidence,
 )
 from pr1_eval.replay.evaluate import answer_question, replay
 from pr1_eval.replay.probe import ParallelProbe, ParallelProbeAllVote
 from pr1_eval.replay.state import BranchesExhausted, QuestionState
+from pr1_eval.stats.consistency import asc_confidence
 
 
 def question(*branches: tuple[list[str], int, str], gold: str = "7", interval: int = 100) -> ProbeQuestion:

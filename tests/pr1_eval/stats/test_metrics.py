@@ -11,7 +11,7 @@ import pytest
 
 from pr1_eval.report.run_report import run_report
 from pr1_eval.report.table import format_report_table
-from pr1_eval.stats.metrics import MAJ_TIE_RULE, best_at_k, majority_correct, pass_at_k
+from pr1_eval.stats.metrics import MAJ_TIE_RULE, best_at_k, expanded_tail, majority_correct, pass_at_k
 from tests.support.report_fixtures import run_record, verdict_frame
 
 
@@ -182,3 +182,17 @@ def test_problem_values_are_each_metrics_share_of_one_problem() -> None:
     assert values == pytest.approx({"mean": 3 / 8, "pass_at_1": 3 / 8, "pass_at_k": brute_pass_at_k(8, 3, 4),
                                     "best_at_k": 1 - (5 / 8) ** 4, "maj_at_k": 0.0, "mean_paper": 1 / 8,
                                     "best_at_k_paper": 1 - (7 / 8) ** 4})
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_the_expanded_tail_is_scipy_stats_student_t_and_normal(alpha: float) -> None:
+    """The special functions it calls give scipy.stats' t quantile and normal CDF, from 2 problems to many;
+    by hand at P = 30: 1.88 % each side, and α/2 below 2 problems."""
+    from scipy import stats
+
+    for n in [2, 3, 5, 30, 31, 500, 9999]:
+        by_stats = float(stats.norm.cdf(-np.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1)))
+        assert expanded_tail(n, alpha) == pytest.approx(by_stats, rel=1e-12)
+    assert expanded_tail(30) == pytest.approx(0.0188, abs=5e-5)
+    assert expanded_tail(1, alpha) == alpha / 2
+
