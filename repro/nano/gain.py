@@ -20,8 +20,8 @@ narrow), and it needs no variance estimate per problem.
 printed): the trend sees 32 prompt groups, each met once or twice, so a learning stage reaches z of
 4-5 over a bar of 2.5 (a good commit fails about one draw in 55, and a frozen stage passes with the
 0.6 % chance a normal z has of exceeding 2.5); the
-trained model against its own start, with 256 samples each on the same problems, reaches z of 8-24 on
-the draws measured (``docs/performance.md``), so a bar of :data:`Z_GAIN` = 5 sits 1.5 or more from both
+trained model against its own start, with 256 samples each on the same problems, reached z of 7.6-17.6
+on the held-out working draws measured (``docs/performance.md``), so a bar of :data:`Z_GAIN` = 5 sits 1.5 or more from both
 a learning stage and the null (a frozen stage reaches 3.5 once in ~4,300 draws). The samples are drawn
 with other seeds than the stage's rollouts (:data:`START_SEED`, :data:`FINAL_SEED`): the two samplings of
 a frozen model must be independent.
