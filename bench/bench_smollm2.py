@@ -7,9 +7,10 @@
 3. scoring: the base model with ``pr1-eval run`` and every SFT checkpoint with ``pr1-eval sweep``, each with
    sequential and fork-join decoding, on the first ``--problems`` GSM8K test problems × ``-k``;
 4. ``pr1-eval leaderboard`` and ``pr1-eval analyze`` over all the runs; the table below from their JSON;
-5. per-token generation cost: pr1-eval's HF engine against lm-eval's HF backend (``lm_eval.simple_evaluate``,
-   ``model="hf"``, the ``pr1_gsm8k`` task at this k) on the base model, same problems, k, budget and batch
-   size, one after the other in this process. Baseline: lm-eval. Both include one model load.
+5. per-token generation cost: pr1-eval's HF engine (``HFEngine.generate``) against lm-eval's HF backend
+   (``HFLM.generate_until``, what ``lm_eval --model hf`` runs) on the base model: the same prompt strings, k,
+   budget (sampled at 1.0, stopping only at EOS) and batch size, one after the other in this process, each
+   loaded and warmed up before its clock starts. Baseline: lm-eval. Seconds per generated token.
 
     python bench/bench_smollm2.py --out bench-smollm2                  # the guide's table (about 1 h on 2 cores)
     python bench/bench_smollm2.py --out /tmp/s --small                 # 1 problem × k 1 × 8 tokens, no SFT
@@ -26,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -106,42 +106,57 @@ def _tokens(texts: list[str], model: Path) -> int:
     return sum(len(tokenizer.encode(t, add_special_tokens=False)) for t in texts)
 
 
-def cost_lm_eval(model: Path, args: argparse.Namespace) -> tuple[float, int]:
-    """lm-eval's HF backend on the ``pr1_gsm8k`` task at k = ``args.k`` (a group of our own overriding repeats and
-    the budget, as the lm-eval guide says); (seconds, generated tokens)."""
-    from lm_eval import simple_evaluate
-    from lm_eval.tasks import TaskManager
+def prompt_texts(model: Path, problems: int) -> list[str]:
+    """The first ``problems`` GSM8K test prompts as pr1-eval builds them (the paper's template, the model's chat
+    template): both engines get these exact strings."""
+    from transformers import AutoTokenizer
 
-    from pr1_eval.lm_eval_tasks import include_path
+    from pr1_eval.inputs.prompts import apply_chat, load_template
+    from pr1_eval.inputs.tasks import load_task
 
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, "bench_group.yaml").write_text(
-            f"group: pr1_gsm8k_bench\ntask:\n  - pr1_gsm8k\nrepeats: {args.k}\ngeneration_kwargs:\n  until: []\n"
-            f"  do_sample: true\n  temperature: 1.0\n  top_p: 1.0\n  max_gen_toks: {args.max_new_tokens}\n")
-        manager = TaskManager(include_path=[str(include_path()), tmp])
-        start = time.perf_counter()
-        result = simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32", tasks=["pr1_gsm8k_bench"],
-                                 limit=args.problems, apply_chat_template=True, batch_size=args.batch_size,
-                                 task_manager=manager, log_samples=True, device="cpu")
-        seconds = time.perf_counter() - start
-    assert result is not None
-    texts = [r for s in result["samples"]["pr1_gsm8k"] for r in s["resps"][0]]
-    return seconds, _tokens(texts, model)
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    template = load_template("parallel_r1_v3")
+    return [apply_chat(tokenizer, template.render(p.problem)) for p in load_task("gsm8k", limit=problems).problems]
 
 
-def cost_pr1(model: Path, out: Path, args: argparse.Namespace) -> tuple[float, int]:
-    """pr1-eval's HF engine, sequential, the same slice; (seconds, generated tokens from samples.parquet)."""
-    import pandas as pd
+def cost_lm_eval(model: Path, texts: list[str], args: argparse.Namespace) -> tuple[float, int]:
+    """lm-eval's HF backend (``HFLM.generate_until``, what ``lm_eval --model hf`` calls), each prompt repeated k
+    times as its ``repeats`` does, sampled at 1.0 to ``max_gen_toks``, stopping only at EOS (the pr1_* tasks'
+    ``until: []``); model loaded and warmed up before the clock starts. (seconds, generated tokens)."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
 
-    from pr1_eval.cli.main import main
+    lm = HFLM(pretrained=str(model), dtype="float32", batch_size=args.batch_size, device="cpu")
+    gen = {"until": [], "do_sample": True, "temperature": 1.0, "top_p": 1.0, "max_gen_toks": args.max_new_tokens}
 
-    run = out / "cost-pr1-eval"
+    def requests(prompts: list[str], k: int, budget: int) -> list[Instance]:
+        kwargs = {**gen, "max_gen_toks": budget}
+        return [Instance("generate_until", {}, (text, dict(kwargs)), i) for i, text in enumerate(prompts)
+                for _ in range(k)]
+
+    lm.generate_until(requests(texts[:1], 1, 2), disable_tqdm=True)  # warm-up
     start = time.perf_counter()
-    status = main(["run", "--model", str(model), "--out", str(run), *score_args(args, "sequential")])
+    outputs = lm.generate_until(requests(texts, args.k, args.max_new_tokens), disable_tqdm=True)
     seconds = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"pr1-eval run exited {status}")
-    return seconds, int(pd.read_parquet(run / "samples.parquet")["n_response_tokens"].sum())
+    tokenizer = lm.tokenizer
+    return seconds, sum(len(tokenizer.encode(o, add_special_tokens=False)) for o in outputs)
+
+
+def cost_pr1(model: Path, texts: list[str], args: argparse.Namespace) -> tuple[float, int]:
+    """pr1-eval's HF engine (what ``pr1-eval run --engine hf`` drives), the same prompts, k, budget and batch size,
+    loaded and warmed up before the clock starts; (seconds, generated tokens)."""
+    from pr1_eval.decoding.base import request_seed
+    from pr1_eval.engines.base import GenerationRequest, SamplingConfig
+    from pr1_eval.engines.hf import HFEngine
+
+    engine = HFEngine(str(model), max_batch_size=args.batch_size)
+    ids = [engine.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    engine.generate([GenerationRequest("warm", ids[0], n=1, seed=1)], SamplingConfig(max_new_tokens=2))
+    requests = [GenerationRequest(f"p{i}", p, n=args.k, seed=request_seed(0, f"p{i}")) for i, p in enumerate(ids)]
+    start = time.perf_counter()
+    outputs = engine.generate(requests, SamplingConfig(temperature=1.0, top_p=1.0, max_new_tokens=args.max_new_tokens))
+    seconds = time.perf_counter() - start
+    return seconds, sum(len(c.token_ids) for cs in outputs for c in cs)
 
 
 def main() -> None:
@@ -181,8 +196,9 @@ def main() -> None:
         rows = table(out / "runs", out)
         print(f"{len(rows)} runs scored; table.json in {out}")
     if not args.no_cost:
-        t_lm, n_lm = cost_lm_eval(model, args)
-        t_pr1, n_pr1 = cost_pr1(model, out, args)
+        texts = prompt_texts(model, args.problems)
+        t_lm, n_lm = cost_lm_eval(model, texts, args)
+        t_pr1, n_pr1 = cost_pr1(model, texts, args)
         print(f"{'engine':<28}{'seconds':>10}{'tokens':>10}{'ms/token':>10}")
         print(f"{'lm-eval hf (baseline)':<28}{t_lm:>10.1f}{n_lm:>10}{1000 * t_lm / max(n_lm, 1):>10.1f}")
         print(f"{'pr1-eval hf':<28}{t_pr1:>10.1f}{n_pr1:>10}{1000 * t_pr1 / max(n_pr1, 1):>10.1f}")
