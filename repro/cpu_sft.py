@@ -71,8 +71,8 @@ def row_lengths(parquet: Path, model: str) -> list[int]:
     tokenizer = AutoTokenizer.from_pretrained(model)
     lengths = []
     for messages in pd.read_parquet(parquet)["messages"]:
-        ids = tokenizer.apply_chat_template(list(messages), tokenize=True, return_dict=True)["input_ids"]
-        lengths.append(len(ids) + 1)
+        encoded: Any = tokenizer.apply_chat_template(list(messages), tokenize=True, return_dict=True)
+        lengths.append(len(encoded["input_ids"]) + 1)
     return lengths
 
 
