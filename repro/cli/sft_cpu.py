@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.errors import Pr1EvalError
+from repro.cpu_sft import CpuSftPlan, run_cpu_sft, summary_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sft_cpu(args: argparse.Namespace, extra: list[str]) -> int:
-    from repro.cpu_sft import CpuSftPlan, run_cpu_sft, summary_table
-
     if extra:
         raise Pr1EvalError(f"sft-cpu takes no arguments after `--` (got {' '.join(extra)})")
     if not Path(args.model).is_dir():
