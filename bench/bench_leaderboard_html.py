@@ -6,7 +6,7 @@ tasks did not finish in 300 s); the page now draws per-task figures only up to
 (:mod:`analysis.leaderboard.page`). This times :func:`leaderboard_html` alone: the leaderboard
 document of two small imported runs is widened to ``--tasks`` tasks by copying its task cells
 and per-problem rows under new names (the statistics behind a cell are not what is measured).
-The floor is the page's tables alone (:func:`analysis.leaderboard.page._table` of the ranking and
+The floor is the page's tables alone (:func:`analysis.leaderboard.page.html_table` of the ranking and
 per-task rows), which every page must write.
 
 Usage: python bench/bench_leaderboard_html.py [--tasks 3000]
@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.leaderboard.board import Leaderboard, compute_leaderboard
-from analysis.leaderboard.page import _table, leaderboard_html
+from analysis.leaderboard.page import html_table, leaderboard_html
 from analysis.leaderboard.tables import ranking_rows, task_rows
 from pr1_eval.ingest.importer import import_jsonl
 
@@ -57,7 +57,7 @@ def main() -> None:
         board = widened(compute_leaderboard([str(_runs(Path(tmp)))]), args.tasks)
     doc = board.document
     started = time.perf_counter()
-    floor = _table(ranking_rows(doc)) + _table(task_rows(doc))
+    floor = html_table(ranking_rows(doc)) + html_table(task_rows(doc))
     floor_s = time.perf_counter() - started
     started = time.perf_counter()
     page = leaderboard_html(board)
