@@ -4,8 +4,10 @@
 2. Parallel SFT: ``pr1-repro sft-cpu`` on the first ``--rows`` Parallel-GSM8K rows that fit ``--max-length``
    (VERL's SFT trainer on CPU, ``--checkpoints`` checkpoints merged); skipped when ``OUT/sft/sft_cpu.json``
    exists (reuse a finished job);
-3. scoring: the base model with ``pr1-eval run`` and every SFT checkpoint with ``pr1-eval sweep``, each with
-   sequential and fork-join decoding, on the first ``--problems`` GSM8K test problems × ``-k``;
+3. scoring: the base model and every SFT checkpoint with ``pr1-eval sweep --family smollm2-sft``, each with
+   sequential and fork-join decoding, on the first ``--problems`` GSM8K test problems × ``-k``; the base model is
+   swept as ``global_step_0`` (a link to it), so its runs are step 0 of the SFT job and the drift over SFT steps
+   starts at it;
 4. ``pr1-eval leaderboard`` and ``pr1-eval analyze`` over all the runs; the table below from their JSON;
 5. per-token generation cost: pr1-eval's HF engine (``HFEngine.generate``) against lm-eval's HF backend
    (``HFLM.generate_until``, what ``lm_eval --model hf`` runs) on the base model: the same prompt strings, k,
@@ -77,13 +79,24 @@ def train(model: Path, out: Path, args: argparse.Namespace) -> Path | None:
     return sft
 
 
+def base_as_step_zero(model: Path, out: Path) -> Path:
+    """A folder whose ``global_step_0`` links to the base model. Why: swept from there with the SFT job's
+    ``--family``, the base runs record step 0 of that job, so ``analyze``'s drift and the dashboard's training
+    page put the base model at the start of the SFT steps (``pr1-eval run`` records no family)."""
+    root = out / "base-as-step0"
+    root.mkdir(parents=True, exist_ok=True)
+    link = root / "global_step_0"
+    if not link.exists():
+        link.symlink_to(model.resolve(), target_is_directory=True)
+    return root
+
+
 def score(model: Path, sft: Path | None, runs: Path, args: argparse.Namespace) -> None:
-    """Base with ``run``, the SFT checkpoints with ``sweep``; both decodings."""
+    """The base model (as step 0) and the SFT checkpoints with ``sweep``, one family; both decodings."""
+    base = base_as_step_zero(model, runs.parent)
     for decoding in args.decodings:
-        cli("pr1-eval", "run", "--model", str(model), "--out", str(runs / f"smollm2-base-{decoding}"),
-            *score_args(args, decoding))
-        if sft is not None:
-            cli("pr1-eval", "sweep", str(sft), "--out-root", str(runs), "--family", "smollm2-sft",
+        for root in (base, sft) if sft is not None else (base,):
+            cli("pr1-eval", "sweep", str(root), "--out-root", str(runs), "--family", "smollm2-sft",
                 *score_args(args, decoding))
 
 
@@ -166,7 +179,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=96)
     parser.add_argument("--max-length", type=int, default=768)
     parser.add_argument("--checkpoints", type=int, default=4)
-    parser.add_argument("--problems", type=int, default=4)
+    parser.add_argument("--problems", type=int, default=8)
     parser.add_argument("-k", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--max-path-tokens", type=int, default=48)
