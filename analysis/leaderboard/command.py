@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
     add_tracking_options(p)
     p.add_argument("--until-decided", default=None, choices=QUESTIONS,
                    help="instead of the ranking: whether the samples held decide the best checkpoint (within --delta) "
-                        "or every pair's sign or 'within ±delta', with the adaptive sweep's anytime-valid guarantee "
+                        "or every pair's sign or 'within ±delta', with the adaptive sweep's guarantee at every round "
                         "(chance of any wrong verdict ≤ --alpha); undecided pairs print the gap they resolve")
     p.add_argument("--delta", type=FRACTION, default=0.05, metavar="D",
                    help="with --until-decided: resolution, a fraction of problems solved (default 0.05 = 5 points)")
