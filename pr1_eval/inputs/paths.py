@@ -50,7 +50,9 @@ def packaged_prompts_dir() -> Path:
     return PACKAGED_DATA / "prompts"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's sha256 (hex), read in 1 MiB blocks: the one file hash of the project (packaged data, model
+    wheels, training dumps)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -90,7 +92,7 @@ def verified_packaged_file(relpath: str, root: Path | None = None) -> Path:
         raise Pr1EvalError(f"packaged data file {path} is missing; reinstall pr1-eval, or pass --data-dir")
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
-    actual = _verified.get(key) or _sha256(path)
+    actual = _verified.get(key) or file_sha256(path)
     expected = str(manifest[relpath]["sha256"])
     if actual != expected:
         raise Pr1EvalError(
@@ -106,7 +108,7 @@ def write_manifest(root: Path | None = None) -> Path:
     """Rewrite ``MANIFEST.json`` from the files under ``root`` (after an intended data change)."""
     root = root or PACKAGED_DATA
     files = sorted(p for sub in ("benchmarks", "prompts") for p in (root / sub).glob("*") if p.is_file())
-    listing = {p.relative_to(root).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size} for p in files}
+    listing = {p.relative_to(root).as_posix(): {"sha256": file_sha256(p), "bytes": p.stat().st_size} for p in files}
     doc = {
         "about": "sha256 and size of every packaged data file; pr1_eval.inputs.paths checks a file before reading it. "
         "After an intended change run: python -c 'from pr1_eval.inputs.paths import write_manifest; write_manifest()'",
