@@ -28,11 +28,6 @@ RESPONSE = ("Think.<Parallel><Path>two ways</Path><Path>two ways</Path></Paralle
 """What the scripted model writes (before its EOS); gsm8k-test-0's answer is 18, gsm8k-test-1's is not."""
 
 
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return cached_tiny_model("random")
-
-
 def _script(tok: Any) -> tuple[list[int], Any]:
     tags = resolve_tag_ids(tok)
 

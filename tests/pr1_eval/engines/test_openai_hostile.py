@@ -12,28 +12,12 @@ from typing import Any
 
 import pytest
 
-from pr1_eval.engines import openai_client
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
-from pr1_eval.engines.hf import load_tokenizer
 from pr1_eval.engines.openai_engine import OpenAIEngine
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.testing.tiny_model import cached_tiny_model
 from tests.support.openai_fake import FakeServer, serving
 
-
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return cached_tiny_model("random")
-
-
-@pytest.fixture(scope="module")
-def tok(model: Path) -> Any:
-    return load_tokenizer(str(model))
-
-
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openai_client, "BACKOFF_S", 0.01)
+pytestmark = pytest.mark.usefixtures("quick_backoff")
 
 
 def _ask(engine: OpenAIEngine, n: int = 2) -> list[list[Any]]:

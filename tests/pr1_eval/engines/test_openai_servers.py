@@ -10,25 +10,14 @@ from typing import Any
 
 import pytest
 
-from pr1_eval.engines import openai_client
 from pr1_eval.engines.base import GenerationRequest, SamplingConfig
-from pr1_eval.engines.hf import load_tokenizer
 from pr1_eval.engines.openai_engine import OpenAIEngine, check_round_trip
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.protocol import tags as T
 from pr1_eval.protocol.tags import resolve_tag_ids
-from pr1_eval.testing.tiny_model import cached_tiny_model
 from tests.support.openai_fake import LLAMA_CPP_LIKE, TRANSFORMERS_SERVE_LIKE, FakeServer, plain_tags_copy, serving
 
-
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return cached_tiny_model("random")
-
-
-@pytest.fixture(scope="module")
-def tok(model: Path) -> Any:
-    return load_tokenizer(str(model))
+pytestmark = pytest.mark.usefixtures("quick_backoff")
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +25,6 @@ def plain(model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model's tokenizer with the six tags marked non-special (same ids): the documented
     way to serve a checkpoint through a server that drops special tokens from its text."""
     return plain_tags_copy(model, tmp_path_factory.mktemp("plain") / "tiny")
-
-
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openai_client, "BACKOFF_S", 0.01)
 
 
 def _words(tok: Any, text: str) -> list[int]:
