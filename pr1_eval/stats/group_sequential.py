@@ -44,12 +44,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri
 
 #: Spending functions a(level, t), t in (0, 1]: the one-sided level used by fraction t.
 SPENDING: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "obrien-fleming": lambda a, t: 2 * norm.sf(norm.isf(a / 2) / np.sqrt(t)),
+    "obrien-fleming": lambda a, t: 2 * ndtr(ndtri(a / 2) / np.sqrt(t)),
     "pocock": lambda a, t: a * np.log1p((math.e - 1) * t),
 }
 #: Levels of the table the repeated p-values are read from (log-spaced; smaller p-values read as the smallest).
@@ -57,6 +56,11 @@ LEVELS = np.geomspace(1e-12, 0.5, 241)
 _SCORE_EDGE = 10.0  # the score grid spans ±10 (its variance is t ≤ 1)
 _SCORE_POINTS = 1601
 _NO_CROSSING = 1e3  # the boundary where a look may spend nothing
+
+
+def _density(x: np.ndarray) -> np.ndarray:
+    """The standard normal density (scipy.special has the tails; scipy.stats costs seconds to import)."""
+    return np.asarray(np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
 
 
 @lru_cache(maxsize=64)
@@ -78,14 +82,14 @@ def boundaries(fractions: Sequence[float], levels: Any, spending: str = "obrien-
     grid = np.linspace(-_SCORE_EDGE, _SCORE_EDGE, _SCORE_POINTS)
     step = grid[1] - grid[0]
     out = np.empty((len(t), len(levels)))
-    out[0] = np.minimum(norm.isf(spent[0]), _NO_CROSSING)
-    density = np.broadcast_to(norm.pdf(grid / np.sqrt(t[0])) / np.sqrt(t[0]), (len(levels), grid.size))
+    out[0] = np.minimum(-ndtri(spent[0]), _NO_CROSSING)
+    density = np.broadcast_to(_density(grid / np.sqrt(t[0])) / np.sqrt(t[0]), (len(levels), grid.size))
     density = np.where(grid[None, :] < out[0][:, None] * np.sqrt(t[0]), density, 0.0) * step
     for look in range(1, len(t)):
         sd = math.sqrt(t[look] - t[look - 1])
         target = spent[look] - spent[look - 1]
         out[look] = _solve_boundary(density, grid, sd, math.sqrt(t[look]), target)
-        kernel = norm.pdf((grid[None, :] - grid[:, None]) / sd) / sd * step
+        kernel = _density((grid[None, :] - grid[:, None]) / sd) / sd * step
         density = density @ kernel
         density = np.where(grid[None, :] < out[look][:, None] * math.sqrt(t[look]), density, 0.0)
     return out
