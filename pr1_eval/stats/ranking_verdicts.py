@@ -138,9 +138,10 @@ def _pair_looks(x: np.ndarray, y: np.ndarray, looks: Sequence[int], settings: De
         low, high = (float(v[0]) for v in ps.confidence_sequence(last, display_alpha))
         return _PairLooks(running, float(last.total[0] / last.pairs[0]), low, high)
     zev = gs.z_evidence(diffs)
-    # the table of every planned look (one per sweep, cached): looks this pair skipped only cost it their α
+    # the table of every planned look (one per sweep, cached): looks this pair skipped only cost it their α.
+    # Runs not written round by round get one look, their last: it spends all of α, whatever k_max says.
     schedule = sorted({*looks, m})
-    table = gs.boundary_table(gs.fractions_of(schedule, settings.k_max), settings.test)
+    table = gs.boundary_table(gs.fractions_of(schedule, settings.k_max if looks else m), settings.test)
     for n in at:
         look = np.array([schedule.index(n)])
         running = running.fold(gs.look_p_values(zev.at(np.array([n - 1])), settings.delta, look, table))

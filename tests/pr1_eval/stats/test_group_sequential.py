@@ -68,3 +68,16 @@ def test_a_sweep_decides_with_alpha_spending_and_old_records_replay_with_their_r
     assert old.test == "cs" and DecideSettings.from_dict(spent.settings.to_dict()).test == "obrien-fleming"
     with pytest.raises(Exception, match="--decide-test"):
         DecideSettings(test="bonferroni").check()
+
+
+def test_one_look_at_stored_runs_is_the_fixed_test_whatever_k_max() -> None:
+    """Runs not written round by round get one look; it must spend all of α even where k_max is larger than
+    what the pair holds (a 16-sample run beside 8-sample ones), not the share of α a sweep's look at 8 of 16 has."""
+    rng = np.random.default_rng(5)
+    base = rng.uniform(0.2, 0.6, 30)
+    runs = [rng.random((30, 8)) < q[:, None] for q in (base + 0.1, base)]
+    alone = decide(runs, DecideSettings("ranking", delta=0.05, k_max=8), looks=[]).pairs[0]
+    beside = decide(runs, DecideSettings("ranking", delta=0.05, k_max=16), looks=[]).pairs[0]
+    assert (beside.low, beside.high) == pytest.approx((alone.low, alone.high))
+    z = alone.estimate / gs.z_evidence(runs[0].astype(float) - runs[1]).se[-1]
+    assert alone.high - alone.estimate == pytest.approx(alone.estimate / z * norm.isf(0.05 / 2), rel=1e-3)
