@@ -24,7 +24,7 @@ import pandas as pd
 from analysis.common.safe_text import html_text
 from analysis.leaderboard.page import html_table, page
 from analysis.runs.loader import load_runs
-from pr1_eval.cli.sweep_adaptive import decision_tables
+from pr1_eval.cli.sweep_adaptive import checkpoint_status, decision_tables, verdict_text
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.stats.ranking_sequential import guarantee_line
 from pr1_eval.stats.ranking_verdicts import DecideSettings, Decision, decide
@@ -92,8 +92,7 @@ def decision_document(d: Decision, names: list[str], tokens: list[int], problems
     s = d.settings
     checkpoints = [{"run": name, "samples_per_problem": d.held[i], "tokens": tokens[i],
                     "mean": d.means[i] if d.held[i] else None,
-                    "status": ("best" if d.best == i else "eliminated" if d.eliminated[i] else
-                               "open" if d.open[i] else "done")} for i, name in enumerate(names)]
+                    "status": checkpoint_status(d, i)} for i, name in enumerate(names)]
     comparisons = [{**{k: v for k, v in asdict(p).items() if k not in ("a", "b")}, "a": names[p.a], "b": names[p.b]}
                    for p in d.pairs]
     return {"question": s.question, "settings": s.to_dict(), "problems": problems, "looks": how,
@@ -107,17 +106,16 @@ def decided_body(doc: dict[str, object]) -> str:
     guarantee, from :func:`decision_document`."""
     settings = doc["settings"]
     assert isinstance(settings, dict)
-    delta = 100 * float(settings["delta"])
+    delta = float(settings["delta"])
     runs = [{"run": c["run"], "samples / problem": str(c["samples_per_problem"]), "tokens": f"{c['tokens']:,}",
              "mean": "-" if c["mean"] is None else f"{c['mean']:.3f}", "status": c["status"]}
             for c in doc["checkpoints"]]  # type: ignore[attr-defined]
-    verdicts = {"a better": "A better", "b better": "B better", "within ±δ": f"within ±{delta:g}"}
     pairs = [{"run": p["a"], "vs": p["b"], "n": str(p["pairs"]),
               "Δ (points)": f"{100 * p['estimate']:+.1f} [{100 * p['low']:+.1f}, {100 * p['high']:+.1f}]",
-              "verdict": verdicts.get(p["verdict"], f"undecided at this budget (resolves ±{100 * p['resolved']:.1f})")}
+              "verdict": verdict_text(p["verdict"], p["resolved"], delta)}
              for p in doc["comparisons"]]  # type: ignore[attr-defined]
     best = doc["best"] if doc["best"] is not None else "undecided at this budget"
-    head = (f"{doc['question']}, δ = {delta:g} points, α = {settings['alpha']:g}, test {settings['test']}, on the "
+    head = (f"{doc['question']}, δ = {100 * delta:g} points, α = {settings['alpha']:g}, test {settings['test']}, on the "
             f"{doc['problems']} problem(s) every run holds; {doc['looks']}")
     return (f"<p class='note'>{html_text(head)}</p><h2>Checkpoints</h2>{html_table(runs)}"
             + (f"<p><b>best:</b> {html_text(str(best))}</p>" if doc["question"] == "best" else "")

@@ -94,6 +94,18 @@ def format_decision(result: AdaptiveSweep) -> str:
     return decision_tables(header, d, [r.checkpoint.label for r in result.rows], result.tokens, places, failed)
 
 
+def checkpoint_status(d: Decision, i: int, failed: bool = False) -> str:
+    """What checkpoint ``i`` is in a decision: best, eliminated, failed, open (more samples help) or done."""
+    return ("best" if d.best == i else "eliminated" if d.eliminated[i] else
+            "failed" if failed else "open" if d.open[i] else "done")
+
+
+def verdict_text(verdict: str, resolved: float, delta: float) -> str:
+    """A comparison's verdict as printed (tables, page): the side, within ±δ in points, or the gap it resolves."""
+    return {"a better": "A better", "b better": "B better", "within ±δ": f"within ±{100 * delta:g}"}.get(
+        verdict, f"undecided at this budget (resolves ±{100 * resolved:.1f})")
+
+
 def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int], places: list[str],
                     failed: list[bool] | None = None) -> str:
     """The tables of a decision, for a sweep or for stored runs (``leaderboard --until-decided``)."""
@@ -103,17 +115,13 @@ def decision_tables(header: str, d: Decision, names: list[str], tokens: list[int
     lines = [header]
     table: list[list[Any]] = [["checkpoint", "samples/problem", "tokens", "mean", "status", "run / reason"]]
     for i, label in enumerate(labels):
-        status = ("best" if d.best == i else "eliminated" if d.eliminated[i] else
-                  "failed" if failed[i] else "open" if d.open[i] else "done")
         table.append([label, str(d.held[i]), f"{tokens[i]:,}", f"{d.means[i]:.3f}" if d.held[i] else "-",
-                      status, places[i]])
+                      checkpoint_status(d, i, failed[i]), places[i]])
     lines += _columns(table)
     pairs: list[list[Any]] = [["A", "B", "n", "Δ (points)", "interval", "verdict"]]
     for p in d.pairs:
-        verdict = {"a better": "A better", "b better": "B better", "within ±δ": f"within ±{100 * s.delta:g}"}.get(
-            p.verdict, f"undecided at this budget (resolves ±{100 * p.resolved:.1f})")
         pairs.append([labels[p.a], labels[p.b], str(p.pairs), _points(p.estimate),
-                      f"[{_points(p.low)}, {_points(p.high)}]", verdict])
+                      f"[{_points(p.low)}, {_points(p.high)}]", verdict_text(p.verdict, p.resolved, s.delta)])
     lines += [""] + _columns(pairs)
     if s.question == "best":
         lines.append("best: " + (labels[d.best] if d.best is not None else
