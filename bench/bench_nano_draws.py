@@ -100,9 +100,7 @@ def recheck(folder: Path) -> None:
     """Add the frozen-control check (:mod:`repro.nano.gain`) to a draw finished before it existed, from the
     draw's own start models (their weight digests checked against the ones recorded) and merged checkpoints."""
     from pr1_eval.testing.tiny_model import cached_tiny_model
-    from repro import stages as repro_stages
-    from repro.nano.gain import frozen_control, gain_check
-    from repro.nano.job import target_mode
+    from repro.nano.job import beats_its_start
     from repro.nano.plan import PLANS, Scale
     from repro.nano.provenance import weights_digest
 
@@ -119,11 +117,8 @@ def recheck(folder: Path) -> None:
         if weights_digest(start) != record["start_weights"].get(stage.name):
             print(f"{folder}: {stage.name}'s start model is not the one the draw recorded; not rechecked", flush=True)
             continue
-        control, trained = frozen_control(start, str(merged[stage.name]), record["targets"][stage.name]["target"],
-                                          structured=repro_stages.STAGES[stage.stage].structured,
-                                          mode=target_mode(stage), response_length=scale.response_length,
-                                          max_path_tokens=scale.max_path_tokens)
-        record["checks"].append(gain_check(stage.name, control, trained, stage.expect_rise).as_dict() | {"rechecked": True})
+        check = beats_its_start(stage, start, str(merged[stage.name]), record["targets"][stage.name]["target"], scale)
+        record["checks"].append(check.as_dict() | {"rechecked": True})
         print(f"{folder.name} {stage.name}: {record['checks'][-1]['figures']}", flush=True)
     (folder / "nano.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 

@@ -94,10 +94,7 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale, target: Targ
     found = []
     structured = repro_stages.STAGES[result.stage.stage].structured
     if target is not None and result.merged:
-        control, trained = gain.frozen_control(result.start_model, result.merged, target.target, structured=structured,
-                                           mode=target_mode(result.stage), response_length=scale.response_length,
-                                           max_path_tokens=scale.max_path_tokens)
-        found.append(gain.gain_check(name, control, trained, required=result.stage.expect_rise))
+        found.append(beats_its_start(result.stage, result.start_model, result.merged, target.target, scale))
     found += [checks.reward_rises(name, rewards, required=False),
               checks.parallel_ratio(name, parallel, reward_parallel_demand(result.stage)),
               checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n)]
@@ -106,6 +103,16 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale, target: Targ
     else:
         found.append(checks.on_policy(name, result.metrics))
     return found
+
+
+def beats_its_start(stage: NanoStage, start_model: str, trained_model: str, target: int, scale: Scale) -> checks.Check:
+    """An RL stage's learning verdict (:mod:`repro.nano.gain`): its trained model against its frozen start,
+    sampled as the stage samples, judged by the reward its gold was chosen for."""
+    control, trained = gain.frozen_control(start_model, trained_model, target,
+                                           structured=repro_stages.STAGES[stage.stage].structured,
+                                           mode=target_mode(stage), response_length=scale.response_length,
+                                           max_path_tokens=scale.max_path_tokens)
+    return gain.gain_check(stage.name, control, trained, required=stage.expect_rise)
 
 
 def stage_data(stage: NanoStage, out: Path) -> Path:
