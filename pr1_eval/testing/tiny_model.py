@@ -60,7 +60,7 @@ CHAT_TEMPLATE = (
 
 MANIFEST = "tiny_model.json"
 CACHE_ENV = "PR1_TINY_CACHE"
-CACHE_VERSION = "v5"
+CACHE_VERSION = "v6"
 """Part of every cache folder name: bump it whenever tokenizer, traces, dimensions or recipe change,
 so a model built by older code is never reused."""
 KINDS = ("random", "trained", "trained-structured")
@@ -70,9 +70,15 @@ TRAINED_DIMS: dict[str, int] = {"hidden_size": 96, "layers": 2, "heads": 4, "kv_
 """The trained kinds are a little wider than the random default (64 wide learns the format too
 slowly); 96 learnt as fast per step as 128 did in trials, at two thirds of the compute."""
 CAUSAL_RECIPE = Recipe(steps=220, mask="causal")
-STRUCTURED_RECIPE = Recipe(steps=300, mask="structured")
+STRUCTURED_RECIPE = Recipe(steps=300, mask="structured", causal_fraction=0.3)
 """The Unseen kind needs more steps: its blocks are longer and every path must learn alone
-(measurements in :mod:`pr1_eval.testing.tiny_training`)."""
+(measurements in :mod:`pr1_eval.testing.tiny_training`). A third of its batches are ordinary
+two- or three-path traces under the causal mask: the Unseen RL rollout is fork-join, which writes
+exactly two paths end to end and then the summary, a layout the structured mask's six-path blocks
+never show. Without them the start model wrote ``</Path>`` inside the summary on some seeds: well-formed
+fork-join rollouts 0.48 / 0.70 / 0.80 / 0.31 for seeds 0 / 1000 / 1001 / 1002 (64 rollouts each, the
+Unseen stage's sampling), and the seed-1002 draw's Unseen reward fell to −1 on every rollout; with them
+0.92 / 0.94 / – / 0.94 (docs/performance.md, issue 52)."""
 
 
 def build_tokenizer(long_template: str, seed: int = 0, vocab_size: int = 800) -> Any:
