@@ -40,6 +40,7 @@ CPU_BENCHES=(
     "bench_malformed.py|--small"
     "bench_nano_power.py|--runs 20"
     "bench_ranking.py|--small"
+    "bench_gain_null.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(

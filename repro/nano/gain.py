@@ -73,14 +73,15 @@ def gain_check(stage: str, start: Any, final: Any, required: bool = True) -> Che
 
 
 def earned(model: str, target: int, *, structured: bool, mode: str, response_length: int, max_path_tokens: int,
-           seed: int) -> np.ndarray:
-    """(problems × samples) 0/1: whether each sample of ``model`` on the stage's problems earns the reward."""
+           seed: int, problems: int = PROBLEMS, per_problem: int = PER_PROBLEM) -> np.ndarray:
+    """(problems × samples) 0/1: whether each sample of ``model`` on the stage's problems earns the reward
+    (the job's sizes by default; ``bench/bench_gain_null.py --small`` asks for fewer)."""
     from repro.rewards import judge
 
-    rows = arithmetic_rows(PROBLEMS, 0, "nano-arith", answer=target)  # the stage's GSM8K-style problems
+    rows = arithmetic_rows(problems, 0, "nano-arith", answer=target)  # the stage's GSM8K-style problems
     texts = sample_responses(model, rows, structured=structured, response_length=response_length,
-                             max_path_tokens=max_path_tokens, per_problem=PER_PROBLEM, seed=seed)
-    return np.array([earns(judge(t, str(target)), mode) for t in texts], dtype=float).reshape(PROBLEMS, PER_PROBLEM)
+                             max_path_tokens=max_path_tokens, per_problem=per_problem, seed=seed)
+    return np.array([earns(judge(t, str(target)), mode) for t in texts], dtype=float).reshape(problems, per_problem)
 
 
 def frozen_control(start_model: str, trained_model: str, target: int, *, structured: bool, mode: str,
