@@ -115,3 +115,27 @@ def test_bootstrap_ci_is_the_written_out_interval(values: np.ndarray) -> None:
 
 def _refuse(*args: object) -> np.ndarray:
     raise AssertionError("this route must not be taken")
+
+
+def test_means_of_several_columns_are_each_columns_own_bit_for_bit() -> None:
+    """One product for the exact columns of each size (a report task's five intervals, the speedup's two)
+    gives each column the floats of gathering its own resamples; the others still gather, in place."""
+    rng = np.random.default_rng(57)
+    columns = [rng.integers(0, 17, 300) / 16, 1 - (1 - rng.integers(0, 17, 300) / 16) ** 16,
+               (rng.integers(0, 17, 300) - rng.integers(0, 17, 300)) / 16, rng.integers(0, 9000, 300).astype(float),
+               rng.integers(0, 2, 41).astype(float), np.array([1 / 3, 2 / 3, 0.0]), rng.integers(0, 17, 41) / 16]
+    together = resampling.resampled_means_of(columns, 2_000, 9)
+    assert len(together) == len(columns)
+    for values, means in zip(columns, together, strict=True):
+        assert same_bits(means, reference_means(values, 2_000, 9))
+
+
+def test_intervals_of_several_columns_are_each_columns_own() -> None:
+    from pr1_eval.stats.metrics import bootstrap_cis
+
+    rng = np.random.default_rng(58)
+    columns = [rng.integers(0, 17, 120) / 16, 1 - (1 - rng.integers(0, 17, 120) / 16) ** 16, np.array([0.5]),
+               rng.integers(0, 2, 30).astype(float)]
+    assert bootstrap_cis(columns) == [bootstrap_ci(values) for values in columns]
+    assert bootstrap_cis(columns)[2] is None
+    assert bootstrap_cis(columns[:1])[0] == reference_ci(columns[0])
