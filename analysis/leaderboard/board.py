@@ -234,7 +234,7 @@ def _compute(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str
                                      tasks, intersect)
     notes = [*status_notes, *(_excluded_note(e) for e in excluded), *notes]
     per_problem = problem_table(samples)
-    frames = [samples[samples["run"] == meta.name].copy() for meta in metas]  # each worker its own frame
+    frames = _run_frames(samples, [meta.name for meta in metas])  # each worker its own frame
     rows = _threaded(lambda i: _run_row(metas[i], frames[i], chosen, average, missing[metas[i].name]),
                      range(len(metas)))
     fractions = TaskFractions(per_problem.pivot(index=["task", "problem_id"], columns="run", values="fraction"))
@@ -260,6 +260,15 @@ def _compute(runs: Iterable[str | Path] | str | Path | LoadedRuns, baseline: str
         "failures": [{"path": p, "reason": r} for p, r in loaded.failures],
     }
     return Leaderboard(document=_json_safe(document), per_problem=per_problem, notes=notes)
+
+
+def _run_frames(samples: pd.DataFrame, names: list[str]) -> list[pd.DataFrame]:
+    """Each run's rows of ``samples`` (in frame order, with their labels), a copy each: the frames
+    ``samples[samples["run"] == name]`` would give, from one grouping of the column instead of one
+    comparison of every row per run (a tenth of a second on a 96,000-sample sweep)."""
+    at = samples.groupby("run", sort=False).indices
+    none = np.zeros(0, dtype=np.intp)
+    return [samples.iloc[at.get(name, none)].copy() for name in names]
 
 
 _CONVENTION_TEXT = {"task_mean": "mean of task means (the paper's convention)",
