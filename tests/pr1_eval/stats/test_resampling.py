@@ -139,3 +139,23 @@ def test_intervals_of_several_columns_are_each_columns_own() -> None:
     assert bootstrap_cis(columns) == [bootstrap_ci(values) for values in columns]
     assert bootstrap_cis(columns)[2] is None
     assert bootstrap_cis(columns[:1])[0] == reference_ci(columns[0])
+
+
+def test_values_whose_sums_fit_float32_take_the_single_precision_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """c/16 over 500 problems (size · max|m| = 8,000 ≤ 2**24) takes the float32 counts, large integers
+    the float64 ones; both give the gather's floats."""
+    asked: list[str] = []
+    real = resampling.resample_counts
+
+    def spy(size: int, n_resamples: int, seed: int, dtype: str = "float64") -> np.ndarray:
+        asked.append(dtype)
+        return real(size, n_resamples, seed, dtype)
+
+    monkeypatch.setattr(resampling, "resample_counts", spy)
+    rng = np.random.default_rng(24)
+    small, large = rng.integers(0, 17, 500) / 16, rng.integers(0, 2**25, 500).astype(float)
+    assert resampling.exact_bound(small) == 16.0 * 500 and resampling.exact_bound(large) > resampling.SINGLE_BOUND
+    for values, dtype in [(small, "float32"), (large, "float64")]:
+        asked.clear()
+        assert same_bits(resampled_means(values, 3_000, 2), reference_means(values, 3_000, 2))
+        assert asked == [dtype]
