@@ -117,6 +117,10 @@ RESPONSE_CHARS_DOC = "Characters of the response (its length: a projected load h
 _ALWAYS_READ = ("task", "problem_id", "sample_idx", "n_blocks", "block_rel_starts", "block_token_starts",
                 "block_token_ends", "position_unit")
 
+#: Of :data:`_ALWAYS_READ`, what only the block parse reads: a load without blocks does not read them
+#: (unless asked for), since turning two list columns into Python lists was wasted on the leaderboard.
+_PARSE_ONLY = ("block_token_starts", "block_token_ends")
+
 _LIST_COLUMNS = ("paths_per_block", "block_char_starts", "block_char_ends", "block_token_starts",
                  "block_token_ends", "block_rel_starts")
 
@@ -173,12 +177,14 @@ def _counting_ahead(entries: Sequence[RunEntry], cache: bool) -> Iterator[dict[P
 
     Why threads: reading a sweep's responses and counting their tags is most of a load without
     blocks, and pyarrow does both without holding the GIL, so it overlaps the rest of the load and
-    uses a second core. Each worker holds one run's responses at a time."""
+    uses a second core. Each worker holds one run's responses at a time. These threads, and the main
+    one while they run, read with pyarrow's own thread pool off (``threads=False``): three threads of
+    ours plus its pool oversubscribed a small machine for the same tables."""
     if not entries:
         yield {}
         return
     with ThreadPoolExecutor(2, thread_name_prefix="pr1-block-counts") as pool:
-        futures = {entry.path: pool.submit(_stored_tag_counts, entry.path) for entry in entries
+        futures = {entry.path: pool.submit(_stored_tag_counts, entry.path, False) for entry in entries
                    if not _counts_cached(entry, cache)}
         try:
             yield futures
@@ -209,7 +215,8 @@ def _load(entries: list[RunEntry], failures: list[tuple[str, str]], tokenizer: L
         lengths_from_parse = hit is None and _lengths_from_parse(blocks, columns)
         try:
             samples, info = _read_run(entry, [c for c in columns if c != RESPONSE_CHARS]
-                                      if lengths_from_parse and columns is not None else columns)
+                                      if lengths_from_parse and columns is not None else columns, threads=not ahead,
+                                      parse=blocks)
         except Exception as exc:  # noqa: BLE001 - one unreadable run must not stop the others
             failures.append((str(run_dir), f"{type(exc).__name__}: {exc}"))
             continue
@@ -298,14 +305,16 @@ def _projected(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
                                                                            or c in _ALWAYS_READ[:3])]
 
 
-def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
+def _read_projection(store: RunStore, columns: Sequence[str], threads: bool = True, parse: bool = True) -> pd.DataFrame:
     """The asked stored columns (and those every load reads) of one run; ``response_chars``
-    computed by pyarrow, so no response becomes a Python string; keys checked for duplicates."""
+    computed by pyarrow, so no response becomes a Python string; keys checked for duplicates.
+    ``threads``: pyarrow's thread pool decodes (see :meth:`RunStore.read_table`); ``parse=False``:
+    without the columns only the block parse reads (:data:`_PARSE_ONLY`) unless asked for."""
     import pyarrow.compute as pc
 
-    wanted = set(columns) | set(_ALWAYS_READ)
+    wanted = set(columns) | {c for c in _ALWAYS_READ if parse or c not in _PARSE_ONLY}
     stored = [c for c in COLUMN_DOCS if c in wanted or (c == "response" and RESPONSE_CHARS in wanted)]
-    table = store.read_table(columns=stored)
+    table = store.read_table(columns=stored, threads=threads)
     if RESPONSE_CHARS in wanted:
         lengths = pc.cast(pc.fill_null(pc.utf8_length(table.column("response")), 0), "int64")  # as a parse gives
         table = table.append_column(RESPONSE_CHARS, lengths)
@@ -322,12 +331,14 @@ def _read_projection(store: RunStore, columns: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
-def _read_run(entry: RunEntry, columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, RunRecord]:
+def _read_run(entry: RunEntry, columns: Sequence[str] | None = None, threads: bool = True,
+              parse: bool = True) -> tuple[pd.DataFrame, RunRecord]:
     """One run's samples with run metadata joined (raises when the run cannot be read); only
-    the projection's columns when ``columns`` is given (see :func:`load_runs`)."""
+    the projection's columns when ``columns`` is given (see :func:`load_runs`); ``threads`` and
+    ``parse``: see :func:`_read_projection`."""
     store, run_dir = entry.store, entry.path
     info = entry.record
-    frame = store.read_frame() if columns is None else _read_projection(store, columns)
+    frame = store.read_frame() if columns is None else _read_projection(store, columns, threads, parse)
     name = run_label(info.name or run_dir.name, run_dir, info.tasks)
     meta = {
         "run": name, "run_path": str(run_dir), "model": info.model.path,
@@ -459,11 +470,12 @@ def _parallel_counts(samples: pd.DataFrame, run_dir: Path) -> np.ndarray:
     return _stored_tag_counts(run_dir)[samples.index.to_numpy()]
 
 
-def _stored_tag_counts(run_dir: Path) -> np.ndarray:
-    """The ``<Parallel>`` count of every stored response of ``run_dir`` (0 for null), in store order."""
+def _stored_tag_counts(run_dir: Path, threads: bool = True) -> np.ndarray:
+    """The ``<Parallel>`` count of every stored response of ``run_dir`` (0 for null), in store order
+    (``threads``: see :meth:`RunStore.read_table`)."""
     import pyarrow.compute as pc
 
-    responses = RunStore(run_dir).read_table(columns=["response"]).column("response")
+    responses = RunStore(run_dir).read_table(columns=["response"], threads=threads).column("response")
     # the regex kernel finds a literal many times faster than count_substring, with the same count
     counts = pc.fill_null(pc.count_substring_regex(responses, re.escape(T.PARALLEL_OPEN)), 0)
     return np.asarray(counts.to_numpy(), dtype=np.int64)

@@ -18,9 +18,9 @@ Decision: no key is named ``pass@K_paper`` (nor ``mean_paper``). The paper calls
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from pr1_eval.stats.metrics import (
     BOOTSTRAP_SEED,
     MAJ_TIE_RULE,
     PER_PROBLEM_METRICS,
-    bootstrap_ci,
+    bootstrap_cis,
     bootstrap_settings,
     majority_correct_per_problem,
     parallel_ratio,
@@ -186,7 +186,7 @@ def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: b
         truncated_ratio=float(need(arrays.truncated, "finish_reason").mean()),
         no_answer_ratio=float(need(arrays.no_answer, "grade_status").mean()),
         n_unscored=int(need(arrays.unscored, "grade_status").sum()),
-        ci95={name: _ci(per_problem[name]) for name in TaskMetrics.CI_FIELDS},
+        ci95=dict(zip(TaskMetrics.CI_FIELDS, _cis([per_problem[name] for name in TaskMetrics.CI_FIELDS]), strict=True)),
         ci95_bootstrap=bootstrap_settings(BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
         engine_calls_per_sample=_mean_of(arrays, "engine_calls"),
         tokens_per_sample=_mean_of(arrays, "n_response_tokens"),
@@ -198,16 +198,34 @@ def task_metrics(arrays: SampleArrays, problems: Problems, k: int, measurable: b
 
 
 def _ci(values: np.ndarray) -> Interval | None:
-    return _interval(np.ascontiguousarray(values, dtype=float).tobytes())
+    return _cis([values])[0]
 
 
-@lru_cache(maxsize=4096)
-def _interval(values: bytes) -> Interval | None:
-    """:func:`bootstrap_ci` of the float64 values packed in ``values``, kept: an interval is a function
-    of the values alone (fixed resamples and seed: the same bits in, the same bits out), and many
-    repeat. mean@K_paper's values are mean@K's wherever the two checkers agree, and a suite of small
-    tasks holds few distinct vectors (4 problems at k=2 allow 81 for mean@K)."""
-    return bootstrap_ci(np.frombuffer(values), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+#: Intervals kept by their values (see :func:`_cis`), the oldest dropped beyond :data:`_KEPT_MAX`.
+_KEPT: dict[bytes, Interval | None] = {}
+_KEPT_MAX = 4096
+_KEPT_LOCK = threading.Lock()
+
+
+def _cis(columns: Sequence[np.ndarray]) -> list[Interval | None]:
+    """:func:`bootstrap_ci` of each column, kept: an interval is a function of the values alone (fixed
+    resamples and seed: the same bits in, the same bits out), and many repeat. mean@K_paper's values
+    are mean@K's wherever the two checkers agree, and a suite of small tasks holds few distinct vectors
+    (4 problems at k=2 allow 81 for mean@K). Those not kept are computed together
+    (:func:`pr1_eval.stats.metrics.bootstrap_cis`: one pass over the resample counts for all of a task's)."""
+    keys = [np.ascontiguousarray(values, dtype=float).tobytes() for values in columns]
+    with _KEPT_LOCK:
+        known = {key: _KEPT[key] for key in dict.fromkeys(keys) if key in _KEPT}
+    missing = [key for key in dict.fromkeys(keys) if key not in known]
+    if missing:
+        found = bootstrap_cis([np.frombuffer(key) for key in missing], n_resamples=BOOTSTRAP_RESAMPLES,
+                              seed=BOOTSTRAP_SEED)
+        known.update(zip(missing, found, strict=True))
+        with _KEPT_LOCK:
+            _KEPT.update(zip(missing, found, strict=True))
+            while len(_KEPT) > _KEPT_MAX:
+                del _KEPT[next(iter(_KEPT))]
+    return [known[key] for key in keys]
 
 
 def task_report(frame: pd.DataFrame, check: TaskCompleteness, measurable: bool = True) -> TaskReport:

@@ -29,7 +29,6 @@ Decisions that make the same samples always give the same numbers:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -39,7 +38,8 @@ from typing import Any
 import numpy as np
 
 from pr1_eval.stats.names import metric_name
-from pr1_eval.stats.resampling import resampled_means
+from pr1_eval.stats.resampling import resampled_means_of
+from pr1_eval.stats.tail_table import scipy_tail, tabled_tail
 
 #: Resamples of every bootstrap interval (the report's and the paired comparison's).
 BOOTSTRAP_RESAMPLES = 10_000
@@ -165,17 +165,31 @@ def bootstrap_ci(per_problem: Sequence[float] | np.ndarray, *, n_resamples: int 
     The means come from :func:`pr1_eval.stats.resampling.resampled_means` (exact counts where the
     values allow, else the gather; the same floats either way).
     """
-    values = np.asarray(per_problem, dtype=float)
-    if values.ndim != 1:
-        raise ValueError(f"expected a flat sequence of per-problem values, got shape {values.shape}")
-    if not np.isfinite(values).all():
-        raise ValueError("per-problem values must be finite numbers")
-    if values.size < 2:
-        return None
-    means = resampled_means(values, n_resamples, seed)
-    tail = expanded_tail(values.size, alpha)
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return float(low), float(high)
+    return bootstrap_cis([per_problem], n_resamples=n_resamples, alpha=alpha, seed=seed)[0]
+
+
+def bootstrap_cis(columns: Sequence[Sequence[float] | np.ndarray], *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                  alpha: float = 0.05, seed: int = BOOTSTRAP_SEED) -> list[tuple[float, float] | None]:
+    """:func:`bootstrap_ci` of each of ``columns``, the same intervals; their resampled means come
+    from one call (:func:`pr1_eval.stats.resampling.resampled_means_of`), which reads the resample
+    counts once for all of them (a report's task takes five intervals over the same problems)."""
+    arrays = [np.asarray(values, dtype=float) for values in columns]
+    for values in arrays:
+        if values.ndim != 1:
+            raise ValueError(f"expected a flat sequence of per-problem values, got shape {values.shape}")
+        if not np.isfinite(values).all():
+            raise ValueError("per-problem values must be finite numbers")
+    resampled = [values for values in arrays if values.size >= 2]
+    means = iter(resampled_means_of(resampled, n_resamples, seed))
+    out: list[tuple[float, float] | None] = []
+    for values in arrays:
+        if values.size < 2:
+            out.append(None)
+            continue
+        tail = expanded_tail(values.size, alpha)
+        low, high = np.quantile(next(means), [tail, 1 - tail])
+        out.append((float(low), float(high)))
+    return out
 
 
 @lru_cache(maxsize=256)
@@ -192,14 +206,13 @@ def expanded_tail(n_problems: int, alpha: float = 0.05) -> float:
 
     Computed with ``scipy.special``'s ``stdtrit`` and ``ndtr``, the functions ``scipy.stats.t.ppf``
     and ``scipy.stats.norm.cdf`` call (the same floats), because importing ``scipy.stats`` took
-    about 3 of a leaderboard's 7 CPU seconds on a 96,000-response sweep; here, not at import: the
-    CLI's parser loads this module."""
-    from scipy.special import ndtr, stdtrit
-
+    about 3 of a leaderboard's 7 CPU seconds on a 96,000-response sweep; and read from a table of
+    those very floats where it holds them (α = 0.05, up to 5,000 problems:
+    :mod:`pr1_eval.stats.tail_table`), because importing ``scipy.special`` too was 0.4–0.7 s of it."""
     if n_problems < 2:
         return alpha / 2
-    quantile = float(stdtrit(n_problems - 1, 1 - alpha / 2)) * math.sqrt(n_problems / (n_problems - 1))
-    return float(ndtr(-quantile))
+    tabled = tabled_tail(n_problems, alpha)
+    return tabled if tabled is not None else scipy_tail(n_problems, alpha)
 
 
 def bootstrap_settings(n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
@@ -217,7 +230,8 @@ def ratio_ci(response: np.ndarray, critical: np.ndarray, *, n_resamples: int = B
     :mod:`pr1_eval.report.efficiency`)."""
     if response.size < 2:
         return None
-    ratios = resampled_means(response, n_resamples, seed) / resampled_means(critical, n_resamples, seed)
+    response_means, critical_means = resampled_means_of([response, critical], n_resamples, seed)
+    ratios = response_means / critical_means
     tail = expanded_tail(response.size, alpha)
     low, high = np.quantile(ratios, [tail, 1 - tail])
     return float(low), float(high)

@@ -101,7 +101,7 @@ def test_block_counts_equal_the_parser_s(projected: bool, monkeypatch: pytest.Mo
             def __init__(self, run_dir: Path) -> None:
                 pass
 
-            def read_table(self, columns: list[str]) -> pa.Table:
+            def read_table(self, columns: list[str], threads: bool = True) -> pa.Table:
                 return table
 
         monkeypatch.setattr(loader, "RunStore", Store)

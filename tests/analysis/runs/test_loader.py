@@ -213,3 +213,22 @@ def test_progress_is_reported_and_run_json_kept(tmp_path: Path) -> None:
     loaded = load_runs(tmp_path, tokenizer=None, progress=lambda done, total, what: seen.append((done, total)))
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
     assert loaded.run_info["a"].model.step == 3 and set(loaded.run_info) == {"a", "b"}
+
+
+@pytest.mark.parametrize("tokens", [False, True])
+def test_a_load_without_blocks_holds_the_samples_frame_of_one_with_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                         tokens: bool) -> None:
+    """A load without blocks does not read the columns only the parse reads (token positions), and
+    gives the very samples frame, dtypes and notes of the same projected load with blocks."""
+    monkeypatch.setenv("PR1_LOADER_CACHE", "off")
+    records = [make_record("t", "p0", 0, TWO_BLOCKS, tokens=tokens), make_record("t", "p0", 1, "no block", tokens=tokens),
+               make_record("t", "p1", 0, TWO_BLOCKS, tokens=tokens, correct=True)]
+    write_run(tmp_path, "a", records)
+    columns = ["correct", "n_blocks", "block_rel_starts", "position_unit"]
+    lean = load_runs(tmp_path, tokenizer=None, columns=columns, blocks=False)
+    with_blocks = load_runs(tmp_path, tokenizer=None, columns=columns)
+    pd.testing.assert_frame_equal(lean.samples, with_blocks.samples)
+    assert lean.notes == with_blocks.notes and len(with_blocks.blocks) == 4 and lean.blocks.empty
+    asked = load_runs(tmp_path, tokenizer=None, columns=[*columns, "block_token_starts"], blocks=False)
+    assert asked.samples["block_token_starts"].tolist() == with_blocks.samples.assign(
+        s=[r.block_token_starts for r in records])["s"].tolist()

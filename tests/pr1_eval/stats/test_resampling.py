@@ -115,3 +115,47 @@ def test_bootstrap_ci_is_the_written_out_interval(values: np.ndarray) -> None:
 
 def _refuse(*args: object) -> np.ndarray:
     raise AssertionError("this route must not be taken")
+
+
+def test_means_of_several_columns_are_each_columns_own_bit_for_bit() -> None:
+    """One product for the exact columns of each size (a report task's five intervals, the speedup's two)
+    gives each column the floats of gathering its own resamples; the others still gather, in place."""
+    rng = np.random.default_rng(57)
+    columns = [rng.integers(0, 17, 300) / 16, 1 - (1 - rng.integers(0, 17, 300) / 16) ** 16,
+               (rng.integers(0, 17, 300) - rng.integers(0, 17, 300)) / 16, rng.integers(0, 9000, 300).astype(float),
+               rng.integers(0, 2, 41).astype(float), np.array([1 / 3, 2 / 3, 0.0]), rng.integers(0, 17, 41) / 16]
+    together = resampling.resampled_means_of(columns, 2_000, 9)
+    assert len(together) == len(columns)
+    for values, means in zip(columns, together, strict=True):
+        assert same_bits(means, reference_means(values, 2_000, 9))
+
+
+def test_intervals_of_several_columns_are_each_columns_own() -> None:
+    from pr1_eval.stats.metrics import bootstrap_cis
+
+    rng = np.random.default_rng(58)
+    columns = [rng.integers(0, 17, 120) / 16, 1 - (1 - rng.integers(0, 17, 120) / 16) ** 16, np.array([0.5]),
+               rng.integers(0, 2, 30).astype(float)]
+    assert bootstrap_cis(columns) == [bootstrap_ci(values) for values in columns]
+    assert bootstrap_cis(columns)[2] is None
+    assert bootstrap_cis(columns[:1])[0] == reference_ci(columns[0])
+
+
+def test_values_whose_sums_fit_float32_take_the_single_precision_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """c/16 over 500 problems (size · max|m| = 8,000 ≤ 2**24) takes the float32 counts, large integers
+    the float64 ones; both give the gather's floats."""
+    asked: list[str] = []
+    real = resampling.resample_counts
+
+    def spy(size: int, n_resamples: int, seed: int, dtype: str = "float64") -> np.ndarray:
+        asked.append(dtype)
+        return real(size, n_resamples, seed, dtype)
+
+    monkeypatch.setattr(resampling, "resample_counts", spy)
+    rng = np.random.default_rng(24)
+    small, large = rng.integers(0, 17, 500) / 16, rng.integers(0, 2**25, 500).astype(float)
+    assert resampling.exact_bound(small) == 16.0 * 500 and resampling.exact_bound(large) > resampling.SINGLE_BOUND
+    for values, dtype in [(small, "float32"), (large, "float64")]:
+        asked.clear()
+        assert same_bits(resampled_means(values, 3_000, 2), reference_means(values, 3_000, 2))
+        assert asked == [dtype]

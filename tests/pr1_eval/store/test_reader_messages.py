@@ -31,8 +31,8 @@ def test_a_part_swapped_away_while_read_says_retry(tmp_path: Path, monkeypatch: 
     parts = store.part_paths()
     real = store_module._read_part
 
-    def racing(part: Path, columns: Any = None) -> Any:
-        result = real(part, columns)
+    def racing(part: Path, columns: Any = None, threads: bool = True) -> Any:
+        result = real(part, columns, threads)
         if part == parts[0]:
             for other in parts[1:]:
                 other.unlink()
