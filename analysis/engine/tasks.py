@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from analysis.engine.shards import Codec, ShardedCache
 from analysis.engine.workers import Chunked, Workers
@@ -73,7 +73,10 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     what is not there. Keying and looking up 400,000 items one Python call at a time here was the
     largest block of a cold ``analyze`` (about 12 s of 45, sha256 most of it, while the workers
     waited). An item repeated across chunks under two values with one key (a BLEU pair given both
-    ways round) may be computed twice, to the same value."""
+    ways round) may be computed twice, to the same value. The cost: each worker holds its own copy
+    of a cache's values, read from disk once; nothing on a first analysis, tens of MB per worker
+    when a sweep's texts are mostly known (a whole analysis already kept is never recomputed:
+    :mod:`analysis.engine.outputs`)."""
     listed = list(items)
     if keys is None or cache is None:
         plain: Chunked[T, R | None] = Chunked(workers, _Plain(fn, skip), chunk)
@@ -81,7 +84,7 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
         return Pending(plain.results)
     distinct = list(dict.fromkeys(listed))
     task = _Keyed(fn, keys, encode, decode, skip, cache.directory, cache.codec)
-    sending: Chunked[T, Any] = Chunked(workers, task, chunk)
+    sending: Chunked[T, Any] = Chunked(workers, cast(Callable[[list[T]], list[Any]], task), chunk)  # read by chunks()
     sending.extend(distinct)
 
     def collect() -> list[R | None]:

@@ -67,13 +67,13 @@ def text_keys(texts: list[str]) -> list[str]:
     return [hash_key(text) for text in texts]
 
 
-def conclusion_value(conclusion: Conclusion) -> list[str]:
+def conclusion_value(conclusion: Conclusion) -> list[str | None]:
     """A conclusion as the cache keeps it."""
     return [conclusion.text, conclusion.source]
 
 
-def value_conclusion(value: list[str]) -> Conclusion:
-    """A conclusion from the cache."""
+def value_conclusion(value: list[Any]) -> Conclusion:
+    """A conclusion from the cache (``[text or None, source]``)."""
     return Conclusion(value[0], value[1])
 
 
