@@ -70,13 +70,14 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     Where the per-item work happens (:class:`_Keyed`): this process only drops repeated items (a
     dict, in C) and puts the chunks' new values into the cache, one call a chunk; the workers key
     the items, look the keys up in the cache's shards (each worker reads them once), and compute
-    what is not there. Keying and looking up 400,000 items one Python call at a time here was the
-    largest block of a cold ``analyze`` (about 12 s of 45, sha256 most of it, while the workers
-    waited). An item repeated across chunks under two values with one key (a BLEU pair given both
-    ways round) may be computed twice, to the same value. The cost: each worker holds its own copy
-    of a cache's values, read from disk once; nothing on a first analysis, tens of MB per worker
-    when a sweep's texts are mostly known (a whole analysis already kept is never recomputed:
-    :mod:`analysis.engine.outputs`)."""
+    what is not there. Why: keying and looking up a sweep's 400,000 items here, one Python call
+    each (517,750 sha256 keys), was the main process's largest block between loading the runs and
+    building the tables (a few seconds of CPU; its time holding the GIL fell from 47 s to 26 s on
+    a loaded machine: ``docs/performance.md``). An item repeated across chunks under two values
+    with one key (a BLEU pair given both ways round) may be computed twice, to the same value.
+    The cost: each worker holds its own copy of a cache's values, read from disk once; nothing on
+    a first analysis, tens of MB per worker when a sweep's texts are mostly known (a whole
+    analysis already kept is never recomputed: :mod:`analysis.engine.outputs`)."""
     listed = list(items)
     if keys is None or cache is None:
         plain: Chunked[T, R | None] = Chunked(workers, _Plain(fn, skip), chunk)
