@@ -98,7 +98,8 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
 
     The steps overlap (:mod:`analysis.pipeline.scheduled`): the workers read the paths' conclusions, then
     score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
-    process builds the tables that need neither meanwhile."""
+    process builds the tables that need neither meanwhile (the structure and efficiency tables wait
+    for no verdict: they are built before the verdicts are asked for)."""
     told = on_table or (lambda name, table: None)
     path_texts = loaded.blocks["path_texts"].tolist()
     concluding = conclude([t for texts in path_texts for t in texts], workers)
@@ -112,6 +113,9 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     structure = mark_unmeasurable(structure_stats(loaded.samples, by=RUN_KEYS), loaded.run_info)  # no BLEU, no verdict
     with_step = _stepped(loaded.samples, cells, include_incomplete)
     step_structure = structure_stats(with_step, by=STEP_KEYS)
+    measured, unmeasured_notes = measured_samples(loaded.samples, loaded.run_info)
+    efficiency = efficiency_tables(measured, cells, include_incomplete)
+    bound_note = pair_bound_note(loaded.blocks)
     classes = classing.result()  # the verdicts are usually in before BLEU: their tables first
     responses = consistency_table(heads, response_groups, classes[len(role_groups):])
     told("responses", responses)
@@ -128,13 +132,12 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     if embedder is not None:
         embeddings = {"model": embedder.model_name, "encoded": embedder.n_encoded, "from_cache": embedder.n_from_cache,
                       "cache_dir": None if embedder.cache.directory is None else str(embedder.cache.directory)}
-    measured, unmeasured_notes = measured_samples(loaded.samples, loaded.run_info)
     return Analysis(runs=runs, blocks=blocks, pairs=pairs, responses=responses, drift_points=points,
                     drift_trends=drift_trends(points), failures=list(loaded.failures),
-                    notes=[*loaded.notes, *policy_notes,
-                           *filter(None, [limit_summary(cells), pair_bound_note(loaded.blocks)]), *unmeasured_notes],
+                    notes=[*loaded.notes, *policy_notes, *filter(None, [limit_summary(cells), bound_note]),
+                           *unmeasured_notes],
                     embeddings=embeddings, completeness=cells, include_incomplete=include_incomplete,
-                    efficiency=efficiency_tables(measured, cells, include_incomplete))
+                    efficiency=efficiency)
 
 
 def _with_policy(runs: pd.DataFrame, run_info: Mapping[str, RunRecord]) -> tuple[pd.DataFrame, list[str]]:

@@ -102,6 +102,7 @@ class ShardedCache(Generic[V]):
             self._values = {}
             for shard in self._shards():
                 self._values.update(self._read(shard))
+            self._values.update(self._new)  # put_many's values not yet flushed
         return self._values
 
     def _shards(self) -> list[Path]:
@@ -141,6 +142,18 @@ class ShardedCache(Generic[V]):
         """Remember ``value`` (written to disk by :meth:`flush`)."""
         self._load()[key] = value
         self._new[key] = value
+
+    def put_many(self, keys: list[str], values: list[V]) -> None:
+        """Remember each ``values[i]`` by ``keys[i]`` (written to disk by :meth:`flush`), without
+        reading the shards on disk first when nothing has read them yet: the workers of
+        :func:`analysis.engine.tasks.map_chunks` looked the keys up and computed only the new ones."""
+        self._new.update(zip(keys, values, strict=True))
+        if self._values is not None or self.directory is None:
+            self._load().update(zip(keys, values, strict=True))
+
+    def known(self) -> dict[str, V]:
+        """Every value kept (read from disk once): a mapping to look keys up in, not to change."""
+        return self._load()
 
     def flush(self) -> None:
         """Write the values added since the last flush as one shard, merging when many."""

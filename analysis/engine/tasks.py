@@ -5,9 +5,8 @@ Two shapes cover every overlap the analysis has:
 - :func:`map_chunks`: a pure function of one item, mapped over many items in worker processes
   (:mod:`analysis.engine.workers`), chunked, in order, and optionally kept in a
   :class:`~analysis.engine.shards.ShardedCache` by a key of each item, so an item seen before (in
-  this call or any earlier command) is never computed again. The chunks are sent as the items are
-  keyed, so the workers start on the first while this process still keys the rest; a
-  :class:`Pending` comes back at once.
+  this call or any earlier command) is never computed again. The workers key the items and look
+  them up, chunk by chunk; a :class:`Pending` comes back at once.
 - :func:`in_background`: a call that mostly waits on other processes (math-verify in the grading
   pool) made on a daemon thread, so this process builds other tables meanwhile; a
   :class:`~concurrent.futures.Future` comes back at once.
@@ -20,12 +19,15 @@ functions, and :mod:`analysis.pipeline.scheduled` says how each runs here.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
 
-from analysis.engine.shards import ShardedCache
+from analysis.engine.shards import Codec, ShardedCache
 from analysis.engine.workers import Chunked, Workers
 
 T = TypeVar("T")
@@ -46,56 +48,133 @@ class Pending(Generic[R]):
         return self._value  # type: ignore[return-value]
 
 
+def same(value: Any) -> Any:
+    """The value itself: :func:`map_chunks`' default codec (a module-level function: picklable)."""
+    return value
+
+
 def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers: Workers | None, chunk: int,
-               cache: ShardedCache[Any] | None = None, key: Callable[[T], str] | None = None,
-               encode: Callable[[R], Any] = lambda value: value, decode: Callable[[Any], R] = lambda value: value,
+               cache: ShardedCache[Any] | None = None, keys: Callable[[list[T]], list[str]] | None = None,
+               encode: Callable[[R], Any] = same, decode: Callable[[Any], R] = same,
                skip: Callable[[T], bool] | None = None) -> Pending[list[R | None]]:
     """``fn`` over ``items`` (one result per item, in order), begun now (see the module docstring).
 
     ``fn``: a module-level function of a list of items (picklable, as the workers need), returning
     one result per item. ``chunk``: items per call, enough that pickling them is a small part of
-    the work. ``cache`` with ``key``: results kept by key (``encode``/``decode`` to and from the
-    cache's values), and an item whose key was seen earlier in ``items`` computed once. ``skip``:
-    items whose result is ``None`` without calling ``fn``. With no ``workers``, or when every item
-    fits one chunk, the chunks run in this process when the result is asked for."""
+    the work. ``keys`` (a module-level function of a list of items, one key each) with ``cache``:
+    results kept by key (``encode``/``decode``, module-level too, to and from the cache's values),
+    each distinct item (``items`` must then be hashable) computed once. ``skip``: items whose
+    result is ``None`` without calling ``fn`` (never kept). With no ``workers``, or when every
+    item fits one chunk, the chunks run in this process when the result is asked for.
+
+    Where the per-item work happens (:class:`_Keyed`): this process only drops repeated items (a
+    dict, in C) and puts the chunks' new values into the cache, one call a chunk; the workers key
+    the items, look the keys up in the cache's shards (each worker reads them once), and compute
+    what is not there. Why: keying and looking up a sweep's 400,000 items here, one Python call
+    each (517,750 sha256 keys), was the main process's largest block between loading the runs and
+    building the tables (a few seconds of CPU; its time holding the GIL fell from 47 s to 26 s on
+    a loaded machine: ``docs/performance.md``). An item repeated across chunks under two values
+    with one key (a BLEU pair given both ways round) may be computed twice, to the same value.
+    The cost: each worker holds its own copy of a cache's values, read from disk once; nothing on
+    a first analysis, tens of MB per worker when a sweep's texts are mostly known (a whole
+    analysis already kept is never recomputed: :mod:`analysis.engine.outputs`)."""
     listed = list(items)
-    out: list[R | None] = [None] * len(listed)
-    known: dict[str, R] = {}
-    waiting: dict[str, list[int]] = {}  # key -> the positions awaiting its one computation
-    todo: list[list[int]] = []
-    sending: Chunked[T, R] = Chunked(workers, fn, chunk)
-    for i, item in enumerate(listed):
-        if skip is not None and skip(item):
-            continue
-        if cache is None or key is None:
-            todo.append([i])
-            sending.add(item)
-            continue
-        k = key(item)
-        if k in known:
-            out[i] = known[k]
-        elif k in waiting:
-            waiting[k].append(i)
-        elif (stored := cache.get(k)) is not None:
-            out[i] = known[k] = decode(stored)
-        else:
-            waiting[k] = [i]
-            todo.append(waiting[k])
-            sending.add(item)
-    sending.close()
+    if keys is None or cache is None:
+        plain: Chunked[T, R | None] = Chunked(workers, _Plain(fn, skip), chunk)
+        plain.extend(listed)
+        return Pending(plain.results)
+    distinct = list(dict.fromkeys(listed))
+    task = _Keyed(fn, keys, encode, decode, skip, cache.directory, cache.codec)
+    sending: Chunked[T, Any] = Chunked(workers, cast(Callable[[list[T]], list[Any]], task), chunk)  # read by chunks()
+    sending.extend(distinct)
 
     def collect() -> list[R | None]:
-        keys = iter(waiting)
-        for positions, result in zip(todo, sending.results(), strict=True):
-            for i in positions:
-                out[i] = result
-            if cache is not None and key is not None:
-                cache.put(next(keys), encode(result))
-        if cache is not None:
-            cache.flush()
-        return out
+        done: list[_Done[R]] = sending.chunks(lambda part: task.run(part, cache.known()))
+        results = [result for part in done for result in part.results]
+        for part in done:
+            cache.put_many(part.keys, part.values)
+        cache.flush()
+        if len(distinct) == len(listed):
+            return results
+        found = dict(zip(distinct, results, strict=True))
+        return [found[item] for item in listed]
 
     return Pending(collect)
+
+
+@dataclass(frozen=True)
+class _Plain(Generic[T, R]):
+    """``fn`` of a chunk, ``None`` for the items ``skip`` names (what a worker runs without a cache)."""
+
+    fn: Callable[[list[T]], list[R]]
+    skip: Callable[[T], bool] | None
+
+    def __call__(self, items: list[T]) -> list[R | None]:
+        if self.skip is None:
+            return list(self.fn(items))
+        live = [i for i, item in enumerate(items) if not self.skip(item)]
+        out: list[R | None] = [None] * len(items)
+        for i, result in zip(live, self.fn([items[i] for i in live]), strict=True):
+            out[i] = result
+        return out
+
+
+@dataclass
+class _Done(Generic[R]):
+    """One chunk done: a result per item, and the values it computed, by key, for the cache."""
+
+    results: list[R | None]
+    keys: list[str]
+    values: list[Any]
+
+
+#: Each worker's view of the caches it was asked about: (process id, folder) -> the values on disk.
+#: Keyed by the process id so a process forked from one that filled it never reads its parent's.
+_READ: dict[tuple[int, str], dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class _Keyed(Generic[T, R]):
+    """What a worker runs for :func:`map_chunks` with a cache: key the chunk, look the keys up in
+    the cache's folder (read once per worker), compute the rest once per key. Picklable: its
+    functions are module-level and the cache travels as its folder and codec."""
+
+    fn: Callable[[list[T]], list[R]]
+    keys: Callable[[list[T]], list[str]]
+    encode: Callable[[R], Any]
+    decode: Callable[[Any], R]
+    skip: Callable[[T], bool] | None
+    directory: Path | None
+    codec: Codec[Any]
+
+    def __call__(self, items: list[T]) -> _Done[R]:
+        return self.run(items, self._on_disk())
+
+    def _on_disk(self) -> dict[str, Any]:
+        if self.directory is None:
+            return {}
+        slot = (os.getpid(), str(self.directory))
+        if slot not in _READ:
+            _READ[slot] = ShardedCache(self.directory, self.codec).known()
+        return _READ[slot]
+
+    def run(self, items: list[T], known: dict[str, Any]) -> _Done[R]:
+        """The chunk's results, with ``known`` the values kept so far."""
+        out: list[R | None] = [None] * len(items)
+        live = range(len(items)) if self.skip is None else [i for i, x in enumerate(items) if not self.skip(x)]
+        waiting: dict[str, list[int]] = {}  # key -> the positions awaiting its one computation
+        for i, key in zip(live, self.keys([items[i] for i in live]), strict=True):
+            if key in waiting:
+                waiting[key].append(i)
+            elif (stored := known.get(key)) is not None:
+                out[i] = self.decode(stored)
+            else:
+                waiting[key] = [i]
+        computed = self.fn([items[positions[0]] for positions in waiting.values()]) if waiting else []
+        for positions, result in zip(waiting.values(), computed, strict=True):
+            for i in positions:
+                out[i] = result
+        return _Done(out, list(waiting), [self.encode(result) for result in computed])
 
 
 def in_background(fn: Callable[..., R], *args: Any, name: str = "pr1-analysis-background") -> Future[R]:

@@ -82,6 +82,19 @@ class Chunked(Generic[T, R]):
         if self._workers is not None and len(self._items) - self._sent == self._size:
             self._send()
 
+    def extend(self, items: list[T]) -> None:
+        """Every item of ``items``, as :meth:`add` would take them one by one (whole chunks out at once)."""
+        if self._workers is None:
+            self._items.extend(items)
+            return
+        start = 0
+        while start < len(items):
+            room = self._size - (len(self._items) - self._sent)
+            self._items.extend(items[start:start + room])
+            start += room
+            if len(self._items) - self._sent == self._size:
+                self._send()
+
     def close(self) -> None:
         """Hand out the last, short chunk (it stays here when no chunk was handed out)."""
         if self._futures and self._sent < len(self._items):
@@ -90,12 +103,16 @@ class Chunked(Generic[T, R]):
     def results(self, here: Callable[[list[T]], list[R]] | None = None) -> list[R]:
         """Every item's result (waiting for the workers); ``here``: what runs a chunk in this
         process (default ``fn``)."""
+        return [result for done in self.chunks(here) for result in done]
+
+    def chunks(self, here: Callable[[list[T]], Any] | None = None) -> list[Any]:
+        """What ``fn`` returned for each chunk, in order (waiting for the workers): for a ``fn``
+        that returns one value per chunk rather than a list of one result per item."""
         self.close()
         if self._futures:
-            return [result for future in self._futures for result in future.result()]
+            return [future.result() for future in self._futures]
         run = here or self._fn
-        return [result for start in range(0, len(self._items), self._size)
-                for result in run(self._items[start:start + self._size])]
+        return [run(self._items[start:start + self._size]) for start in range(0, len(self._items), self._size)]
 
     def _send(self) -> None:
         assert self._workers is not None

@@ -57,29 +57,52 @@ def conclude(texts: Sequence[str | None], workers: Workers | None = None,
     """:func:`~analysis.structure.conclusions.path_conclusion` of each text, begun: each distinct text read
     once, ever (``cache``, default :func:`conclusions_cache`), the rest in ``workers``."""
     plain = [t if isinstance(t, str) else ("" if t is None else str(t)) for t in texts]
-    return map_chunks(conclude_all, plain, workers=workers, chunk=CONCLUDE_CHUNK,
-                      cache=conclusions_cache() if cache is None else cache, key=hash_key,
-                      encode=lambda c: [c.text, c.source], decode=lambda v: Conclusion(v[0], v[1]))  # type: ignore[return-value]
+    return map_chunks(conclude_all, plain, workers=workers, chunk=CONCLUDE_CHUNK,  # type: ignore[return-value]
+                      cache=conclusions_cache() if cache is None else cache, keys=text_keys,
+                      encode=conclusion_value, decode=value_conclusion)
+
+
+def text_keys(texts: list[str]) -> list[str]:
+    """:func:`~analysis.engine.shards.hash_key` of each text (the conclusions' keys)."""
+    return [hash_key(text) for text in texts]
+
+
+def conclusion_value(conclusion: Conclusion) -> list[str | None]:
+    """A conclusion as the cache keeps it."""
+    return [conclusion.text, conclusion.source]
+
+
+def value_conclusion(value: list[Any]) -> Conclusion:
+    """A conclusion from the cache (``[text or None, source]``)."""
+    return Conclusion(value[0], value[1])
 
 
 def bleu_scores(pairs: Sequence[tuple[str, str]], workers: Workers | None = None,
                 cache: ResultCache | None = None) -> Pending[list[float | None]]:
     """:func:`~analysis.diversity.bleu.symmetric_bleu` of each pair, begun: ``None`` where a text is empty,
     each pair scored once, ever (``cache``, default :func:`bleu_cache`), in batches in ``workers``."""
-    keys: dict[str, str] = {}
-
-    def text_hash(text: str) -> str:
-        if (found := keys.get(text)) is None:
-            found = keys[text] = hash_key(text)
-        return found
-
-    def pair_key(pair: tuple[str, str]) -> str:
-        first, second = text_hash(pair[0]), text_hash(pair[1])
-        return first + second if first <= second else second + first  # the score is symmetric
-
     return map_chunks(batch_bleu_here, pairs, workers=workers, chunk=BLEU_CHUNK,
-                      cache=bleu_cache() if cache is None else cache, key=pair_key, encode=float, decode=float,
-                      skip=lambda pair: not pair[0].strip() or not pair[1].strip())
+                      cache=bleu_cache() if cache is None else cache, keys=pair_keys, encode=float, decode=float,
+                      skip=has_empty_text)
+
+
+def pair_keys(pairs: list[tuple[str, str]]) -> list[str]:
+    """Each pair's key: its two texts' :func:`~analysis.engine.shards.hash_key`, the smaller first (the
+    score is symmetric), each distinct text hashed once."""
+    hashes: dict[str, str] = {}
+    out = []
+    for a, b in pairs:
+        if (first := hashes.get(a)) is None:
+            first = hashes[a] = hash_key(a)
+        if (second := hashes.get(b)) is None:
+            second = hashes[b] = hash_key(b)
+        out.append(first + second if first <= second else second + first)
+    return out
+
+
+def has_empty_text(pair: tuple[str, str]) -> bool:
+    """Whether either text of a pair is blank (its BLEU is null, never scored)."""
+    return not pair[0].strip() or not pair[1].strip()
 
 
 def roles_of(blocks: pd.DataFrame, workers: Workers | None = None) -> pd.DataFrame:

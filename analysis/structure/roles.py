@@ -115,12 +115,21 @@ def with_roles(concluded: pd.DataFrame, classes: Sequence[list[int | None]]) -> 
     """:func:`with_conclusions`'s frame with the class and role columns added (to that frame, which
     is already a copy), given each block's classes (of :func:`conclusion_groups`)."""
     out = concluded
-    sizes = [len(answers) for answers in out["path_conclusions"]]
-    classes = [[*cs, *([None] * (n - len(cs)))] for cs, n in zip(classes, sizes, strict=True)]  # unclassed: None
-    out["path_answer_classes"] = pd.Series(list(classes), index=out.index, dtype=object)
-    out["n_answering_paths"] = [sum(c is not None for c in cs) for cs in classes]
-    out["n_distinct_answers"] = [len({c for c in cs if c is not None}) for cs in classes]
-    out["role"] = [block_role(cs) for cs in classes]
+    padded: list[list[int | None]] = []
+    answering: list[int] = []
+    distinct: list[int] = []
+    roles: list[str] = []
+    for cs, answers in zip(classes, out["path_conclusions"].tolist(), strict=True):  # one pass: 150,000 blocks a sweep
+        padded.append([*cs, *([None] * (len(answers) - len(cs)))])  # unclassed: None
+        answered = [c for c in cs if c is not None]
+        kinds = len(set(answered))
+        answering.append(len(answered))
+        distinct.append(kinds)
+        roles.append("undetermined" if len(answered) < 2 else "verification" if kinds == 1 else "exploration")
+    out["path_answer_classes"] = pd.Series(padded, index=out.index, dtype=object)
+    out["n_answering_paths"] = answering
+    out["n_distinct_answers"] = distinct
+    out["role"] = roles  # block_role's rule
     return out
 
 

@@ -62,3 +62,17 @@ def test_a_responses_consistency_classes_at_most_its_first_conclusions() -> None
     heads, groups = consistency_groups(samples, blocks)
     assert len(groups) == 1 and len(groups[0]) == MOST_CONCLUSIONS_PER_RESPONSE + 1 == 257  # 256, then the final
     assert groups[0][199:201] == ["199", "0"] and groups[0][-1] == "7"
+
+
+def test_the_counts_over_arrays_equal_the_block_by_block_counts() -> None:
+    """Responses under the pair bound take the arrays' path; over it, the loop; the same counts either way."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(40):
+        sizes = [rng.choice([0, 1, 2, 3, 4, 20, 40, 70]) for _ in range(rng.randint(1, 60))]
+        blocks = _blocks(sizes, [rng.randint(0, 3) for _ in sizes])
+        assert div.scored_path_counts(blocks) == div._bounded_counts(blocks, sizes)
+    frame, _ = div.sibling_pairs(_blocks([3, 0, 2, 4], [0, 0, 1, 1]))
+    assert list(zip(frame["block_idx"], frame["path_i"], frame["path_j"], strict=True)) == [
+        (0, 0, 1), (0, 0, 2), (0, 1, 2), (2, 0, 1), (3, 0, 1), (3, 0, 2), (3, 0, 3), (3, 1, 2), (3, 1, 3), (3, 2, 3)]

@@ -1,0 +1,71 @@
+"""map_chunks with a cache: the workers key the items and look them up on disk, chunk by chunk,
+and the results are those of the plain function, in order, each distinct item computed once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from analysis.engine.shards import ResultCache, hash_key
+from analysis.engine.tasks import map_chunks
+from analysis.engine.workers import Chunked, analysis_workers
+
+
+def _lengths(items: list[str]) -> list[tuple[int, int]]:
+    """Each text's length, and the process that measured it."""
+    return [(len(item), os.getpid()) for item in items]
+
+
+def _keys(items: list[str]) -> list[str]:
+    return [hash_key(item) for item in items]
+
+
+def _length(value: tuple[int, int]) -> int:
+    return value[0]
+
+
+def _from_cache(value: int) -> tuple[int, int]:
+    return (value, -1)  # -1: read from the cache, computed by no process
+
+
+def _is_blank(item: str) -> bool:
+    return not item.strip()
+
+
+def test_the_workers_look_keys_up_on_disk_and_compute_the_rest_once(tmp_path: Path) -> None:
+    items = [f"text {i % 37}" + "x" * (i % 5) for i in range(400)] + ["", " "]
+    distinct = list(dict.fromkeys(items))
+    seeded = ResultCache(tmp_path)
+    seeded.put(hash_key("text 3"), 999)  # a value only the cache knows: served, never computed again
+    seeded.flush()
+    with analysis_workers(2) as workers:
+        results = map_chunks(_lengths, items, workers=workers, chunk=16, cache=ResultCache(tmp_path), keys=_keys,
+                             encode=_length, decode=_from_cache, skip=_is_blank).result()
+    assert len(results) == len(items) and results[-2:] == [None, None]  # blank: skipped, None
+    for item, result in zip(items[:-2], results[:-2], strict=True):
+        assert result is not None
+        assert result == (999, -1) if item == "text 3" else result[0] == len(item) and result[1] not in (-1, os.getpid())
+    stored = ResultCache(tmp_path)  # from disk: every distinct non-blank item, once
+    assert len(stored) == len(distinct) - 2
+    assert stored.get(hash_key("text 10x")) == len("text 10x")
+    again = map_chunks(_lengths, items, workers=None, chunk=16, cache=stored, keys=_keys, encode=_length,
+                       decode=_from_cache, skip=_is_blank).result()
+    assert again[:-2] == [(len(item) if item != "text 3" else 999, -1) for item in items[:-2]]  # all from the cache
+
+
+def test_without_a_cache_every_item_is_computed_in_order() -> None:
+    items = [str(i) * (i % 4) for i in range(100)]
+    with analysis_workers(2) as workers:
+        results = map_chunks(_lengths, items, workers=workers, chunk=7, skip=_is_blank).result()
+    assert [r if r is None else r[0] for r in results] == [len(i) if i.strip() else None for i in items]
+
+
+def test_extend_hands_out_the_chunks_add_would() -> None:
+    with analysis_workers(2) as workers:
+        chunks: Chunked[str, tuple[int, int]] = Chunked(workers, _lengths, 10)
+        chunks.extend(["a"] * 5)
+        chunks.extend(["bb"] * 23)  # 28 items: two full chunks out, 8 waiting
+        assert len(chunks._futures) == 2
+        done = chunks.chunks()
+    assert [len(part) for part in done] == [10, 10, 8]
+    assert [length for part in done for length, _ in part] == [1] * 5 + [2] * 23
