@@ -3,6 +3,7 @@
     python bench/bench_nano_draws.py --draws 20 --out /tmp/draws              # 20 held-out draws, working trainer
     python bench/bench_nano_draws.py --draws 20 --variant lr0 --out /tmp/d0   # the null: learning rate 0
     python bench/bench_nano_draws.py --draws 20 --variant sign                # reward sign flipped (noadv, nospans too)
+    python bench/bench_frozen_draws.py --from /tmp/draws --out /tmp/frozen    # learning rate 0 / no advantage, a minute a draw
     python bench/bench_nano_draws.py --summarise /tmp/draws /tmp/d0 ...       # the table of finished folders
 
 What a new machine is: it trains other tiny-model weights from the same seed (other floats) and so
@@ -10,7 +11,9 @@ draws other rollouts. A draw here is both, made on purpose: draw d trains the ti
 ``1000 + d`` (held out: CI uses seed 0) and sets ``actor_rollout_ref.rollout.seed`` to d. Each draw is
 the CI slice (``bench_nano.py --plan ci``, without scoring), into ``OUT/draw-<d>``; its ``nano.json``
 is kept, so an interrupted bench resumes at the first draw without one. ``--variant`` breaks the GRPO
-stages' trainer (:mod:`repro.testing.broken`); the checks must then fail.
+stages' trainer (:mod:`repro.testing.broken`); the checks must then fail. ``nospans`` runs only the
+stages it breaks (:func:`touched_stages`); learning rate 0 and zeroed advantages leave the weights as
+they were, so ``bench_frozen_draws.py`` gets their verdict from finished working draws without training.
 
 Prints one row per draw and check (its statistic and verdict), then per variant and check: draws
 passed, the statistic's mean, SD and minimum (working trainer) or maximum (broken), its margin to
@@ -57,8 +60,22 @@ def _z(figures: str) -> float:
         return math.nan
 
 
+def touched_stages(variant: str) -> list[str] | None:
+    """The stages of the CI slice a breakage changes, where it leaves the others as the working draw runs
+    them bit for bit: ``nospans`` breaks the structured actor, so only the structured (Unseen) stages run,
+    which start from the structured tiny model, not from the Seen stages (a third of a draw's time). ``None``:
+    every stage."""
+    from repro.nano.plan import PLANS
+    from repro.stages import STAGES
+
+    if variant != "nospans":
+        return None
+    return [s.name for s in PLANS["ci"] if STAGES[s.stage].structured]
+
+
 def run_draws(out: Path, draws: int, variant: str, first: int) -> list[dict[str, Any]]:
-    """Run (or reuse) each draw's CI slice; one record per draw."""
+    """Run (or reuse) each draw's CI slice (only the stages the variant breaks, :func:`touched_stages`);
+    one record per draw."""
     found = []
     for d in range(first, first + draws):
         folder = out / f"draw-{d}"
@@ -68,7 +85,7 @@ def run_draws(out: Path, draws: int, variant: str, first: int) -> list[dict[str,
             try:
                 report = run_nano(folder, plan="ci", score=False, fresh=True,
                                   draw=Draw(tiny_seed=HELD_OUT_SEED + d, rollout_seed=d, variant=variant),
-                                  echo=lambda line: None)
+                                  echo=lambda line: None, only=touched_stages(variant))
                 print(summary_table(report).splitlines()[-1] + f" ({time.monotonic() - started:.0f} s)", flush=True)
             except Exception as error:  # a broken trainer may crash a stage: that is a failed draw, recorded
                 print(f"draw {d}: the job stopped: {str(error).splitlines()[0]}", flush=True)

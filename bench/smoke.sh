@@ -41,6 +41,7 @@ CPU_BENCHES=(
     "bench_nano_power.py|--runs 20"
     "bench_ranking.py|--small"
     "bench_gain_null.py|--small"
+    "bench_frozen_draws.py|--small"
 )
 # name|why it is skipped
 GPU_ONLY=(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from pr1_eval.testing.tiny_model import cached_tiny_model
 from repro import stages as repro_stages
 from repro.nano import checks, gain
 from repro.nano.data import build_nano_data, build_rl_data
+from repro.nano.merged_start import start_as_merged
 from repro.nano.nll import response_nll
 from repro.nano.plan import PLANS, Draw, NanoStage, Scale
 from repro.nano.provenance import machine_record, weights_digest
@@ -107,8 +108,10 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale, target: Targ
 
 def beats_its_start(stage: NanoStage, start_model: str, trained_model: str, target: int, scale: Scale) -> checks.Check:
     """An RL stage's learning verdict (:mod:`repro.nano.gain`): its trained model against its frozen start,
-    sampled as the stage samples, judged by the reward its gold was chosen for."""
-    control, trained = gain.frozen_control(start_model, trained_model, target,
+    sampled as the stage samples, judged by the reward its gold was chosen for. The start is sampled as the
+    merge would have written it (:mod:`repro.nano.merged_start`): a stage that learns nothing is then
+    compared with the very same weights."""
+    control, trained = gain.frozen_control(start_as_merged(start_model, trained_model), trained_model, target,
                                            structured=repro_stages.STAGES[stage.stage].structured,
                                            mode=target_mode(stage), response_length=scale.response_length,
                                            max_path_tokens=scale.max_path_tokens)
@@ -173,12 +176,20 @@ def prepare_out(out: Path, fresh: bool) -> Path:
 
 
 def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: bool = True,
-             echo: Callable[[str], None] = print, fresh: bool = False, draw: Draw | None = None) -> NanoReport:
+             echo: Callable[[str], None] = print, fresh: bool = False, draw: Draw | None = None,
+             only: Collection[str] | None = None) -> NanoReport:
     """Run the plan into ``out`` and return its report (also written to ``out/nano.json``). ``draw``
-    changes the tiny models' seed, the rollout seed or breaks the trainer (``bench/bench_nano_draws.py``)."""
+    changes the tiny models' seed, the rollout seed or breaks the trainer (``bench/bench_nano_draws.py``).
+    ``only``: run just these stages of the plan (each must start from a tiny model or from another of them):
+    a breakage that touches one stage needs no other (``bench_nano_draws.py --variant nospans``)."""
     draw = draw or Draw()
     if plan not in PLANS:
         raise Pr1EvalError(f"unknown nano plan {plan!r}; choose one of {', '.join(PLANS)}")
+    stages = [s for s in PLANS[plan] if only is None or s.name in only]
+    if only is not None and len(stages) != len(set(only)):
+        unknown = sorted(set(only) - {s.name for s in PLANS[plan]})
+        raise Pr1EvalError(f"plan {plan!r} has no stage {', '.join(unknown)}; its stages: "
+                           f"{', '.join(s.name for s in PLANS[plan])}")
     scale = scale or Scale()
     out = prepare_out(out.expanduser().resolve(), fresh)
     report = NanoReport(plan, out, machine=machine_record(), draw=draw)
@@ -186,7 +197,7 @@ def run_nano(out: Path, plan: str = "full", scale: Scale | None = None, score: b
     echo(f"nano ({plan}): building the data in {out / 'data'}")
     data_dir = build_nano_data(out)
     done: dict[str, StageResult] = {}
-    for stage in PLANS[plan]:
+    for stage in stages:
         model = start_model(stage, done, draw.tiny_seed)
         report.start_weights[stage.name] = weights_digest(model)
         if repro_stages.STAGES[stage.stage].kind == "ppo":
