@@ -102,3 +102,22 @@ def test_the_seeded_single_turn_loop_and_the_ordered_buffer() -> None:
     assert [keys[i] for i in batch_order(keys, index)] == ["u1_0_0", "u1_1_0", "u2_0_0", "u2_1_0"]
     with pytest.raises(ValueError):
         sample_priority(0, 10**6)
+
+
+def test_the_ordered_buffer_looks_for_a_finished_batch_every_fifty_milliseconds() -> None:
+    """VERL's buffer sleeps 2 s between looks (its default, which the trainer does not override); ours
+    looks every 50 ms unless told otherwise, so a CPU step does not wait a second for a ready batch."""
+    import inspect
+
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    from repro.testing.determinism import POLL_SECONDS, OrderedReplayBuffer
+
+    def made(**extra: float) -> OrderedReplayBuffer:
+        return OrderedReplayBuffer(trainer_mode="sync", trainer_config=OmegaConf.create({}), max_off_policy_threshold=None,
+                                   max_off_policy_strategy="drop", sampler_kwargs=OmegaConf.create({}), **extra)
+
+    assert inspect.signature(ReplayBuffer.__init__).parameters["poll_interval"].default == 2.0
+    assert made().poll_interval == POLL_SECONDS == 0.05
+    assert made(poll_interval=1.5).poll_interval == 1.5
