@@ -63,11 +63,13 @@ SMALL = (2, 2)
 
 
 def frozen_z(stage_name: str, plan: str, control: str, target: int, trained: str | None = None,
-             sizes: tuple[int, int] | None = None) -> tuple[float, str]:
+             sizes: tuple[int, int] | None = None) -> tuple[float, list[dict[str, Any]]]:
     """The stage's "beats its start" z with ``trained`` (default: the control itself) as the trained model,
-    sampled as the job samples (``sizes``: other problems × samples, for the smoke)."""
-    from repro.nano import gain
-    from repro.nano.job import target_mode
+    sampled as the job samples (``sizes``: other problems × samples, for the smoke), and the checks the job
+    draws from those samples: "beats its start" and, where the job judges the parallel ratio against the
+    start (:func:`repro.nano.job.parallel_checks`), "parallel ratio holds (against its start)"."""
+    from repro.nano import checks, gain
+    from repro.nano.job import reward_parallel_demand, target_mode
     from repro.nano.plan import PLANS, Scale
     from repro.stages import STAGES
 
@@ -77,10 +79,12 @@ def frozen_z(stage_name: str, plan: str, control: str, target: int, trained: str
     common: dict[str, Any] = {"structured": STAGES[stage.stage].structured, "mode": target_mode(stage),
                               "response_length": scale.response_length, "max_path_tokens": scale.max_path_tokens,
                               "problems": problems, "per_problem": per_problem}
-    start = gain.earned(control, target, seed=gain.START_SEED, **common)  # as gain.frozen_control samples
-    final = gain.earned(trained or control, target, seed=gain.FINAL_SEED, **common)
-    check = gain.gain_check(stage_name, start, final, required=stage.expect_rise)
-    return gain.mantel_haenszel_z(start, final), json.dumps(check.as_dict())
+    start = gain.outcomes(control, target, seed=gain.START_SEED, **common)  # as gain.frozen_control samples
+    final = gain.outcomes(trained or control, target, seed=gain.FINAL_SEED, **common)
+    found = [gain.gain_check(stage_name, start.earned, final.earned, required=stage.expect_rise)]
+    if reward_parallel_demand(stage) == "every step" and float(start.parallel.mean()) >= checks.SATURATED:
+        found.append(gain.parallel_holds_check(stage_name, start.parallel, final.parallel))
+    return gain.mantel_haenszel_z(start.earned, final.earned), [c.as_dict() for c in found]
 
 
 def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -95,8 +99,8 @@ def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None) -
     checks = []
     for name, (start, _merged) in stage_models(source, record).items():
         control = start_as_merged(start, str(out / source.name / name / "hf"))
-        _z, check = frozen_z(name, record["plan"], control, record["targets"][name]["target"], sizes=sizes)
-        checks.append(json.loads(check))
+        _z, found = frozen_z(name, record["plan"], control, record["targets"][name]["target"], sizes=sizes)
+        checks += found
     result = {"plan": record["plan"], "passed": all(c["passed"] for c in checks), "checks": checks,
               "draw": {**record["draw"], "variant": "frozen"}, "source": str(source),
               "seconds": round(time.monotonic() - started, 1)}
@@ -169,7 +173,7 @@ def main() -> int:
         raise SystemExit(f"no finished draw (draw-*/nano.json) in {source}")
     for folder in folders:
         result = frozen_draw(folder, out)
-        zs = ", ".join(f"{c['stage']} {c['figures'].rsplit('z = ', 1)[-1]}" for c in result["checks"])
+        zs = ", ".join(f"{c['stage']} {c['check']} z = {c['figures'].rsplit('z = ', 1)[-1]}" for c in result["checks"])
         print(f"frozen {folder.name}: {'passes (a broken trainer must not)' if result['passed'] else 'fails'}; {zs}",
               flush=True)
     for broken in args.proof:

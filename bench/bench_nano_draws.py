@@ -5,6 +5,8 @@
     python bench/bench_nano_draws.py --draws 20 --variant sign                # reward sign flipped (noadv, nospans too)
     python bench/bench_frozen_draws.py --from /tmp/draws --out /tmp/frozen    # learning rate 0 / no advantage, a minute a draw
     python bench/bench_nano_draws.py --summarise /tmp/draws /tmp/d0 ...       # the table of finished folders
+    python bench/bench_nano_draws.py --summarise /tmp/draws --recheck         # first bring old draws up to the
+                                                                              # frozen-control checks (rewrites them)
 
 What a new machine is: it trains other tiny-model weights from the same seed (other floats) and so
 draws other rollouts. A draw here is both, made on purpose: draw d trains the tiny models from seed
@@ -33,23 +35,28 @@ from pathlib import Path
 from typing import Any
 
 from repro.nano.checks import Z_MIN
-from repro.nano.gain import Z_GAIN
+from repro.nano.gain import Z_GAIN, Z_HOLD, gain_check
 from repro.nano.job import run_nano, summary_table
 from repro.nano.plan import Draw
 from repro.testing.broken import VARIANTS
 
 HELD_OUT_SEED = 1000
+NEW_PARALLEL = ("parallel ratio holds (against its start)", "parallel ratio trend (reported)")
+"""The parallel checks of a saturated start judged against the frozen control (a draw holding one is rechecked)."""
 LEARNING_CHECKS = ("beats its start", "reward trend (reported)", "reward rises", "parallel ratio holds",
-                   "parallel ratio rises")
-"""The checks with a statistic: against :data:`repro.nano.gain.Z_GAIN` (the learning verdict) or
-:data:`repro.nano.checks.Z_MIN` (the trends over the steps)."""
+                   "parallel ratio rises", *NEW_PARALLEL)
+"""The checks with a statistic: against :data:`repro.nano.gain.Z_GAIN` (the learning verdict),
+−:data:`repro.nano.gain.Z_HOLD` (the parallel ratio against the start model) or :data:`repro.nano.checks.Z_MIN`
+(the trends over the steps)."""
 
 
 def bar_of(check: str) -> float:
-    """The bar a check's z is held to (the trend of the rewards, now reported, against its former bar)."""
+    """The bar a check's z is held to (a trend now reported, against its former bar)."""
     if check == "beats its start":
         return Z_GAIN
-    return -Z_MIN if check == "parallel ratio holds" else Z_MIN
+    if check == NEW_PARALLEL[0]:
+        return -Z_HOLD
+    return -Z_MIN if check in ("parallel ratio holds", NEW_PARALLEL[1]) else Z_MIN
 
 
 def _z(figures: str) -> float:
@@ -114,29 +121,51 @@ def rows_of(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def recheck(folder: Path) -> None:
-    """Add the frozen-control check (:mod:`repro.nano.gain`) to a draw finished before it existed, from the
-    draw's own start models (their weight digests checked against the ones recorded) and merged checkpoints."""
+    """Bring a draw finished before the frozen-control checks (:mod:`repro.nano.gain`) to what the job checks
+    now, from the draw's own start models (their weight digests checked against the ones recorded), merged
+    checkpoints and stored rollouts: "beats its start", and the parallel ratio
+    (:func:`repro.nano.job.parallel_checks`: against the start model, on the same samples, where the reward
+    pays for blocks every step). A stage is recomputed where either is missing; its recomputed checks replace
+    its old ones (marked ``rechecked``), and a "beats its start" the draw recorded is compared with the
+    recomputed one (the same seeds: equal on the machine that drew it). Rewrites the draw's ``nano.json``."""
     from pr1_eval.testing.tiny_model import cached_tiny_model
-    from repro.nano.job import beats_its_start
+    from repro.nano.job import frozen_control, parallel_checks, reward_parallel_demand
     from repro.nano.plan import PLANS, Scale
     from repro.nano.provenance import weights_digest
+    from repro.nano.stored import stored_steps
 
     record = json.loads((folder / "nano.json").read_text(encoding="utf-8"))
-    if record.get("crashed") or any(c["check"].startswith("beats its start") for c in record["checks"]):
+    if record.get("crashed"):
         return
     d, scale = int(folder.name.split("-")[-1]), Scale()
     merged = {s["name"]: folder / s["merged"].split(f"/{folder.name}/", 1)[1] for s in record["stages"] if s["merged"]}
     for stage in PLANS[record["plan"]]:
         if stage.name not in record["targets"] or stage.name not in merged:
             continue
+        mine = [c for c in record["checks"] if c["stage"] == stage.name]
+        demand = reward_parallel_demand(stage)
+        recorded = next((c for c in mine if c["check"].startswith("beats its start")), None)
+        if any(c.get("rechecked") or c["check"] in NEW_PARALLEL for c in mine) or (
+                recorded is not None and demand != "every step"):
+            continue  # already what the job checks now
         start = (str(cached_tiny_model(kind=stage.start.split(":", 1)[1], seed=HELD_OUT_SEED + d))
                  if stage.start.startswith("tiny:") else str(merged[stage.start]))
         if weights_digest(start) != record["start_weights"].get(stage.name):
             print(f"{folder}: {stage.name}'s start model is not the one the draw recorded; not rechecked", flush=True)
             continue
-        check = beats_its_start(stage, start, str(merged[stage.name]), record["targets"][stage.name]["target"], scale)
-        record["checks"].append(check.as_dict() | {"rechecked": True})
-        print(f"{folder.name} {stage.name}: {record['checks'][-1]['figures']}", flush=True)
+        control = frozen_control(stage, start, str(merged[stage.name]), record["targets"][stage.name]["target"], scale)
+        beats = gain_check(stage.name, control[0].earned, control[1].earned, required=stage.expect_rise)
+        if recorded is not None and _z(recorded["figures"]) != _z(beats.figures):
+            print(f"{folder.name} {stage.name}: beats its start recomputed z = {_z(beats.figures)}, the draw recorded "
+                  f"{_z(recorded['figures'])} (another machine or code: the recomputed one is kept)", flush=True)
+        runs = stored_steps(folder / stage.name / "rollout_runs" / "train")
+        new = [beats, *parallel_checks(stage.name, {s: r["parallel_groups"] for s, r in runs.items()}, demand, control)]
+        record["checks"] = [c for c in record["checks"] if c["stage"] != stage.name
+                            or not c["check"].startswith(("beats its start", "parallel ratio"))]
+        record["checks"] += [c.as_dict() | {"rechecked": True} for c in new]
+        for c in new:
+            print(f"{folder.name} {stage.name} {c.name}: {c.figures}", flush=True)
+    record["passed"] = bool(record["checks"]) and all(c["passed"] for c in record["checks"])
     (folder / "nano.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 
@@ -154,7 +183,7 @@ def normal_tail(values: list[float], bar: float) -> float:
 
 def summary(rows: list[dict[str, Any]]) -> list[str]:
     """Per variant and (stage, check): passed, z mean / SD / min / max, margin to the bar."""
-    header = f"{'variant':8} {'stage':12} {'check':26} {'passed':>8} {'z mean':>7} {'z SD':>5} {'z min':>6} {'z max':>6}" \
+    header = f"{'variant':8} {'stage':12} {'check':40} {'passed':>8} {'z mean':>7} {'z SD':>5} {'z min':>6} {'z max':>6}" \
              f" {'margin':>7} {'P(z<bar), normal fit':>21}"
     lines = [header]
     keys = sorted({(r["variant"], r["stage"], r["check"]) for r in rows}, key=lambda k: (VARIANTS.index(k[0])
@@ -171,12 +200,14 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
             bar = bar_of(check)
             margin = (low - bar) if variant == "ok" else (bar - high)
             tail = normal_tail(zs, bar) if variant == "ok" else math.nan
-            lines.append(f"{variant:8} {stage:12} {check:26} {passed:>3} of {len(group):<2} {mean:7.2f} {sd:5.2f} "
+            lines.append(f"{variant:8} {stage:12} {check:40} {passed:>3} of {len(group):<2} {mean:7.2f} {sd:5.2f} "
                          f"{low:6.2f} {high:6.2f} {margin:7.2f} {tail:21.2g}")
         else:
-            lines.append(f"{variant:8} {stage:12} {check:26} {passed:>3} of {len(group):<2} {'(no statistic)':>36}")
+            lines.append(f"{variant:8} {stage:12} {check:40} {passed:>3} of {len(group):<2} {'(no statistic)':>36}")
     lines.append(f"bar: beats its start z ≥ {Z_GAIN} (Mantel–Haenszel z of the trained model against the frozen start "
-                 f"model, repro.nano.gain); the trends z ≥ {Z_MIN} (parallel ratio holds: z > −{Z_MIN}; the within-problem "
+                 f"model, repro.nano.gain); parallel ratio holds (against its start) z > −{Z_HOLD} (the same "
+                 f"statistic on the samples' block flags); the trends z ≥ {Z_MIN} (parallel ratio holds and its trend "
+                 f"reported: z > −{Z_MIN}; the within-problem "
                  "trend of prompt-group means, repro.nano.checks.trend_z); margin = how far the worst draw is on the "
                  "right side of the bar (working trainer: lowest z − bar; broken: bar − highest z)")
     return lines
@@ -191,7 +222,8 @@ def main() -> int:
     parser.add_argument("--summarise", nargs="+", metavar="OUT", default=None,
                         help="only print the table of these finished bench folders")
     parser.add_argument("--recheck", action="store_true",
-                        help="with --summarise: first add the frozen-control check to draws finished without it")
+                        help="with --summarise: first bring draws finished without the frozen-control checks "
+                             "('beats its start', 'parallel ratio holds (against its start)') up to them")
     args = parser.parse_args()
     if args.summarise and args.recheck:
         for folder in args.summarise:
@@ -205,7 +237,7 @@ def main() -> int:
         records = run_draws(out, args.draws, args.variant, args.first)
         (out / "draws.json").write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
     rows = rows_of(records)
-    print("\n".join(f"{r['variant']:8} draw {r['draw']:>3} {r['stage']:12} {r['check']:26} z = {r['z']:6.2f} "
+    print("\n".join(f"{r['variant']:8} draw {r['draw']:>3} {r['stage']:12} {r['check']:40} z = {r['z']:6.2f} "
                     f"{'pass' if r['passed'] else 'FAIL'}" for r in rows))
     print("\n" + "\n".join(summary(rows)))
     return 0

@@ -22,9 +22,13 @@ rollout server, a stage that learns nothing) and see the right check fail. The r
   that every draw has something to learn, and ``bench/bench_nano_draws.py`` measures the z over draws.
 - **Parallel ratio**: the share of rollouts with at least one block, by step, for every RL stage.
   Where the reward pays for blocks on every step (``parallel_accuracy``, ``tiered``) its
-  :func:`trend_z` must reach :data:`Z_MIN` — unless the first steps already branch in :data:`SATURATED` of rollouts or more
-  (both tiny models do, about 97–100 %), where nothing can rise and the rule is that its z does
-  not fall below −:data:`Z_MIN`. The S2 schedule pays for blocks on its tiered steps only, and measured over
+  :func:`trend_z` must reach :data:`Z_MIN` — unless the start already branches in :data:`SATURATED` of
+  rollouts or more (both tiny models do, about 97–100 %), where nothing can rise: then the job judges
+  the trained model's block share against the frozen start model's on the samples "beats its start"
+  draws (**parallel ratio holds (against its start)**, :func:`repro.nano.gain.parallel_holds_check`:
+  fails at a Mantel–Haenszel z ≤ −4.5), and the trend is reported ("parallel ratio trend
+  (reported)"); without that control (no gold or no merged checkpoint), the trend's z must not fall
+  below −:data:`Z_MIN` ("parallel ratio holds"). The S2 schedule pays for blocks on its tiered steps only, and measured over
   five seeds of the CI slice its ratio held at 0.91–1.00 in some and fell to 0.78–0.85 in another
   (``docs/performance.md``): the accuracy steps trade a block for reaching the answer inside the
   96-token cap. Its ratio is reported, not required.
@@ -157,22 +161,30 @@ def reward_rises(stage: str, groups_by_step: Groups, required: bool = True) -> C
                  "errors (z of the group-level t)")
 
 
-def parallel_ratio(stage: str, groups_by_step: Groups, demand: str) -> Check:
+def parallel_ratio(stage: str, groups_by_step: Groups, demand: str, start_share: float | None = None,
+                   judged_elsewhere: bool = False) -> Check:
     """The parallel ratio by step, judged like the reward (:func:`trend_z` over prompt groups).
     ``demand`` is how the reward pays for blocks (:data:`DEMANDS`): on ``every step`` the ratio must
     rise by :data:`Z_MIN` standard errors, or, from a start at :data:`SATURATED` or above, not fall by
-    as much; otherwise it is reported."""
+    as much; otherwise it is reported. ``start_share``: the start model's share measured apart (the
+    frozen control's samples, :mod:`repro.nano.gain`), else the first step's rollouts say where it starts.
+    ``judged_elsewhere``: a saturated start judged against the frozen control
+    (:func:`repro.nano.gain.parallel_holds_check`): the trend is only reported."""
     if demand not in DEMANDS:
         raise ValueError(f"demand {demand!r} is not one of {', '.join(DEMANDS)}")
     steps = sorted(groups_by_step)
-    required = demand == "every step"
+    required = demand == "every step" and not judged_elsewhere
     if len(steps) < 2:
         return Check(stage, "parallel ratio", not required, f"{len(steps)} step(s) stored", "needs two steps or more")
     z, groups = trend_z(groups_by_step)
     first = [v for g in groups_by_step[steps[0]].values() for v in g]
-    start = sum(first) / len(first) if first else 0.0
+    start = start_share if start_share is not None else sum(first) / len(first) if first else 0.0
     figures = (f"share of rollouts with a block by step {_per_step(groups_by_step, 2)}; z = {z:.1f} over {groups} "
                "prompt groups")
+    if judged_elsewhere:
+        return Check(stage, "parallel ratio trend (reported)", True, figures + f" (starts at {start:.2f}: saturated)",
+                     "reported only: a saturated start is judged against the frozen start model "
+                     "('parallel ratio holds (against its start)', repro.nano.gain)")
     if not required:
         why = ("the reward pays for blocks on its tiered steps only, and its accuracy steps can trade a block "
                "for reaching the answer inside the response cap" if demand == "tiered steps" else
@@ -180,7 +192,7 @@ def parallel_ratio(stage: str, groups_by_step: Groups, demand: str) -> Check:
         return Check(stage, "parallel ratio (reported)", True, figures, f"reported only: {why}")
     if start >= SATURATED:
         return Check(stage, "parallel ratio holds", not z <= -Z_MIN, figures + f" (starts at {start:.2f}: saturated)",
-                     f"the reward pays for blocks every step, but the first step already branches ≥ "
+                     f"the reward pays for blocks every step, but the start already branches ≥ "
                      f"{SATURATED:.0%}: its slope over the steps must not fall below 0 by {Z_MIN} standard errors")
     return Check(stage, "parallel ratio rises", z >= Z_MIN, figures,
                  f"the reward pays for blocks every step: its slope over the steps above 0 by ≥ {Z_MIN} standard "

@@ -25,25 +25,39 @@ on the held-out working draws measured (``docs/performance.md``), so a bar of :d
 a learning stage and the null (a frozen stage reaches 3.5 once in ~4,300 draws). The samples are drawn
 with other seeds than the stage's rollouts (:data:`START_SEED`, :data:`FINAL_SEED`): the two samplings of
 a frozen model must be independent.
+
+**The parallel ratio against the same control** (:func:`parallel_holds_check`). The Seen GSM8K reward pays
+for a block every step, but its start model already branches in ~97 % of samples, so the ratio can only
+hold or fall; the trend of the rollouts' ratio over the steps (32 prompt groups) sat 1.0-1.3 above its bar
+of −2.5 on the working draws. The same 256 + 256 samples that judge the reward also say whether each
+sample opened a block (``has_parallel`` of :func:`pr1_eval.protocol.parse.parse_structure`, the flag the
+stored rollouts' parallel ratio is the mean of), so the trained model's block share is judged against the
+frozen start model's by the same Mantel–Haenszel z, at no extra sampling. It fails when z ≤ −:data:`Z_HOLD`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from repro.nano.checks import Check
+from repro.nano.checks import SATURATED, Check
 from repro.nano.data import arithmetic_rows
 from repro.nano.targets import earns, sample_responses
 
 Z_GAIN = 5.0
+Z_HOLD = 4.5
+"""The parallel ratio's bar (:func:`parallel_holds_check`): it fails at z ≤ −4.5."""
 PROBLEMS = 16
 PER_PROBLEM = 16
 START_SEED, FINAL_SEED = 7_001, 7_002
 RULE = (f"the trained model earns the reward on the stage's problems more often than the frozen start model, by a "
         f"Mantel–Haenszel z ≥ {Z_GAIN:g} ({PROBLEMS} problems × {PER_PROBLEM} samples each)")
+HOLD_RULE = (f"the reward pays for blocks every step and the start model already branches in ≥ {SATURATED:.0%} of its samples: "
+             f"the trained model's share of samples with a block must not fall below the frozen start model's by a "
+             f"Mantel–Haenszel z ≤ −{Z_HOLD:g} (the same {PROBLEMS} problems × {PER_PROBLEM} samples as 'beats its start')")
 
 
 def mantel_haenszel_z(start: Any, final: Any) -> float:
@@ -72,22 +86,63 @@ def gain_check(stage: str, start: Any, final: Any, required: bool = True) -> Che
     return Check(stage, "beats its start", z >= Z_GAIN, figures, RULE)
 
 
-def earned(model: str, target: int, *, structured: bool, mode: str, response_length: int, max_path_tokens: int,
-           seed: int, problems: int = PROBLEMS, per_problem: int = PER_PROBLEM) -> np.ndarray:
-    """(problems × samples) 0/1: whether each sample of ``model`` on the stage's problems earns the reward
-    (the job's sizes by default; ``bench/bench_gain_null.py --small`` asks for fewer)."""
+def parallel_holds_check(stage: str, start: Any, final: Any) -> Check:
+    """The parallel ratio of the trained model against the frozen start model's, on the samples "beats its
+    start" draws (``start``, ``final``: problems × samples 0/1, whether each sample opened a block).
+
+    Statistic: :func:`mantel_haenszel_z` of the trained model's block indicator above the start model's.
+    Rule: pass unless z ≤ −:data:`Z_HOLD` (4.5). Why 4.5, for 16 problems × 16 samples a model:
+
+    - a frozen policy (learning rate 0: two samplings of one model) gives z ≈ N(0, 1) at the tiny models'
+      ~0.9-0.99 block shares (simulated in ``tests/repro/test_nano_gain.py``): it falls within 1.5 of the
+      bar (z ≤ −3.0) with the chance 0.13 % (1 in 740) and below it with 3.4e-6;
+    - a collapse of the ratio from 0.97 to 0.80 has z = −5.9 at its expected counts (a simulated mean −6.0,
+      SD 0.8: 1.5 below the bar) and fails in ~97 % of draws; 0.97 → 0.70 (z ≈ −8.2) always; a smaller fall,
+      0.97 → 0.85 (z ≈ −4.7), in ~60 %. The bar sits halfway between the null's margin and that collapse.
+
+    A rise passes (the reward pays for blocks); the share's trend over the steps is still printed
+    ("parallel ratio trend (reported)", :func:`repro.nano.checks.parallel_ratio`)."""
+    z = mantel_haenszel_z(start, final)
+    s, f = np.asarray(start, dtype=float), np.asarray(final, dtype=float)
+    figures = (f"has a block: start model {s.mean():.3f}, trained {f.mean():.3f} of {s.size} samples each; "
+               f"z = {z:.1f} over {s.shape[0]} problems")
+    return Check(stage, "parallel ratio holds (against its start)", not z <= -Z_HOLD, figures, HOLD_RULE)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One model's samples on the stage's problems, each a (problems × samples) 0/1 array: ``earned`` the
+    reward the stage's gold was chosen for, ``parallel`` opened a block (the rollouts' ``has_parallel``)."""
+
+    earned: np.ndarray
+    parallel: np.ndarray
+
+
+def outcomes(model: str, target: int, *, structured: bool, mode: str, response_length: int, max_path_tokens: int,
+             seed: int, problems: int = PROBLEMS, per_problem: int = PER_PROBLEM) -> Outcomes:
+    """Whether each sample of ``model`` on the stage's problems earns the reward and whether it opened a
+    block, from one sampling (the job's sizes by default; ``bench/bench_gain_null.py --small`` asks for fewer)."""
     from repro.rewards import judge
 
     rows = arithmetic_rows(problems, 0, "nano-arith", answer=target)  # the stage's GSM8K-style problems
     texts = sample_responses(model, rows, structured=structured, response_length=response_length,
                              max_path_tokens=max_path_tokens, per_problem=per_problem, seed=seed)
-    return np.array([earns(judge(t, str(target)), mode) for t in texts], dtype=float).reshape(problems, per_problem)
+    judgements = [judge(t, str(target)) for t in texts]
+    return Outcomes(np.array([earns(j, mode) for j in judgements], dtype=float).reshape(problems, per_problem),
+                    np.array([j.has_parallel for j in judgements], dtype=float).reshape(problems, per_problem))
+
+
+def earned(model: str, target: int, *, structured: bool, mode: str, response_length: int, max_path_tokens: int,
+           seed: int, problems: int = PROBLEMS, per_problem: int = PER_PROBLEM) -> np.ndarray:
+    """(problems × samples) 0/1: whether each sample earns the reward (:func:`outcomes`' ``earned``)."""
+    return outcomes(model, target, structured=structured, mode=mode, response_length=response_length,
+                    max_path_tokens=max_path_tokens, seed=seed, problems=problems, per_problem=per_problem).earned
 
 
 def frozen_control(start_model: str, trained_model: str, target: int, *, structured: bool, mode: str,
-                   response_length: int, max_path_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """The start model's and the trained model's earned-reward arrays, each sampled with its own seed."""
+                   response_length: int, max_path_tokens: int) -> tuple[Outcomes, Outcomes]:
+    """The start model's and the trained model's outcomes (earned, opened a block), each sampled with its own seed."""
     common: dict[str, Any] = {"structured": structured, "mode": mode, "response_length": response_length,
                               "max_path_tokens": max_path_tokens}
-    return (earned(start_model, target, seed=START_SEED, **common),
-            earned(trained_model, target, seed=FINAL_SEED, **common))
+    return (outcomes(start_model, target, seed=START_SEED, **common),
+            outcomes(trained_model, target, seed=FINAL_SEED, **common))

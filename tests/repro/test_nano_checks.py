@@ -128,6 +128,10 @@ def test_parallel_ratio_check_rises_holds_or_reports() -> None:
     for demand in ("tiered steps", "never"):
         reported = checks.parallel_ratio("s", falling, demand)
         assert reported.passed and reported.name == "parallel ratio (reported)"
+    elsewhere = checks.parallel_ratio("s", falling, "every step", start_share=0.97, judged_elsewhere=True)
+    assert elsewhere.passed and elsewhere.name == "parallel ratio trend (reported)" and "starts at 0.97" in elsewhere.figures
+    # the start measured apart decides: the same saturated rollouts from a start model at 0.5 must rise
+    assert checks.parallel_ratio("s", saturated, "every step", start_share=0.5).name == "parallel ratio rises"
     with pytest.raises(ValueError):
         checks.parallel_ratio("s", falling, "sometimes")
 
@@ -265,3 +269,61 @@ def test_the_parallel_check_is_required_where_the_reward_pays_for_blocks() -> No
               if stages.STAGES[stage.stage].kind == "ppo"}
     assert demand == {"seen-gsm8k": "every step", "seen-dapo": "never", "unseen-s1": "never",
                       "unseen-s2": "tiered steps", "unseen-s2-tis": "tiered steps", "unseen-mid": "tiered steps"}
+
+
+def _seen_result(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, parallel_by_step: list[list[float]]) -> Any:
+    """The CI slice's Seen GRPO stage as the job saw it, without training: 8 stored steps of 32 rollouts
+    (the given block flags, rewards 0.25 a step, equal to VERL's), on-policy, a merged checkpoint."""
+    from types import SimpleNamespace
+
+    from repro.nano import job
+    from repro.nano.runner import StageResult
+
+    runs = {step: {"status": "complete", "rows": 32, "groups": _groups([1.0] * 8 + [0.0] * 24),
+                   "parallel_groups": _groups(flags), "mean_reward": 0.25,
+                   "summary": SimpleNamespace(reward_mean=0.25)} for step, flags in enumerate(parallel_by_step, 1)}
+    monkeypatch.setattr(job, "stored_steps", lambda train_dir: runs)
+    stage = next(s for s in PLANS["ci"] if s.name == "seen-gsm8k")
+    metrics = {step: {"critic/score/mean": 0.25, "rollout_corr/kl": 0.001} for step in runs}
+    return StageResult(stage, "ppo", "start-model", tmp_path, tmp_path / "log", metrics, merged="merged-model")
+
+
+def test_the_job_judges_a_saturated_parallel_ratio_against_the_frozen_start_model(monkeypatch: pytest.MonkeyPatch,
+                                                                                  tmp_path: Path) -> None:
+    """The Seen stage's reward pays for blocks every step and its start branches ≥ 90 %: the verdict is the
+    trained model's block share against the start model's on the control's samples, the trend only reported.
+    A trend that holds (1.00 every step) with the control's samples collapsing (0.94 → 0.75) fails; the same
+    trend with the control's samples holding passes; a start the control measures at 0.5 keeps the rise rule."""
+    import numpy as np
+
+    from repro.nano import gain, job
+    from repro.nano.targets import TargetChoice
+
+    def each(hits: int) -> np.ndarray:
+        out = np.zeros((gain.PROBLEMS, gain.PER_PROBLEM))
+        out[:, :hits] = 1
+        return out
+
+    calls: list[tuple[str, str, int]] = []
+
+    def control_of(start_parallel: int, trained_parallel: int) -> Any:
+        def frozen_control(stage: Any, start: str, trained: str, target: int, scale: Scale) -> Any:
+            calls.append((start, trained, target))
+            return (gain.Outcomes(each(1), each(start_parallel)), gain.Outcomes(each(12), each(trained_parallel)))
+        return frozen_control
+
+    result = _seen_result(monkeypatch, tmp_path, [[1.0] * 32] * 8)
+    target = TargetChoice(2, 0.125, 128, {2: 0.125})
+    monkeypatch.setattr(job, "frozen_control", control_of(15, 12))
+    found = {c.name: c for c in job.stage_checks(result, tmp_path, Scale(), target)}
+    assert calls == [("start-model", "merged-model", 2)]  # one sampling serves both verdicts
+    assert list(found) == ["beats its start", "reward trend (reported)", "parallel ratio holds (against its start)",
+                           "parallel ratio trend (reported)", "rollout runs equal VERL", "rollout on-policy"]
+    assert found["beats its start"].passed and found["parallel ratio trend (reported)"].passed
+    held = found["parallel ratio holds (against its start)"]
+    assert not held.passed and "start model 0.938, trained 0.750" in held.figures and "z = -5.8 " in held.figures
+    monkeypatch.setattr(job, "frozen_control", control_of(15, 15))
+    assert all(c.passed for c in job.stage_checks(result, tmp_path, Scale(), target))
+    monkeypatch.setattr(job, "frozen_control", control_of(8, 8))  # not saturated: the ratio must rise over the steps
+    names = {c.name: c.passed for c in job.stage_checks(result, tmp_path, Scale(), target)}
+    assert names.get("parallel ratio rises") is False and "parallel ratio holds (against its start)" not in names

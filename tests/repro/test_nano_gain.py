@@ -1,4 +1,5 @@
-"""The nano RL stages' learning verdict: the trained model against the frozen start model (Mantel–Haenszel)."""
+"""The nano RL stages' learning verdict and parallel ratio: the trained model against the frozen start model
+(Mantel–Haenszel)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from repro.nano.gain import PER_PROBLEM, PROBLEMS, Z_GAIN, gain_check, mantel_haenszel_z
+from repro.nano.gain import PER_PROBLEM, PROBLEMS, Z_GAIN, Z_HOLD, gain_check, mantel_haenszel_z, parallel_holds_check
 
 
 def test_the_statistic_by_hand() -> None:
@@ -53,3 +54,40 @@ def test_the_check_reads_its_verdict_off_the_bar() -> None:
     assert not gain_check("seen-gsm8k", trained, start).passed
     reported = gain_check("seen-gsm8k", trained, start, required=False)
     assert reported.passed and "reported" in reported.name
+
+
+def _each_problem(hits: int) -> np.ndarray:
+    """16 problems × 16 samples with ``hits`` ones in every problem."""
+    out = np.zeros((PROBLEMS, PER_PROBLEM))
+    out[:, :hits] = 1
+    return out
+
+
+def test_the_parallel_ratio_against_its_start_by_hand() -> None:
+    """Every problem alike, n = 16: variance per problem n²·T(2n − T)/((2n)²(2n − 1)) = T(32 − T)/124."""
+    start = _each_problem(15)  # 0.94, saturated
+    # trained 16 of 16: T = 31, excess 0.5, variance 31/124 = 1/4 a problem: z = 8 / √4 = 4.0 (a rise passes)
+    rose = parallel_holds_check("seen-gsm8k", start, _each_problem(16))
+    assert rose.passed and rose.name == "parallel ratio holds (against its start)" and "z = 4.0 " in rose.figures
+    # trained 13 of 16 (0.81): T = 28, excess −1, variance 28·4/124: z = −16 / √(16·112/124) = −4.21 > −4.5: passes
+    assert mantel_haenszel_z(start, _each_problem(13)) == pytest.approx(-16 / math.sqrt(16 * 112 / 124))
+    assert parallel_holds_check("seen-gsm8k", start, _each_problem(13)).passed
+    # trained 12 of 16 (0.75): T = 27, excess −1.5, variance 27·5/124: z = −24 / √(16·135/124) = −5.75: a collapse
+    collapse = parallel_holds_check("seen-gsm8k", start, _each_problem(12))
+    assert mantel_haenszel_z(start, _each_problem(12)) == pytest.approx(-24 / math.sqrt(16 * 135 / 124))
+    assert not collapse.passed and "start model 0.938, trained 0.750" in collapse.figures
+    same = parallel_holds_check("seen-gsm8k", _each_problem(16), _each_problem(16))
+    assert same.passed and "z = 0.0 " in same.figures  # both always branch: nothing to compare
+
+
+def test_a_frozen_policys_parallel_ratio_gives_a_standard_normal_z_and_a_collapse_fails() -> None:
+    """Block shares where the tiny models start (0.9-0.99): two samplings of one model give z ≈ N(0, 1)
+    (4,000 replicates: SE of the mean 0.016, of the SD ~0.011), within 1.5 of the bar in ~0.13 % (asserted
+    < 0.5 %: ~6 SE); a collapse 0.97 → 0.80 gives z ≈ −6.0 and fails in ~97 % (asserted > 90 %: ~12 SE)."""
+    rng = np.random.default_rng(21)
+    p = rng.uniform(0.9, 0.99, PROBLEMS)
+    z = _draws(rng, p, p, 4_000)
+    assert abs(z.mean()) < 0.07 and abs(z.std() - 1) < 0.06
+    assert (z <= -(Z_HOLD - 1.5)).mean() < 0.005
+    collapse = _draws(rng, np.full(PROBLEMS, 0.97), np.full(PROBLEMS, 0.80), 1_000)
+    assert -6.5 < collapse.mean() < -5.5 and (collapse <= -Z_HOLD).mean() > 0.9
