@@ -21,7 +21,8 @@ DESCRIPTION = ("Generate k samples per problem of each task, grade them and stor
                "(samples.parquet + run.json), then print the report. Work is saved chunk by chunk: rerun the "
                "same command to resume a stopped run. A folder holding a run with other settings is refused.")
 EXAMPLES = ("  pr1-eval run --model Qwen/Qwen3-1.7B --tasks aime24,amc23 -k 16\n"
-            "  pr1-eval run --model ckpt/hf --tasks all --decoding forkjoin --out runs/fj")
+            "  pr1-eval run --model ckpt/hf --tasks all --decoding forkjoin --out runs/fj\n"
+            "  pr1-eval run --model base --tasks gsm8k --family sft-job --step 0")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None, metavar="REV", help="hub revision (branch, tag or commit) of --model")
     p.add_argument("--step", type=step_int, default=None, metavar="N",
                    help="checkpoint step (default: parsed from global_step_N)")
+    p.add_argument("--family", default=None, metavar="NAME",
+                   help="the training job this checkpoint belongs to, as `sweep --family` names it: `analyze` then "
+                        "puts the run in that job's drift over steps (e.g. the base model as step 0: "
+                        "--family JOB --step 0)")
     add_tracking_options(p)
     p.set_defaults(func=run_command)
 

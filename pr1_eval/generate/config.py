@@ -66,6 +66,7 @@ class RunConfig:
     grade_timeout_s: float = GRADE_TIMEOUT_S
     revision: str | None = None
     step: int | None = None
+    family: str | None = None  # the training job the checkpoint belongs to (``run --family``, a sweep's)
     engine_options: dict[str, Any] = field(default_factory=dict)  # only the options the user set
     ray: str | None = None  # None: this process; "auto" | "local" | ADDRESS: replicas on a Ray cluster
     replicas: int | None = None  # Ray replicas (None: the cluster's GPUs / gpus_per_replica)

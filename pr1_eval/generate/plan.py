@@ -178,7 +178,7 @@ def planned_record(inputs: RunInputs, config: RunConfig, name: str) -> RunRecord
         shard = shard_section(*inputs.shard, {t: p.problem_ids for t, p in tasks.items()},
                               {t: p.task_size for t, p in tasks.items()})
     template = inputs.template
-    model = model_identity(config.model, config.revision, config.step)
+    model = model_identity(config.model, config.revision, config.step, config.family)
     model.fingerprint = model_fingerprint(config.model)  # a resume with other weights is refused (resume.py)
     return RunRecord(
         name=name, status="running",

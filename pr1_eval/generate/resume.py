@@ -42,7 +42,8 @@ def _shard_key(section: dict[str, Any] | None) -> list[int] | None:
 
 
 def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
-    """Refuse to append to a run made with other settings; keep its tasks and start time."""
+    """Refuse to append to a run made with other settings; keep its tasks, start time and training family
+    (a rerun without ``--family`` does not take the run out of its job)."""
     old = store.read_run()
     if old.prompt is None or old.model.path is None:
         raise Pr1EvalError(f"{store.root} holds a run.json this version cannot resume (no model or prompt recorded); "
@@ -60,7 +61,8 @@ def check_resumable(store: RunStore, new: RunRecord) -> RunRecord:
         if newer and newer.data_hash != info.data_hash and newer.n_problems == info.n_problems:
             raise Pr1EvalError(f"task {name!r}: the data changed since this run started (hash differs); pass a new --out")
         tasks.setdefault(name, info)
-    return dataclasses.replace(new, tasks=tasks, started_at=old.started_at or new.started_at)
+    model = new.model if new.model.family is not None else dataclasses.replace(new.model, family=old.model.family)
+    return dataclasses.replace(new, tasks=tasks, started_at=old.started_at or new.started_at, model=model)
 
 
 def _check_weights(store: RunStore, old: RunRecord, new: RunRecord) -> None:

@@ -35,11 +35,12 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def model_identity(model: str, revision: str | None = None, step: int | None = None) -> ModelInfo:
-    """Path or hub id, revision (given, or the git commit of a local checkout), step."""
+def model_identity(model: str, revision: str | None = None, step: int | None = None,
+                   family: str | None = None) -> ModelInfo:
+    """Path or hub id, revision (given, or the git commit of a local checkout), step, training family."""
     path = Path(model).expanduser()
     info = ModelInfo(path=str(path.resolve()) if path.exists() else model, revision=revision,
-                     step=step if step is not None else checkpoint_step(model))
+                     step=step if step is not None else checkpoint_step(model), family=family)
     if revision is None and path.is_dir():
         try:
             head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,

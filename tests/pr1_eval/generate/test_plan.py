@@ -70,6 +70,24 @@ def test_run_reads_each_input_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert sum(counts["load_template"].values()) == 1 and sum(counts["model_identity"].values()) == 1
 
 
+def test_a_run_joins_a_training_family_at_the_step_it_is_given(tmp_path: Path) -> None:
+    """``run --family JOB --step 0``: the base model as step 0 of a sweep's job (run.json's ``model``, which
+    ``analyze`` groups the drift by); a rerun without ``--family`` resumes and keeps it."""
+    from analysis.structure.drift import model_family
+
+    model = str(cached_tiny_model("random"))
+    out = tmp_path / "base"
+    assert main(["run", "--model", model, "--out", str(out), "--family", "my-sft", "--step", "0", *OPTIONS]) == 0
+    info = RunStore(out).read_run()
+    assert (info.model.family, info.model.step) == ("my-sft", 0)
+    assert model_family(info, out.name) == "my-sft"
+    assert main(["run", "--model", model, "--out", str(out), "--step", "0", *OPTIONS]) == 0
+    assert RunStore(out).read_run().model.family == "my-sft"
+    plain = tmp_path / "plain"
+    assert main(["run", "--model", model, "--out", str(plain), *OPTIONS]) == 0
+    assert RunStore(plain).read_run().model.family is None
+
+
 def test_sweep_reads_the_shared_inputs_once_and_each_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "job"
