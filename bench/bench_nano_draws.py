@@ -37,6 +37,7 @@ from typing import Any
 from repro.nano.checks import Z_MIN
 from repro.nano.gain import Z_GAIN, Z_HOLD, gain_check
 from repro.nano.job import run_nano, summary_table
+from repro.nano.merged_start import CONTROL
 from repro.nano.plan import Draw
 from repro.testing.broken import VARIANTS
 
@@ -125,7 +126,9 @@ def recheck(folder: Path) -> None:
     now, from the draw's own start models (their weight digests checked against the ones recorded), merged
     checkpoints and stored rollouts: "beats its start", and the parallel ratio
     (:func:`repro.nano.job.parallel_checks`: against the start model, on the same samples, where the reward
-    pays for blocks every step). A stage is recomputed where either is missing; its recomputed checks replace
+    pays for blocks every step). A stage is recomputed where either is missing, and every RL stage of a draw
+    whose frozen control was the start as stored rather than as the merge writes it
+    (:data:`repro.nano.merged_start.CONTROL`); its recomputed checks replace
     its old ones (marked ``rechecked``), and a "beats its start" the draw recorded is compared with the
     recomputed one (the same seeds: equal on the machine that drew it). Rewrites the draw's ``nano.json``."""
     from pr1_eval.testing.tiny_model import cached_tiny_model
@@ -137,6 +140,7 @@ def recheck(folder: Path) -> None:
     record = json.loads((folder / "nano.json").read_text(encoding="utf-8"))
     if record.get("crashed"):
         return
+    stale = record.get("frozen_control") != CONTROL  # drawn before the control was the start as merged
     d, scale = int(folder.name.split("-")[-1]), Scale()
     merged = {s["name"]: folder / s["merged"].split(f"/{folder.name}/", 1)[1] for s in record["stages"] if s["merged"]}
     for stage in PLANS[record["plan"]]:
@@ -145,8 +149,8 @@ def recheck(folder: Path) -> None:
         mine = [c for c in record["checks"] if c["stage"] == stage.name]
         demand = reward_parallel_demand(stage)
         recorded = next((c for c in mine if c["check"].startswith("beats its start")), None)
-        if any(c.get("rechecked") or c["check"] in NEW_PARALLEL for c in mine) or (
-                recorded is not None and demand != "every step"):
+        if not stale and (any(c.get("rechecked") or c["check"] in NEW_PARALLEL for c in mine) or (
+                recorded is not None and demand != "every step")):
             continue  # already what the job checks now
         start = (str(cached_tiny_model(kind=stage.start.split(":", 1)[1], seed=HELD_OUT_SEED + d))
                  if stage.start.startswith("tiny:") else str(merged[stage.start]))
@@ -166,6 +170,7 @@ def recheck(folder: Path) -> None:
         for c in new:
             print(f"{folder.name} {stage.name} {c.name}: {c.figures}", flush=True)
     record["passed"] = bool(record["checks"]) and all(c["passed"] for c in record["checks"])
+    record["frozen_control"] = CONTROL
     (folder / "nano.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 

@@ -22,7 +22,7 @@ from pr1_eval.testing.tiny_model import cached_tiny_model
 from repro import stages as repro_stages
 from repro.nano import checks, gain
 from repro.nano.data import build_nano_data, build_rl_data
-from repro.nano.merged_start import start_as_merged
+from repro.nano.merged_start import CONTROL, start_as_merged
 from repro.nano.nll import response_nll
 from repro.nano.plan import PLANS, Draw, NanoStage, Scale
 from repro.nano.provenance import machine_record, weights_digest
@@ -54,7 +54,7 @@ class NanoReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "plan": self.plan, "passed": self.passed, "seconds": round(self.seconds, 1),
+            "plan": self.plan, "passed": self.passed, "seconds": round(self.seconds, 1), "frozen_control": CONTROL,
             "stages": [{"name": r.stage.name, "stage": r.stage.stage, "kind": r.kind, "start": r.start_model,
                         "steps": r.stage.steps, "merged": r.merged, "seconds": round(r.seconds, 1),
                         "log": str(r.log), "metrics": {str(s): m for s, m in r.metrics.items()}}

@@ -26,6 +26,9 @@ from pathlib import Path
 MERGER_DTYPE = "bfloat16"
 #: The folder, beside the trained checkpoint, that holds the rounded start.
 FOLDER = "start_as_merged"
+#: What the job's ``nano.json`` says its frozen control was (``frozen_control``): a draw without it compared
+#: the start as it was stored (``bench_nano_draws.py --recheck`` recomputes it).
+CONTROL = f"the start model as the merge writes it ({MERGER_DTYPE})"
 
 
 def rounded_state(model_dir: Path) -> dict[str, object] | None:
