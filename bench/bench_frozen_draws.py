@@ -1,27 +1,35 @@
-"""The learning verdict of a trainer that cannot move the policy (learning rate 0, advantages zeroed), over many draws, in a minute a draw.
+"""The learning verdict of a trainer at learning rate 0, over many draws, in a minute a draw.
 
-    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT                 # one frozen draw per working draw
-    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT --proof LR0_FOLDER NOADV_FOLDER
+    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT                 # one lr-0 draw per working draw
+    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT --proof LR0_FOLDER [NOADV_FOLDER]
     python bench/bench_nano_draws.py --summarise OK_FOLDER OUT ...                # the table beside the others
     python bench/bench_frozen_draws.py --small                                    # what bench/smoke.sh runs
 
-**Why this is the broken trainers' draw, not a model of it.** A GRPO stage at learning rate 0 changes no
-weight (AdamW's step and its decoupled weight decay are both scaled by the learning rate), and a stage
-whose advantages are all zero has a zero policy-gradient loss, so zero gradients, zero Adam moments and a
-zero step (the nano stages have no KL or entropy term). Either way the merged checkpoint is the start model
-as VERL's merger writes it (bfloat16), and "beats its start" (:mod:`repro.nano.gain`) samples that control
-(:mod:`repro.nano.merged_start`) with seed ``START_SEED`` and the merged model with ``FINAL_SEED``: two
-samplings of the same weights. Everything else of such a draw is the working draw's: the Seen SFT stage
-(the breakages touch the GRPO stages only), so the Seen start model, and the golds, chosen from the start
-models before any GRPO step. So the verdict of a learning-rate-0 or zero-advantage draw ``d`` is the
-Mantel–Haenszel z of the control against itself, sampled with the two seeds, for the start models and golds
-of working draw ``d``; this bench computes it from a finished working draw (about a minute of sampling,
-against 8-15 for the draw's three VERL stages). ``--proof`` checks the argument on real broken draws: every
-RL stage's merged weights equal the control's bit for bit, and the z of the real draw (its merged model
-against the control) equals the one computed here.
+**Why this is the learning-rate-0 draw, not a model of it.** A GRPO stage at learning rate 0 changes no
+weight: AdamW's step and its decoupled weight decay are both scaled by the learning rate. Its merged
+checkpoint is then the start model as VERL's merger writes it (bfloat16), and "beats its start"
+(:mod:`repro.nano.gain`) samples that control (:mod:`repro.nano.merged_start`) with seed ``START_SEED``
+and the merged model with ``FINAL_SEED``: two samplings of the same weights. Everything else of such a
+draw is the working draw's: the Seen SFT stage (the breakages touch the GRPO stages only), so the Seen
+start model, and the golds, chosen from the start models before any GRPO step. So the verdict of
+learning-rate-0 draw ``d`` is the Mantel–Haenszel z of the control against itself, sampled with the two
+seeds, for the start models and golds of working draw ``d``; this bench computes it from a finished
+working draw (about a minute of sampling, against 8-15 for the draw's three VERL stages). ``--proof``
+checks the argument on real broken draws: every RL stage's merged weights against the control's, bit
+for bit, and the z of the real draw (its merged model against the control) beside the one computed here.
 
-Each frozen draw lands in ``OUT/draw-<d>/nano.json`` (variant ``frozen``, the checks "beats its start" of
-both RL stages), so ``bench_nano_draws.py --summarise`` tables it beside the working and broken draws.
+**Not the zero-advantage draw.** Zero advantages give a zero policy-gradient loss and zero gradients
+(``actor/grad_norm`` 0.0 at every step), but AdamW's decoupled weight decay still shrinks every weight by
+``1 − lr · weight_decay`` per optimiser step (32 of them in a nano stage: × 0.99968). Stored in bfloat16
+that rounding is invisible for the Seen stage's weights (already bfloat16) but moves 6 % of the Unseen
+stage's (a float32 start): measured with ``--proof`` on a real zero-advantage draw, Seen's merged weights
+equal the control's and its z is the computed one, Unseen's are not and its z was −0.82 against −0.68.
+A frozen policy in every way that matters for the verdict, but not the same weights, so those draws are
+run for real (``bench_nano_draws.py --variant noadv``).
+
+Each computed draw lands in ``OUT/draw-<d>/nano.json`` (variant ``frozen``: learning rate 0, computed; the
+checks the job draws from the control's samples), so ``bench_nano_draws.py --summarise`` tables it beside
+the working and broken draws.
 """
 
 from __future__ import annotations
@@ -156,7 +164,7 @@ def main() -> int:
                         help=f"the smoke: one stand-in draw, {SMALL[0]} problems × {SMALL[1]} samples, in a temporary folder")
     parser.add_argument("--draws", type=int, nargs="*", default=None, help="draw numbers (default: every finished one)")
     parser.add_argument("--proof", nargs="*", default=[], metavar="BROKEN_FOLDER",
-                        help="folders of real learning-rate-0 / zero-advantage draws to check the argument on")
+                        help="folders of real learning-rate-0 (or zero-advantage) draws to check the argument on")
     args = parser.parse_args()
     if args.small:
         with tempfile.TemporaryDirectory() as scratch:
