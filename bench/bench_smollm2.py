@@ -62,7 +62,7 @@ def score_args(args: argparse.Namespace, decoding: str) -> list[str]:
     """The slice and settings every scoring run shares (the guide's choice)."""
     return ["--tasks", "gsm8k", "--limit", str(args.problems), "-k", str(args.k), "--max-new-tokens",
             str(args.max_new_tokens), "--engine", "hf", "--decoding", decoding, "--batch-size", str(args.batch_size),
-            "--max-path-tokens", str(args.max_path_tokens)]
+            "--max-path-tokens", str(args.max_path_tokens), "--problems-per-chunk", str(args.problems)]
 
 
 def train(model: Path, out: Path, args: argparse.Namespace) -> Path | None:

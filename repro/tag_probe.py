@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ class TagProbe:
 
     @property
     def mean_logprob(self) -> float:
-        return statistics.fmean(self.logprobs)
+        return sum(self.logprobs) / len(self.logprobs)
 
     @property
     def top1_share(self) -> float:
@@ -85,6 +84,13 @@ def probe(model_dir: str, rows: Sequence[Sequence[dict[str, str]]], tag: str = T
     return TagProbe(model_dir, logprobs, ranks, instead, without)
 
 
+def _median(values: Sequence[int]) -> float:
+    """The middle rank (the mean of the two middle ones for an even count): a display figure, not a statistic."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def probe_table(probes: Sequence[TagProbe]) -> str:
     """One line per model: mean log p, its probability, median and range of ranks, share greedy, the rival."""
     lines = [f"| model | mean log p({TAG}) (nats) | p | rank: median [min, max] | rank 1 | likeliest token instead |",
@@ -92,7 +98,7 @@ def probe_table(probes: Sequence[TagProbe]) -> str:
     for p in probes:
         rival = max(set(p.instead), key=p.instead.count)
         lines.append(f"| {p.model} | {p.mean_logprob:.2f} | {math.exp(p.mean_logprob):.2g} | "
-                     f"{statistics.median(p.ranks):g} [{min(p.ranks)}, {max(p.ranks)}] | "
+                     f"{_median(p.ranks):g} [{min(p.ranks)}, {max(p.ranks)}] | "
                      f"{sum(r == 1 for r in p.ranks)}/{len(p.ranks)} | {rival!r} |")
     rows = len(probes[0].ranks) if probes else 0
     skipped = probes[0].rows_without_tag if probes else 0
