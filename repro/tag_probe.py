@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.protocol.tags import single_token_tag_ids
 
 TAG = "<Parallel>"
 
@@ -67,8 +68,8 @@ def probe(model_dir: str, rows: Sequence[Sequence[dict[str, str]]], tag: str = T
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tag_id = tokenizer.convert_tokens_to_ids(tag)
-    if tag_id is None or tag_id == tokenizer.unk_token_id or len(tokenizer.encode(tag, add_special_tokens=False)) != 1:
+    tag_id = single_token_tag_ids(tokenizer).get(tag)
+    if tag_id is None:
         raise Pr1EvalError(f"{model_dir}: {tag} is not one token; add the tags with `pr1-repro add-tokens`")
     prefixes, without = block_start_prefixes(tokenizer, rows, tag)
     if not prefixes:

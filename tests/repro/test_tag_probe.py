@@ -31,7 +31,7 @@ def test_the_probe_reads_the_tag_where_the_row_opens_its_block() -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    tag_id = tokenizer.convert_tokens_to_ids(TAG)
+    tag_id = tokenizer.get_vocab()[TAG]
     for i, row in enumerate([ROWS[0], ROWS[2]]):
         prompt = tokenizer.apply_chat_template(row[:-1], tokenize=False, add_generation_prompt=True)
         text = prompt + row[-1]["content"]
