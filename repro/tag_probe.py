@@ -75,13 +75,15 @@ def probe(model_dir: str, rows: Sequence[Sequence[dict[str, str]]], tag: str = T
     if not prefixes:
         raise Pr1EvalError(f"none of the {len(rows)} rows has {tag} in its response: nothing to probe")
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    logprobs, ranks, instead = [], [], []
+    logprobs: list[float] = []
+    ranks: list[int] = []
+    instead: list[str] = []
     with torch.no_grad():
         for ids in prefixes:
             logits = model(torch.tensor([ids])).logits[0, -1].float()
             logprobs.append(float(torch.log_softmax(logits, -1)[tag_id]))
             ranks.append(int((logits > logits[tag_id]).sum()) + 1)
-            instead.append(tokenizer.decode([int(logits.argmax())]))
+            instead.append(str(tokenizer.decode([int(logits.argmax())])))
     return TagProbe(model_dir, logprobs, ranks, instead, without)
 
 
