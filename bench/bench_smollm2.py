@@ -2,8 +2,10 @@
 
 1. the model: ``pr1-repro model smollm2`` (cached once per machine: ``repro.smollm2.cached_smollm2``);
 2. Parallel SFT: ``pr1-repro sft-cpu`` on the first ``--rows`` Parallel-GSM8K rows that fit ``--max-length``
-   (VERL's SFT trainer on CPU, ``--checkpoints`` checkpoints merged); skipped when ``OUT/sft/sft_cpu.json``
-   exists (reuse a finished job);
+   (VERL's SFT trainer on CPU, ``--steps`` at ``--lr`` with ``--schedule``, ``--checkpoints`` checkpoints merged;
+   the defaults are the guide's: 2 epochs of 80 rows ≤ 640 tokens at 5e-4 held constant); skipped when
+   ``OUT/sft/sft_cpu.json`` exists (reuse a finished job); then ``python -m repro.tag_probe`` on the base and
+   every checkpoint (log p(<Parallel>) where the trained rows open their block);
 3. scoring: the base model and every SFT checkpoint with ``pr1-eval sweep --family smollm2-sft``, each with
    sequential and fork-join decoding, on the first ``--problems`` GSM8K test problems × ``-k``; the base model is
    swept as ``global_step_0`` (a link to it), so its runs are step 0 of the SFT job and the drift over SFT steps
@@ -38,9 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def cli(*argv: str, capture: bool = False) -> str:
     """Run a command of this checkout (``pr1-eval`` or ``pr1-repro``) as a child process; its stdout if captured."""
-    module = "repro.cli" if argv[0] == "pr1-repro" else "pr1_eval.cli.main"
+    module = {"pr1-repro": "repro.cli", "pr1-repro-probe": "repro.tag_probe"}.get(argv[0], "pr1_eval.cli.main")
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    runner = [sys.executable, "-m", module] if module == "repro.cli" else [sys.executable, "-c",
+    runner = [sys.executable, "-m", module] if module.startswith("repro.") else [sys.executable, "-c",
                                                                           "import sys; from pr1_eval.cli.main import main; "
                                                                           "sys.exit(main(sys.argv[1:]))"]
     print("$ " + " ".join(argv), flush=True)
@@ -60,7 +62,7 @@ def score_args(args: argparse.Namespace, decoding: str) -> list[str]:
     """The slice and settings every scoring run shares (the guide's choice)."""
     return ["--tasks", "gsm8k", "--limit", str(args.problems), "-k", str(args.k), "--max-new-tokens",
             str(args.max_new_tokens), "--engine", "hf", "--decoding", decoding, "--batch-size", str(args.batch_size),
-            "--max-path-tokens", str(args.max_path_tokens)]
+            "--max-path-tokens", str(args.max_path_tokens), "--problems-per-chunk", str(args.problems)]
 
 
 def train(model: Path, out: Path, args: argparse.Namespace) -> Path | None:
@@ -75,8 +77,18 @@ def train(model: Path, out: Path, args: argparse.Namespace) -> Path | None:
         return None
     cli("pr1-repro", "data", "--out", str(out / "repro_data"), "--training-dir", str(data))
     cli("pr1-repro", "sft-cpu", "--model", str(model), "--out", str(sft), "--data-dir", str(out / "repro_data"),
-        "--rows", str(args.rows), "--max-length", str(args.max_length), "--checkpoints", str(args.checkpoints))
+        "--rows", str(args.rows), "--max-length", str(args.max_length), "--checkpoints", str(args.checkpoints),
+        "--steps", str(args.steps), "--lr", str(args.lr), "--schedule", args.schedule)
     return sft
+
+
+def probe_tags(model: Path, sft: Path) -> None:
+    """The teacher-forced gauge of the SFT (repro.tag_probe): log p(<Parallel>) where the first 8 trained rows
+    open their block, under the base model and every merged checkpoint."""
+    from repro.checkpoints import find_steps
+
+    models = [str(model), *(str(s.model_dir) for s in find_steps(sft) if s.is_merged)]
+    cli("pr1-repro-probe", "--data", str(sft / "data" / "sft_parallel_gsm8k.parquet"), "--rows", "8", *models)
 
 
 def base_as_step_zero(model: Path, out: Path) -> Path:
@@ -176,13 +188,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="bench-smollm2")
     parser.add_argument("--small", action="store_true", help="1 problem × k 1 × 8 tokens, base model only, no SFT")
-    parser.add_argument("--rows", type=int, default=96)
-    parser.add_argument("--max-length", type=int, default=768)
+    parser.add_argument("--rows", type=int, default=80)
+    parser.add_argument("--max-length", type=int, default=640)
+    parser.add_argument("--steps", type=int, default=40, help="SFT steps (40 = 2 epochs of 80 rows, batch 4)")
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--schedule", default="constant")
     parser.add_argument("--checkpoints", type=int, default=4)
-    parser.add_argument("--problems", type=int, default=8)
+    parser.add_argument("--problems", type=int, default=16)
     parser.add_argument("-k", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=160)
-    parser.add_argument("--max-path-tokens", type=int, default=48)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--max-path-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--no-cost", action="store_true", help="skip the lm-eval comparison")
     parser.add_argument("--cost-only", action="store_true", help="only the lm-eval comparison (no SFT, no scoring)")
@@ -203,6 +218,8 @@ def main() -> None:
     model = cached_smollm2()
     if not args.cost_only:
         sft = None if args.small else train(model, out, args)
+        if sft is not None:
+            probe_tags(model, sft)
         score(model, sft, out / "runs", args)
         if not args.small:
             cli("pr1-eval", "leaderboard", str(out / "runs"), "--html", str(out / "leaderboard.html"))

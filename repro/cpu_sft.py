@@ -14,7 +14,8 @@ official SFT's ``truncation: error``), the batch (``--batch``, the paper's 128),
 (``--steps``; default one epoch of the kept rows) and how often a checkpoint is saved
 (``--checkpoints``: that many, evenly spaced, the last at the last step). The learning rate
 defaults to 1e-4 with the paper's cosine schedule and 10 % warm-up: the paper's 1e-5 over 5 epochs
-of batch 128 moves a 135M model little in the few dozen steps a CPU affords.
+of batch 128 moves a 135M model little in the few dozen steps a CPU affords. ``--schedule constant``
+holds the peak after the warm-up, and ``--steps`` beyond one epoch runs as many epochs as they need.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class CpuSftPlan:
     steps: int | None = None
     checkpoints: int = 4
     lr: float = 1e-4
+    schedule: str = "cosine"
+    """VERL's ``optim.lr_scheduler_type``: ``cosine`` (the paper's, decaying to 0 at the last step) or ``constant``
+    (held at ``lr`` after the same 10 % warm-up). A CPU run is a few dozen steps; a cosine schedule spends its last
+    half at a fraction of the peak, which a short run cannot afford (docs/guides/smollm2.md measures it)."""
 
 
 @dataclass
@@ -105,13 +110,26 @@ def save_steps(steps: int, checkpoints: int) -> list[int]:
     return sorted({*range(freq, steps + 1, freq), steps})
 
 
-def overrides(plan: CpuSftPlan, steps: int) -> list[str]:
+SCHEDULES = ("cosine", "constant")
+
+
+def epochs_for(steps: int, rows: int, batch: int) -> int:
+    """Passes over the rows that ``steps`` optimiser steps need: VERL's SFT trainer stops at the end of its
+    ``total_epochs`` even when ``total_training_steps`` is not reached, so more steps than one epoch holds need
+    more epochs (the trainer then stops at the step count, mid-epoch if need be)."""
+    return max(1, math.ceil(steps / max(1, rows // batch)))
+
+
+def overrides(plan: CpuSftPlan, steps: int, rows: int) -> list[str]:
     """CPU's overrides (the nano job's, with their reasons in repro.nano.plan) and this job's sizes."""
+    if plan.schedule not in SCHEDULES:
+        raise Pr1EvalError(f"--schedule {plan.schedule}: VERL's SFT knows {' and '.join(SCHEDULES)}; pick one")
     forced = [o.text for o in cpu_overrides("sft", structured=False)]
     freq = save_steps(steps, plan.checkpoints)[0]
     return [*forced, f"trainer.total_training_steps={steps}", f"data.train_batch_size={plan.batch}",
-            f"data.max_length={plan.max_length}", f"optim.lr={plan.lr}", f"trainer.save_freq={freq}",
-            "trainer.total_epochs=1", "trainer.test_freq=-1"]
+            f"data.max_length={plan.max_length}", f"optim.lr={plan.lr}",
+            f"optim.lr_scheduler_type={plan.schedule}", f"trainer.save_freq={freq}",
+            f"trainer.total_epochs={epochs_for(steps, rows, plan.batch)}", "trainer.test_freq=-1"]
 
 
 def run_cpu_sft(model: str, out: Path, data_dir: Path, plan: CpuSftPlan,
@@ -123,11 +141,12 @@ def run_cpu_sft(model: str, out: Path, data_dir: Path, plan: CpuSftPlan,
     kept, too_long = subset_rows(data_dir, model, plan, out / "data")
     steps = plan.steps or kept // plan.batch
     echo(f"[sft-cpu] {kept} rows (left out {too_long} longer than {plan.max_length} tokens), batch {plan.batch}, "
-         f"{steps} steps, checkpoints at {save_steps(steps, plan.checkpoints)}")
+         f"{steps} steps ({epochs_for(steps, kept, plan.batch)} epochs), lr {plan.lr} {plan.schedule}, "
+         f"checkpoints at {save_steps(steps, plan.checkpoints)}")
     env = child_environment()
     argv = [sys.executable, "-m", "repro.cli", "run", "sft", "--model", str(Path(model).resolve()),
             "--gpus-per-node", "1", "--out", str(out), "--data-dir", str(out / "data"),
-            "--experiment", out.name, "--", *overrides(plan, steps)]
+            "--experiment", out.name, "--", *overrides(plan, steps, kept)]
     started = time.monotonic()
     status = stream(argv, out / "logs" / "sft.log", env, echo)
     metrics = step_metrics((out / "logs" / "sft.log").read_text(encoding="utf-8", errors="replace").splitlines())

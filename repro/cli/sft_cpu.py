@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.errors import Pr1EvalError
-from repro.cpu_sft import CpuSftPlan, run_cpu_sft, summary_table
+from repro.cpu_sft import SCHEDULES, CpuSftPlan, run_cpu_sft, summary_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="example:\n  pr1-repro model smollm2 --out models/smollm2-tags\n"
                               "  pr1-repro data --out repro_data\n"
                               "  pr1-repro sft-cpu --model models/smollm2-tags --data-dir repro_data \\\n"
-                              "      --out ckpt/smollm2-sft --rows 96 --max-length 768")
+                              "      --out ckpt/smollm2-sft --rows 80 --max-length 640 --steps 40 --lr 5e-4 --schedule constant")
     p.add_argument("--model", required=True, help="HF checkpoint with the six tags (pr1-repro model / add-tokens)")
     p.add_argument("--out", required=True, metavar="DIR", help="checkpoint folder (global_step_N, merged to …/hf)")
     p.add_argument("--data-dir", default="repro_data", metavar="DIR", help="folder written by `pr1-repro data`")
@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=positive_int, default=4, help="rows per optimiser step (the paper's 128)")
     p.add_argument("--steps", type=positive_int, default=None, help="optimiser steps (default: one epoch)")
     p.add_argument("--checkpoints", type=positive_int, default=4, help="checkpoints to save, evenly spaced")
-    p.add_argument("--lr", type=float, default=1e-4, help="peak learning rate, cosine with 10%% warm-up (paper 1e-5)")
+    p.add_argument("--lr", type=float, default=1e-4, help="peak learning rate after a 10%% warm-up (paper 1e-5)")
+    p.add_argument("--schedule", choices=SCHEDULES, default="cosine",
+                   help="learning rate after the warm-up: cosine to 0 at the last step (the paper's) or constant")
     p.set_defaults(func=cmd_sft_cpu)
 
 
@@ -39,7 +41,7 @@ def cmd_sft_cpu(args: argparse.Namespace, extra: list[str]) -> int:
         raise Pr1EvalError(f"sft-cpu takes no arguments after `--` (got {' '.join(extra)})")
     if not Path(args.model).is_dir():
         raise Pr1EvalError(f"--model {args.model}: no such folder; write it with `pr1-repro model smollm2 --out DIR`")
-    plan = CpuSftPlan(args.rows, args.max_length, args.batch, args.steps, args.checkpoints, args.lr)
+    plan = CpuSftPlan(args.rows, args.max_length, args.batch, args.steps, args.checkpoints, args.lr, args.schedule)
     report = run_cpu_sft(args.model, Path(args.out), Path(args.data_dir), plan)
     print(summary_table(report))
     return 0
