@@ -6,10 +6,10 @@
    the defaults are the guide's: 2 epochs of 80 rows ≤ 640 tokens at 5e-4 held constant); skipped when
    ``OUT/sft/sft_cpu.json`` exists (reuse a finished job); then ``python -m repro.tag_probe`` on the base and
    every checkpoint (log p(<Parallel>) where the trained rows open their block);
-3. scoring: the base model and every SFT checkpoint with ``pr1-eval sweep --family smollm2-sft``, each with
-   sequential and fork-join decoding, on the first ``--problems`` GSM8K test problems × ``-k``; the base model is
-   swept as ``global_step_0`` (a link to it), so its runs are step 0 of the SFT job and the drift over SFT steps
-   starts at it;
+3. scoring: the base model and every SFT checkpoint, each with sequential and fork-join decoding, on the first
+   ``--problems`` GSM8K test problems × ``-k``: the base with ``pr1-eval run --family smollm2-sft --step 0`` (step 0
+   of the SFT job, so the drift over SFT steps starts at it), the checkpoints with ``pr1-eval sweep --family
+   smollm2-sft``;
 4. ``pr1-eval leaderboard`` and ``pr1-eval analyze`` over all the runs; the table below from their JSON;
 5. per-token generation cost: pr1-eval's HF engine (``HFEngine.generate``) against lm-eval's HF backend
    (``HFLM.generate_until``, what ``lm_eval --model hf`` runs) on the base model: the same prompt strings, k,
@@ -91,25 +91,17 @@ def probe_tags(model: Path, sft: Path) -> None:
     cli("pr1-repro-probe", "--data", str(sft / "data" / "sft_parallel_gsm8k.parquet"), "--rows", "8", *models)
 
 
-def base_as_step_zero(model: Path, out: Path) -> Path:
-    """A folder whose ``global_step_0`` links to the base model. Why: swept from there with the SFT job's
-    ``--family``, the base runs record step 0 of that job, so ``analyze``'s drift and the dashboard's training
-    page put the base model at the start of the SFT steps (``pr1-eval run`` records no family)."""
-    root = out / "base-as-step0"
-    root.mkdir(parents=True, exist_ok=True)
-    link = root / "global_step_0"
-    if not link.exists():
-        link.symlink_to(model.resolve(), target_is_directory=True)
-    return root
-
-
 def score(model: Path, sft: Path | None, runs: Path, args: argparse.Namespace) -> None:
-    """The base model (as step 0) and the SFT checkpoints with ``sweep``, one family; both decodings."""
-    base = base_as_step_zero(model, runs.parent)
+    """The base model as step 0 of the SFT job (``run --family smollm2-sft --step 0``, named as ``sweep`` names
+    its runs, so ``analyze``'s drift and the dashboard's training page start at the base) and the SFT
+    checkpoints with ``sweep``, one family; both decodings."""
     for decoding in args.decodings:
-        for root in (base, sft) if sft is not None else (base,):
-            cli("pr1-eval", "sweep", str(root), "--out-root", str(runs), "--family", "smollm2-sft",
-                *score_args(args, decoding))
+        settings = score_args(args, decoding)
+        name = f"smollm2-sft-step0-{decoding}-k{args.k}-seed0"
+        cli("pr1-eval", "run", "--model", str(model), "--family", "smollm2-sft", "--step", "0",
+            "--out", str(runs / name), *settings)
+        if sft is not None:
+            cli("pr1-eval", "sweep", str(sft), "--out-root", str(runs), "--family", "smollm2-sft", *settings)
 
 
 def table(runs: Path, out: Path) -> list[dict[str, Any]]:
