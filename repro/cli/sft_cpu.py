@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="example:\n  pr1-repro model smollm2 --out models/smollm2-tags\n"
                               "  pr1-repro data --out repro_data\n"
                               "  pr1-repro sft-cpu --model models/smollm2-tags --data-dir repro_data \\\n"
-                              "      --out ckpt/smollm2-sft --rows 80 --max-length 640 --steps 40 --lr 5e-4 --schedule constant")
+                              "      --out ckpt/smollm2-sft --rows 80 --max-length 640 --steps 40 \\\n"
+                              "      --lr 5e-4 --schedule constant")
     p.add_argument("--model", required=True, help="HF checkpoint with the six tags (pr1-repro model / add-tokens)")
     p.add_argument("--out", required=True, metavar="DIR", help="checkpoint folder (global_step_N, merged to …/hf)")
     p.add_argument("--data-dir", default="repro_data", metavar="DIR", help="folder written by `pr1-repro data`")

@@ -6,7 +6,9 @@ It answers ``GET /v1/models`` and ``POST /v1/completions`` the way vLLM's server
 *responder*: ``responder(body) -> list of token id lists`` (one per choice, the full continuation
 the "model" would write, EOS included). The server applies vLLM's stopping to each: cut after the
 first id of ``stop_token_ids``, or at ``max_tokens``. ``failures`` holds statuses answered before
-real answers (a 503 then success); ``delay_s`` keeps each request in flight so concurrency shows.
+real answers (a 503 then success); ``delay_s`` keeps each request in flight so concurrency shows, and
+``gather`` holds requests until that many are in flight at once (a concurrency test that does not
+depend on the machine's speed).
 Only loopback; every loop in it is bounded by the requests the test sends.
 
 Real servers differ from vLLM (``docs/usage/run.md#which-servers-work``), and a fake that behaves
@@ -86,6 +88,22 @@ class FakeServer:
     most_in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
+    #: Hold each completion until this many have been in flight at once (0: never hold), or until
+    #: ``gather_timeout_s`` passes. Why: "the client keeps N requests in flight" read from a fixed delay
+    #: depends on the machine's speed (a run kept 10 in flight, but under CI's load the first reply of a
+    #: 0.3 s delay went out before the tenth request came, and 9 were counted); held until N arrive, a
+    #: client that sends N together reaches N on any machine, and one that sends fewer shows its bound.
+    gather: int = 0
+    gather_timeout_s: float = 30.0
+    gathered: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for_gather(self) -> None:
+        """Block this request until :attr:`gather` requests have been in flight at once (or the timeout)."""
+        if not self.gather:
+            return
+        with self.gathered:
+            self.gathered.notify_all()
+            self.gathered.wait_for(lambda: self.most_in_flight >= self.gather, timeout=self.gather_timeout_s)
 
     def models(self) -> dict[str, Any]:
         card: dict[str, Any] = {"id": self.model_id, "object": "model", "root": "/srv/" + self.model_id}
@@ -195,6 +213,7 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 server.in_flight += 1
                 server.most_in_flight = max(server.most_in_flight, server.in_flight)
             try:
+                server.wait_for_gather()
                 time.sleep(server.delay_s)
                 answer = server.complete(body)
             finally:

@@ -209,7 +209,7 @@ def test_a_run_keeps_a_chunk_of_problems_in_flight(model: Path, tmp_path: Path) 
     on vLLM) is sent together, so 10 problems are 10 requests in flight, not the HF engine's 8."""
     tok = load_tokenizer(str(model))
     _, respond = _script(tok)
-    fake = FakeServer(respond, tok.eos_token_id, delay_s=0.3)
+    fake = FakeServer(respond, tok.eos_token_id, gather=10)  # held until 10 are in flight (or 30 s)
     with serving(fake):
         assert main(["run", "--model", str(model), "--tasks", "aime24", "-k", "1", "--limit", "10",
                      "--max-new-tokens", "100", "--engine", "openai", "--base-url", fake.url, "--out",
