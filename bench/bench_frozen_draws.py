@@ -75,23 +75,19 @@ def frozen_z(stage_name: str, plan: str, control: str, target: int, trained: str
     """The stage's "beats its start" z with ``trained`` (default: the control itself) as the trained model,
     sampled as the job samples (``sizes``: other problems × samples, for the smoke), and the checks the job
     draws from those samples: "beats its start" and, where the job judges the parallel ratio against the
-    start (:func:`repro.nano.job.parallel_checks`), "parallel ratio holds (against its start)"."""
-    from repro.nano import checks, gain
-    from repro.nano.job import reward_parallel_demand, target_mode
+    start (:func:`repro.nano.job.parallel_checks`), "parallel ratio holds (against its start)" (a computed
+    draw has no rollouts, so no trend over the steps)."""
+    from repro.nano import gain
+    from repro.nano.job import control_sampling, parallel_checks, reward_parallel_demand
     from repro.nano.plan import PLANS, Scale
-    from repro.stages import STAGES
 
     stage = next(s for s in PLANS[plan] if s.name == stage_name)
-    scale = Scale()
     problems, per_problem = sizes or (gain.PROBLEMS, gain.PER_PROBLEM)
-    common: dict[str, Any] = {"structured": STAGES[stage.stage].structured, "mode": target_mode(stage),
-                              "response_length": scale.response_length, "max_path_tokens": scale.max_path_tokens,
-                              "problems": problems, "per_problem": per_problem}
-    start = gain.outcomes(control, target, seed=gain.START_SEED, **common)  # as gain.frozen_control samples
-    final = gain.outcomes(trained or control, target, seed=gain.FINAL_SEED, **common)
+    start, final = gain.frozen_control(control, trained or control, target, **control_sampling(stage, Scale()),
+                                       problems=problems, per_problem=per_problem)
     found = [gain.gain_check(stage_name, start.earned, final.earned, required=stage.expect_rise)]
-    if reward_parallel_demand(stage) == "every step" and float(start.parallel.mean()) >= checks.SATURATED:
-        found.append(gain.parallel_holds_check(stage_name, start.parallel, final.parallel))
+    found += [c for c in parallel_checks(stage_name, {}, reward_parallel_demand(stage), (start, final))
+              if c.name == "parallel ratio holds (against its start)"]
     return gain.mantel_haenszel_z(start.earned, final.earned), [c.as_dict() for c in found]
 
 

@@ -140,9 +140,11 @@ def earned(model: str, target: int, *, structured: bool, mode: str, response_len
 
 
 def frozen_control(start_model: str, trained_model: str, target: int, *, structured: bool, mode: str,
-                   response_length: int, max_path_tokens: int) -> tuple[Outcomes, Outcomes]:
-    """The start model's and the trained model's outcomes (earned, opened a block), each sampled with its own seed."""
+                   response_length: int, max_path_tokens: int, problems: int = PROBLEMS,
+                   per_problem: int = PER_PROBLEM) -> tuple[Outcomes, Outcomes]:
+    """The start model's and the trained model's outcomes (earned, opened a block), each sampled with its own seed
+    (the job's sizes by default; the draw benches' smoke asks for fewer)."""
     common: dict[str, Any] = {"structured": structured, "mode": mode, "response_length": response_length,
-                              "max_path_tokens": max_path_tokens}
+                              "max_path_tokens": max_path_tokens, "problems": problems, "per_problem": per_problem}
     return (outcomes(start_model, target, seed=START_SEED, **common),
             outcomes(trained_model, target, seed=FINAL_SEED, **common))

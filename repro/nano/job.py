@@ -115,9 +115,14 @@ def frozen_control(stage: NanoStage, start_model: str, trained_model: str, targe
     merge would have written it (:mod:`repro.nano.merged_start`): a stage that learns nothing is then
     compared with the very same weights."""
     return gain.frozen_control(start_as_merged(start_model, trained_model), trained_model, target,
-                               structured=repro_stages.STAGES[stage.stage].structured,
-                               mode=target_mode(stage), response_length=scale.response_length,
-                               max_path_tokens=scale.max_path_tokens)
+                               **control_sampling(stage, scale))
+
+
+def control_sampling(stage: NanoStage, scale: Scale) -> dict[str, Any]:
+    """How the frozen control samples a stage: as its rollouts do (fork-join for a structured stage, its cap),
+    judged by the reward its gold was chosen for (:func:`repro.nano.gain.frozen_control`'s settings)."""
+    return {"structured": repro_stages.STAGES[stage.stage].structured, "mode": target_mode(stage),
+            "response_length": scale.response_length, "max_path_tokens": scale.max_path_tokens}
 
 
 def parallel_checks(name: str, parallel: checks.Groups, demand: str,

@@ -5,8 +5,7 @@ model. The trained model is the merged checkpoint, and VERL 0.9.1's FSDP model m
 weight in bfloat16 whatever the training dtype (``verl/model_merger/fsdp_model_merger.py``: each shard
 ``.bfloat16()``; the merged ``config.json`` says so). A stage whose start is a float32 checkpoint (the
 Unseen stage starts from the structured tiny model, trained here in float32) would then be compared
-across a rounding: at learning rate 0, or with every advantage zero, the merged model is the start
-rounded to bfloat16, not the start, and the two samplings the verdict's null assumes to come from one
+across a rounding: at learning rate 0 the merged model is the start rounded to bfloat16, not the start, and the two samplings the verdict's null assumes to come from one
 model come from two (measured on a learning-rate-0 draw: every weight of the merged Unseen checkpoint
 was the start's rounded to bfloat16, up to 0.004 apart). So the control is the start *as the merge
 writes it*: a stage that learns nothing is then compared with bit-identical weights, and its z is the
@@ -21,6 +20,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 #: The dtype VERL's FSDP merger writes (see the module docstring).
 MERGER_DTYPE = "bfloat16"
@@ -31,7 +34,7 @@ FOLDER = "start_as_merged"
 CONTROL = f"the start model as the merge writes it ({MERGER_DTYPE})"
 
 
-def rounded_state(model_dir: Path) -> dict[str, object] | None:
+def rounded_state(model_dir: Path) -> dict[str, torch.Tensor] | None:
     """The start's tensors with every floating one rounded to :data:`MERGER_DTYPE`, or ``None`` when the
     checkpoint's floating tensors are all in that dtype already (nothing to round)."""
     import torch
@@ -68,6 +71,5 @@ def start_as_merged(start_model: str, trained_model: str) -> str:
     for path in source.iterdir():
         if path.is_file() and path.suffix != ".safetensors" and path.name != "model.safetensors.index.json":
             shutil.copy2(path, out / path.name)
-    save_file({k: v.contiguous() for k, v in rounded.items()}, str(out / "model.safetensors"),  # type: ignore[attr-defined]
-              metadata={"format": "pt"})
+    save_file({k: v.contiguous() for k, v in rounded.items()}, str(out / "model.safetensors"), metadata={"format": "pt"})
     return str(out)
