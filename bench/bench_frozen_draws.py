@@ -1,7 +1,9 @@
-"""The learning verdict of a trainer at learning rate 0, over many draws, in a minute a draw.
+"""The learning verdict of a trainer at learning rate 0, or with its advantages zeroed, over many draws,
+in a minute a draw.
 
     python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT                 # one lr-0 draw per working draw
-    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT --proof LR0_FOLDER [NOADV_FOLDER]
+    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT --variant noadv # one zero-advantage draw each
+    python bench/bench_frozen_draws.py --from OK_FOLDER --out OUT --proof LR0_FOLDER NOADV_FOLDER
     python bench/bench_nano_draws.py --summarise OK_FOLDER OUT ...                # the table beside the others
     python bench/bench_frozen_draws.py --small                                    # what bench/smoke.sh runs
 
@@ -15,21 +17,23 @@ start model, and the golds, chosen from the start models before any GRPO step. S
 learning-rate-0 draw ``d`` is the Mantel–Haenszel z of the control against itself, sampled with the two
 seeds, for the start models and golds of working draw ``d``; this bench computes it from a finished
 working draw (about a minute of sampling, against 8-15 for the draw's three VERL stages). ``--proof``
-checks the argument on real broken draws: every RL stage's merged weights against the control's, bit
+checks the argument on real broken draws: every RL stage's merged weights against the computed ones, bit
 for bit, and the z of the real draw (its merged model against the control) beside the one computed here.
 
-**Not the zero-advantage draw.** Zero advantages give a zero policy-gradient loss and zero gradients
-(``actor/grad_norm`` 0.0 at every step), but AdamW's decoupled weight decay still shrinks every weight by
-``1 − lr · weight_decay`` per optimiser step (32 of them in a nano stage: × 0.99968). Stored in bfloat16
-that rounding is invisible for the Seen stage's weights (already bfloat16) but moves 6 % of the Unseen
-stage's (a float32 start): measured with ``--proof`` on a real zero-advantage draw, Seen's merged weights
-equal the control's and its z is the computed one, Unseen's are not and its z was −0.82 against −0.68.
-A frozen policy in every way that matters for the verdict, but not the same weights, so those draws are
-run for real (``bench_nano_draws.py --variant noadv``).
+**The zero-advantage draw, computed the same way** (``--variant noadv``). Zero advantages give a zero
+policy-gradient loss and zero gradients (``actor/grad_norm`` 0.0 at every step), so AdamW's update is
+zero, but its decoupled weight decay still shrinks every weight by ``1 − lr · weight_decay`` per
+optimiser step (32 in a nano stage: × 0.99968). Stored in bfloat16 that is invisible for the Seen
+stage's weights (already bfloat16) but moves 6 % of the Unseen stage's (a float32 start), so such a draw
+is not the lr-0 draw (its real Unseen z was −0.82 against −0.68 computed as lr 0). Its merged
+checkpoint is the start after exactly that decay, replayed step by step in float32 and rounded as the
+merge rounds (:func:`repro.nano.merged_start.decayed_state`); ``--proof`` on a real zero-advantage draw
+finds every merged weight equal to it and the real z equal to the computed one. Its verdict is then the
+control against that model, sampled with the verdict's two seeds.
 
-Each computed draw lands in ``OUT/draw-<d>/nano.json`` (variant ``frozen``: learning rate 0, computed; the
-checks the job draws from the control's samples), so ``bench_nano_draws.py --summarise`` tables it beside
-the working and broken draws.
+Each computed draw lands in ``OUT/draw-<d>/nano.json`` (variant ``frozen`` for learning rate 0, ``noadv``
+for zeroed advantages, both with ``computed`` saying how; the checks the job draws from the two
+samplings), so ``bench_nano_draws.py --summarise`` tables it beside the working and broken draws.
 """
 
 from __future__ import annotations
@@ -91,8 +95,28 @@ def frozen_z(stage_name: str, plan: str, control: str, target: int, trained: str
     return gain.mantel_haenszel_z(start.earned, final.earned), [c.as_dict() for c in found]
 
 
-def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None) -> dict[str, Any]:
-    """The frozen draw of working draw ``source`` into ``out/<its name>/nano.json`` (reused when present)."""
+#: What each computed variant's merged checkpoint is, as its ``nano.json`` says (``computed``).
+COMPUTED = {"frozen": "learning rate 0: the merged checkpoint is the start as the merge writes it",
+            "noadv": "advantages zeroed: the merged checkpoint is the start after the stage's AdamW weight decay "
+                     "alone, as the merge writes it"}
+
+
+def computed_model(variant: str, plan: str, stage_name: str, start: str, beside: Path) -> str | None:
+    """The merged checkpoint a stage broken by ``variant`` writes, computed from its start into ``beside``
+    (``None`` for learning rate 0: the control itself)."""
+    from repro.nano.merged_start import decayed_as_merged
+    from repro.nano.plan import PLANS, Scale, optimiser_steps
+
+    if variant == "frozen":
+        return None
+    stage = next(s for s in PLANS[plan] if s.name == stage_name)
+    return decayed_as_merged(start, str(beside / "hf"), Scale().rl_lr, optimiser_steps(stage, Scale()))
+
+
+def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None,
+                variant: str = "frozen") -> dict[str, Any]:
+    """The computed ``variant`` draw of working draw ``source`` into ``out/<its name>/nano.json`` (reused
+    when present)."""
     from repro.nano.merged_start import start_as_merged
 
     target_file = out / source.name / "nano.json"
@@ -103,10 +127,12 @@ def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None) -
     checks = []
     for name, (start, _merged) in stage_models(source, record).items():
         control = start_as_merged(start, str(out / source.name / name / "hf"))
-        _z, found = frozen_z(name, record["plan"], control, record["targets"][name]["target"], sizes=sizes)
+        trained = computed_model(variant, record["plan"], name, start, out / source.name / name)
+        _z, found = frozen_z(name, record["plan"], control, record["targets"][name]["target"], trained=trained,
+                             sizes=sizes)
         checks += found
     result = {"plan": record["plan"], "passed": all(c["passed"] for c in checks), "checks": checks,
-              "draw": {**record["draw"], "variant": "frozen"}, "source": str(source),
+              "draw": {**record["draw"], "variant": variant}, "computed": COMPUTED[variant], "source": str(source),
               "seconds": round(time.monotonic() - started, 1)}
     target_file.parent.mkdir(parents=True, exist_ok=True)
     target_file.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -115,24 +141,25 @@ def frozen_draw(source: Path, out: Path, sizes: tuple[int, int] | None = None) -
 
 def proof(folder: Path, scratch: Path) -> list[str]:
     """For a real broken draw (learning rate 0, advantages zeroed): per RL stage, whether its merged weights
-    equal the control's bit for bit, and its z (merged against control) beside the control against itself."""
+    equal the computed ones bit for bit, and its z (merged against control) beside the computed draw's."""
     import torch
-    from safetensors.torch import load_file
 
-    from repro.nano.merged_start import start_as_merged
+    from repro.nano.merged_start import load_weights, start_as_merged
 
     record = json.loads((folder / "nano.json").read_text(encoding="utf-8"))
+    variant = {"lr0": "frozen", "noadv": "noadv"}[record["draw"]["variant"]]
     lines = []
     for name, (start, merged) in stage_models(folder, record).items():
-        control = start_as_merged(start, str(scratch / folder.parent.name / folder.name / name / "hf"))
-        a = {k: v for p in Path(control).glob("*.safetensors") for k, v in load_file(str(p)).items()}
-        b = {k: v for p in Path(merged).glob("*.safetensors") for k, v in load_file(str(p)).items()}
+        beside = scratch / folder.parent.name / folder.name / name
+        control = start_as_merged(start, str(beside / "hf"))
+        computed = computed_model(variant, record["plan"], name, start, beside) or control
+        a, b = load_weights(Path(computed)), load_weights(Path(merged))
         same = a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
         target = record["targets"][name]["target"]
         real, _ = frozen_z(name, record["plan"], control, target, trained=merged)
-        alone, _ = frozen_z(name, record["plan"], control, target)
-        lines.append(f"{record['draw']['variant']:6} {folder.name:8} {name:11} merged == control: {same}; "
-                     f"z merged vs control {real:6.2f}, control vs itself {alone:6.2f}")
+        alone, _ = frozen_z(name, record["plan"], control, target, trained=computed)
+        lines.append(f"{record['draw']['variant']:6} {folder.name:8} {name:11} merged == computed: {same}; "
+                     f"z merged vs control {real:6.2f}, computed vs control {alone:6.2f}")
     return lines
 
 
@@ -155,17 +182,22 @@ def small_source(folder: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--from", dest="source", help="folder of finished working draws (draw-*/)")
-    parser.add_argument("--out", help="where the frozen draws go (resumed if present)")
+    parser.add_argument("--out", help="where the computed draws go (resumed if present)")
     parser.add_argument("--small", action="store_true",
-                        help=f"the smoke: one stand-in draw, {SMALL[0]} problems × {SMALL[1]} samples, in a temporary folder")
+                        help=f"the smoke: one stand-in draw of each variant, {SMALL[0]} problems × {SMALL[1]} samples, "
+                             "in a temporary folder")
     parser.add_argument("--draws", type=int, nargs="*", default=None, help="draw numbers (default: every finished one)")
+    parser.add_argument("--variant", choices=sorted(COMPUTED), default="frozen",
+                        help="frozen: learning rate 0; noadv: advantages zeroed (default: frozen)")
     parser.add_argument("--proof", nargs="*", default=[], metavar="BROKEN_FOLDER",
                         help="folders of real learning-rate-0 (or zero-advantage) draws to check the argument on")
     args = parser.parse_args()
     if args.small:
         with tempfile.TemporaryDirectory() as scratch:
-            result = frozen_draw(small_source(Path(scratch) / "ok") / "draw-0", Path(scratch) / "frozen", sizes=SMALL)
-            print(f"frozen stand-in draw ({SMALL[0]} × {SMALL[1]}): {result['checks'][0]['figures']}")
+            source = small_source(Path(scratch) / "ok") / "draw-0"
+            for variant in sorted(COMPUTED):
+                result = frozen_draw(source, Path(scratch) / variant, sizes=SMALL, variant=variant)
+                print(f"{variant} stand-in draw ({SMALL[0]} × {SMALL[1]}): {result['checks'][0]['figures']}")
         return 0
     if not args.source or not args.out:
         parser.error("--from and --out are needed (or --small)")
@@ -176,9 +208,9 @@ def main() -> int:
     if not folders:
         raise SystemExit(f"no finished draw (draw-*/nano.json) in {source}")
     for folder in folders:
-        result = frozen_draw(folder, out)
+        result = frozen_draw(folder, out, variant=args.variant)
         zs = ", ".join(f"{c['stage']} {c['check']} z = {c['figures'].rsplit('z = ', 1)[-1]}" for c in result["checks"])
-        print(f"frozen {folder.name}: {'passes (a broken trainer must not)' if result['passed'] else 'fails'}; {zs}",
+        print(f"{args.variant} {folder.name}: {'passes (a broken trainer must not)' if result['passed'] else 'fails'}; {zs}",
               flush=True)
     for broken in args.proof:
         for path in sorted(Path(broken).glob("draw-*/nano.json")):

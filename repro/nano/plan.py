@@ -150,6 +150,12 @@ class Scale:
     max_path_tokens: int = 24
 
 
+def optimiser_steps(stage: NanoStage, scale: Scale) -> int:
+    """AdamW steps an RL stage takes: one per mini-batch of prompt groups, one PPO epoch (VERL's default),
+    every training step (what weight decay is applied for, :func:`repro.nano.merged_start.decayed_state`)."""
+    return stage.steps * (scale.rl_prompts // scale.rl_mini_batch_prompts)
+
+
 def scale_overrides(stage: NanoStage, kind: str, scale: Scale) -> list[str]:
     """Sizes for a run of a few CPU minutes: steps, batches, lengths, learning rate, no validation."""
     common = [f"trainer.total_training_steps={stage.steps}", "trainer.test_freq=-1"]
