@@ -4,6 +4,7 @@
     python bench/bench_nano_draws.py --draws 20 --variant lr0 --out /tmp/d0   # the null: learning rate 0
     python bench/bench_nano_draws.py --draws 20 --variant sign                # reward sign flipped (noadv, nospans too)
     python bench/bench_frozen_draws.py --from /tmp/draws --out /tmp/frozen    # learning rate 0, a minute a draw
+    python bench/bench_frozen_draws.py --from /tmp/draws --out /tmp/noadv --variant noadv   # advantages zeroed
     python bench/bench_nano_draws.py --summarise /tmp/draws /tmp/d0 ...       # the table of finished folders
     python bench/bench_nano_draws.py --summarise /tmp/draws --recheck         # first bring old draws up to the
                                                                               # frozen-control checks (rewrites them)
@@ -14,9 +15,10 @@ draws other rollouts. A draw here is both, made on purpose: draw d trains the ti
 the CI slice (``bench_nano.py --plan ci``, without scoring), into ``OUT/draw-<d>``; its ``nano.json``
 is kept, so an interrupted bench resumes at the first draw without one. ``--variant`` breaks the GRPO
 stages' trainer (:mod:`repro.testing.broken`); the checks must then fail. ``nospans`` runs only the
-stages it breaks (:func:`touched_stages`); learning rate 0 leaves the weights as they were, so
-``bench_frozen_draws.py`` gets its verdict from finished working draws without training (zeroed
-advantages do not quite: weight decay still moves them).
+stages it breaks (:func:`touched_stages`); learning rate 0 leaves the weights as they were and zeroed
+advantages leave them to AdamW's weight decay alone, so ``bench_frozen_draws.py`` computes both
+variants' verdicts from finished working draws without training (exactly: its ``--proof`` checks the
+merged weights of real draws bit for bit).
 
 Prints one row per draw and check (its statistic and verdict), then per variant and check: draws
 passed, the statistic's mean, SD and minimum (working trainer) or maximum (broken), its margin to
