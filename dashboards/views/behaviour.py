@@ -10,6 +10,8 @@ declared task with no sample gets a row too, so a task that never started does n
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -52,8 +54,15 @@ def with_completeness(ctx: Context, stats: pd.DataFrame) -> pd.DataFrame:
 def bars(title: str, x_title: str, labels: list[str], shares: dict[str, np.ndarray]) -> go.Figure:
     fig = go.Figure([go.Bar(x=labels, y=values, name=plot_text(run)) for run, values in shares.items()])
     fig.update_layout(title=plot_text(title), xaxis_title=plot_text(x_title), yaxis_title="share", barmode="group",
-                      height=340, margin={"t": 50, "b": 40, "l": 40, "r": 10}, legend={"orientation": "h", "y": -0.3})
+                      margin={"t": 50, "b": 40, "l": 40, "r": 10}, **legend_below(len(shares)))
     return fig
+
+
+def legend_below(entries: int) -> dict[str, Any]:
+    """Layout for a legend of ``entries`` runs under a half-width chart: its top anchored below the axis title,
+    and the figure taller by a row per entry (a run's name fills a row of a half-width column). With a fixed
+    height, ten runs' legend scrolled inside the figure and its first rows sat on the axis title."""
+    return {"height": 300 + 20 * entries, "legend": {"orientation": "h", "yanchor": "top", "y": -0.34, "x": 0}}
 
 
 def count_shares(frame: pd.DataFrame, column: str, cap: int) -> tuple[list[str], dict[str, np.ndarray]]:
