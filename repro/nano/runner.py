@@ -123,6 +123,20 @@ def merge_last(out: Path, log: Path, env: dict[str, str], echo: Callable[[str], 
     return str(steps[-1].model_dir)
 
 
+#: Ray 2.x waits a fixed 30 s for its raylet to register (``ray/_private/node.py``: ``raylet_start_wait_time_s = 30``,
+#: not configurable), then raises this. On a machine at load 5+ that wall-clock limit trips (a working nano draw
+#: failed on it before its first step), so a stage that failed with it and ran no step is started again.
+RAY_START_TIMEOUT = "The current node timed out during startup"
+RAY_START_WAIT_S = 30
+START_ATTEMPTS = 3
+
+
+def ray_start_timed_out(status: int, metrics: dict[int, dict[str, float]], lines: list[str]) -> bool:
+    """Whether a stage failed only because Ray's node did not start in its fixed wait: a failed exit, no
+    step logged, and Ray's message in the log (a stage that ran a step failed for another reason)."""
+    return status != 0 and not metrics and any(RAY_START_TIMEOUT in line for line in lines)
+
+
 def run_stage(stage: NanoStage, model: str, root: Path, data_dir: Path, scale: Scale,
               echo: Callable[[str], None], frozen: bool = False, draw: Draw | None = None) -> StageResult:
     """One stage from ``model``: train, read VERL's metrics back, merge the last checkpoint."""
@@ -133,8 +147,14 @@ def run_stage(stage: NanoStage, model: str, root: Path, data_dir: Path, scale: S
     argv = [sys.executable, "-m", "repro.cli", *stage_argv(stage, model, result.out, data_dir, scale, draw)]
     echo(f"[{stage.name}] pr1-repro run {stage.stage} ({kind}, {stage.steps} steps) from {model}")
     started = time.monotonic()
-    status = stream(argv, result.log, env, echo)
-    result.metrics = step_metrics(result.log.read_text(encoding="utf-8", errors="replace").splitlines())
+    for attempt in range(1, START_ATTEMPTS + 1):
+        status = stream(argv, result.log, env, echo)
+        lines = result.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        result.metrics = step_metrics(lines)
+        if attempt == START_ATTEMPTS or not ray_start_timed_out(status, result.metrics, lines):
+            break
+        echo(f"[{stage.name}] Ray's node did not come up within its fixed {RAY_START_WAIT_S} s (a loaded machine; "
+             f"no step ran): starting the stage again ({attempt + 1} of {START_ATTEMPTS})")
     if status != 0 or len(result.metrics) < stage.steps:
         raise Pr1EvalError(f"stage {stage.name} ({stage.stage}) failed: exit {status}, {len(result.metrics)} of "
                            f"{stage.steps} steps logged; its log: {result.log}\n{_tail(result.log)}")
