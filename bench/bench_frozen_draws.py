@@ -208,6 +208,10 @@ def main() -> int:
     if not folders:
         raise SystemExit(f"no finished draw (draw-*/nano.json) in {source}")
     for folder in folders:
+        crashed = json.loads((folder / "nano.json").read_text(encoding="utf-8")).get("crashed")
+        if crashed:
+            print(f"skip {folder.name}: the working draw crashed ({crashed.splitlines()[0]}); rerun it first", flush=True)
+            continue
         result = frozen_draw(folder, out, variant=args.variant)
         zs = ", ".join(f"{c['stage']} {c['check']} z = {c['figures'].rsplit('z = ', 1)[-1]}" for c in result["checks"])
         print(f"{args.variant} {folder.name}: {'passes (a broken trainer must not)' if result['passed'] else 'fails'}; {zs}",
