@@ -60,9 +60,11 @@ def training_dir() -> Path | None:
 
 
 def score_args(args: argparse.Namespace, decoding: str) -> list[str]:
-    """The slice and settings every scoring run shares (the guide's choice)."""
+    """The slice and settings every scoring run shares: the guide's command exactly (the engine's default batch
+    of up to 64 rows; ``--batch-size`` is the lm-eval comparison's), since the HF engine's samples depend on
+    the batching as well as the seed."""
     return ["--tasks", "gsm8k", "--limit", str(args.problems), "-k", str(args.k), "--max-new-tokens",
-            str(args.max_new_tokens), "--engine", "hf", "--decoding", decoding, "--batch-size", str(args.batch_size),
+            str(args.max_new_tokens), "--engine", "hf", "--decoding", decoding,
             "--max-path-tokens", str(args.max_path_tokens), "--problems-per-chunk", str(args.problems)]
 
 
