@@ -156,12 +156,13 @@ def guide_table(rows: list[dict[str, Any]], analysis: dict[str, Any], runs: Path
             roles = a.get("roles") or {}
             role_cell = ("–" if roles.get("exploration") is None else
                          " / ".join(_figure(roles.get(r), 2) for r in ("exploration", "verification", "undetermined")))
-            low, high = t["ci95"][f"mean@{k}"]
+            interval = (t.get("ci95") or {}).get(f"mean@{k}")  # None for a single problem: no interval
             speed_low, speed_high = t.get("speedup_ci95") or (None, None)
             speed = "–" if t.get("speedup") is None else (
                 f"{t['speedup']:.2f}x" + ("" if speed_low is None else f" [{speed_low:.2f}, {speed_high:.2f}]"))
             cells = [str(report["model"]["step"]), "fork-join" if "forkjoin" in row["run"] else "sequential",
-                     _figure(t["format_ok_ratio"]), f"{t[f'mean@{k}']:.3f} [{low:.3f}, {high:.3f}]",
+                     _figure(t["format_ok_ratio"]),
+                     f"{t[f'mean@{k}']:.3f}" + ("" if not interval else f" [{interval[0]:.3f}, {interval[1]:.3f}]"),
                      _figure(t[f"pass@{k}"]), _figure(a.get("parallel_ratio")), _figure(a.get("blocks_per_response"), 2),
                      _figure(a.get("first_block_rel_pos"), 2),
                      f"{_figure(a.get('bleu_mean'), 2)} / {_figure(a.get('cosine_mean'), 2)}", role_cell,

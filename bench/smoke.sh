@@ -57,7 +57,7 @@ GPU_ONLY=(
     "check_streamlit_floor.py|needs downloaded Streamlit wheels; tests/test_dependency_floors.py pins its result"
     "smoke.sh|this script"
     "bench_nano_draws.py|the CI slice once per draw (8 min each on an idle machine); .ci/run's nano step runs the same job, and tests/repro/test_nano_draws.py its table"
-    "bench_smollm2.py|SmolLM2-135M through SFT, scoring and analysis (about an hour on 2 cores); even --small (1 problem, 8 tokens, with lm-eval beside it) loads the model four times, about a minute; tests/repro/test_smollm2.py is the CI smoke of the model path (load, one short generation, one report)"
+    "bench_smollm2.py|SmolLM2-135M through SFT, scoring and analysis (about an hour on 2 cores); even --small (1 problem, 8 tokens, with lm-eval beside it) loads the model four times (22 s with the converted model cached, a minute more to convert it); tests/repro/test_smollm2.py is the CI smoke of the model path (load, one short generation, one report) and tests/bench/test_smollm2_table.py checks the bench's table"
     "bench_nano.py|run by .ci/run as a step of its own (--plan ci --repeat unseen-s2: the nano curriculum's CI slice, about 6 min on an idle machine)"
 )
 
