@@ -54,6 +54,7 @@ from pr1_eval.engines.base import EngineDead, SamplingConfig
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.scaleout.loading import LOAD_RETRY_S, load_with_retry
 from pr1_eval.scaleout.queue import Chunk, WorkQueue, engine_chunk_size, plan_chunks
+from pr1_eval.scaleout.ray_startup import start_with_retries
 
 MAX_RESTARTS = 2
 """Times Ray restarts a crashed replica (a killed-for-good one is not restarted)."""
@@ -122,7 +123,8 @@ def start_local_cluster(num_cpus: int | None = None, num_gpus: int | None = None
     import ray._private.ray_constants as constants
 
     constants.ENABLE_RAY_CLUSTER = False  # this process imported Ray before the variable was set
-    ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, log_to_driver=False)
+    start_with_retries(lambda: ray.init(address="local", num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
+                                        log_to_driver=False), ray.shutdown, "a local Ray cluster")
 
 
 def connect(address: str) -> bool:

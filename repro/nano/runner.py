@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
+from pr1_eval.scaleout.ray_startup import RAY_START_TIMEOUT, RAY_START_WAIT_S, START_ATTEMPTS
 from repro import stages as repro_stages
 from repro.checkpoints import find_steps
 from repro.nano.metrics import parse_metric_line, step_metrics
@@ -123,17 +124,11 @@ def merge_last(out: Path, log: Path, env: dict[str, str], echo: Callable[[str], 
     return str(steps[-1].model_dir)
 
 
-#: Ray 2.x waits a fixed 30 s for its raylet to register (``ray/_private/node.py``: ``raylet_start_wait_time_s = 30``,
-#: not configurable), then raises this. On a machine at load 5+ that wall-clock limit trips (a working nano draw
-#: failed on it before its first step), so a stage that failed with it and ran no step is started again.
-RAY_START_TIMEOUT = "The current node timed out during startup"
-RAY_START_WAIT_S = 30
-START_ATTEMPTS = 3
-
-
 def ray_start_timed_out(status: int, metrics: dict[int, dict[str, float]], lines: list[str]) -> bool:
-    """Whether a stage failed only because Ray's node did not start in its fixed wait: a failed exit, no
-    step logged, and Ray's message in the log (a stage that ran a step failed for another reason)."""
+    """Whether a stage failed only because Ray's node did not start in its fixed wait
+    (:mod:`pr1_eval.scaleout.ray_startup`; VERL calls ``ray.init`` itself, so the stage is started again
+    whole): a failed exit, no step logged, and Ray's message in the log (a stage that ran a step failed
+    for another reason)."""
     return status != 0 and not metrics and any(RAY_START_TIMEOUT in line for line in lines)
 
 
