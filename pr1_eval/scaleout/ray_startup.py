@@ -6,7 +6,7 @@ Ray 2.x waits a fixed 30 s for the raylet it started to register with its GCS
 limit trips on a node that was starting fine: at load 16 on two cores a bench's ``ray.init`` raised
 it, and so did a nano training stage's (VERL calls ``ray.init`` itself). A start that failed that
 way is therefore tried again (:data:`START_ATTEMPTS` in all), each retry said on stderr; any other
-error is raised at once. ``tests/test_ray_startup.py`` reads Ray's source, so an upgrade that makes
+error is raised at once. ``tests/pr1_eval/scaleout/test_ray_startup.py`` reads Ray's source, so an upgrade that makes
 the wait configurable or rewords it is named.
 """
 
