@@ -41,6 +41,11 @@ def start_with_retries(start: Callable[[], T], clean_up: Callable[[], None], wha
             if attempt == START_ATTEMPTS or not is_start_timeout(error):
                 raise
             clean_up()
-            print(f"[pr1-eval] {what}: Ray's node did not come up within its fixed {RAY_START_WAIT_S} s (a loaded "
-                  f"machine); starting it again ({attempt + 1} of {START_ATTEMPTS})", file=sys.stderr, flush=True)
+            print(f"[pr1-eval] {what}: {retry_note(attempt)}", file=sys.stderr, flush=True)
     raise AssertionError("unreachable")
+
+
+def retry_note(attempt: int) -> str:
+    """What a retry after start ``attempt`` timed out says (here and for a nano stage restarted whole)."""
+    return (f"Ray's node did not come up within its fixed {RAY_START_WAIT_S} s (a loaded machine); starting it "
+            f"again ({attempt + 1} of {START_ATTEMPTS})")

@@ -5,9 +5,10 @@ model. The trained model is the merged checkpoint, and VERL 0.9.1's FSDP model m
 weight in bfloat16 whatever the training dtype (``verl/model_merger/fsdp_model_merger.py``: each shard
 ``.bfloat16()``; the merged ``config.json`` says so). A stage whose start is a float32 checkpoint (the
 Unseen stage starts from the structured tiny model, trained here in float32) would then be compared
-across a rounding: at learning rate 0 the merged model is the start rounded to bfloat16, not the start, and the two samplings the verdict's null assumes to come from one
-model come from two (measured on a learning-rate-0 draw: every weight of the merged Unseen checkpoint
-was the start's rounded to bfloat16, up to 0.004 apart). So the control is the start *as the merge
+across a rounding: at learning rate 0 the merged model is the start rounded to bfloat16, not the
+start, and the two samplings the verdict's null assumes to come from one model come from two
+(measured on a learning-rate-0 draw: every weight of the merged Unseen checkpoint was the start's
+rounded to bfloat16, up to 0.004 apart). So the control is the start *as the merge
 writes it*: a stage that learns nothing is then compared with bit-identical weights, and its z is the
 null's (mean 0, SD 1) exactly. A start already in bfloat16 (the Seen stage starts from the Seen SFT's
 merged checkpoint) is its own rounding and is used as it is.

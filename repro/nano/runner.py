@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pr1_eval.errors import Pr1EvalError
-from pr1_eval.scaleout.ray_startup import RAY_START_TIMEOUT, RAY_START_WAIT_S, START_ATTEMPTS
+from pr1_eval.scaleout.ray_startup import RAY_START_TIMEOUT, START_ATTEMPTS, retry_note
 from repro import stages as repro_stages
 from repro.checkpoints import find_steps
 from repro.nano.metrics import parse_metric_line, step_metrics
@@ -148,8 +148,7 @@ def run_stage(stage: NanoStage, model: str, root: Path, data_dir: Path, scale: S
         result.metrics = step_metrics(lines)
         if attempt == START_ATTEMPTS or not ray_start_timed_out(status, result.metrics, lines):
             break
-        echo(f"[{stage.name}] Ray's node did not come up within its fixed {RAY_START_WAIT_S} s (a loaded machine; "
-             f"no step ran): starting the stage again ({attempt + 1} of {START_ATTEMPTS})")
+        echo(f"[{stage.name}] no step ran: {retry_note(attempt)}")
     if status != 0 or len(result.metrics) < stage.steps:
         raise Pr1EvalError(f"stage {stage.name} ({stage.stage}) failed: exit {status}, {len(result.metrics)} of "
                            f"{stage.steps} steps logged; its log: {result.log}\n{_tail(result.log)}")

@@ -37,6 +37,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from pr1_eval.engines.openai_probe import PROBE_USER
+
 Responder = Callable[[dict[str, Any]], list[list[int]]]
 OPENAI_FIELDS = frozenset({
     "model", "prompt", "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
@@ -121,7 +123,7 @@ class FakeServer:
         return None
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        probe = body.get("user") == "pr1-eval-probe"
+        probe = body.get("user") == PROBE_USER
         with self.lock:
             (self.probes if probe else self.requests).append(body)
             if self.failures and not probe:
@@ -202,14 +204,14 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             server.headers.append(dict(self.headers))
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if server.raw is not None and body.get("user") != "pr1-eval-probe":
+            if server.raw is not None and body.get("user") != PROBE_USER:
                 server.requests.append(body)
                 server.raw(self)
                 return
             if self.path != "/v1/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            if body.get("user") == "pr1-eval-probe":  # the engine's start-up probe: neither held nor counted
+            if body.get("user") == PROBE_USER:  # the engine's start-up probe: neither held nor counted
                 self._send(*server.complete(body))  # (held, each probe waited out the gather timeout: 157 s)
                 return
             with server.lock:
