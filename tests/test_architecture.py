@@ -47,7 +47,7 @@ TYPE_LOOP_EXCEPTIONS: list[list[str]] = []
 # Third-party libraries whose import costs a noticeable part of a second, or that an extra installs.
 HEAVY = frozenset({"torch", "transformers", "tokenizers", "vllm", "ray", "streamlit", "plotly", "pandas",
                    "pyarrow", "numpy", "scipy", "math_verify", "sympy", "verl", "datasets", "hydra", "omegaconf",
-                   "huggingface_hub", "sentence_transformers", "lm_eval", "sacrebleu", "matplotlib"})
+                   "huggingface_hub", "sentence_transformers", "lm_eval", "sacrebleu", "matplotlib", "numba"})
 
 # Function-level project imports that are not deliberate (see the module docstring), per package:
 # the count on the day the check came in. Lower it as they are hoisted; the test prints the list.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from itertools import chain, count
 
 import numpy as np
@@ -167,11 +168,38 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray, ends: np.ndarray | None = N
     return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
 
 
+@lru_cache(maxsize=1)
+def _compiled_kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray] | None:
+    """:func:`analysis.diversity.bleu_kernel.compiled_matches`, or ``None`` where numba cannot be imported."""
+    try:
+        from analysis.diversity.bleu_kernel import compiled_matches
+    except ImportError:
+        return None
+    return compiled_matches
+
+
 def clipped_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, second: np.ndarray,
                     vocab: int) -> np.ndarray:
     """Per pair ``(first[p], second[p])`` of texts (indices into ``lengths``; ``ids`` holds the texts'
     tokens one after another, all below ``vocab``), ``sum(min(count_a(g), count_b(g)))`` over the
-    n-grams ``g`` of each order 1..4: an int64 array of shape (pairs, 4)."""
+    n-grams ``g`` of each order 1..4: an int64 array of shape (pairs, 4). Counted by the compiled
+    kernel (:mod:`analysis.diversity.bleu_kernel`, a small hash table per pair) where numba is
+    installed, else by :func:`array_matches`; both give the same integers. Raises
+    :class:`KeysTooLarge` where the array version's keys would not fit int64 (for either, so the
+    fallback does not depend on numba)."""
+    kernel = _compiled_kernel()
+    if kernel is None or len(first) == 0:
+        return array_matches(ids, lengths, first, second, vocab)
+    total = int(lengths[first].sum() + lengths[second].sum())
+    if (total + len(first) + 1) * max(vocab, 1) >= _KEY_LIMIT:
+        raise KeysTooLarge(f"{total} positions x {vocab} token ids")
+    return kernel(ids, lengths, first, second, vocab)
+
+
+def array_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, second: np.ndarray,
+                  vocab: int) -> np.ndarray:
+    """:func:`clipped_matches` with integer arrays and one pandas hash table per chunk and order
+    (the module docstring's method): where numba is not installed, and the compiled kernel's reference."""
     n_pairs = len(first)
     out = np.zeros((n_pairs, ORDERS), dtype=np.int64)
     if n_pairs == 0:

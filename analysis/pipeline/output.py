@@ -9,12 +9,13 @@ printed with ``complete`` = ``⚠ incomplete`` and a sentence saying what is mis
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from itertools import chain
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
@@ -106,8 +107,12 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
         pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
         written = []
         for name, table in tables.items():  # every parquet first: here, while the workers make the CSV
+            early = own.parquet(name, table)
             with atomic_output(out_dir / f"{name}.parquet") as handle:  # whole or not at all
-                table.to_parquet(handle, index=False)
+                if early is None:
+                    table.to_parquet(handle, index=False)
+                else:
+                    handle.write(early.result())
             written.append(out_dir / f"{name}.parquet")
         for name in tables:
             with atomic_output(out_dir / f"{name}.csv") as handle:
@@ -141,7 +146,13 @@ class CsvBegun:
     the table's CSV: the text (hundreds of MB for a sweep's blocks) neither travels back through a
     pipe nor waits in this process's memory. A table's pieces are used only for the very frame
     the analysis returns (``is``), so the CSV is always that of the table written. Without workers
-    each piece is made when the file is written."""
+    each piece is made when the file is written.
+
+    The same table's parquet is begun too, on a thread of this process (:meth:`parquet`): pyarrow
+    encodes and compresses without holding the GIL, so it overlaps the tables still being built
+    instead of running alone once they are (two CPU seconds of a sweep's end, when the workers
+    had little left to do). It is the bytes ``to_parquet`` writes, kept in memory (the blocks'
+    parquet is compressed: tens of MB for a sweep) and written by :func:`write_tables` as before."""
 
     def __init__(self, workers: Workers | None, out_dir: Path) -> None:
         self._workers = workers
@@ -149,6 +160,8 @@ class CsvBegun:
         self._parts: Path | None = None
         self._begun: dict[str, tuple[pd.DataFrame, list[CsvPiece]]] = {}
         self._futures: list[Future[Path]] = []
+        self._parquet: dict[str, tuple[pd.DataFrame, Future[bytes]]] = {}
+        self._thread: ThreadPoolExecutor | None = None
 
     def begin(self, name: str, table: pd.DataFrame) -> list[CsvPiece]:
         """Start the CSV of ``table`` (the analysis' table ``name``); its pieces, in order."""
@@ -162,7 +175,17 @@ class CsvBegun:
                 self._futures.append(self._workers.submit(write_csv_part, chunk, header, part))
                 pieces.append(partial(_copy_part, self._futures[-1]))
         self._begun[name] = (table, pieces)
+        if self._workers is not None:
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-parquet")
+            self._parquet[name] = (table, self._thread.submit(parquet_bytes, table))
         return pieces
+
+    def parquet(self, name: str, table: pd.DataFrame) -> Future[bytes] | None:
+        """The parquet begun for ``table`` (:func:`parquet_bytes`), or ``None`` when ``name`` was
+        begun for no frame or another one."""
+        begun = self._parquet.get(name)
+        return begun[1] if begun is not None and begun[0] is table else None
 
     def pieces(self, name: str, table: pd.DataFrame) -> list[CsvPiece] | None:
         """The begun pieces of ``table``, or ``None`` when ``name`` was begun for no frame or another one."""
@@ -177,12 +200,23 @@ class CsvBegun:
         if self._parts is not None:
             shutil.rmtree(self._parts, ignore_errors=True)
             self._parts = None
+        if self._thread is not None:
+            self._thread.shutdown(wait=True, cancel_futures=True)
+            self._thread = None
+        self._parquet.clear()
 
     def _folder(self) -> Path:
         if self._parts is None:
             self._out_dir.mkdir(parents=True, exist_ok=True)
             self._parts = Path(tempfile.mkdtemp(prefix=".csv-parts-", dir=self._out_dir))
         return self._parts
+
+
+def parquet_bytes(table: pd.DataFrame) -> bytes:
+    """What ``table.to_parquet(handle, index=False)`` writes, as bytes."""
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
 
 def csv_text(chunk: pd.DataFrame, header: bool) -> str:

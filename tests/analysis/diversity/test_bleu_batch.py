@@ -116,7 +116,17 @@ def _counter_matches(a: list[int], b: list[int]) -> list[int]:
     return out
 
 
-def test_clipped_matches_equal_counter_arithmetic() -> None:
+@pytest.fixture(params=["compiled", "arrays"])
+def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that uses it runs with the compiled kernel and again as where numba is not installed."""
+    if request.param == "arrays":
+        monkeypatch.setattr(bleu_counts, "_compiled_kernel", lambda: None)
+    else:
+        assert bleu_counts._compiled_kernel() is not None, "numba is a dependency: the kernel must import"
+    return str(request.param)
+
+
+def test_clipped_matches_equal_counter_arithmetic(counting: str) -> None:
     rng = random.Random(3)
     texts = [[], [0], [0, 0], [1, 2, 3, 4], [1, 2, 3, 4, 1, 2, 3, 4], [5] * 9]
     for _ in range(300):
@@ -172,8 +182,29 @@ def _sibling_pairs(seed: int) -> list[tuple[str, str]]:
     return pairs
 
 
+def test_compiled_kernel_equals_the_arrays_on_long_texts_and_large_vocabularies() -> None:
+    """Tables that grow past their smallest size, keys that collide in a slot (many equal and
+    near-equal n-grams), token ids near a large vocabulary's top: the same counts either way."""
+    from analysis.diversity.bleu_kernel import compiled_matches
+
+    rng = np.random.default_rng(11)
+    texts = [rng.integers(0, vocab, size=length) for vocab, length in
+             [(2, 3000), (3, 900), (50_000, 2000), (7, 1), (7, 0), (1_000_000, 400), (5, 4000), (2, 1)] * 3]
+    texts += [np.repeat(rng.integers(0, 4, size=40), rng.integers(1, 9, size=40)) for _ in range(20)]
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    ids = np.concatenate(texts).astype(np.int64)
+    first = rng.integers(0, len(texts), size=600)
+    second = rng.integers(0, len(texts), size=600)
+    got = compiled_matches(ids, lengths, first, second, 1_000_000)
+    assert got.tolist() == bleu_counts.array_matches(ids, lengths, first, second, 1_000_000).tolist()
+    some = [(int(a), int(b)) for a, b in zip(first[:25], second[:25], strict=True)]
+    assert got[:25].tolist() == [_counter_matches(texts[a].tolist(), texts[b].tolist()) for a, b in some]
+    assert got.sum() > 0 and (got[:, 3] > 0).any()
+
+
 @pytest.mark.parametrize("limit", [None, 10])  # 10: every batch's keys are "too large", the Counter path scores
-def test_pair_bleu_equals_sentence_score_across_batches(monkeypatch: pytest.MonkeyPatch, limit: int | None) -> None:
+def test_pair_bleu_equals_sentence_score_across_batches(monkeypatch: pytest.MonkeyPatch, limit: int | None,
+                                                        counting: str) -> None:
     monkeypatch.setattr(analysis.pipeline.scheduled, "BLEU_CHUNK", 7)  # blocks straddle batches
     if limit is not None:
         monkeypatch.setattr(bleu_counts, "_KEY_LIMIT", limit)
