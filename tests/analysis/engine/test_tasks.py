@@ -4,6 +4,7 @@ and the results are those of the plain function, in order, each distinct item co
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from pathlib import Path
 
 from analysis.engine.shards import ResultCache, hash_key
@@ -69,3 +70,31 @@ def test_extend_hands_out_the_chunks_add_would() -> None:
         done = chunks.chunks()
     assert [len(part) for part in done] == [10, 10, 8]
     assert [length for part in done for length, _ in part] == [1] * 5 + [2] * 23
+
+
+class _Recording:
+    """Workers that run each submitted call at once and note what was submitted, in order."""
+
+    size = 2
+
+    def __init__(self) -> None:
+        self.submitted: list[str] = []
+
+    def submit(self, fn: object, items: list[str]) -> Future[object]:
+        self.submitted.append(items[0])
+        done: Future[object] = Future()
+        done.set_result(fn(items))  # type: ignore[operator]
+        return done
+
+
+def test_every_chunk_is_out_before_map_chunks_returns(tmp_path: Path) -> None:
+    """The last, short chunk of one call goes out before work submitted after it: the workers
+    take chunks in order, and a chunk held back until its result was asked for waited behind
+    everything submitted meanwhile (analyze's conclusions behind every BLEU batch)."""
+    workers = _Recording()
+    first = map_chunks(_lengths, [f"a{i}" for i in range(5)], workers=workers, chunk=2,  # type: ignore[arg-type]
+                       cache=ResultCache(tmp_path / "a"), keys=_keys, encode=_length, decode=_from_cache)
+    second = map_chunks(_lengths, [f"b{i}" for i in range(3)], workers=workers, chunk=2)  # type: ignore[arg-type]
+    assert workers.submitted == ["a0", "a2", "a4", "b0", "b2"]  # a4 (the short chunk) before any b
+    assert [r[0] for r in first.result()] == [2] * 5 and [r[0] for r in second.result()] == [2] * 3  # type: ignore[index]
+    assert len(workers.submitted) == 5  # nothing more handed out when the results were collected
