@@ -170,10 +170,13 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray, ends: np.ndarray | None = N
 
 @lru_cache(maxsize=1)
 def _compiled_kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray] | None:
-    """:func:`analysis.diversity.bleu_kernel.compiled_matches`, or ``None`` where numba cannot be imported."""
+    """:func:`analysis.diversity.bleu_kernel.compiled_matches`, or ``None`` where numba cannot be
+    imported or cannot keep its cache (numba raises ``RuntimeError`` when neither the package's
+    folder nor a user cache folder is writable): the kernel only makes counting faster, and the
+    array version gives the same integers."""
     try:
         from analysis.diversity.bleu_kernel import compiled_matches
-    except ImportError:
+    except (ImportError, RuntimeError, OSError):
         return None
     return compiled_matches
 

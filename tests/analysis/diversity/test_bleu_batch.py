@@ -6,6 +6,7 @@ statistics equals sacrebleu's ``_compute_score_from_stats``, and the pairs' scor
 from __future__ import annotations
 
 import random
+import sys
 from collections import Counter
 
 import numpy as np
@@ -200,6 +201,27 @@ def test_compiled_kernel_equals_the_arrays_on_long_texts_and_large_vocabularies(
     some = [(int(a), int(b)) for a, b in zip(first[:25], second[:25], strict=True)]
     assert got[:25].tolist() == [_counter_matches(texts[a].tolist(), texts[b].tolist()) for a, b in some]
     assert got.sum() > 0 and (got[:, 3] > 0).any()
+
+
+class _Refusing:
+    """A meta path finder whose import of the kernel fails as numba does with no writable cache folder."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name == "analysis.diversity.bleu_kernel":
+            raise RuntimeError("cannot cache function '_slot': no locator available for file")
+
+
+def test_a_kernel_that_cannot_load_leaves_the_array_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "analysis.diversity.bleu_kernel", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_Refusing(), *sys.meta_path])
+    bleu_counts._compiled_kernel.cache_clear()
+    try:
+        assert bleu_counts._compiled_kernel() is None
+        ids, lengths = np.array([1, 2, 3, 1, 2], dtype=np.int64), np.array([3, 2], dtype=np.int64)
+        pair = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
+        assert clipped_matches(ids, lengths, *pair, 4).tolist() == [[2, 1, 0, 0]]
+    finally:
+        bleu_counts._compiled_kernel.cache_clear()
 
 
 @pytest.mark.parametrize("limit", [None, 10])  # 10: every batch's keys are "too large", the Counter path scores
