@@ -19,9 +19,9 @@ change no number), else the bench fails. ``--small`` is the size ``.ci/run`` exe
 
 The project's modules are byte-compiled first (into their ``__pycache__``, which git ignores), so
 each child imports them as an installed package does (numba's cache of the BLEU kernel is filled
-then too: a first analysis after installing compiles it once, a few seconds); where ``PYTHONDONTWRITEBYTECODE`` is set
-(this team's machine sets it), every child otherwise compiled some 110 modules from source, about a
-quarter of a CPU second that no user pays. ``--from-source`` measures the old way.
+then too: a first analysis after installing compiles it once, a few seconds); where
+``PYTHONDONTWRITEBYTECODE`` is set (this team's machine sets it), every child otherwise compiled
+some 110 modules from source, about a quarter of a CPU second that no user pays. ``--from-source`` measures the old way.
 
     .venv/bin/python bench/bench_analyze.py [--runs 12] [--problems 500] [--k 16] [--dir DIR] [--small]
 """
@@ -29,7 +29,6 @@ quarter of a CPU second that no user pays. ``--from-source`` measures the old wa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -57,11 +56,10 @@ def compile_project() -> None:
 
     for package in ("pr1_eval", "analysis"):
         compileall.compile_dir(HERE.parent / package, quiet=2)
-    with contextlib.suppress(ImportError):  # without numba the array version counts: nothing to compile
-        from analysis.diversity.bleu_kernel import compiled_matches
+    from analysis.diversity.bleu_counts import clipped_matches  # the kernel where it loads, else the arrays
 
-        one = np.ones(1, dtype=np.int64)
-        compiled_matches(one, one, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 2)
+    one = np.ones(1, dtype=np.int64)
+    clipped_matches(one, one, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 2)
 
 
 def run_analyze(root: Path, env: dict[str, str]) -> dict[str, Any]:

@@ -169,7 +169,7 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray, ends: np.ndarray | None = N
 
 
 @lru_cache(maxsize=1)
-def _compiled_kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int], np.ndarray] | None:
+def _compiled_kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int], np.ndarray] | None:
     """:func:`analysis.diversity.bleu_kernel.compiled_matches`, or ``None`` where numba cannot be
     imported or cannot keep its cache (numba raises ``RuntimeError`` when neither the package's
     folder nor a user cache folder is writable): the kernel only makes counting faster, and the
@@ -193,10 +193,15 @@ def clipped_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, sec
     kernel = _compiled_kernel()
     if kernel is None or len(first) == 0:
         return array_matches(ids, lengths, first, second, vocab)
-    total = int(lengths[first].sum() + lengths[second].sum())
-    if (total + len(first) + 1) * max(vocab, 1) >= _KEY_LIMIT:
+    _check_keys_fit(int(lengths[first].sum() + lengths[second].sum()), len(first), vocab)
+    return kernel(ids, lengths, first, second, vocab, ORDERS)
+
+
+def _check_keys_fit(total: int, n_pairs: int, vocab: int) -> None:
+    """Raise :class:`KeysTooLarge` when the array version's keys (``code * vocab + token``, codes
+    below ``total + n_pairs + 1``) would not fit int64 exactly."""
+    if (total + n_pairs + 1) * max(vocab, 1) >= _KEY_LIMIT:
         raise KeysTooLarge(f"{total} positions x {vocab} token ids")
-    return kernel(ids, lengths, first, second, vocab)
 
 
 def array_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, second: np.ndarray,
@@ -214,9 +219,8 @@ def array_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, secon
     seg_start[0::2], seg_start[1::2] = starts[first], starts[second]
     seg_end = np.cumsum(seg_len)
     total = int(seg_end[-1])
+    _check_keys_fit(total, n_pairs, vocab)
     vocab = max(vocab, 1)
-    if (total + n_pairs + 1) * vocab >= _KEY_LIMIT:
-        raise KeysTooLarge(f"{total} positions x {vocab} token ids")
     if total == 0:
         return out
     tokens = ids[_ragged(seg_start, seg_len, seg_end)]
@@ -254,9 +258,8 @@ def _count(keys: np.ndarray, second_text: np.ndarray, owner: np.ndarray | None, 
     return codes, (clipped > 0)[codes], pairs
 
 
-def _log(value: float) -> float:
-    """sacrebleu's ``my_log``."""
-    return -9999999999 if value == 0.0 else math.log(value)
+#: ``math.exp`` and ``math.log`` as module globals (one lookup each where :func:`exact_score` uses them).
+_exp, _ln = math.exp, math.log
 
 
 def exact_score(hyp_len: int, ref_len: int, correct: Sequence[int]) -> float:
@@ -264,7 +267,7 @@ def exact_score(hyp_len: int, ref_len: int, correct: Sequence[int]) -> float:
     1..4) on ``[hyp_len, ref_len, *correct, *totals]``: the same float operations in the same order.
 
     Unrolled over the four orders (a sweep scores both directions of 200,000 pairs: the loop, its
-    lists and ``_log`` calls were half of the scoring's time). What the unrolling relies on: with
+    lists and per-precision ``my_log`` calls were half of the scoring's time). What the unrolling relies on: with
     no match at any order, or no token (``hyp_len`` 0, where sacrebleu's ``my_log(0)`` sends the
     score to 0), the score is 0 (the brevity penalty, computed first there, changes nothing);
     order ``n`` counts while ``hyp_len - n + 1 > 0``; and no precision is 0, so sacrebleu's
@@ -284,9 +287,6 @@ def exact_score(hyp_len: int, ref_len: int, correct: Sequence[int]) -> float:
             smooth *= 2
             logs.append(_ln(100.0 / (smooth * total)))
     return bp * _exp(sum(logs) / len(logs))
-
-
-_exp, _ln = math.exp, math.log
 
 
 def _probe_stats() -> list[tuple[int, int, list[int]]]:

@@ -4,7 +4,8 @@ Why: the array version (:func:`analysis.diversity.bleu_counts.clipped_matches`) 
 n-gram of a chunk in one pandas hash table keyed ``pair * V + token``; a sweep's 208,667 sibling
 pairs spent most of BLEU's time there (``docs/performance.md``, "(i57, cold analyze)"). A pair's
 two texts are short (a few hundred tokens), so counting them alone in a table that fits the CPU's
-cache, in compiled code, does the same arithmetic in a tenth of the time.
+cache, in compiled code, does the same arithmetic about four times faster (``docs/performance.md``,
+"(i57, night)").
 
 The algorithm per pair, for each order ``n`` = 1..4: every n-gram of both texts becomes an
 integer key, ``token`` at order 1 and ``code(n-1) * V + next token`` above it, where ``code`` is
@@ -13,14 +14,15 @@ codes are below the pair's token count, so the key fits int64 exactly, checked b
 no hashing of text, no collisions that could change a count). An open-addressing table counts
 each key in either text; the clipped matches are ``sum(min(count_a, count_b))`` over its keys,
 what sacrebleu's ``_compute_segment_statistics`` adds. The counts are integers, so they equal
-the array version's exactly (``tests/analysis/diversity/test_bleu_kernel.py``); the float
+the array version's exactly (``tests/analysis/diversity/test_bleu_batch.py``); the float
 score is still computed in Python (:func:`analysis.diversity.bleu_counts.exact_score`), so no
 BLEU value moves by a bit.
 
 numba compiles :func:`_pair_matches` on its first call (``cache=True``: once per installation,
 kept in ``__pycache__`` beside this file or in numba's user cache, then loaded in a quarter of a
 second). :func:`analysis.diversity.bleu_counts.clipped_matches` imports this module on first use;
-where numba cannot be imported (a platform with no wheel) it counts with the array version.
+where that import fails (no numba wheel for the platform, or no writable cache folder) it counts with
+the array version.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ from typing import Any
 import numba
 import numpy as np
 
-#: The n-gram orders sentence BLEU counts (the same as :data:`analysis.diversity.bleu_counts.ORDERS`).
-ORDERS = 4
 #: Fibonacci hashing's multiplier (2**64 / golden ratio, odd): spreads consecutive keys over the table.
 _MULTIPLIER = 0x9E3779B97F4A7C15
 
@@ -82,7 +82,7 @@ def _unigram_matches(ids: np.ndarray, start_a: int, len_a: int, start_b: int, le
 @numba.njit(cache=True, nogil=True)
 def _pair_matches(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, first: np.ndarray,
                   second: np.ndarray, vocab: int, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Write each pair's clipped matches per order into ``out`` (shape (pairs, 4), zeros on entry).
+    """Write each pair's clipped matches per order into ``out`` (shape (pairs, orders), zeros on entry).
 
     ``codes[n % 2]`` holds each position's (n-1)-gram code (text a's positions first, then b's;
     -1 where that (n-1)-gram is not in both texts) while order ``n`` writes its own into the other
@@ -114,7 +114,7 @@ def _pair_matches(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, firs
         while (1 << bits) < 2 * (len_a + len_b):
             bits += 1
         mask, shift = (1 << bits) - 1, np.uint64(64 - bits)
-        for n in range(2, ORDERS + 1):
+        for n in range(2, out.shape[1] + 1):
             if matched == 0 or len_a < n or len_b < n:
                 break
             prev, cur = codes[(n + 1) % 2], codes[n % 2]
@@ -145,10 +145,11 @@ def _pair_matches(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, firs
 
 
 def compiled_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, second: np.ndarray,
-                     vocab: int) -> np.ndarray:
-    """The clipped matches of :func:`analysis.diversity.bleu_counts.clipped_matches` (the same
-    arguments and result) by the compiled kernel; the caller has checked the keys fit int64."""
-    out = np.zeros((len(first), ORDERS), dtype=np.int64)
+                     vocab: int, orders: int) -> np.ndarray:
+    """The clipped matches of :func:`analysis.diversity.bleu_counts.clipped_matches` (its arguments,
+    and its n-gram orders as ``orders``; its result) by the compiled kernel; the caller has checked
+    the keys fit int64."""
+    out = np.zeros((len(first), orders), dtype=np.int64)
     if len(first) == 0:
         return out
     ids64: Any = np.ascontiguousarray(ids, dtype=np.int64)

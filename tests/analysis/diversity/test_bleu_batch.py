@@ -196,7 +196,7 @@ def test_compiled_kernel_equals_the_arrays_on_long_texts_and_large_vocabularies(
     ids = np.concatenate(texts).astype(np.int64)
     first = rng.integers(0, len(texts), size=600)
     second = rng.integers(0, len(texts), size=600)
-    got = compiled_matches(ids, lengths, first, second, 1_000_000)
+    got = compiled_matches(ids, lengths, first, second, 1_000_000, bleu_counts.ORDERS)
     assert got.tolist() == bleu_counts.array_matches(ids, lengths, first, second, 1_000_000).tolist()
     some = [(int(a), int(b)) for a, b in zip(first[:25], second[:25], strict=True)]
     assert got[:25].tolist() == [_counter_matches(texts[a].tolist(), texts[b].tolist()) for a, b in some]
