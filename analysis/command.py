@@ -144,10 +144,11 @@ def _analyze_with(args: argparse.Namespace, out: Path, include: bool, workers: W
     try:
         analysis = analyze(loaded, embedder, include_incomplete=include, workers=workers, on_table=begun.begin)
         document = to_json(analysis)
+        # the figures first: this process draws them while the workers still make the big tables' CSV
+        figures, figure_notes = write_figures(analysis, out)
         written = write_tables(analysis, out, workers, begun)
     finally:
         begun.close()
-    figures, figure_notes = write_figures(analysis, out)
     document["notes"] = group_notes([*document["notes"], *figure_notes], len(analysis.runs),
                                     runs=[str(r) for r in analysis.runs["run"].unique()] if not analysis.runs.empty else [])
     write_document(out / "analysis.json", document)

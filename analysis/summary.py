@@ -24,7 +24,7 @@ from analysis.common.completeness import INCLUDE_FLAG, MARK, cell_flags, limit_s
 from analysis.diversity.paths import block_diversity, pair_bound_note, scored_pairs, sibling_pairs
 from analysis.efficiency.latency import LATENCY, MEASURED_COLUMNS, efficiency_tables
 from analysis.engine.workers import Workers
-from analysis.pipeline.scheduled import Embedder, bleu_scores, classify_in_background, conclude
+from analysis.pipeline.scheduled import Embedder, bleu_scores, classify_in_background, conclude, start_grading_early
 from analysis.runs.loader import RESPONSE_CHARS, LoadedRuns
 from analysis.structure.branching import mark_unmeasurable, measured_samples, structure_stats
 from analysis.structure.drift import drift_json, drift_trends
@@ -96,13 +96,15 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     ``on_table(name, table)``: told of the big tables (``pairs``, ``blocks``, ``responses``) as each
     is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then).
 
-    The steps overlap (:mod:`analysis.pipeline.scheduled`): the workers read the paths' conclusions, then
-    score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
+    The steps overlap (:mod:`analysis.pipeline.scheduled`): the workers read the paths' conclusions
+    (math-verify's grading process starts meanwhile), then score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
     process builds the tables that need neither meanwhile (the structure and efficiency tables wait
     for no verdict: they are built before the verdicts are asked for)."""
     told = on_table or (lambda name, table: None)
     path_texts = loaded.blocks["path_texts"].tolist()
-    concluding = conclude([t for texts in path_texts for t in texts], workers)
+    every_path = [t for texts in path_texts for t in texts]
+    start_grading_early(len(every_path), workers)
+    concluding = conclude(every_path, workers)
     pair_frame, pair_texts = sibling_pairs(loaded.blocks)
     scoring = bleu_scores(pair_texts, workers)
     concluded = with_conclusions(loaded.blocks, regrouped(concluding.result(), path_texts))

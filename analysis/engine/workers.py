@@ -21,6 +21,7 @@ refused past :func:`pr1_eval.processes.worker_limit`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import multiprocessing
@@ -40,6 +41,15 @@ from pr1_eval.errors import Pr1EvalError
 WORKERS_ENV = "PR1_ANALYSIS_WORKERS"
 #: Beyond this the main process, which merges what the workers return, is the bottleneck.
 MAX_WORKERS = 8
+#: How much lower the workers' scheduling priority is than the process that forks them (``nice``
+#: steps; 5 gives a worker a third of the CPU share of the main process when both want a CPU).
+#: Why: the workers do throughput work (BLEU batches, CSV parts) that nothing waits on until its
+#: end, while the main process and math-verify's grading process are the analysis' critical path
+#: (the verdicts wait for the conclusions, the consistency table for the verdicts, the big tables'
+#: CSV for the tables); on a machine with fewer CPUs than runnable processes, equal shares made the
+#: critical path wait behind the batches (``docs/performance.md``). A machine with a CPU to spare
+#: for each process runs them as before: niceness only decides who waits when they compete.
+WORKER_NICENESS = 5
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -154,8 +164,21 @@ def _ready() -> int:
 _PR_SET_PDEATHSIG = 1
 
 
+def _start_worker(parent_pid: int) -> None:
+    """Each worker's first acts: :func:`_die_with_parent`, then :func:`_yield_to_parent`."""
+    _die_with_parent(parent_pid)
+    _yield_to_parent()
+
+
+def _yield_to_parent() -> None:
+    """Lower this worker's priority by :data:`WORKER_NICENESS` (see there for why); where the
+    system refuses, the worker runs at its parent's priority, as before."""
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: no os.nice (not POSIX)
+        os.nice(WORKER_NICENESS)
+
+
 def _die_with_parent(parent_pid: int) -> None:
-    """Each worker's first act: end when the process that forked it ends, however it ends.
+    """End when the process that forked this worker ends, however it ends.
 
     Why: the pool stops its workers on a clean exit, but a parent killed outright (SIGKILL, the
     OOM killer, a timeout, a notebook kernel restarted) runs no ``finally``, and its workers stayed
@@ -192,7 +215,7 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
         yield None
         return
     executor = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_die_with_parent, initargs=(os.getpid(),))
+                                   initializer=_start_worker, initargs=(os.getpid(),))
     try:
         # with fork every worker starts on the first submit, before the executor's own thread
         executor.submit(_ready).result()

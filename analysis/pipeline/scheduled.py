@@ -33,7 +33,7 @@ from analysis.engine.workers import Workers
 from analysis.structure.conclusions import Conclusion, conclude_all
 from analysis.structure.roles import conclusion_groups, regrouped, with_conclusions, with_roles
 from pr1_eval.grading.grade import answer_classes_many
-from pr1_eval.grading.shared import use_cold_workers
+from pr1_eval.grading.shared import shared_pool, use_cold_workers
 
 #: Paths per call to a worker: enough that pickling them is a small part of reading them.
 CONCLUDE_CHUNK = 2_000
@@ -160,6 +160,17 @@ def use_cold_grading_workers() -> None:
     the warm-up (:func:`pr1_eval.grading.shared.use_cold_workers`, which says why; ``analyze``
     calls it before its first check). ``$PR1_EVAL_GRADING_WORKERS`` still sets the size."""
     use_cold_workers(max_workers=1)
+
+
+def start_grading_early(n_texts: int, workers: Workers | None) -> None:
+    """Start math-verify's grading process now, before any check is asked of it, when the path
+    conclusions (``n_texts`` path texts) go to the ``workers``. Why: its start, a Python process
+    importing math-verify (about a second of CPU), otherwise comes after the conclusions, on the
+    analysis' critical path (the verdicts wait for it, the consistency table for the verdicts); begun
+    here it overlaps the conclusions. A small analysis, done in this process, starts it only if
+    some check needs it, as before."""
+    if workers is not None and n_texts > CONCLUDE_CHUNK:
+        shared_pool().start()
 
 
 class Embedder:

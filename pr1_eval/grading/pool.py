@@ -134,6 +134,7 @@ class GradingPool:
         self._finished = False
         self._broken: str | None = None
         self._start_failures = 0
+        self._start_all = False  # set by start(), read by the dispatcher
         self._wake_recv, self._wake_send = socket.socketpair()
         self._wake_send.setblocking(False)
         self._thread = threading.Thread(target=self._run, name="pr1-grading-dispatcher", daemon=True)
@@ -171,6 +172,14 @@ class GradingPool:
     def submit_many(self, pairs: Sequence[tuple[str, str]], timeout_s: float = 10.0) -> list[Future[Verdict]]:
         """:meth:`submit` for each ``(gold, answer)``, in order."""
         return [self.submit(gold, answer, timeout_s) for gold, answer in pairs]
+
+    def start(self) -> None:
+        """Start every worker now rather than when checks arrive. For a caller that knows checks
+        are coming and has work of its own meanwhile: a worker's start (a Python process importing
+        math-verify, about a second of CPU) then overlaps that work instead of delaying the first
+        verdicts. Workers lost later are replaced when checks arrive, as usual."""
+        self._start_all = True
+        self._wake()
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Stop the workers; unfinished checks resolve as errors. Idempotent."""
@@ -222,6 +231,8 @@ class GradingPool:
         """Start workers for queued work beyond what idle or starting workers will take."""
         free = sum(1 for w in self._workers if not w.batch)
         wanted = min(self.n_workers - len(self._workers), len(self._pending) - free)
+        if self._start_all:
+            wanted, self._start_all = self.n_workers - len(self._workers), False
         for _ in range(max(0, wanted)):
             self._workers.append(_spawn_worker(self.test_hooks, self.warm))
 

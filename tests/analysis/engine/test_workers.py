@@ -16,7 +16,7 @@ import pytest
 
 import analysis.pipeline.output
 import analysis.pipeline.scheduled
-from analysis.engine.workers import ANALYSIS_POOL, WORKERS_ENV, Chunked, analysis_workers
+from analysis.engine.workers import ANALYSIS_POOL, WORKER_NICENESS, WORKERS_ENV, Chunked, analysis_workers
 from analysis.pipeline.output import CsvBegun, write_csv, write_tables
 from analysis.runs.loader import load_runs
 from analysis.summary import ANALYSIS_COLUMNS, analyze, to_json
@@ -113,6 +113,18 @@ def test_a_worker_that_dies_is_reported_with_the_fix() -> None:
             analysis_workers(2) as workers:
         assert workers is not None
         [workers.submit(_die, i).result() for i in (1, 2)]
+
+
+def _niceness(_: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_workers_yield_the_cpu_to_the_process_that_forked_them() -> None:
+    here = os.getpriority(os.PRIO_PROCESS, 0)
+    with analysis_workers(2) as workers:
+        assert workers is not None
+        there = {workers.submit(_niceness, i).result() for i in range(4)}
+    assert there == {min(here + WORKER_NICENESS, 19)}  # the kernel caps niceness at 19
 
 
 def test_one_worker_means_this_process() -> None:
@@ -239,3 +251,25 @@ def test_a_killed_analyze_leaves_no_worker_behind(tmp_path: Path) -> None:
     for pid in left:  # so a failure leaves nothing running either
         os.kill(pid, 9)
     assert not left
+
+
+class _CountingPool:
+    def __init__(self) -> None:
+        self.started = 0
+
+    def start(self) -> None:
+        self.started += 1
+
+
+@pytest.mark.parametrize(("n_texts", "with_workers", "starts"), [
+    (analysis.pipeline.scheduled.CONCLUDE_CHUNK + 1, True, 1),  # the conclusions go to the workers
+    (analysis.pipeline.scheduled.CONCLUDE_CHUNK, True, 0),  # one chunk: read here, the grader as before
+    (10 * analysis.pipeline.scheduled.CONCLUDE_CHUNK, False, 0),  # no workers: nothing runs beside it
+])
+def test_the_grader_starts_while_the_workers_read_the_conclusions(
+        n_texts: int, with_workers: bool, starts: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = _CountingPool()
+    monkeypatch.setattr(analysis.pipeline.scheduled, "shared_pool", lambda: pool)
+    with analysis_workers(2 if with_workers else 1) as workers:
+        analysis.pipeline.scheduled.start_grading_early(n_texts, workers)
+    assert pool.started == starts

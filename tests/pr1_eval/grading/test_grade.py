@@ -235,6 +235,22 @@ def test_closed_pool_resolves_new_work_as_error() -> None:
     assert (verdict.status, verdict.correct) == ("error", None)
 
 
+def test_start_begins_the_workers_before_any_check() -> None:
+    """``start()`` (what ``analyze`` calls while the path conclusions are read): the worker process
+    is spawned with no check queued, and the first check is answered by it, not by a second one."""
+    with GradingPool(1, warm=False) as pool:
+        assert pool.worker_pids == []  # lazily, as before: nothing until asked
+        pool.start()
+        deadline = time.monotonic() + scaled(30)
+        while not pool.worker_pids and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = pool.worker_pids
+        assert len(started) == 1
+        verdict = pool.submit("1/2", "0.5").result(timeout=scaled(60))
+        assert (verdict.status, verdict.correct) == ("ok", True)
+        assert pool.worker_pids == started
+
+
 def _worker_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
