@@ -97,9 +97,10 @@ def analyze(loaded: LoadedRuns, embedder: Embedder | None = None, include_incomp
     is final, the very frames the :class:`Analysis` holds (``analyze`` begins their CSV then).
 
     The steps overlap (:mod:`analysis.pipeline.scheduled`): the workers read the paths' conclusions
-    (math-verify's grading process starts meanwhile), then score BLEU; math-verify classes the conclusions in the grading pool while BLEU is scored; this
-    process builds the tables that need neither meanwhile (the structure and efficiency tables wait
-    for no verdict: they are built before the verdicts are asked for)."""
+    (math-verify's grading process starts meanwhile), then score BLEU; math-verify classes the
+    conclusions in the grading pool while BLEU is scored; this process builds the tables that need
+    neither meanwhile (the structure and efficiency tables wait for no verdict: they are built
+    before the verdicts are asked for)."""
     told = on_table or (lambda name, table: None)
     path_texts = loaded.blocks["path_texts"].tolist()
     every_path = [t for texts in path_texts for t in texts]

@@ -167,9 +167,10 @@ def start_grading_early(n_texts: int, workers: Workers | None) -> None:
     conclusions (``n_texts`` path texts) go to the ``workers``. Why: its start, a Python process
     importing math-verify (about a second of CPU), otherwise comes after the conclusions, on the
     analysis' critical path (the verdicts wait for it, the consistency table for the verdicts); begun
-    here it overlaps the conclusions. A small analysis, done in this process, starts it only if
-    some check needs it, as before."""
-    if workers is not None and n_texts > CONCLUDE_CHUNK:
+    here it overlaps the conclusions. A small analysis (fewer texts than one worker chunk, which
+    :class:`~analysis.engine.workers.Chunked` keeps in this process) starts it only if some check
+    needs it, as before."""
+    if workers is not None and n_texts >= CONCLUDE_CHUNK:
         shared_pool().start()
 
 

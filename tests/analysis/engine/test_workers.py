@@ -262,8 +262,8 @@ class _CountingPool:
 
 
 @pytest.mark.parametrize(("n_texts", "with_workers", "starts"), [
-    (analysis.pipeline.scheduled.CONCLUDE_CHUNK + 1, True, 1),  # the conclusions go to the workers
-    (analysis.pipeline.scheduled.CONCLUDE_CHUNK, True, 0),  # one chunk: read here, the grader as before
+    (analysis.pipeline.scheduled.CONCLUDE_CHUNK, True, 1),  # a full chunk goes to the workers
+    (analysis.pipeline.scheduled.CONCLUDE_CHUNK - 1, True, 0),  # less than a chunk: read here, the grader as before
     (10 * analysis.pipeline.scheduled.CONCLUDE_CHUNK, False, 0),  # no workers: nothing runs beside it
 ])
 def test_the_grader_starts_while_the_workers_read_the_conclusions(
