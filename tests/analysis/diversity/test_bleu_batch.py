@@ -104,8 +104,9 @@ def test_arrow_raw_tokens_equal_str_split_or_decline() -> None:
     got = [[t for t in tokens[end - n : end] if t] for end, n in zip(ends, per_text.tolist(), strict=True)]
     assert got == [t.split() for t in texts]
     assert len(set(uniques)) == len(uniques)
-    for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:
-        assert bleu_counts._arrow_raw_tokens(["plain text", f"a{odd}b"]) is None
+    for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:  # inside a token, a token of its own, at either end
+        for text in (f"a{odd}b", f"a {odd} b", f"{odd}a", f"a{odd}", odd, f" {odd}{odd} "):
+            assert bleu_counts._arrow_raw_tokens(["plain text", text]) is None, repr(text)
 
 
 def _counter_matches(a: list[int], b: list[int]) -> list[int]:

@@ -156,6 +156,17 @@ def test_object_columns_of_strings_numbers_and_none() -> None:
     _assert_fast_and_equal(frame[["none"]])
 
 
+def test_object_columns_of_bools_and_none() -> None:
+    """A verdict that may be undefined (``responses.consistent``: True, False or None) is written
+    here, as pandas writes it: ``True``, ``False`` and the empty field."""
+    verdicts = pd.Series([True, False, None, True, None, False] * 5, dtype=object)
+    frame = pd.DataFrame({"consistent": verdicts, "mixed": pd.Series([True, 1, 1.5, "=x", None, False] * 5, dtype=object),
+                          "n": range(30)})
+    _assert_fast_and_equal(frame)
+    _assert_fast_and_equal(frame[["consistent"]])
+    assert frame_csv_bytes(frame[["consistent"]].iloc[:3], False) == b'True\nFalse\n""\n'
+
+
 def test_empty_frames_slices_and_headers() -> None:
     frame = pd.DataFrame({"a,b": ["1", "2", "3"], "": [1, 2, 3], "q\"": [0.5, np.nan, 2.0], 3: [True, False, True]})
     _assert_fast_and_equal(frame)
@@ -176,7 +187,6 @@ UNHANDLED = {
     "complex": pd.Series([1 + 2j, 0j, -1j]),
     "object_numpy_scalars": pd.Series([np.float64(0.1), np.int64(3), None], dtype=object),
     "object_other": pd.Series([b"bytes", Decimal("1.10"), dt.date(2024, 1, 2)], dtype=object),
-    "object_bool": pd.Series([True, False, None], dtype=object),
     "object_lists": pd.Series([[1, 2], "x", None], dtype=object),
 }
 
