@@ -237,23 +237,31 @@ class GradingPool:
             self._workers.append(_spawn_worker(self.test_hooks, self.warm))
 
     def _dispatch(self) -> None:
-        """Give each idle, ready worker a batch: large enough to amortise IPC, small enough
-        (a fraction of the queue) that workers finish together, chosen by text affinity."""
+        """Give each ready worker a batch: large enough to amortise IPC, small enough (a fraction
+        of the queue) that workers finish together, chosen by text affinity. A worker still
+        grading gets its next batch once what it holds is at most one batch (the two queue on
+        its socket and it reads the next the moment it answers the last): so it never waits on
+        this thread between batches. Why: this thread shares its process's GIL with the caller's
+        work, and a sweep's 20,000 path-conclusion checks in batches of 8 waited on it between
+        every two (math-verify's process busy about half the time). Each item's deadline still
+        runs only while it is the one being graded (set as the item before it is answered)."""
         for worker in self._workers:
             if not self._pending:
                 return
-            if not worker.ready or worker.batch:
-                continue
             size = max(1, min(self.max_batch, len(self._pending) // (2 * self.n_workers)))
-            while self._pending and len(worker.batch) < size:
+            if not worker.ready or len(worker.batch) > size:
+                continue
+            sent = len(worker.batch)
+            while self._pending and len(worker.batch) < sent + size:
                 job = self._take_for(worker)
                 # a requeued job is already running; a fresh one may have been cancelled
                 if job.future.running() or job.future.set_running_or_notify_cancel():
                     worker.batch.append(job)
                     worker.remember(job)
-            if worker.batch:
-                worker.conn.send([(j.job_id, j.gold, j.answer, j.timeout_s) for j in worker.batch])
-                worker.deadline = time.monotonic() + worker.batch[0].timeout_s
+            if len(worker.batch) > sent:
+                worker.conn.send([(j.job_id, j.gold, j.answer, j.timeout_s) for j in itertools.islice(worker.batch, sent, None)])
+                if not sent:
+                    worker.deadline = time.monotonic() + worker.batch[0].timeout_s
 
     def _take_for(self, worker: _Worker) -> _Job:
         """Remove and return the queued job ``worker`` parses least for: of the first

@@ -51,3 +51,34 @@ def test_a_passed_over_head_is_taken_after_the_window(monkeypatch: Any) -> None:
     worker = _worker(("g", "0"))
     taken = [_take(pool, worker) for _ in range(5)]
     assert taken.index(("lonely", "x")) == 3  # passed over 3 times, then taken
+
+
+class _RecordingConn:
+    """What the dispatcher sends a worker, recorded (no process behind it)."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[tuple[int, str, str, float]]] = []
+
+    def send(self, message: list[tuple[int, str, str, float]]) -> None:
+        self.sent.append(message)
+
+
+def test_a_grading_worker_gets_its_next_batch_while_it_grades_one() -> None:
+    """A worker holding at most one batch gets the next at once (it queues on the socket, so the
+    worker never waits on the dispatcher between batches); one holding more gets nothing; the
+    running item's deadline is the one set when its batch was sent, not moved by the next batch."""
+    pool = _pool_with([(str(i), str(i + 1)) for i in range(40)])
+    pool.max_batch, pool.n_workers = 4, 1
+    worker = _worker()
+    worker.conn, worker.ready = _RecordingConn(), True  # type: ignore[assignment]
+    pool._workers = [worker]
+    pool._dispatch()
+    assert [len(batch) for batch in worker.conn.sent] == [4] and len(worker.batch) == 4  # type: ignore[attr-defined]
+    deadline = worker.deadline
+    pool._dispatch()  # four in hand, none answered: one batch, so the next goes now
+    assert [len(batch) for batch in worker.conn.sent] == [4, 4] and len(worker.batch) == 8  # type: ignore[attr-defined]
+    assert worker.deadline == deadline
+    pool._dispatch()  # two batches in hand: nothing more until it answers
+    assert len(worker.conn.sent) == 2 and len(worker.batch) == 8  # type: ignore[attr-defined]
+    sent_ids = [job_id for batch in worker.conn.sent for job_id, *_ in batch]  # type: ignore[attr-defined]
+    assert sent_ids == [job.job_id for job in worker.batch] and len(set(sent_ids)) == 8
