@@ -249,10 +249,10 @@ def answer_classes_many(
     same order, so its classes are identical. ``known`` supplies verdicts already computed and
     receives the new ones (only successful checks: a timeout is not remembered).
     """
-    keys = [tuple(_answer_key(a) for a in group) for group in groups]
-    distinct = list(dict.fromkeys(keys))  # a group's classes depend on its keys alone: each kind once
-    classes = dict(zip(distinct, _classes_of_distinct(distinct, timeout_s, known), strict=True))
-    return [list(classes[k]) for k in keys]
+    kinds: dict[tuple[str | None, ...], int] = {}  # a group's classes depend on its keys alone: each kind once
+    kind_of = [kinds.setdefault(key, len(kinds)) for key in _group_keys(groups)]
+    classes = _classes_of_distinct(list(kinds), timeout_s, known)
+    return [list(classes[kind]) for kind in kind_of]
 
 
 def _answer_key(answer: str | None) -> str | None:
@@ -263,10 +263,30 @@ def _answer_key(answer: str | None) -> str | None:
     return stripped or None
 
 
+class _KeyMemo(dict[Any, "str | None"]):
+    """answer -> :func:`_answer_key` of it, each distinct answer worked out once (a sweep's 741,000
+    answers are a few thousand distinct strings). Equal keys of different types (``1``, ``1.0``,
+    ``True``) are all non-strings, whose key is ``None`` alike."""
+
+    def __missing__(self, answer: Any) -> str | None:
+        key = self[answer] = _answer_key(answer)
+        return key
+
+
+def _group_keys(groups: Sequence[Sequence[str | None]]) -> list[tuple[str | None, ...]]:
+    """Each group's :func:`_answer_key` tuple (through :class:`_KeyMemo`; one by one where an answer
+    cannot be a dict key)."""
+    memo = _KeyMemo()
+    try:
+        return [tuple(map(memo.__getitem__, group)) for group in groups]
+    except TypeError:  # an unhashable answer (never a string: its key is None)
+        return [tuple(_answer_key(a) for a in group) for group in groups]
+
+
 def _classes_of_distinct(groups: Sequence[tuple[str | None, ...]], timeout_s: float,
                          known: VerdictStore | None) -> list[list[int | None]]:
     """:func:`answer_classes_many` of groups of answer keys (:func:`_answer_key`)."""
-    unplaced = [list(dict.fromkeys(k for k in group if k is not None)) for group in groups]
+    unplaced = [_distinct_answers(group) for group in groups]
     class_of: list[dict[str, int]] = [{} for _ in groups]
     n_classes = [0] * len(groups)
     active = [g for g, rest in enumerate(unplaced) if rest]
@@ -284,7 +304,15 @@ def _classes_of_distinct(groups: Sequence[tuple[str | None, ...]], timeout_s: fl
                     unplaced[g].append(other)
             n_classes[g] += 1
         active = [g for g in active if unplaced[g]]
-    return [[None if k is None else class_of[g][k] for k in group] for g, group in enumerate(groups)]
+    # a key that is None (no answer) is no class's key: get gives it None
+    return [list(map(classes.get, group)) for classes, group in zip(class_of, groups, strict=True)]  # type: ignore[arg-type]
+
+
+def _distinct_answers(group: tuple[str | None, ...]) -> list[str]:
+    """The group's answer keys, each once, in order of first appearance, ``None`` left out."""
+    first = dict.fromkeys(group)
+    first.pop(None, None)
+    return list(first)  # type: ignore[arg-type]
 
 
 #: An integer written plainly (no sign on zero, no leading zero, no separators, at most 12 digits):

@@ -402,6 +402,16 @@ def test_answer_classes() -> None:
     assert answer_classes([None, None]) == [None, None]
 
 
+def test_answer_classes_of_answers_that_are_not_strings() -> None:
+    """Only strings are answers: 1, True and 1.0 (equal as dict keys, the memo of keys included)
+    and an unhashable list get no class, whatever strings share their group; "1" and " 1 " do."""
+    from pr1_eval.grading.grade import answer_classes_many
+
+    groups = [[1, True, "1", " 1 ", 1.0, None, ""], [["x"], "2", " 2"], [True, "7"]]
+    assert answer_classes_many(groups) == [  # type: ignore[arg-type]
+        [None, None, 0, 0, None, None, None], [None, 0, 0], [None, 0]]
+
+
 # ----- workers never re-run the caller's script --------------------------------------------------
 def test_workers_do_not_rerun_an_unguarded_script(tmp_path: Path) -> None:
     script = tmp_path / "unguarded.py"
