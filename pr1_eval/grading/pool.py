@@ -237,19 +237,24 @@ class GradingPool:
             self._workers.append(_spawn_worker(self.test_hooks, self.warm))
 
     def _dispatch(self) -> None:
-        """Give each ready worker a batch: large enough to amortise IPC, small enough (a fraction
-        of the queue) that workers finish together, chosen by text affinity. A worker still
-        grading gets its next batch once what it holds is at most one batch (the two queue on
-        its socket and it reads the next the moment it answers the last): so it never waits on
-        this thread between batches. Why: this thread shares its process's GIL with the caller's
-        work, and a sweep's 20,000 path-conclusion checks in batches of 8 waited on it between
-        every two (math-verify's process busy about half the time). Each item's deadline still
-        runs only while it is the one being graded (set as the item before it is answered)."""
+        """Give each idle, ready worker a batch: large enough to amortise IPC, small enough (a
+        fraction of the queue) that workers finish together, chosen by text affinity.
+
+        A pool of one worker also gives it its next batch while it grades one, once what it holds
+        is at most one batch (the two queue on its socket and it reads the next the moment it
+        answers the last), so it never waits on this thread between batches. Why: this thread
+        shares its process's GIL with the caller's work, and ``analyze``'s 20,000 path-conclusion
+        checks on its one grading process, in batches of 8, waited on it between every two
+        (math-verify's process busy about half the time). Why one worker only: with two, an item
+        queued behind a hanging one would wait out that one's deadline while the other worker is
+        free (``tests/pr1_eval/grading/test_pool_orphans.py``); alone, it waits for it anyway. Each
+        item's deadline still runs only while it is the one being graded."""
         for worker in self._workers:
             if not self._pending:
                 return
             size = max(1, min(self.max_batch, len(self._pending) // (2 * self.n_workers)))
-            if not worker.ready or len(worker.batch) > size:
+            busy = len(worker.batch) > size if self.n_workers == 1 else bool(worker.batch)
+            if not worker.ready or busy:
                 continue
             sent = len(worker.batch)
             while self._pending and len(worker.batch) < sent + size:

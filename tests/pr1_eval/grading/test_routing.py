@@ -82,3 +82,18 @@ def test_a_grading_worker_gets_its_next_batch_while_it_grades_one() -> None:
     assert len(worker.conn.sent) == 2 and len(worker.batch) == 8  # type: ignore[attr-defined]
     sent_ids = [job_id for batch in worker.conn.sent for job_id, *_ in batch]  # type: ignore[attr-defined]
     assert sent_ids == [job.job_id for job in worker.batch] and len(set(sent_ids)) == 8
+
+
+def test_a_pool_of_two_gives_a_busy_worker_nothing_more() -> None:
+    """With a second worker, nothing queues behind an item being graded (it may hang: the other
+    worker, idle, takes the next batch instead)."""
+    pool = _pool_with([(str(i), str(i + 1)) for i in range(40)])
+    pool.max_batch, pool.n_workers = 4, 2
+    busy, idle = _worker(), _worker()
+    for worker in (busy, idle):
+        worker.conn, worker.ready = _RecordingConn(), True  # type: ignore[assignment]
+    pool._workers = [busy, idle]
+    busy.batch.append(pool._pending.popleft())  # one item in hand, less than a batch
+    pool._dispatch()
+    assert busy.conn.sent == [] and len(busy.batch) == 1  # type: ignore[attr-defined]
+    assert [len(batch) for batch in idle.conn.sent] == [4]  # type: ignore[attr-defined]
