@@ -199,13 +199,9 @@ def consistency_table(heads: Sequence[tuple[dict[str, Any], str | None]], groups
 _LENGTHS = "_path_char_lengths"
 
 
-def _disagreeing(lengths: Sequence[int], classes: Sequence[int | None]) -> dict[str, Any]:
-    """Path characters in all, and in paths concluding other than the final answer (the last class)."""
-    return dict(zip(("path_chars", "disagreeing_path_chars"), _disagreeing_values(lengths, classes), strict=True))
-
-
 def _disagreeing_values(lengths: Sequence[int], classes: Sequence[int | None]) -> tuple[int, int | None]:
-    """:func:`_disagreeing`'s values, in its order (the table is built from these tuples, not dicts)."""
+    """``path_chars`` and ``disagreeing_path_chars``: path characters in all, and in paths concluding
+    other than the final answer (the last class)."""
     final = classes[-1] if classes else None
     total = int(sum(map(int, lengths)))
     if final is None:
@@ -219,22 +215,19 @@ def _disagreeing_values(lengths: Sequence[int], classes: Sequence[int | None]) -
 
 def response_consistency(path_answers: Sequence[str | None], final: str | None) -> dict[str, Any]:
     """Majority of the path answers and whether ``final`` equals it (math-equivalence)."""
-    return _consistency(path_answers, final, equivalence_classes([*path_answers, final]))
+    values = _consistency_values(path_answers, final, equivalence_classes([*path_answers, final]))
+    return dict(zip(_CONSISTENCY_KEYS, values, strict=True))
 
 
-def _consistency(path_answers: Sequence[str | None], final: str | None, classes: Sequence[int | None]) -> dict[str, Any]:
-    """:func:`response_consistency` given the classes of ``[*path_answers, final]``."""
-    return dict(zip(_CONSISTENCY_KEYS, _consistency_values(path_answers, final, classes), strict=True))
-
-
-#: :func:`_consistency`'s keys, in the order of :func:`_consistency_values`.
-_CONSISTENCY_KEYS = ("final_answer", "majority_answer", "n_answering_paths", "consistent", "reason")
+#: The keys of :func:`response_consistency`, the first columns of :data:`CONSISTENCY_COLUMN_DOCS`.
+_CONSISTENCY_KEYS = tuple(CONSISTENCY_COLUMN_DOCS)[:5]
 
 
 def _consistency_values(path_answers: Sequence[str | None], final: str | None, classes: Sequence[int | None]
                         ) -> tuple[str | None, str | None, int, bool | None, str | None]:
-    """:func:`_consistency`'s values, in :data:`_CONSISTENCY_KEYS` order (a table of 86,000
-    responses is built from these tuples: a dict per row was a fifth of its time)."""
+    """:func:`response_consistency` given the classes of ``[*path_answers, final]``, as a tuple in
+    :data:`_CONSISTENCY_KEYS` order (a table of 86,000 responses is built from these tuples: a dict
+    per row was a fifth of its time)."""
     path_classes, final_class = classes[:-1], classes[-1]
     counts: dict[int, int] = {}
     for c in path_classes:
