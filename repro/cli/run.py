@@ -1,13 +1,18 @@
 """``pr1-repro run``: launch one training stage with VERL, or print it (``--dry-run``).
 
 The model and data paths are checked first (:mod:`repro.cli.inputs`), so a wrong path is one
-line here rather than a stack trace after minutes of cluster setup.
+line here rather than a stack trace after minutes of cluster setup. When an RL stage's trainer
+exits (whatever its status), the rollouts its killed reward workers left in their journals are
+stored in their step runs (:mod:`repro.rollouts.finish`).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import subprocess
+from pathlib import Path
+from typing import Any
 
 from pr1_eval.cli.numbers import positive_int
 from pr1_eval.errors import Pr1EvalError
@@ -100,4 +105,29 @@ def cmd_run(args: argparse.Namespace, extra: list[str]) -> int:
         return 0
     print("# command")
     print(stages.shell(cmd))
-    return subprocess.call(stages.executable(cmd, req), env=stages.local_env())
+    status = subprocess.call(stages.executable(cmd, req), env=stages.local_env())
+    if req.stage.kind == "ppo":
+        finish_rollout_runs(config)
+    return status
+
+
+def finish_rollout_runs(config: Any) -> None:
+    """Store what the job's reward workers left journaled (:mod:`repro.rollouts.finish`), said in one line.
+    A failure here is reported, never raised: the trainer's exit status is the command's."""
+    from repro.rollouts.finish import finish_rollout_runs as finish
+    from repro.rollouts.runs import options_from_config
+
+    section = (config.get("repro", {}) or {}).get("rollout_runs", {}) or {}
+    if not section.get("dir"):
+        return
+    root = Path(str(section["dir"])).expanduser().resolve()
+    try:
+        fallback = options_from_config(config)
+    except Exception:  # noqa: BLE001 - only a fallback for journals without recorded options
+        fallback = None
+    try:
+        print("# " + finish(root, fallback).line(root), flush=True)
+    except Exception as exc:  # noqa: BLE001 - the job ran; its status must not be lost to this
+        logging.getLogger(__name__).exception("rollout runs: could not store the journals' rows under %s", root)
+        print(f"# rollout runs: could not store the rows left in the journals under {root} ({exc}); the next "
+              "writer there stores them", flush=True)

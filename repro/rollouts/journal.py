@@ -16,6 +16,13 @@ exclusive ``flock`` on ``<token>.lock`` for its whole life; a token whose lock c
 whose lock file is gone) is dead, and its segments are read back and written like fresh rows.
 The run's ledger keys every rollout by (uid, session), so a row that reached the run before its
 worker died is not stored again: each row is stored exactly once.
+
+At the end of a job there is no later writer: the trainer's driver exits and Ray kills the reward
+workers, whose ``close`` (an ``atexit`` hook) may never run, so the rows of the last
+``max_wait_s`` would stay journaled. The command that ran the job replays them once the workers
+are gone (:mod:`repro.rollouts.finish`), with the options the dead writer recorded beside its
+journal (``<token>.options.json``, :meth:`Journal.record_options`): the expected rows and strides
+it used, not a second guess at them.
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pr1_eval.records.sample import SampleRecord
 from repro.rollouts.records import Rollout
 
 JOURNAL_DIR = ".journal"
+OPTIONS_SUFFIX = ".options.json"
 KIND_TAGS = {"train": "train", "validation": "val"}
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,18 @@ class DeadJournal:
     lock_path: Path
     lock_fd: int | None
 
+    @property
+    def options_path(self) -> Path:
+        return self.lock_path.with_name(self.token + OPTIONS_SUFFIX)
+
+    def options(self) -> dict[str, Any] | None:
+        """The options its writer recorded (:meth:`Journal.record_options`); None when it recorded none."""
+        try:
+            found = json.loads(self.options_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
     def rows(self) -> Iterator[tuple[str, Rollout]]:
         """(attempt, rollout) of every whole line; a line cut short by the kill is skipped, said once."""
         for segment in self.segments:
@@ -74,6 +95,7 @@ class DeadJournal:
     def remove(self) -> None:
         for segment in self.segments:
             segment.unlink(missing_ok=True)
+        self.options_path.unlink(missing_ok=True)
         self.lock_path.unlink(missing_ok=True)
         if self.lock_fd is not None:
             os.close(self.lock_fd)
@@ -95,6 +117,13 @@ class Journal:
         self._open: dict[tuple[str, int], tuple[int, Path]] = {}
         self._seq = 0
         self._unsynced: set[int] = set()
+
+    def record_options(self, options: dict[str, Any]) -> None:
+        """Write the writer's options beside its journal, for whoever replays it after its death."""
+        path = self.dir / f"{self.token}{OPTIONS_SUFFIX}"
+        tmp = path.with_name("." + path.name + ".tmp")
+        tmp.write_text(json.dumps(options, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
 
     def append(self, rollout: Rollout, attempt: str) -> None:
         key = (rollout.kind, rollout.step)
@@ -133,6 +162,7 @@ class Journal:
             self.seal(key)
         if self._lock_fd is not None:
             if not any(self.dir.glob(f"{self.token}.*.jsonl")):
+                (self.dir / f"{self.token}{OPTIONS_SUFFIX}").unlink(missing_ok=True)
                 (self.dir / f"{self.token}.lock").unlink(missing_ok=True)
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -175,6 +205,24 @@ def _try_lock(path: Path) -> Iterator[tuple[bool, int | None]]:
         yield True, None
         return
     yield False, fd
+
+
+def live_writers(root: Path) -> list[str]:
+    """The tokens under ``root`` whose writer still holds its lock (is alive)."""
+    folder = root / JOURNAL_DIR
+    live = []
+    for lock_path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            live.append(lock_path.name[: -len(".lock")])
+        finally:
+            os.close(fd)  # closing drops a lock this call took
+    return live
 
 
 def _seq_of(path: Path) -> int:

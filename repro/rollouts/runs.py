@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,17 @@ def options_from_config(config: Any, tokenizer: Any = None) -> RolloutRunsOption
     )
 
 
+def options_to_json(options: RolloutRunsOptions) -> dict[str, Any]:
+    """The options as JSON (recorded beside a writer's journal, :mod:`repro.rollouts.journal`)."""
+    return {**asdict(options), "root": str(options.root)}
+
+
+def options_from_json(data: dict[str, Any]) -> RolloutRunsOptions:
+    """:func:`options_to_json` read back; a key this version does not know is ignored (a newer writer's)."""
+    known = {f.name for f in fields(RolloutRunsOptions)}
+    return RolloutRunsOptions(**{**{k: v for k, v in data.items() if k in known}, "root": Path(data["root"])})
+
+
 def job_attempt() -> str:
     """This attempt of the job: the Ray job id (shared by every worker of one job), else the
     ``PR1_ROLLOUT_ATTEMPT`` environment variable, else 'local'."""
@@ -219,8 +230,10 @@ class RolloutRunWriter:
         self._closed = False
         options.root.mkdir(parents=True, exist_ok=True)
         self._journal: Journal | None = Journal(options.root)
+        self._journal.record_options(options_to_json(options))
         self._journal_failed = False
-        self.recover()  # a worker that died before this one started may have left rows in its journal
+        # a worker that died before this one started may have left rows in its journal
+        self.recovered = self.recover()
         self._thread = threading.Thread(target=self._loop, name="rollout-runs", daemon=True) if background else None
         if self._thread is not None:
             self._thread.start()
