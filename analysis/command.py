@@ -106,12 +106,12 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
 
 
 #: What an analysis needs only at its end, imported meanwhile (see :func:`_import_in_background`).
-_LATE_MODULES = ("analysis.pipeline.figures", "scipy.stats")
+_LATE_MODULES = ("analysis.pipeline.figures", "scipy.special")
 
 
 def _import_in_background(names: tuple[str, ...]) -> None:
-    """Import ``names`` on a daemon thread. Why: plotly (the figures) and scipy.stats (the drift
-    p-values) take about two seconds to import and are needed only once every table is built,
+    """Import ``names`` on a daemon thread. Why: plotly (the figures) and scipy.special (the drift
+    p-values' t tail) take over a second to import and are needed only once every table is built,
     after the workers are done, when this process alone works; imported while the runs load,
     that time overlaps the workers' parse. The workers do not need them, so this starts after the
     fork (a thread must not hold the import lock when a process forks). A later import of one of
