@@ -291,7 +291,7 @@ def exact_score(hyp_len: int, ref_len: int, correct: Sequence[int]) -> float:
     return bp * _exp(sum(logs) / len(logs))
 
 
-def _probe_stats() -> list[tuple[int, int, list[int]]]:
+def probe_stats() -> list[tuple[int, int, list[int]]]:
     """Statistics that reach every branch of ``compute_bleu``: empty and one-token texts, brevity
     penalty either way, no matches, zero matches at some orders, full matches."""
     stats = []
@@ -313,6 +313,6 @@ def score_function(bleu: BLEU) -> Callable[[int, int, Sequence[int]], float]:
         return float(bleu._compute_score_from_stats([hyp_len, ref_len, *correct, *totals]).score)
 
     same_config = (bleu.smooth_method == "exp" and bleu.effective_order and bleu.max_ngram_order == ORDERS)
-    if same_config and all(exact_score(*s) == own(*s) for s in _probe_stats()):
+    if same_config and all(exact_score(*s) == own(*s) for s in probe_stats()):
         return exact_score
     return own

@@ -27,6 +27,8 @@ the array version.
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numba
@@ -142,6 +144,62 @@ def _pair_matches(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, firs
             for u in range(n_used):
                 count_a[used[u]] = 0
                 count_b[used[u]] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _one_direction(hyp_len: int, ref_len: int, c1: int, c2: int, c3: int, c4: int,
+                   compensated: bool) -> float:  # pragma: no cover - compiled
+    """:func:`analysis.diversity.bleu_counts.exact_score`, the same float operations in the same
+    order; ``compensated``: Python's ``sum`` of floats is Neumaier's compensated sum (3.12 on),
+    else plain left-to-right addition."""
+    if (c1 == 0 and c2 == 0 and c3 == 0 and c4 == 0) or hyp_len <= 0:
+        return 0.0
+    bp = math.exp(1 - ref_len / hyp_len) if hyp_len < ref_len else 1.0
+    smooth = 1.0
+    total = 0.0  # sum() starts from the int 0: the first float added to it is itself
+    lost = 0.0
+    n_logs = 0
+    for order in range(4):
+        count = hyp_len - order
+        if count <= 0:
+            break
+        matched = c1 if order == 0 else c2 if order == 1 else c3 if order == 2 else c4
+        if matched:
+            log = math.log(100.0 * matched / count)
+        else:
+            smooth *= 2
+            log = math.log(100.0 / (smooth * count))
+        if n_logs == 0 or not compensated:
+            total = 0 + log if n_logs == 0 else total + log
+        else:
+            t = total + log
+            if abs(total) >= abs(log):
+                lost += (total - t) + log
+            else:
+                lost += (log - t) + total
+            total = t
+        n_logs += 1
+    if compensated and lost != 0.0 and math.isfinite(lost):
+        total += lost
+    return bp * math.exp(total / n_logs)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pair_scores(len_a: np.ndarray, len_b: np.ndarray, matches: np.ndarray, compensated: bool,
+                 out: np.ndarray) -> None:  # pragma: no cover - compiled
+    for p in range(len_a.shape[0]):
+        c1, c2, c3, c4 = matches[p, 0], matches[p, 1], matches[p, 2], matches[p, 3]
+        out[p] = (_one_direction(len_a[p], len_b[p], c1, c2, c3, c4, compensated)
+                  + _one_direction(len_b[p], len_a[p], c1, c2, c3, c4, compensated)) / 200.0
+
+
+def compiled_pair_scores(len_a: np.ndarray, len_b: np.ndarray, matches: np.ndarray) -> np.ndarray:
+    """Each pair's symmetrised score, ``(exact_score(a, b, m) + exact_score(b, a, m)) / 200``, compiled
+    (the caller checks it equals the Python version on this machine before using it)."""
+    out = np.empty(len(len_a), dtype=np.float64)
+    _pair_scores(np.ascontiguousarray(len_a, dtype=np.int64), np.ascontiguousarray(len_b, dtype=np.int64),
+                 np.ascontiguousarray(matches, dtype=np.int64), sys.version_info >= (3, 12), out)
+    return out
 
 
 def compiled_matches(ids: np.ndarray, lengths: np.ndarray, first: np.ndarray, second: np.ndarray,

@@ -5,6 +5,7 @@ statistics equals sacrebleu's ``_compute_score_from_stats``, and the pairs' scor
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from collections import Counter
@@ -237,3 +238,64 @@ def test_pair_bleu_equals_sentence_score_across_batches(monkeypatch: pytest.Monk
     assert bleu_scores(pairs, cache=ResultCache(None)).result() == expected  # ==: identical floats
     assert [fast_bleu.pair_bleu([pair])[0] for pair in pairs[:40]] == expected[:40]
     assert fast_bleu.pair_bleu(pairs) == expected
+
+
+def _neumaier_score(hyp_len: int, ref_len: int, correct: list[int]) -> float:
+    """``exact_score`` with Python 3.12's ``sum`` of floats (Neumaier's compensation), written out."""
+    if not any(correct) or hyp_len <= 0:
+        return 0.0
+    bp = math.exp(1 - ref_len / hyp_len) if hyp_len < ref_len else 1.0
+    smooth, logs = 1.0, []
+    for total, matched in zip(range(hyp_len, hyp_len - 4, -1), correct, strict=True):
+        if total <= 0:
+            break
+        if matched:
+            logs.append(math.log(100.0 * matched / total))
+        else:
+            smooth *= 2
+            logs.append(math.log(100.0 / (smooth * total)))
+    high, low = 0 + logs[0], 0.0
+    for x in logs[1:]:
+        t = high + x
+        low += (high - t) + x if abs(high) >= abs(x) else (x - t) + high
+        high = t
+    if low and math.isfinite(low):
+        high += low
+    return bp * math.exp(high / len(logs))
+
+
+@pytest.mark.parametrize("compensated", [False, True])
+def test_compiled_scores_equal_python_arithmetic_under_either_sum(compensated: bool) -> None:
+    """The compiled scorer repeats ``exact_score`` with the running Python's ``sum``: plain addition
+    before 3.12, Neumaier's compensated sum from 3.12 on (each checked here, whichever runs)."""
+    from analysis.diversity import bleu_kernel
+
+    stats = fast_bleu._score_probes()
+    len_a = np.array([s[0] for s in stats], dtype=np.int64)
+    len_b = np.array([s[1] for s in stats], dtype=np.int64)
+    matches = np.array([s[2] for s in stats], dtype=np.int64)
+    out = np.empty(len(stats))
+    bleu_kernel._pair_scores(len_a, len_b, matches, compensated, out)
+    one = _neumaier_score if compensated else exact_score
+    want = [(one(a, b, c) + one(b, a, c)) / 200.0 for a, b, c in stats]
+    assert out.tolist() == want
+    if (sys.version_info >= (3, 12)) == compensated:
+        assert want == [(exact_score(a, b, c) + exact_score(b, a, c)) / 200.0 for a, b, c in stats]
+
+
+def test_scores_are_compiled_only_where_they_equal_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled scorer is used here (numba is a dependency), and refused when it gives other floats."""
+    from analysis.diversity import bleu_kernel
+
+    fast_bleu._compiled_scores.cache_clear()
+    assert fast_bleu._compiled_scores() is bleu_kernel.compiled_pair_scores
+    real = bleu_kernel.compiled_pair_scores
+    monkeypatch.setattr(bleu_kernel, "compiled_pair_scores", lambda a, b, m: np.nextafter(real(a, b, m), 2.0))
+    fast_bleu._compiled_scores.cache_clear()
+    try:
+        assert fast_bleu._compiled_scores() is None
+        pairs = [("the cat sat on the mat", "the cat sat on a mat"), ("a b c d", "a b c e")]
+        assert fast_bleu.pair_bleu(pairs) == [fast_bleu.symmetric_bleu(a, b) for a, b in pairs]
+    finally:
+        monkeypatch.undo()
+        fast_bleu._compiled_scores.cache_clear()
