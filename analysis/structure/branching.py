@@ -9,6 +9,7 @@ blocks, nothing graded) is null and the row's ``notes`` say why, never 0 and nev
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -180,7 +181,6 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
         (not nb) or (ts is not None and len(ts) == nb)
         for nb, ts in zip(group["n_blocks"].fillna(0).astype(int), group["block_token_starts"], strict=True)
     )
-    inside = total = 0
     lengths: Any
     if token_ok:
         starts_of, ends_of, lengths = group["block_token_starts"], group["block_token_ends"], group["n_response_tokens"]
@@ -188,7 +188,21 @@ def in_block_share(group: pd.DataFrame) -> tuple[float | None, str]:
         starts_of, ends_of = group["block_char_starts"], group["block_char_ends"]
         lengths = group["response_chars"] if "response_chars" in group else [
             len(r) if isinstance(r, str) else 0 for r in group["response"]]
-    for starts, ends, length in zip(starts_of, ends_of, lengths, strict=True):
-        inside += sum(int(e) - int(s) for s, e in zip(starts or [], ends or [], strict=False))
-        total += int(length)
+    inside = _inside_length(list(starts_of), list(ends_of))
+    total = sum(int(length) for length in lengths)
     return (inside / total if total else None), ("token" if token_ok else "char")
+
+
+def _inside_length(starts_of: list[Any], ends_of: list[Any]) -> int:
+    """Σ (end - start) over every block of every response (a response's starts and ends paired in
+    order, the longer list cut to the shorter): over two flat integer arrays when each response has
+    as many ends as starts (a sweep's 96,000 responses: a Python loop per response was most of the
+    group statistics' time), else response by response."""
+    starts_of = [s or [] for s in starts_of]
+    ends_of = [e or [] for e in ends_of]
+    if list(map(len, starts_of)) != list(map(len, ends_of)):
+        return sum(sum(int(e) - int(s) for s, e in zip(starts, ends, strict=False))
+                   for starts, ends in zip(starts_of, ends_of, strict=True))
+    starts = np.fromiter(map(int, chain.from_iterable(starts_of)), dtype=np.int64)
+    ends = np.fromiter(map(int, chain.from_iterable(ends_of)), dtype=np.int64)
+    return int((ends - starts).sum())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.runs.loader import load_runs
@@ -90,3 +91,28 @@ def test_groups_by_any_keys(tmp_path: Path) -> None:
         ("a", "t", 1.0), ("a", "u", 0.0), ("b", "t", 0.0)]
     by_task = structure_stats(samples, by=["task"])
     assert dict(zip(by_task["task"], by_task["parallel_ratio"], strict=True)) == {"t": 0.5, "u": 0.0}
+
+
+def test_inside_length_over_arrays_equals_the_pairwise_sum() -> None:
+    """The flat-array sum of (end - start) equals the per-response pairwise one, and where a response's
+    lists differ in length (the pairing cuts the longer), the per-response sum is what is given."""
+    import random
+
+    from analysis.structure.branching import _inside_length
+
+    rng = random.Random(5)
+
+    def pairwise(starts_of: list, ends_of: list) -> int:
+        return sum(sum(int(e) - int(s) for s, e in zip(st or [], en or [], strict=False))
+                   for st, en in zip(starts_of, ends_of, strict=True))
+
+    for _ in range(300):
+        n = rng.randint(0, 30)
+        starts = [None if rng.random() < 0.2 else [rng.randint(0, 500) for _ in range(rng.randint(0, 4))]
+                  for _ in range(n)]
+        ends = [None if s is None else [x + rng.randint(0, 90) for x in s] for s in starts]
+        assert _inside_length(starts, ends) == pairwise(starts, ends)
+        if n and rng.random() < 0.3:
+            ends[0] = (ends[0] or []) + [7]  # one more end than starts: the pairwise rule cuts it
+            assert _inside_length(starts, ends) == pairwise(starts, ends)
+    assert _inside_length([[np.int64(3), 10]], [[5.0, np.int64(12)]]) == 4
