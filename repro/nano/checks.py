@@ -209,8 +209,10 @@ def on_policy(stage: str, metrics: dict[int, dict[str, float]], bound: float = K
 
 
 def rollout_runs_match(stage: str, metrics: dict[int, dict[str, float]], stored: dict[int, dict[str, Any]],
-                       expected_rows: int) -> Check:
-    """Each step's stored run is complete with ``expected_rows`` rows, its mean reward = VERL's."""
+                       expected_rows: int, journaled: int = 0) -> Check:
+    """Each step's stored run is complete with ``expected_rows`` rows, its mean reward = VERL's.
+    ``journaled``: rows the reward workers' journals still hold, named beside a failure (rows that
+    never reached their run: the stage log's ``# rollout runs`` line says what the job's end stored)."""
     problems = []
     for step, m in sorted(metrics.items()):
         run = stored.get(step)
@@ -225,6 +227,9 @@ def rollout_runs_match(stage: str, metrics: dict[int, dict[str, float]], stored:
         summary = run["summary"].reward_mean if run.get("summary") is not None else None
         if summary is None or abs(summary - run["mean_reward"]) > 1e-9:
             problems.append(f"step {step}: run.json summary reward_mean {summary} vs a recount {run['mean_reward']:.6f}")
+    if problems and journaled:
+        problems.append(f"{journaled} rollout(s) still in the reward workers' journals (see the stage log's "
+                        "'# rollout runs' line)")
     figures = "; ".join(problems) if problems else f"{len(metrics)} steps × {expected_rows} rows, rewards equal"
     return Check(stage, "rollout runs equal VERL", not problems, figures,
                  "complete, train_batch_size × n rows, mean reward = critic/score/mean = the run's summary")

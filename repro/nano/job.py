@@ -31,6 +31,7 @@ from repro.nano.scoring import score_and_rank
 from repro.nano.stored import stored_steps
 from repro.nano.targets import TargetChoice, choose_target
 from repro.rewards import TAG_MODES
+from repro.rollouts.journal import journal_rows
 
 
 @dataclass
@@ -100,7 +101,8 @@ def stage_checks(result: StageResult, data_dir: Path, scale: Scale, target: Targ
         found.append(gain.gain_check(name, control[0].earned, control[1].earned, required=result.stage.expect_rise))
     found.append(checks.reward_rises(name, rewards, required=False))
     found += parallel_checks(name, parallel, reward_parallel_demand(result.stage), control)
-    found.append(checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n))
+    found.append(checks.rollout_runs_match(name, result.metrics, runs, scale.rl_prompts * scale.rl_n,
+                                           journal_rows(result.rollout_runs)))
     if structured:
         found.append(checks.structured_engine_used(name, result.log))
     else:

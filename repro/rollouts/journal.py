@@ -234,3 +234,11 @@ def journal_bytes(root: Path) -> int:
     """Bytes the journals under ``root`` hold now (what the rows in flight cost on disk)."""
     folder = root / JOURNAL_DIR
     return sum(p.stat().st_size for p in folder.glob("*.jsonl")) if folder.is_dir() else 0
+
+
+def journal_rows(root: Path) -> int:
+    """Rows the journals under ``root`` still hold (rollouts not in a run yet, or never to be: a
+    delivery again, an earlier attempt's)."""
+    folder = root / JOURNAL_DIR
+    return sum(p.read_bytes().count(b"\n") for p in folder.glob("*.jsonl")) if folder.is_dir() else 0
+

@@ -176,6 +176,9 @@ def test_rollout_runs_must_equal_verls_own_figures() -> None:
     stale = {**good, 2: {**good[2], "summary": _summary(0.4)}}
     assert "summary" in checks.rollout_runs_match("s", metrics, stale, 4).figures
     assert not checks.rollout_runs_match("s", metrics, {1: good[1]}, 4).passed
+    left = checks.rollout_runs_match("s", metrics, short, 4, journaled=1).figures
+    assert "3 of 4" in left and "1 rollout(s) still in the reward workers' journals" in left
+    assert checks.rollout_runs_match("s", metrics, good, 4, journaled=2).passed, "a delivery again is no failure"
 
 
 def test_structured_engine_check_reads_the_actors_line(tmp_path: Path) -> None:

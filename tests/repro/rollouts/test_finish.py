@@ -18,7 +18,7 @@ import pytest
 from pr1_eval.store.run_store import RunStore
 from repro.cli.main import main
 from repro.rollouts.finish import Finished, finish_rollout_runs
-from repro.rollouts.journal import JOURNAL_DIR, OPTIONS_SUFFIX, live_writers
+from repro.rollouts.journal import JOURNAL_DIR, OPTIONS_SUFFIX, journal_rows, live_writers
 from repro.rollouts.runs import options_from_json, options_to_json
 from tests.support.deadlines import scaled
 from tests.support.rollout_fixtures import keys, options
@@ -62,6 +62,7 @@ def _run(root: Path) -> Path:
 def test_the_rows_a_killed_worker_left_complete_the_last_step_with_its_own_options(tmp_path: Path) -> None:
     with killed_worker(tmp_path):
         assert len(keys(_run(tmp_path))) == 5 and RunStore(_run(tmp_path)).read_run().status == "running"
+    assert journal_rows(tmp_path) == 7
     # the fallback expects sixteen rows a step: were it used, the step could not complete at twelve
     done = finish_rollout_runs(tmp_path, fallback=options(tmp_path, prompts=4))
     assert done == Finished(7)
@@ -72,6 +73,7 @@ def test_the_rows_a_killed_worker_left_complete_the_last_step_with_its_own_optio
     summary = record.training.summary
     assert summary is not None and summary.reward_mean == pytest.approx(1.5)  # rewards 0..3
     assert not list((tmp_path / JOURNAL_DIR).iterdir()), "no journal, lock or options file is left"
+    assert journal_rows(tmp_path) == 0
     assert finish_rollout_runs(tmp_path) == Finished(0), "a second finish finds nothing to store"
 
 
