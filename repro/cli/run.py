@@ -115,16 +115,19 @@ def finish_rollout_runs(config: Any) -> None:
     """Store what the job's reward workers left journaled (:mod:`repro.rollouts.finish`), said in one line.
     A failure here is reported, never raised: the trainer's exit status is the command's."""
     from repro.rollouts.finish import finish_rollout_runs as finish
-    from repro.rollouts.runs import options_from_config
+    from repro.rollouts.runs import RolloutRunsOptions, options_from_config
 
     section = (config.get("repro", {}) or {}).get("rollout_runs", {}) or {}
     if not section.get("dir"):
         return
     root = Path(str(section["dir"])).expanduser().resolve()
-    try:
-        fallback = options_from_config(config)
-    except Exception:  # noqa: BLE001 - only a fallback for journals without recorded options
-        fallback = None
+
+    def fallback() -> RolloutRunsOptions | None:
+        try:
+            return options_from_config(config)
+        except Exception:  # noqa: BLE001 - only a fallback for journals without recorded options
+            return None
+
     try:
         print("# " + finish(root, fallback).line(root), flush=True)
     except Exception as exc:  # noqa: BLE001 - the job ran; its status must not be lost to this

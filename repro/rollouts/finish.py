@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -57,16 +58,17 @@ def recorded_options(root: Path) -> RolloutRunsOptions | None:
     return None
 
 
-def finish_rollout_runs(root: Path, fallback: RolloutRunsOptions | None = None,
+def finish_rollout_runs(root: Path, fallback: Callable[[], RolloutRunsOptions | None] | None = None,
                         wait_s: float = WAIT_FOR_WRITERS_S, poll_s: float = 0.25) -> Finished:
-    """Store the rows the job's dead writers left under ``root`` (module docstring). ``fallback``: the
-    options to replay with when no writer recorded its own (a journal from before they were recorded)."""
+    """Store the rows the job's dead writers left under ``root`` (module docstring). ``fallback``: gives
+    the options to replay with when no writer recorded its own (a journal from before they were
+    recorded); called only then (the stage config's options read the validation files)."""
     if not (root / JOURNAL_DIR).is_dir():
         return Finished(0)
     deadline = time.monotonic() + wait_s
     while live_writers(root) and time.monotonic() < deadline:
         time.sleep(poll_s)
-    options = recorded_options(root) or fallback
+    options = recorded_options(root) or (fallback() if fallback is not None else None)
     if options is None:
         if any((root / JOURNAL_DIR).glob("*.jsonl")):
             log.warning("rollout runs: journals under %s hold rows but no writer recorded its options; they are "

@@ -74,14 +74,6 @@ class DeadJournal:
     def options_path(self) -> Path:
         return self.lock_path.with_name(self.token + OPTIONS_SUFFIX)
 
-    def options(self) -> dict[str, Any] | None:
-        """The options its writer recorded (:meth:`Journal.record_options`); None when it recorded none."""
-        try:
-            found = json.loads(self.options_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return found if isinstance(found, dict) else None
-
     def rows(self) -> Iterator[tuple[str, Rollout]]:
         """(attempt, rollout) of every whole line; a line cut short by the kill is skipped, said once."""
         for segment in self.segments:
@@ -212,16 +204,11 @@ def live_writers(root: Path) -> list[str]:
     folder = root / JOURNAL_DIR
     live = []
     for lock_path in sorted(folder.glob("*.lock")) if folder.is_dir() else []:
-        try:
-            fd = os.open(lock_path, os.O_RDWR)
-        except FileNotFoundError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            live.append(lock_path.name[: -len(".lock")])
-        finally:
-            os.close(fd)  # closing drops a lock this call took
+        with _try_lock(lock_path) as (alive, fd):
+            if alive:
+                live.append(lock_path.name[: -len(".lock")])
+            elif fd is not None:
+                os.close(fd)  # closing drops the lock this call took
     return live
 
 
@@ -241,4 +228,3 @@ def journal_rows(root: Path) -> int:
     delivery again, an earlier attempt's)."""
     folder = root / JOURNAL_DIR
     return sum(p.read_bytes().count(b"\n") for p in folder.glob("*.jsonl")) if folder.is_dir() else 0
-

@@ -64,7 +64,7 @@ def test_the_rows_a_killed_worker_left_complete_the_last_step_with_its_own_optio
         assert len(keys(_run(tmp_path))) == 5 and RunStore(_run(tmp_path)).read_run().status == "running"
     assert journal_rows(tmp_path) == 7
     # the fallback expects sixteen rows a step: were it used, the step could not complete at twelve
-    done = finish_rollout_runs(tmp_path, fallback=options(tmp_path, prompts=4))
+    done = finish_rollout_runs(tmp_path, fallback=lambda: options(tmp_path, prompts=4))
     assert done == Finished(7)
     record = RunStore(_run(tmp_path)).read_run()
     assert record.status == "complete" and record.training is not None
@@ -103,7 +103,7 @@ def test_a_journal_without_recorded_options_is_replayed_with_the_fallback_only(t
         path.unlink()  # a journal written before the options were recorded
     assert finish_rollout_runs(tmp_path) == Finished(0)
     assert "no writer recorded its options" in caplog.text and len(keys(_run(tmp_path))) == 5
-    assert finish_rollout_runs(tmp_path, fallback=options(tmp_path)) == Finished(7)
+    assert finish_rollout_runs(tmp_path, fallback=lambda: options(tmp_path)) == Finished(7)
     assert RunStore(_run(tmp_path)).read_run().status == "complete"
 
 
