@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, as_completed
+from concurrent.futures import Future, as_completed, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -200,6 +200,8 @@ def _wait(futures: list[Future[Verdict]], progress: bool) -> list[Verdict]:
             bar.set_description("grading")
             for _ in done:
                 bar.update(1)
+    else:  # one wake when the last is done, not one per future (20,000 thread switches in ``analyze``)
+        wait(futures)
     return [f.result() for f in futures]
 
 

@@ -8,8 +8,9 @@ each worker, and a trainer's entry script drags its heavy imports into every wor
 worker imports only the grader. ``FD`` is the worker's end of a socket pair, spoken with
 ``multiprocessing.connection.Connection`` framing.
 
-Protocol: send ``("ready", pid)`` once imports and the warm-up (:func:`warm_up`) are done; then receive batches, a list of
-``(job_id, gold, answer, timeout_s)``, and send ``(job_id, Verdict)`` after each item, so the
+Protocol: send ``("ready", pid)`` once math-verify is imported and the warm-up (:func:`warm_up`,
+unless ``--no-warm-up``) is done; then receive batches, a list of ``(job_id, gold, answer,
+timeout_s)``, and send ``(job_id, Verdict)`` after each item, so the
 pool knows exactly which item a hang or crash belongs to. ``None`` or EOF ends the loop.
 """
 
@@ -83,6 +84,9 @@ def worker_main(conn: Connection, test_hooks: bool, warm: bool = True) -> None:
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if warm:
         warm_up()
+    else:  # the import alone, before "ready": a pool started early (GradingPool.start) pays it then,
+        # not inside its first check (analyze's verdicts waited 0.3-0.8 s on it, on its critical path)
+        import math_verify  # noqa: F401
     conn.send(("ready", os.getpid()))
     while True:
         try:

@@ -25,7 +25,7 @@ from pr1_eval.grading import (
     math_equal,
 )
 from pr1_eval.grading.pool import GRADING_POOL, WORKERS_ENV
-from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, verify_pair
+from pr1_eval.grading.verify import CRASH_ANSWER, HANG_ANSWER, RAISE_ANSWER, TEST_HOOKS_ENV, Verdict, verify_pair
 from pr1_eval.processes import default_workers
 from pr1_eval.records.sample import SampleRecord
 from tests.support.deadlines import scaled
@@ -249,6 +249,37 @@ def test_start_begins_the_workers_before_any_check() -> None:
         verdict = pool.submit("1/2", "0.5").result(timeout=scaled(60))
         assert (verdict.status, verdict.correct) == ("ok", True)
         assert pool.worker_pids == started
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_cold_worker_imports_math_verify_before_it_says_ready() -> None:
+    """A pool started early (``start()``, as ``analyze`` does) has its worker import math-verify then,
+    not inside the first check: once the worker is ready, math-verify's import has loaded sympy's
+    ``cmath`` extension into it (mpmath imports it; the grading modules alone do not)."""
+    with GradingPool(1, warm=False) as pool:
+        pool.start()
+        deadline = time.monotonic() + scaled(60)
+        while not (pool._workers and pool._workers[0].ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool._workers and pool._workers[0].ready
+        maps = Path(f"/proc/{pool.worker_pids[0]}/maps").read_text()
+        assert "cmath." in maps
+        bare = subprocess.run([sys.executable, "-c", "import os, pr1_eval.grading.worker; "
+                               "print(open(f'/proc/{os.getpid()}/maps').read())"],
+                              capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[3])
+        assert "cmath." not in bare.stdout  # what the check rests on: the grader alone does not load it
+
+
+def test_many_checks_submitted_at_once_resolve_in_order_and_a_closed_pool_answers_each() -> None:
+    """``submit_many`` queues its checks together (one wake of the dispatcher): each future gets its
+    own verdict, in order; once the pool is closed, every one of a batch gets the error verdict."""
+    pairs = [(str(i), str(i if i % 3 else i + 1)) for i in range(40)]
+    with GradingPool(1, warm=False) as pool:
+        verdicts = [f.result(timeout=scaled(60)) for f in pool.submit_many(pairs)]
+        assert [(v.status, v.correct) for v in verdicts] == [("ok", bool(i % 3)) for i in range(40)]
+        assert pool.submit_many([]) == []
+    late = pool.submit_many(pairs[:3])
+    assert [f.result(timeout=scaled(10)) for f in late] == [Verdict("error", None, "grading pool closed")] * 3
 
 
 def _worker_cpu_seconds(pid: int) -> float:
