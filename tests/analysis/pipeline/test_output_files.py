@@ -132,3 +132,43 @@ def test_lists_of_ints_become_what_json_dumps_writes(cells: list[list[int | None
         if column is cells:
             assert fast == [json.dumps(v) for v in cells]  # the arrow way, not the fallback
         assert list(output._csv_ready(frame)["lists"]) == [json.dumps(v) for v in column]
+
+
+def test_tables_made_in_workers_equal_the_plain_way_byte_for_byte(tmp_path: Path) -> None:
+    """The CSV made in worker processes, part by part, and appended to the table's file by the
+    kernel (``os.sendfile``): the bytes of the plain way, the header once, the parts in order."""
+    from analysis.engine.workers import analysis_workers
+
+    output.CSV_CHUNK = 997  # several parts, the last one short
+    try:
+        tables = {"big": _table(3 * 997 + 11, parquet_safe=True), "one": _table(1, parquet_safe=True)}
+        with analysis_workers(2) as workers:
+            write_tables(_Tables(tables), tmp_path / "out", workers)  # type: ignore[arg-type]
+        for name, table in tables.items():
+            assert (tmp_path / "out" / f"{name}.csv").read_bytes() == _reference_csv(table, tmp_path / f"{name}.csv")
+    finally:
+        output.CSV_CHUNK = CSV_CHUNK
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no part left behind
+
+
+def test_a_part_is_appended_after_what_the_handle_buffered(tmp_path: Path) -> None:
+    """``_append_file`` flushes the handle's own buffer first and leaves its position at the end, so
+    writes before and after land in order; a handle that is no file (a BytesIO) is copied into."""
+    import io
+
+    part = tmp_path / "part"
+    part.write_bytes(b"0123456789" * 100_000)
+    with open(tmp_path / "whole", "wb") as handle:
+        handle.write(b"head,")  # still in the handle's buffer
+        with open(part, "rb") as source:
+            output._append_file(source, handle)
+        assert handle.tell() == 5 + 1_000_000
+        handle.write(b",tail")
+        with open(part, "rb") as source:
+            output._append_file(source, handle)
+    assert (tmp_path / "whole").read_bytes() == b"head," + part.read_bytes() + b",tail" + part.read_bytes()
+    memory = io.BytesIO(b"x")
+    memory.seek(1)
+    with open(part, "rb") as source:
+        output._append_file(source, memory)  # type: ignore[arg-type]
+    assert memory.getvalue() == b"x" + part.read_bytes()
