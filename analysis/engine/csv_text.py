@@ -113,7 +113,18 @@ def _header(frame: pd.DataFrame) -> bytes:
     return str(empty.to_csv(index=False, header=True)).encode("utf-8")
 
 
-def _arrow_body(frame: pd.DataFrame) -> bytes | None:
+def csv_bytes_with_fields(frame: pd.DataFrame, header: bool, given: dict[int, pa.Array]) -> bytes | None:
+    """:func:`frame_csv_bytes` where the columns at the positions of ``given`` already have their
+    field texts (quoted as the ``csv`` module quotes, no nulls, one per row: e.g. the JSON lists of
+    :func:`analysis.engine.json_fields.list_column_fields`); ``None`` when another column is of a kind
+    only pandas writes (the caller then writes the frame the plain way)."""
+    body = _arrow_body(frame, given)
+    if body is None:
+        return None
+    return (_header(frame) if header else b"") + body
+
+
+def _arrow_body(frame: pd.DataFrame, given: dict[int, pa.Array] | None = None) -> bytes | None:
     """The rows' text, or ``None`` when some column is of a kind this module does not write."""
     if frame.shape[1] == 0:
         return None
@@ -121,7 +132,7 @@ def _arrow_body(frame: pd.DataFrame) -> bytes | None:
         return b""
     fields: list[pa.Array] = []
     for position in range(frame.shape[1]):
-        field = _field_texts(frame.iloc[:, position])
+        field = given[position] if given and position in given else _field_texts(frame.iloc[:, position])
         if field is None:
             return None
         fields.append(field)

@@ -30,7 +30,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.common.completeness import INCLUDE_FLAG, MARK
-from analysis.engine.csv_text import frame_csv_bytes, frame_csv_text
+from analysis.engine.csv_text import csv_bytes_with_fields, frame_csv_bytes, frame_csv_text
+from analysis.engine.text_lists import (
+    TextLists,
+    as_lists,
+    csv_fields,
+    placeholder,
+    text_list_positions,
+    write_text_lists,
+)
 from analysis.engine.workers import Workers
 from analysis.summary import Analysis
 from pr1_eval.report.table import fit_columns
@@ -168,20 +176,41 @@ class CsvBegun:
     def begin(self, name: str, table: pd.DataFrame) -> list[CsvPiece]:
         """Start the CSV of ``table`` (the analysis' table ``name``); its pieces, in order."""
         pieces: list[CsvPiece] = []
+        if self._workers is None:
+            for start in range(0, max(len(table), 1), CSV_CHUNK):
+                pieces.append(partial(_write_text, table.iloc[start:start + CSV_CHUNK], start == 0))
+            self._begun[name] = (table, pieces)
+            return pieces
+        arrow = _as_arrow(table)  # what the parquet is written from, and the file of the lists of strings
+        lists = self._text_lists(name, table, arrow)
         for start in range(0, max(len(table), 1), CSV_CHUNK):
             chunk, header = table.iloc[start:start + CSV_CHUNK], start == 0
-            if self._workers is None:
-                pieces.append(partial(_write_text, chunk, header))
-            else:
-                part = self._folder() / f"{len(self._futures):06d}.{name}.csv"  # unique: a name may be begun again
-                self._futures.append(self._workers.submit(write_csv_part, chunk, header, part))
-                pieces.append(partial(_copy_part, self._futures[-1]))
+            rows = None
+            if lists is not None:
+                chunk = chunk.copy(deep=False)
+                for position in lists.columns:
+                    chunk.isetitem(position, placeholder(len(chunk)))
+                rows = TextLists(lists.path, lists.columns, start, start + len(chunk))
+            part = self._folder() / f"{len(self._futures):06d}.{name}.csv"  # unique: a name may be begun again
+            self._futures.append(self._workers.submit(write_csv_part, chunk, header, part, rows))
+            pieces.append(partial(_copy_part, self._futures[-1]))
         self._begun[name] = (table, pieces)
-        if self._workers is not None:
-            if self._thread is None:
-                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-parquet")
-            self._parquet[name] = (table, self._thread.submit(parquet_bytes, table))
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pr1-parquet")
+        parquet = (partial(parquet_bytes, table) if arrow is None
+                   else partial(arrow_parquet_bytes, arrow, dict[Any, Any](table.attrs)))
+        self._parquet[name] = (table, self._thread.submit(parquet))
         return pieces
+
+    def _text_lists(self, name: str, table: pd.DataFrame, arrow: pa.Table | None) -> TextLists | None:
+        """The table's columns of lists of strings written to an arrow file for the workers
+        (:mod:`analysis.engine.text_lists`), or ``None`` when it has none."""
+        columns = {} if arrow is None else text_list_positions(table, arrow)
+        if arrow is None or not columns:
+            return None
+        path = self._folder() / f"{len(self._futures):06d}.{name}.lists.arrow"
+        write_text_lists(arrow, columns, path)
+        return TextLists(path, columns, 0, len(table))
 
     def parquet(self, name: str, table: pd.DataFrame) -> Future[bytes] | None:
         """The parquet begun for ``table`` (:func:`parquet_bytes`), or ``None`` when ``name`` was
@@ -221,20 +250,60 @@ def parquet_bytes(table: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
+def _as_arrow(table: pd.DataFrame) -> pa.Table | None:
+    """``table`` as pandas' ``to_parquet(index=False)`` converts it (``pa.Table.from_pandas``), or
+    ``None`` where arrow refuses it (the parquet is then left to ``to_parquet``, which says why)."""
+    try:
+        return pa.Table.from_pandas(table, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def arrow_parquet_bytes(arrow: pa.Table, attrs: dict[Any, Any]) -> bytes:
+    """:func:`parquet_bytes` of the frame ``arrow`` was made from by :func:`_as_arrow` (its
+    ``attrs`` given): pandas' own steps after that conversion (``PyArrowImpl.write``: the attrs as
+    ``PANDAS_ATTRS`` schema metadata, ``pq.write_table`` with snappy), so one conversion serves the
+    parquet and the workers' lists of strings. ``tests/analysis/pipeline/test_output_files.py``
+    checks the bytes equal ``to_parquet``'s, attrs or not."""
+    import pyarrow.parquet as pq
+
+    if attrs:
+        arrow = arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), "PANDAS_ATTRS": json.dumps(attrs)})
+    buffer = io.BytesIO()
+    pq.write_table(arrow, buffer, compression="snappy")
+    return buffer.getvalue()
+
+
 def csv_text(chunk: pd.DataFrame, header: bool) -> str:
     """One piece of a table's CSV (what :func:`write_csv` writes for these rows, as text)."""
     return frame_csv_text(_csv_ready(chunk), header)
 
 
-def csv_bytes(chunk: pd.DataFrame, header: bool) -> bytes:
+def csv_bytes(chunk: pd.DataFrame, header: bool, lists: TextLists | None = None) -> bytes:
     """:func:`csv_text` encoded as UTF-8, made as bytes: a sweep's blocks chunk is tens of MB of
-    text, and the files want bytes (see :mod:`analysis.engine.csv_text` for how it equals pandas')."""
-    return frame_csv_bytes(_csv_ready(chunk), header)
+    text, and the files want bytes (see :mod:`analysis.engine.csv_text` for how it equals pandas').
+    ``lists``: where the chunk's columns of lists of strings are, when they came through an arrow
+    file (:mod:`analysis.engine.text_lists`, how :class:`CsvBegun` sends the path texts); their
+    fields are then written in compiled code, else they are made lists again."""
+    if lists is None:
+        return frame_csv_bytes(_csv_ready(chunk), header)
+    cells = lists.read()
+    given = {position: fields for position, column in cells.items() if (fields := csv_fields(column)) is not None}
+    rest = chunk.copy(deep=False)
+    for position, column in cells.items():
+        if position not in given:
+            rest.isetitem(position, as_lists(column))
+    body = csv_bytes_with_fields(_csv_ready(rest), header, given) if given else None
+    if body is not None:
+        return body
+    for position in given:
+        rest.isetitem(position, as_lists(cells[position]))
+    return frame_csv_bytes(_csv_ready(rest), header)
 
 
-def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path) -> Path:
+def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path, lists: TextLists | None = None) -> Path:
     """:func:`csv_bytes` of ``chunk`` written to ``path`` (what a worker does with one piece)."""
-    path.write_bytes(csv_bytes(chunk, header))
+    path.write_bytes(csv_bytes(chunk, header, lists))
     return path
 
 

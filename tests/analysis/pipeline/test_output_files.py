@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,3 +173,40 @@ def test_a_part_is_appended_after_what_the_handle_buffered(tmp_path: Path) -> No
     with open(part, "rb") as source:
         output._append_file(source, memory)  # type: ignore[arg-type]
     assert memory.getvalue() == b"x" + part.read_bytes()
+
+
+def test_lists_of_strings_sent_through_the_arrow_file_give_the_same_bytes(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With workers, a table's columns of lists of strings go to them through one arrow file and
+    come back as the same CSV: by the compiled fields, and by the lists made again where numba is
+    missing. The parquet, written from the same arrow conversion, is ``to_parquet``'s, attrs included."""
+    from analysis.engine import text_lists
+    from analysis.engine.workers import analysis_workers
+
+    table = _table(2 * 997 + 3, parquet_safe=True)
+    table["conclusions"] = [[None, "é \"x\"", ""][: i % 4] for i in range(len(table))]
+    table.attrs = {"source": "test", "n": 3}
+    expected = _reference_csv(table, tmp_path / "reference.csv")
+    table.to_parquet(tmp_path / "reference.parquet", index=False)
+    output.CSV_CHUNK = 997
+    try:
+        for label in ("compiled", "lists again"):
+            if label == "lists again":  # as without numba: the worker makes the lists again (and says so here)
+                marker = tmp_path / "made lists"
+
+                def as_lists(cells: object, plain: object = text_lists.as_lists, marker: Path = marker) -> object:
+                    marker.touch()
+                    return plain(cells)  # type: ignore[operator]
+
+                monkeypatch.setattr(output, "csv_fields", lambda cells: None)
+                monkeypatch.setattr(output, "as_lists", as_lists)
+            with analysis_workers(2) as workers:
+                write_tables(_Tables({"t": table}), tmp_path / label, workers)  # type: ignore[arg-type]
+            assert (tmp_path / label / "t.csv").read_bytes() == expected, label
+            assert (tmp_path / label / "t.parquet").read_bytes() == (tmp_path / "reference.parquet").read_bytes()
+        assert marker.exists()
+    finally:
+        output.CSV_CHUNK = CSV_CHUNK
+    arrow = output._as_arrow(table)
+    assert arrow is not None
+    assert set(text_lists.text_list_positions(table, arrow).values()) == {"texts", "conclusions"}
