@@ -138,13 +138,18 @@ def _fill(string_offsets: np.ndarray, data: np.ndarray, present: np.ndarray, fir
             at += 1
         i, end = string_offsets[element], string_offsets[element + 1]
         while i < end:
+            run = i  # a run of bytes copied as they are, in one slice copy
+            while run < end and kind[data[run]] == 0:
+                run += 1
+            if run > i:
+                out[at:at + run - i] = data[i:run]
+                at += run - i
+                i = run
+                if i == end:
+                    break
             byte = data[i]
             k = kind[byte]
-            if k == 0:
-                out[at] = byte
-                at += 1
-                i += 1
-            elif k == 1:
+            if k == 1:
                 out[at] = 92
                 out[at + 1] = 34
                 at += 2
