@@ -68,7 +68,9 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     item fits one chunk, the chunks run in this process when the result is asked for.
 
     Where the per-item work happens (:class:`_Keyed`): this process only drops repeated items (a
-    dict, in C) and puts the chunks' new values into the cache, one call a chunk; the workers key
+    dict, in C) and, once every chunk is in, hands their new values to a worker to write
+    (:func:`store_values`, :meth:`~analysis.engine.workers.Workers.aside`; without workers it
+    writes them itself); the workers key
     the items, look the keys up in the cache's shards (each worker reads them once), and compute
     what is not there. Why: keying and looking up a sweep's 400,000 items here, one Python call
     each (517,750 sha256 keys), was the main process's largest block between loading the runs and
@@ -99,15 +101,28 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     def collect() -> list[R | None]:
         done: list[_Done[R]] = sending.chunks(lambda part: task.run(part, cache.known()))
         results = [result for part in done for result in part.results]
-        for part in done:
-            cache.put_many(part.keys, part.values)
-        cache.flush()
+        keys = [key for part in done for key in part.keys]
+        values = [value for part in done for value in part.values]
+        if workers is not None and sending.handed_out and cache.directory is not None and keys:
+            cache.remember(keys, values)  # in memory here; on disk by a worker
+            workers.aside(store_values, cache.directory, cache.codec, keys, values)
+        else:
+            cache.put_many(keys, values)
+            cache.flush()
         if len(distinct) == len(listed):
             return results
         found = dict(zip(distinct, results, strict=True))
         return [found[item] for item in listed]
 
     return Pending(collect)
+
+
+def store_values(directory: Path, codec: Codec[Any], keys: list[str], values: list[Any]) -> None:
+    """Write ``values`` by ``keys`` to the cache in ``directory`` (one shard): what a worker does
+    for :func:`map_chunks` once its results are in (:meth:`~analysis.engine.workers.Workers.aside`)."""
+    cache: ShardedCache[Any] = ShardedCache(directory, codec)
+    cache.put_many(keys, values)
+    cache.flush()
 
 
 @dataclass(frozen=True)

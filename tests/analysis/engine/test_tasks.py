@@ -29,6 +29,24 @@ def _from_cache(value: int) -> tuple[int, int]:
     return (value, -1)  # -1: read from the cache, computed by no process
 
 
+def test_the_new_values_are_written_by_a_worker_after_the_results_are_in(tmp_path: Path) -> None:
+    """Once the chunks' results are collected, their new values go to a worker to be written
+    (``Workers.aside``): nothing is on disk when ``result()`` returns, the cache object here knows
+    them, and the worker's write makes them the next command's."""
+    workers = _Recording()
+    cache = ResultCache(tmp_path)
+    assert len(cache) == 0  # read once (empty), so it holds what it is told
+    items = [f"t{i}" for i in range(5)]
+    results = map_chunks(_lengths, items, workers=workers, chunk=2, cache=cache, keys=_keys,  # type: ignore[arg-type]
+                         encode=_length, decode=_from_cache).result()
+    assert [r[0] for r in results] == [2] * 5  # type: ignore[index]
+    assert list(tmp_path.iterdir()) == [] and len(workers.set_aside) == 1
+    assert cache.get(hash_key("t3")) == 2
+    write, args = workers.set_aside[0]
+    write(*args)  # type: ignore[operator]
+    assert {hash_key(i): 2 for i in items} == {k: ResultCache(tmp_path).get(k) for k in map(hash_key, items)}
+
+
 def _is_blank(item: str) -> bool:
     return not item.strip()
 
@@ -79,12 +97,16 @@ class _Recording:
 
     def __init__(self) -> None:
         self.submitted: list[str] = []
+        self.set_aside: list[tuple[object, tuple[object, ...]]] = []
 
     def submit(self, fn: object, items: list[str]) -> Future[object]:
         self.submitted.append(items[0])
         done: Future[object] = Future()
         done.set_result(fn(items))  # type: ignore[operator]
         return done
+
+    def aside(self, fn: object, *args: object) -> None:
+        self.set_aside.append((fn, args))  # run by the test, when it chooses
 
 
 def test_every_chunk_is_out_before_map_chunks_returns(tmp_path: Path) -> None:
