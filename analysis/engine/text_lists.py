@@ -29,14 +29,15 @@ _STRING_LISTS = (pa.list_(pa.string()), pa.large_list(pa.string()), pa.list_(pa.
 
 
 def text_list_positions(table: pd.DataFrame, arrow: pa.Table) -> dict[int, str]:
-    """The positions (and names) of ``table``'s columns whose every cell is a ``list`` of strings
-    (and ``None``): object columns of lists that arrow converted to a list of strings. A column
-    with a missing cell, a tuple or an array among its lists stays as it is (pandas writes those)."""
+    """The positions of ``table``'s columns whose every cell is a ``list`` of strings (and ``None``):
+    object columns of lists that arrow converted to a list of strings; each with the name it gets in
+    the file (by position: a table may hold two columns of one name). A column with a missing cell,
+    a tuple or an array among its lists stays as it is (pandas writes those)."""
     found: dict[int, str] = {}
     for position, field in enumerate(arrow.schema):
         series = table.iloc[:, position]
         if field.type in _STRING_LISTS and series.dtype == object and set(map(type, series.to_numpy())) == {list}:
-            found[position] = field.name
+            found[position] = f"c{position}"
     return found
 
 
@@ -58,8 +59,9 @@ class TextLists:
 
 
 def write_text_lists(arrow: pa.Table, columns: dict[int, str], path: Path) -> None:
-    """The ``columns`` of ``arrow`` as one arrow IPC file at ``path``."""
-    selected = arrow.select(list(columns.values()))
+    """The columns of ``arrow`` at the positions of ``columns`` as one arrow IPC file at ``path``,
+    under the names ``columns`` gives them."""
+    selected = arrow.select(list(columns)).rename_columns(list(columns.values()))
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, selected.schema) as writer:
         writer.write_table(selected)
 
