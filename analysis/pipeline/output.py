@@ -291,16 +291,14 @@ def csv_bytes(chunk: pd.DataFrame, header: bool, lists: TextLists | None = None)
         return frame_csv_bytes(_csv_ready(chunk), header)
     cells = lists.read()
     given = {position: fields for position, column in cells.items() if (fields := csv_fields(column)) is not None}
-    rest = chunk.copy(deep=False)
+    if len(given) == len(cells):  # the chunk holds empty text where the given fields go
+        body = csv_bytes_with_fields(_csv_ready(chunk), header, given)
+        if body is not None:
+            return body
+    plain = chunk.copy(deep=False)
     for position, column in cells.items():
-        if position not in given:
-            rest.isetitem(position, as_lists(column))
-    body = csv_bytes_with_fields(_csv_ready(rest), header, given) if given else None
-    if body is not None:
-        return body
-    for position in given:
-        rest.isetitem(position, as_lists(cells[position]))
-    return frame_csv_bytes(_csv_ready(rest), header)
+        plain.isetitem(position, as_lists(column))
+    return frame_csv_bytes(_csv_ready(plain), header)
 
 
 def write_csv_part(chunk: pd.DataFrame, header: bool, path: Path, lists: TextLists | None = None) -> Path:

@@ -82,11 +82,11 @@ def worker_main(conn: Connection, test_hooks: bool, warm: bool = True) -> None:
     """Serve batches on ``conn`` until told to stop or the parent goes away (``warm``: after :func:`warm_up`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    # math-verify imported before "ready", warm or not: a pool started early (GradingPool.start) pays
+    # the import then, not inside its first check (analyze's verdicts waited 0.3-0.8 s on it)
+    import math_verify  # noqa: F401
     if warm:
         warm_up()
-    else:  # the import alone, before "ready": a pool started early (GradingPool.start) pays it then,
-        # not inside its first check (analyze's verdicts waited 0.3-0.8 s on it, on its critical path)
-        import math_verify  # noqa: F401
     conn.send(("ready", os.getpid()))
     while True:
         try:
