@@ -48,9 +48,9 @@ from bench_dashboard import build, floor_counts  # noqa: E402
 
 def compile_project() -> None:
     """Byte-compile the project's packages in place (see the module docstring for why), and fill
-    numba's cache of the BLEU kernel (:mod:`analysis.diversity.bleu_kernel`) and of the CSV's
-    (:mod:`analysis.engine.json_fields`): each compiled once per installation, a few seconds, then
-    loaded from ``__pycache__``."""
+    numba's cache of the BLEU kernels (:mod:`analysis.diversity.bleu_kernel`,
+    :mod:`analysis.diversity.token_kernel`) and of the CSV's (:mod:`analysis.engine.json_fields`): each
+    compiled once per installation, a few seconds, then loaded from ``__pycache__``."""
     import compileall
 
     import numpy as np
@@ -61,6 +61,9 @@ def compile_project() -> None:
 
     one = np.ones(1, dtype=np.int64)
     clipped_matches(one, one, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 2)
+    from analysis.diversity.bleu_counts import TokenIds  # the raw tokens' kernel, likewise
+
+    TokenIds(str, str.split).encode(["a b"])
     import pyarrow as pa
 
     from analysis.engine.text_lists import csv_fields  # the CSV's kernel for lists of strings, likewise

@@ -20,9 +20,11 @@ operation for float operation (``BLEUScore`` builds display strings per call, mo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import chain, count
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,9 +74,10 @@ class TokenIds:
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(the token ids of ``texts`` one after another, each text's token count).
 
-        The prepared texts are split into raw tokens and the distinct raw tokens numbered in
-        pyarrow (:func:`_arrow_raw_tokens`, C++), else in one ``str.split`` call
-        (:meth:`_python_raw_tokens`); each distinct raw token is split by the rules once (memo).
+        The prepared texts are split into raw tokens and the distinct raw tokens numbered by the
+        compiled kernel (:func:`_compiled_raw_tokens`), else in pyarrow (:func:`_arrow_raw_tokens`,
+        C++), else in one ``str.split`` call (:meth:`_python_raw_tokens`); each distinct raw token
+        is split by the rules once (memo), and the texts laid out as ids.
         """
         if len(self._raw) > self._max_memo:
             self._raw.clear()
@@ -82,14 +85,14 @@ class TokenIds:
         prepared = [self._prepare(text) for text in texts]
         if not prepared:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        raw = _arrow_raw_tokens(prepared)
-        if raw is None:
-            raw = self._python_raw_tokens(prepared)
+        raw = _compiled_raw_tokens(prepared) or _arrow_raw_tokens(prepared) or self._python_raw_tokens(prepared)
         codes, uniques, per_text = raw
         memo = self._raw
         subs = [memo.get(u) or self._sub(u) if u else [] for u in uniques]
         unique_len = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
         flat = np.fromiter(chain.from_iterable(subs), dtype=np.int64, count=int(unique_len.sum()))
+        if (kernels := _token_kernels()) is not None:
+            return kernels.lay_out(codes, per_text, unique_len, flat)  # type: ignore[no-any-return]
         per_raw = unique_len[codes]
         ends = np.cumsum(per_raw)
         bounds = np.concatenate(([0], np.cumsum(per_text)))
@@ -154,6 +157,44 @@ def _arrow_raw_tokens(prepared: list[str]) -> tuple[np.ndarray, list[str], np.nd
     per_text = np.diff(split.offsets.to_numpy())
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return codes, encoded.dictionary.to_pylist(), per_text
+
+
+@lru_cache(maxsize=1)
+def _token_kernels() -> Any:
+    """:mod:`analysis.diversity.token_kernel`, or ``None`` where it cannot be imported (no numba, or
+    no writable cache folder: see :func:`_compiled_kernel`); pyarrow and numpy then do its work."""
+    try:
+        from analysis.diversity import token_kernel
+    except (ImportError, RuntimeError, OSError):
+        return None
+    return token_kernel
+
+
+_OTHER_WHITESPACE_SEARCH = re.compile("[" + re.escape(OTHER_WHITESPACE) + "]").search
+
+
+def _compiled_raw_tokens(prepared: list[str]) -> tuple[np.ndarray, list[str], np.ndarray] | None:
+    """:func:`_arrow_raw_tokens` by the compiled kernel (:mod:`analysis.diversity.token_kernel`: one
+    pass over the UTF-8 bytes; no empty token), declining where pyarrow does (other white space, a
+    lone surrogate) or where the kernel cannot be imported."""
+    kernels = _token_kernels()
+    if kernels is None:
+        return None
+    import pyarrow as pa
+
+    try:
+        texts = pa.array(prepared, type=pa.large_string())
+    except (UnicodeEncodeError, pa.ArrowException):
+        return None
+    _, offsets, data = texts.buffers()
+    offsets_np = np.frombuffer(offsets, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    data_np = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    codes, per_text, starts, lengths = kernels.number_raw_tokens(data_np, offsets_np)
+    blob = data_np.tobytes()
+    uniques = [blob[s : s + n].decode("utf-8") for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+    if _OTHER_WHITESPACE_SEARCH("\x00".join(uniques)):
+        return None
+    return codes, uniques, per_text
 
 
 def _separator(texts: list[str]) -> str | None:

@@ -55,16 +55,21 @@ def test_13a_splits_raw_tokens_alike() -> None:
         assert fast_bleu.split_13a(prepared) == pieces, repr(text)
 
 
-@pytest.mark.parametrize(("arrow", "separators", "whole"), [(True, None, False), (True, None, True),
-                                                             (False, None, False), (False, ("a", "\x00"), False),
-                                                             (False, None, True)])
-def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, arrow: bool,
+@pytest.mark.parametrize(("source", "separators", "whole"), [
+    ("compiled", None, False), ("compiled", None, True), ("arrow", None, False), ("arrow", None, True),
+    ("str.split", None, False), ("str.split", ("a", "\x00"), False), ("str.split", None, True)])
+def test_batch_tokens_equal_per_text_tokenisation(monkeypatch: pytest.MonkeyPatch, source: str,
                                                   separators: tuple[str, ...] | None, whole: bool) -> None:
-    """``arrow``: raw tokens from pyarrow where it splits alike (chunks holding other white space
-    fall back), else always from ``str.split``. Separators (``str.split``): the module's, or none
-    free (each candidate occurs: text by text). ``whole``: the scorer's whole tokenisation per text
-    (the splitter used when its rules are not the 13a ones)."""
-    if not arrow:
+    """``source`` of the raw tokens: the compiled kernel (its layout of the ids too), or pyarrow
+    (as where numba is not installed: numpy lays the ids out), where either splits alike (chunks
+    holding other white space fall back); else always ``str.split``. Separators (``str.split``):
+    the module's, or none free (each candidate occurs: text by text). ``whole``: the scorer's whole
+    tokenisation per text (the splitter used when its rules are not the 13a ones)."""
+    if source == "compiled":
+        assert bleu_counts._token_kernels() is not None, "numba is a dependency: the kernel must import"
+    else:
+        monkeypatch.setattr(bleu_counts, "_token_kernels", lambda: None)
+    if source == "str.split":
         monkeypatch.setattr(bleu_counts, "_arrow_raw_tokens", lambda prepared: None)
     if separators is not None:
         monkeypatch.setattr(bleu_counts, "_SEPARATORS", separators)
@@ -108,6 +113,49 @@ def test_arrow_raw_tokens_equal_str_split_or_decline() -> None:
     for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:  # inside a token, a token of its own, at either end
         for text in (f"a{odd}b", f"a {odd} b", f"{odd}a", f"a{odd}", odd, f" {odd}{odd} "):
             assert bleu_counts._arrow_raw_tokens(["plain text", text]) is None, repr(text)
+
+
+def _long_and_many_texts(seed: int) -> list[str]:
+    """Texts whose tokens are many and distinct (the kernel's table grows several times) and often
+    longer than 8 bytes (keyed by hash, confirmed byte for byte), some alike but for one byte."""
+    rng = random.Random(seed)
+    stems = ["".join(rng.choice("abcdefghij\u00e9\u6570") for _ in range(rng.randint(1, 24))) for _ in range(6000)]
+    stems += [stem[:-1] + "z" for stem in stems[:500] if len(stem) > 9]
+    return [" ".join(rng.choice(stems) for _ in range(rng.randint(0, 60))) for _ in range(400)]
+
+
+def test_compiled_raw_tokens_equal_str_split_or_decline() -> None:
+    """Where the kernel answers, its raw tokens are ``str.split``'s, text by text, each distinct
+    token numbered once, in the order tokens first occur; it declines where pyarrow does."""
+    texts = [t for t in _random_texts(7, 2000) if not any(c in t for c in bleu_counts.OTHER_WHITESPACE)]
+    texts += ["", "   ", " lead", "trail ", "a\t\tb", "\r\n\x0b\x0c x", *_long_and_many_texts(8)]
+    codes, uniques, per_text = bleu_counts._compiled_raw_tokens(texts)
+    tokens = [uniques[c] for c in codes.tolist()]
+    ends = np.cumsum(per_text).tolist()
+    assert [tokens[end - n : end] for end, n in zip(ends, per_text.tolist(), strict=True)] == [t.split() for t in texts]
+    assert uniques == list(dict.fromkeys(token for text in texts for token in text.split()))
+    assert len(uniques) > 5000
+    assert bleu_counts._compiled_raw_tokens(["", " \n "])[1] == []
+    for odd in [*bleu_counts.OTHER_WHITESPACE, "\ud800"]:  # inside a token, a token of its own, at either end
+        for text in (f"a{odd}b", f"a {odd} b", f"{odd}a", f"a{odd}", odd, f" {odd}{odd} "):
+            assert bleu_counts._compiled_raw_tokens(["plain text", text]) is None, repr(text)
+
+
+def test_compiled_layout_equals_the_arrays() -> None:
+    """The kernel's layout of the ids equals numpy's gather, raw tokens of zero, one and many ids."""
+    from analysis.diversity import token_kernel
+
+    rng = np.random.default_rng(4)
+    sub_len = rng.integers(0, 4, size=300)
+    flat = rng.integers(0, 1000, size=int(sub_len.sum()))
+    per_text = rng.integers(0, 30, size=200)
+    codes = rng.integers(0, 300, size=int(per_text.sum()))
+    tokens, lengths = token_kernel.lay_out(codes, per_text, sub_len, flat)
+    starts = np.cumsum(sub_len) - sub_len
+    runs = [flat[starts[c] : starts[c] + sub_len[c]] for c in codes]
+    bounds = np.concatenate(([0], np.cumsum(per_text)))
+    assert tokens.tolist() == np.concatenate(runs).tolist()
+    assert lengths.tolist() == [int(sub_len[codes[a:b]].sum()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _counter_matches(a: list[int], b: list[int]) -> list[int]:
