@@ -53,7 +53,8 @@ def test_an_edited_result_shard_is_not_served(tmp_path: Path, capsys: pytest.Cap
 def _stored_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     out = tmp_path / "out"
-    out.mkdir()
+    out.mkdir(exist_ok=True)
+    (out / "runs.csv").unlink(missing_ok=True)  # a fresh file, as an analysis writes one
     (out / "runs.csv").write_text("run,accuracy\nA,0.5\n")
     entry = output_cache.Entry(files=["runs.csv"], document={"accuracy": 0.5}, tables_text="A 0.5", warnings=[],
                                summary="1 run", status=0)
@@ -71,6 +72,43 @@ def test_an_edited_whole_analysis_entry_is_dropped_not_served(tmp_path: Path, mo
     (folder / "entry.json").write_text(json.dumps(meta))
     assert output_cache.lookup(key) is None
     assert "its record was changed" in capsys.readouterr().err and not folder.exists()
+
+
+def test_a_kept_output_is_linked_where_it_can_be_and_copied_where_not(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry shares the output's file (a hard link: no second write of a sweep's 380 MB); where
+    the file system refuses a link it holds a copy, served alike."""
+    key, folder = _stored_entry(tmp_path, monkeypatch)
+    assert (folder / "runs.csv").stat().st_ino == (tmp_path / "out" / "runs.csv").stat().st_ino
+    shutil.rmtree(tmp_path / "cache")
+
+    def refuse(source: object, target: object) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(output_cache.os, "link", refuse)
+    key, folder = _stored_entry(tmp_path, monkeypatch)
+    assert (folder / "runs.csv").stat().st_ino != (tmp_path / "out" / "runs.csv").stat().st_ino
+    assert (folder / "runs.csv").read_bytes() == (tmp_path / "out" / "runs.csv").read_bytes()
+
+
+def test_an_output_edited_in_place_drops_its_entry_and_one_replaced_keeps_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An output rewritten the way every analysis writes (aside, then renamed over) leaves the kept
+    file as it was; one edited in place, which the entry shares, no longer matches its sum: the
+    entry is dropped, never served."""
+    key, folder = _stored_entry(tmp_path, monkeypatch)
+    out = tmp_path / "out" / "runs.csv"
+    aside = out.with_name(".runs.csv.tmp")
+    aside.write_text("run,accuracy\nB,0.1\n")
+    aside.replace(out)
+    assert output_cache.lookup(key) is not None and (folder / "runs.csv").read_text() == "run,accuracy\nA,0.5\n"
+    out.unlink()
+    output_cache.restore(folder, output_cache.lookup(key)[1], out.parent)  # type: ignore[index]
+    key, folder = _stored_entry(tmp_path, monkeypatch)
+    with open(out, "r+") as handle:  # in place: the same file as the entry's
+        handle.write("run,accuracy\nA,0.9\n")
+    assert output_cache.lookup(key) is None
+    assert "runs.csv was changed" in capsys.readouterr().err and not folder.exists()
 
 
 def test_a_changed_file_of_a_whole_analysis_entry_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
