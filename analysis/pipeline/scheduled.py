@@ -128,13 +128,19 @@ class VerdictCache:
 
     def __init__(self, cache: ResultCache | None = None) -> None:
         self.cache = cache if cache is not None else ResultCache.named("verdicts", self.SOURCES, self.LIBRARIES)
+        self._missed: dict[tuple[str, str], str] = {}  # pairs looked up and not found: their keys
 
     def get(self, key: tuple[str, str], /) -> bool | None:
-        value = self.cache.get(hash_key(*key))
-        return None if value is None else bool(value)
+        hashed = hash_key(*key)
+        value = self.cache.get(hashed)
+        if value is None:
+            self._missed[key] = hashed  # its verdict is stored next: hashed once, not twice
+            return None
+        return bool(value)
 
     def __setitem__(self, key: tuple[str, str], value: bool, /) -> None:
-        self.cache.put(hash_key(*key), bool(value))
+        hashed = self._missed.pop(key, None)
+        self.cache.put(hash_key(*key) if hashed is None else hashed, bool(value))
 
     def flush(self) -> None:
         self.cache.flush()

@@ -367,7 +367,7 @@ def _equal_verdicts(pairs: list[tuple[str, str]], timeout_s: float,
         else:
             out[pair] = bool(cached)
     if todo:
-        verdicts = _wait(shared_pool().submit_many(todo, timeout_s), False)
+        verdicts = shared_pool().check_all(todo, timeout_s)
         for pair, verdict in zip(todo, verdicts, strict=True):
             ok = verdict.status == "ok"
             out[pair] = bool(ok and verdict.correct)

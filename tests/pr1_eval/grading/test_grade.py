@@ -282,6 +282,25 @@ def test_many_checks_submitted_at_once_resolve_in_order_and_a_closed_pool_answer
     assert [f.result(timeout=scaled(10)) for f in late] == [Verdict("error", None, "grading pool closed")] * 3
 
 
+def test_check_all_gives_each_verdict_in_order_through_hangs_crashes_and_a_closed_pool() -> None:
+    """``check_all`` (``analyze``'s way: one wait, no future per check) gives the verdicts
+    ``submit_many``'s futures give, in order; an item that hangs is the one timed out and one that
+    crashes its worker the one in error, the items behind them graded by the worker that replaces
+    it; no checks, no verdicts; on a closed pool, each gets the error verdict."""
+    pairs = [(str(i), str(i if i % 3 else i + 1)) for i in range(30)]
+    pairs[7] = ("1", HANG_ANSWER)
+    pairs[19] = ("1", CRASH_ANSWER)
+    with GradingPool(1, warm=False, test_hooks=True) as pool:
+        verdicts = pool.check_all(pairs, timeout_s=scaled(3))
+        assert [v.status for v in verdicts] == ["timeout" if i == 7 else "error" if i == 19 else "ok" for i in range(30)]
+        assert [v.correct for i, v in enumerate(verdicts) if i not in (7, 19)] == [
+            bool(i % 3) for i in range(30) if i not in (7, 19)]
+        assert pool.check_all([]) == []
+        again = [f.result(timeout=scaled(60)) for f in pool.submit_many(pairs[:7])]
+        assert pool.check_all(pairs[:7]) == again
+    assert pool.check_all(pairs[:3]) == [Verdict("error", None, "grading pool closed")] * 3
+
+
 def _worker_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
