@@ -33,7 +33,7 @@ from analysis.engine.workers import Workers
 from analysis.structure.conclusions import Conclusion, conclude_all
 from analysis.structure.roles import conclusion_groups, regrouped, with_conclusions, with_roles
 from pr1_eval.grading.grade import answer_classes_many
-from pr1_eval.grading.shared import shared_pool, use_cold_workers
+from pr1_eval.grading.shared import shared_pool
 
 #: Paths per call to a worker: enough that pickling them is a small part of reading them.
 CONCLUDE_CHUNK = 2_000
@@ -159,13 +159,6 @@ def classify_in_background(groups: Sequence[Sequence[str | None]],
                            verdicts: VerdictCache | None = None) -> Future[list[list[int | None]]]:
     """:func:`classify`, begun on a daemon thread: it mostly waits on the grading pool."""
     return in_background(classify, groups, verdicts, name="pr1-analysis-classes")
-
-
-def use_cold_grading_workers() -> None:
-    """Have the grading pool that the role and consistency checks use start one worker, without
-    the warm-up (:func:`pr1_eval.grading.shared.use_cold_workers`, which says why; ``analyze``
-    calls it before its first check). ``$PR1_EVAL_GRADING_WORKERS`` still sets the size."""
-    use_cold_workers(max_workers=1)
 
 
 def start_grading_early(n_texts: int, workers: Workers | None) -> None:

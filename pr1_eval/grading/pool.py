@@ -139,7 +139,9 @@ class GradingPool:
     ``test_hooks`` (default: ``$PR1_EVAL_GRADING_TEST_HOOKS == "1"``) arms the test-only
     answers of :mod:`.verify`. ``warm``: each worker grades :data:`~.worker.WARMUP_PAIRS` before
     it reports ready (see :func:`~.worker.warm_up`); ``False`` for callers whose checks seldom
-    need those forms (see :func:`~.shared.use_cold_workers`).
+    need those forms (see :func:`~.shared.use_cold_workers`). ``adopt``: workers already started
+    (:func:`~.worker.start_worker` with this pool's ``test_hooks`` and ``warm``), taken as its own,
+    ready once they say so (see :func:`~.shared.start_worker_early`).
     """
 
     def __init__(
@@ -150,6 +152,7 @@ class GradingPool:
         start_timeout_s: float = 180.0,
         test_hooks: bool | None = None,
         warm: bool = True,
+        adopt: Sequence[tuple[subprocess.Popen[bytes], Connection]] = (),
     ) -> None:
         self.n_workers = max(1, workers if workers is not None else processes.default_workers(GRADING_POOL))
         self.max_batch = max(1, max_batch)
@@ -159,7 +162,8 @@ class GradingPool:
         self.pid = os.getpid()
         self._inbox: SimpleQueue[_Job] = SimpleQueue()
         self._pending: deque[_Job] = deque()
-        self._workers: list[_Worker] = []
+        self._workers: list[_Worker] = [_Worker(process, conn, time.monotonic())
+                                        for process, conn in adopt[: self.n_workers]]
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._closing = False

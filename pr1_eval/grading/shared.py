@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import subprocess
 import threading
+from multiprocessing.connection import Connection
 
 from pr1_eval.grading.pool import GRADING_POOL, GradingPool
+from pr1_eval.grading.verify import TEST_HOOKS_ENV
+from pr1_eval.grading.worker import start_worker, stop_worker
 from pr1_eval.processes import configured_workers, default_workers
 
 _shared: GradingPool | None = None
@@ -20,6 +24,8 @@ _shared_lock = threading.Lock()
 _atexit_registered = False
 _warm = True
 _max_workers: int | None = None
+#: A worker started by :func:`start_worker_early`, for the next pool to adopt.
+_early: list[tuple[subprocess.Popen[bytes], Connection]] = []
 
 
 def shared_pool() -> GradingPool:
@@ -28,11 +34,45 @@ def shared_pool() -> GradingPool:
     global _shared, _atexit_registered
     with _shared_lock:
         if _shared is None or _shared.closed or _shared.pid != os.getpid():
-            _shared = GradingPool(_size(), warm=_warm)
+            adopted = [_early.pop()] if _early else []
+            _shared = GradingPool(_size(), warm=_warm, adopt=adopted)
             if not _atexit_registered:
                 atexit.register(close_shared_pool)
                 _atexit_registered = True
         return _shared
+
+
+def start_worker_early() -> None:
+    """Start the pool's first worker process now, before the pool exists; the pool made next
+    (:func:`shared_pool`) adopts it, ready or still starting.
+
+    For a caller that knows checks will come and has a CPU idle now: ``analyze`` calls it as it
+    begins, while its own process imports the analysis stack on one CPU, so the worker's import of
+    math-verify (about a second of CPU) runs on the other instead of beside the analysis' workers.
+    Why not the pool itself: a pool starts its dispatcher thread, and ``analyze`` forks its
+    workers after this (a process must not fork while a thread of it may hold a lock); this starts
+    a process and no thread. A forked child closes its copy of the worker's socket
+    (:func:`_forget_early`); a worker no pool adopted is stopped at exit. Nothing happens when the
+    pool already runs or a worker was started early already."""
+    global _atexit_registered
+    with _shared_lock:
+        if _early or (_shared is not None and not _shared.closed and _shared.pid == os.getpid()):
+            return
+        _early.append(start_worker(os.environ.get(TEST_HOOKS_ENV) == "1", _warm))
+        if not _atexit_registered:
+            atexit.register(close_shared_pool)
+            _atexit_registered = True
+
+
+def _forget_early() -> None:
+    """In a forked child: drop the parent's early worker, closing this process's copy of its socket
+    (the worker is the parent's to adopt or stop)."""
+    while _early:
+        _, conn = _early.pop()
+        conn.close()
+
+
+os.register_at_fork(after_in_child=_forget_early)
 
 
 def use_cold_workers(max_workers: int | None = None) -> None:
@@ -62,9 +102,14 @@ def _size() -> int:
 
 
 def close_shared_pool() -> None:
-    """Close the process-wide pool, if this process started one."""
+    """Close the process-wide pool, if this process started one, and stop a worker started early
+    that no pool adopted."""
     global _shared
     with _shared_lock:
         pool, _shared = _shared, None
+        early = list(_early)
+        _early.clear()
     if pool is not None and pool.pid == os.getpid():
         pool.close()
+    for process, conn in early:  # started early, never adopted
+        stop_worker(process, conn)

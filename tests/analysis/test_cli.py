@@ -168,7 +168,7 @@ def test_runs_are_labelled_by_model_and_step() -> None:
 
 def test_analyze_starts_its_grading_workers_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """``analyze`` asks for one grading worker without the warm-up (see ``use_cold_grading_workers``)."""
+    """``analyze`` asks for one grading worker without the warm-up (see ``analysis.pipeline.early_grading.use_cold_grading_workers``)."""
     monkeypatch.setattr(grading_shared, "_warm", True)
     monkeypatch.setattr(grading_shared, "_max_workers", None)
     assert main(["analyze", str(_root(tmp_path)), "--json", "--out", str(tmp_path / "o"), "--no-embeddings"]) == 1

@@ -333,6 +333,44 @@ def test_use_cold_workers_applies_to_the_next_shared_pool(monkeypatch: pytest.Mo
     close_shared_pool()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_started_early_is_the_next_pool_s_and_one_no_pool_took_is_stopped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``start_worker_early`` starts a process and no thread (``analyze`` forks after it); the next
+    shared pool grades with that very process and starts no other; a forked child closes its copy
+    of the socket; a worker started early that no pool adopted is stopped at close."""
+    close_shared_pool()
+    monkeypatch.setattr(shared, "_warm", False)
+    monkeypatch.setattr(shared, "_max_workers", 1)
+    threads = threading.active_count()
+    shared.start_worker_early()
+    shared.start_worker_early()  # once only
+    assert threading.active_count() == threads and len(shared._early) == 1
+    (process, conn), = shared._early
+    child = os.fork()
+    if child == 0:  # the child's copy is closed, the parent's still open
+        os._exit(0 if conn.closed and not shared._early else 1)
+    assert os.waitpid(child, 0)[1] == 0 and not conn.closed
+    pool = shared.shared_pool()
+    assert pool.worker_pids == [process.pid] and not shared._early
+    assert pool.submit("1/2", "0.5").result(timeout=scaled(60)) == Verdict("ok", True)
+    assert pool.worker_pids == [process.pid]
+    close_shared_pool()
+    assert not _alive(process.pid)
+    shared.start_worker_early()
+    (process, _), = shared._early
+    close_shared_pool()
+    assert not shared._early and not _alive(process.pid)
+
+
 def test_use_cold_workers_caps_the_next_pool_unless_the_environment_sets_its_size(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``analyze`` asks for one worker (its own processes hold the CPUs); an explicit
