@@ -91,7 +91,7 @@ json.dump({"seconds": time.perf_counter() - started, "cpu_seconds": usage.ru_uti
 
 def run_child(arguments: list[str], env: dict[str, str]) -> dict[str, Any]:
     """One ``pr1-eval ARGUMENTS`` child: wall and CPU seconds, peak RSS (MB), its ``--json`` document."""
-    code = "import sys; from pr1_eval.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from pr1_eval.cli.main import entry; entry(sys.argv[1:])"  # what the pr1-eval program runs
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr, \
             tempfile.NamedTemporaryFile(suffix=".json") as measured:
         command = [sys.executable, "-c", LAUNCHER, measured.name, sys.executable, "-c", code, *arguments]

@@ -1,5 +1,5 @@
 """``python -m pr1_eval.cli …`` is ``pr1-eval …``."""
 
-from pr1_eval.cli.main import main
+from pr1_eval.cli.main import entry
 
-raise SystemExit(main())
+entry()

@@ -111,3 +111,26 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
         status = child.wait(timeout=scaled(120))
         assert status == 141 or (args == ["--help"] and status == 0), (args, err)  # argparse ignores a closed pipe
         assert "Traceback" not in err and "BrokenPipeError" not in err, (args, err)
+
+
+def test_the_program_ends_with_the_status_and_the_whole_output_of_main(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pr1-eval`` (``entry``) prints what ``main`` prints and exits with its status, having frozen
+    the collector (the teardown's quick exit); ``main`` alone, for callers that go on, does not."""
+    import json
+
+    import pr1_eval.cli.main as cli
+
+    run = _run_json(tmp_path)
+    child = subprocess.run([sys.executable, "-m", "pr1_eval", "report", str(run), "--json"], capture_output=True,
+                           text=True, timeout=scaled(120))
+    assert child.returncode == 0 and json.loads(child.stdout), child.stderr
+    missing = subprocess.run([sys.executable, "-m", "pr1_eval", "report", str(tmp_path / "nothing")],
+                             capture_output=True, text=True, timeout=scaled(120))
+    assert missing.returncode == 2 and missing.stderr.startswith("error:"), missing.stderr
+    frozen: list[bool] = []
+    monkeypatch.setattr(cli.gc, "freeze", lambda: frozen.append(True))
+    monkeypatch.setattr(cli, "main", lambda argv=None: 3)
+    with pytest.raises(SystemExit) as stopped:
+        cli.entry([])
+    assert stopped.value.code == 3 and frozen == [True]
