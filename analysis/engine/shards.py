@@ -151,12 +151,6 @@ class ShardedCache(Generic[V]):
         if self._values is not None or self.directory is None:
             self._load().update(zip(keys, values, strict=True))
 
-    def remember(self, keys: list[str], values: list[V]) -> None:
-        """Know each ``values[i]`` by ``keys[i]`` in this object, as if read from disk, without
-        writing them: another process writes them (:func:`analysis.engine.tasks.store_values`)."""
-        if self._values is not None:
-            self._values.update(zip(keys, values, strict=True))
-
     def known(self) -> dict[str, V]:
         """Every value kept (read from disk once): a mapping to look keys up in, not to change."""
         return self._load()

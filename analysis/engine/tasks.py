@@ -19,7 +19,10 @@ functions, and :mod:`analysis.pipeline.scheduled` says how each runs here.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.util
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -68,11 +71,9 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     item fits one chunk, the chunks run in this process when the result is asked for.
 
     Where the per-item work happens (:class:`_Keyed`): this process only drops repeated items (a
-    dict, in C) and, once every chunk is in, hands their new values to a worker to write
-    (:func:`store_values`, :meth:`~analysis.engine.workers.Workers.aside`; without workers it
-    writes them itself); the workers key
-    the items, look the keys up in the cache's shards (each worker reads them once), and compute
-    what is not there. Why: keying and looking up a sweep's 400,000 items here, one Python call
+    dict, in C); the workers key the items, look the keys up in the cache's shards (each worker
+    reads them once), compute what is not there, and keep the new values, each worker writing its
+    own to the cache as it exits (:func:`_write_kept`; without workers this process writes them). Why: keying and looking up a sweep's 400,000 items here, one Python call
     each (517,750 sha256 keys), was the main process's largest block between loading the runs and
     building the tables (a few seconds of CPU; its time holding the GIL fell from 47 s to 26 s on
     a loaded machine: ``docs/performance.md``). An item repeated across chunks under two values
@@ -101,13 +102,9 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     def collect() -> list[R | None]:
         done: list[_Done[R]] = sending.chunks(lambda part: task.run(part, cache.known()))
         results = [result for part in done for result in part.results]
-        keys = [key for part in done for key in part.keys]
-        values = [value for part in done for value in part.values]
-        if workers is not None and sending.handed_out and cache.directory is not None and keys:
-            cache.remember(keys, values)  # in memory here; on disk by a worker
-            workers.aside(store_values, cache.directory, cache.codec, keys, values)
-        else:
-            cache.put_many(keys, values)
+        keys = [key for part in done for key in part.keys]  # none from a worker that writes its own
+        if keys:
+            cache.put_many(keys, [value for part in done for value in part.values])
             cache.flush()
         if len(distinct) == len(listed):
             return results
@@ -118,11 +115,45 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
 
 
 def store_values(directory: Path, codec: Codec[Any], keys: list[str], values: list[Any]) -> None:
-    """Write ``values`` by ``keys`` to the cache in ``directory`` (one shard): what a worker does
-    for :func:`map_chunks` once its results are in (:meth:`~analysis.engine.workers.Workers.aside`)."""
+    """Write ``values`` by ``keys`` to the cache in ``directory`` (one shard)."""
     cache: ShardedCache[Any] = ShardedCache(directory, codec)
     cache.put_many(keys, values)
     cache.flush()
+
+
+#: The values this process computed for :func:`map_chunks` in a worker and has not written yet:
+#: (process id, cache folder) -> (codec, values by key). Keyed by the process id so a process
+#: forked from one that kept some never writes its parent's.
+_KEPT: dict[tuple[int, str], tuple[Codec[Any], dict[str, Any]]] = {}
+
+
+def _keep(directory: Path, codec: Codec[Any], keys: list[str], values: list[Any]) -> None:
+    """Keep a chunk's new values in this worker, to be written as it exits (:func:`_write_kept`).
+
+    Why there and then: sent back with the results, a sweep's 400,000 keys and values were
+    pickled three times and unpickled twice on their way to the one worker that wrote them (half
+    a second of CPU, most of it the main process's); each worker holds what it computed, and
+    its own exit (after its last CSV part, which ``analyze`` waits for) is the moment nothing else
+    wants its CPU."""
+    slot = (os.getpid(), str(directory))
+    if not any(pid == slot[0] for pid, _ in _KEPT):
+        multiprocessing.util.Finalize(None, _write_kept, exitpriority=10)  # run by a worker's exit
+    _KEPT.setdefault(slot, (codec, {}))[1].update(zip(keys, values, strict=True))
+
+
+def _write_kept() -> None:
+    """Write what this process kept (:func:`_keep`), a shard per cache; a failure is said on stderr
+    (it costs only time: the values are computed again next time)."""
+    pid = os.getpid()
+    for (owner, folder), (codec, values) in list(_KEPT.items()):
+        if owner != pid or not values:
+            continue
+        try:
+            store_values(Path(folder), codec, list(values), list(values.values()))
+        except Exception as exc:  # noqa: BLE001 - a cache write must never fail the analysis
+            print(f"warning: an analysis worker could not write its cache values to {folder} "
+                  f"({type(exc).__name__}: {exc}); they are computed again next time", file=sys.stderr)
+        del _KEPT[(owner, folder)]
 
 
 @dataclass(frozen=True)
@@ -171,7 +202,17 @@ class _Keyed(Generic[T, R]):
     codec: Codec[Any]
 
     def __call__(self, items: list[T]) -> _Done[R]:
-        return self.run(items, self._on_disk())
+        """In a worker: the chunk's results, its new values kept in this process and written as it
+        exits (:func:`_keep`). They come back with the results instead for a cache kept in memory
+        only, and where this is no worker process (no parent: the chunk was run in the caller's
+        process, which writes them)."""
+        known = self._on_disk()
+        done = self.run(items, known)
+        if self.directory is None or not done.keys or multiprocessing.parent_process() is None:
+            return done
+        _keep(self.directory, self.codec, done.keys, done.values)
+        known.update(zip(done.keys, done.values, strict=True))  # this worker's later chunks find them
+        return _Done(done.results, [], [])
 
     def _on_disk(self) -> dict[str, Any]:
         if self.directory is None:

@@ -27,7 +27,6 @@ import ctypes.util
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -67,38 +66,10 @@ class Workers:
     def __init__(self, executor: ProcessPoolExecutor, size: int) -> None:
         self._executor = executor
         self.size = size
-        self._held: list[tuple[Callable[..., Any], tuple[Any, ...]]] = []
-        self._aside: list[Future[Any]] = []
 
     def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
         """``fn(*args)`` in a worker (``fn`` a module-level function, the arguments picklable)."""
         return self._executor.submit(fn, *args)
-
-    def aside(self, fn: Callable[..., Any], *args: Any) -> None:
-        """``fn(*args)`` in a worker, for work whose result nothing in this analysis reads (a
-        cache's new values written to disk), held until :meth:`release_aside` (``write_tables``
-        calls it once every CSV part is queued) and waited for when the workers stop
-        (:func:`analysis_workers`), a failure then said on stderr. Why: encoding and writing a
-        sweep's BLEU scores or path conclusions took the main process 0.2-0.3 s each, right where
-        the next table waited; queued at once, a worker wrote them in the middle of the CSV parts
-        that end the analysis. Held, they run as the workers finish their parts, while this
-        process copies the parts into place."""
-        self._held.append((fn, args))
-
-    def release_aside(self) -> None:
-        """Queue the work held by :meth:`aside` (behind everything queued so far)."""
-        held, self._held = self._held, []
-        self._aside.extend(self._executor.submit(fn, *args) for fn, args in held)
-
-    def finish_aside(self) -> None:
-        """Run and wait for the work handed :meth:`aside`; say on stderr what failed (it cost only time)."""
-        self.release_aside()
-        for future in self._aside:
-            failure = future.exception()
-            if failure is not None:
-                print(f"warning: an analysis worker's background write failed ({type(failure).__name__}: {failure}); "
-                      "its values are computed again next time", file=sys.stderr)
-        self._aside.clear()
 
 
 class Chunked(Generic[T, R]):
@@ -255,7 +226,6 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
         executor.submit(_ready).result()
         workers = Workers(executor, size)
         yield workers
-        workers.finish_aside()
     except BrokenProcessPool as exc:
         raise Pr1EvalError(f"an analysis worker process died ({exc}); it was most likely killed for memory: "
                            f"run again with fewer workers ({WORKERS_ENV}=1 does everything in one process, "

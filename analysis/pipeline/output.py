@@ -115,8 +115,6 @@ def write_tables(analysis: Analysis, out_dir: Path, workers: Workers | None = No
     try:
         tables = analysis.tables()
         pieces = {name: own.pieces(name, table) or own.begin(name, table) for name, table in tables.items()}
-        if workers is not None:
-            workers.release_aside()  # the caches' writes, behind every CSV part (Workers.aside says why)
         written = []
         for name, table in tables.items():  # every parquet first: here, while the workers make the CSV
             early = own.parquet(name, table)

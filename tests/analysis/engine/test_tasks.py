@@ -29,21 +29,33 @@ def _from_cache(value: int) -> tuple[int, int]:
     return (value, -1)  # -1: read from the cache, computed by no process
 
 
-def test_the_new_values_are_written_by_a_worker_after_the_results_are_in(tmp_path: Path) -> None:
-    """Once the chunks' results are collected, their new values go to a worker to be written
-    (``Workers.aside``): nothing is on disk when ``result()`` returns, the cache object here knows
-    them, and the worker's write makes them the next command's."""
+def test_each_worker_writes_the_values_it_computed_as_it_exits(tmp_path: Path) -> None:
+    """The workers keep the new values they computed (none travel back with the results) and each
+    writes its own to the cache as it exits: nothing is on disk while they run, every distinct
+    item is once the workers are stopped, in a shard per worker that computed some."""
+    items = [f"t{i}" * (1 + i % 3) for i in range(60)]
+    with analysis_workers(2) as workers:
+        pending = map_chunks(_lengths, items, workers=workers, chunk=4, cache=ResultCache(tmp_path), keys=_keys,
+                             encode=_length, decode=_from_cache)
+        results = pending.result()
+        assert [r[0] for r in results] == [len(i) for i in items]  # type: ignore[index]
+        assert list(tmp_path.iterdir()) == []
+        computed_by = {r[1] for r in results}  # type: ignore[index]
+    assert os.getpid() not in computed_by
+    shards = sorted(tmp_path.glob("shard-*.json"))
+    assert 1 <= len(shards) == len(computed_by) <= 2
+    stored = ResultCache(tmp_path)
+    assert {k: stored.get(k) for k in map(hash_key, items)} == {hash_key(i): len(i) for i in items}
+
+
+def test_values_computed_in_the_caller_s_process_are_written_by_it(tmp_path: Path) -> None:
+    """A chunk run in this very process (workers that run what they are handed at once) gives its
+    values back, and ``map_chunks`` writes them when the results are collected."""
     workers = _Recording()
-    cache = ResultCache(tmp_path)
-    assert len(cache) == 0  # read once (empty), so it holds what it is told
     items = [f"t{i}" for i in range(5)]
-    results = map_chunks(_lengths, items, workers=workers, chunk=2, cache=cache, keys=_keys,  # type: ignore[arg-type]
-                         encode=_length, decode=_from_cache).result()
-    assert [r[0] for r in results] == [2] * 5  # type: ignore[index]
-    assert list(tmp_path.iterdir()) == [] and len(workers.set_aside) == 1
-    assert cache.get(hash_key("t3")) == 2
-    write, args = workers.set_aside[0]
-    write(*args)  # type: ignore[operator]
+    results = map_chunks(_lengths, items, workers=workers, chunk=2, cache=ResultCache(tmp_path),  # type: ignore[arg-type]
+                         keys=_keys, encode=_length, decode=_from_cache).result()
+    assert [r[0] for r in results] == [2] * 5 and len(workers.submitted) == 3  # type: ignore[index]
     assert {hash_key(i): 2 for i in items} == {k: ResultCache(tmp_path).get(k) for k in map(hash_key, items)}
 
 
@@ -97,16 +109,12 @@ class _Recording:
 
     def __init__(self) -> None:
         self.submitted: list[str] = []
-        self.set_aside: list[tuple[object, tuple[object, ...]]] = []
 
     def submit(self, fn: object, items: list[str]) -> Future[object]:
         self.submitted.append(items[0])
         done: Future[object] = Future()
         done.set_result(fn(items))  # type: ignore[operator]
         return done
-
-    def aside(self, fn: object, *args: object) -> None:
-        self.set_aside.append((fn, args))  # run by the test, when it chooses
 
 
 def test_every_chunk_is_out_before_map_chunks_returns(tmp_path: Path) -> None:
