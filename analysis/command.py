@@ -97,7 +97,7 @@ def _finish(entry: Entry, as_json: bool, out: Path) -> int:
 
 def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry, list[Path]]:
     """Run the analysis, write its files to ``out``; the :class:`analysis.engine.outputs.Entry` and the files."""
-    from analysis.pipeline.early_grading import start_grading_now, use_cold_grading_workers
+    from analysis.pipeline.early_grading import start_grading_now, use_cold_grading_workers  # the grader: not at --help
 
     use_cold_grading_workers()
     start_grading_now(list(map(str, args.runs)), processes.default_workers(ANALYSIS_POOL) > 1)
