@@ -7,6 +7,8 @@ import os
 from concurrent.futures import Future
 from pathlib import Path
 
+import pytest
+
 from analysis.engine.shards import ResultCache, hash_key
 from analysis.engine.tasks import map_chunks
 from analysis.engine.workers import Chunked, analysis_workers
@@ -128,3 +130,30 @@ def test_every_chunk_is_out_before_map_chunks_returns(tmp_path: Path) -> None:
     assert workers.submitted == ["a0", "a2", "a4", "b0", "b2"]  # a4 (the short chunk) before any b
     assert [r[0] for r in first.result()] == [2] * 5 and [r[0] for r in second.result()] == [2] * 3  # type: ignore[index]
     assert len(workers.submitted) == 5  # nothing more handed out when the results were collected
+
+
+def _refuse(cache: str, keys: list[str], values: list[object]) -> bytes:
+    raise RuntimeError("the encoder broke")
+
+
+def test_a_worker_that_cannot_write_its_values_says_so_and_goes_on(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The values a worker kept go to disk as it exits, each cache's alone; one that fails to be
+    written is said on stderr and fails nothing (its values are computed again), another
+    process's are not this one's to write."""
+    from analysis.engine import tasks
+    from analysis.engine.shards import JSON, Codec
+
+    broken: Codec[object] = Codec("json", _refuse, JSON.decode)
+    good = tmp_path / "good"
+    tasks._KEPT[(os.getpid(), str(tmp_path / "broken"))] = (broken, {"k": 1})
+    tasks._KEPT[(os.getpid(), str(good))] = (JSON, {"k": 2})
+    tasks._KEPT[(os.getpid() + 1, str(good))] = (JSON, {"other": 3})
+    try:
+        tasks._write_kept()
+    finally:
+        leftover = dict(tasks._KEPT)
+        tasks._KEPT.clear()
+    assert "could not write its cache values" in capsys.readouterr().err
+    assert ResultCache(good).get("k") == 2 and ResultCache(good).get("other") is None
+    assert list(leftover) == [(os.getpid() + 1, str(good))]
