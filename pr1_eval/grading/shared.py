@@ -72,7 +72,8 @@ def _forget_early() -> None:
         conn.close()
 
 
-os.register_at_fork(after_in_child=_forget_early)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere nothing forks
+    os.register_at_fork(after_in_child=_forget_early)
 
 
 def use_cold_workers(max_workers: int | None = None) -> None:
