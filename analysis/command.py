@@ -26,9 +26,8 @@ from analysis.common.defaults import DEFAULT_EMBEDDING_MODEL, DEFAULT_OUT, INCLU
 from analysis.engine import outputs as output_cache
 from analysis.engine.collector import collector_off
 from analysis.engine.outputs import Entry
-from analysis.engine.workers import ANALYSIS_POOL, Workers, analysis_workers
+from analysis.engine.workers import Workers, analysis_workers, forks_workers
 from analysis.pipeline.output_folder import check_replace, default_out, write_marker
-from pr1_eval import processes
 from pr1_eval.cli.help import add_command
 from pr1_eval.errors import Pr1EvalError
 from pr1_eval.output_paths import check_output_target
@@ -100,7 +99,7 @@ def _analyze(args: argparse.Namespace, out: Path, include: bool) -> tuple[Entry,
     from analysis.pipeline.early_grading import start_grading_now, use_cold_grading_workers  # the grader: not at --help
 
     use_cold_grading_workers()
-    start_grading_now(list(map(str, args.runs)), processes.default_workers(ANALYSIS_POOL) > 1)
+    start_grading_now(list(map(str, args.runs)), forks_workers())
     import analysis.pipeline.output  # noqa: F401 - with the analysis stack: imported before the fork, workers have it
 
     with collector_off(), analysis_workers() as workers:  # forked now, before anything below starts a thread

@@ -85,13 +85,16 @@ class TokenIds:
         prepared = [self._prepare(text) for text in texts]
         if not prepared:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        raw = _compiled_raw_tokens(prepared) or _arrow_raw_tokens(prepared) or self._python_raw_tokens(prepared)
+        kernels = _token_kernels()
+        # the kernel declines where pyarrow would (the same conversion, the same white space): no second try
+        raw = (_compiled_raw_tokens(prepared) if kernels is not None else _arrow_raw_tokens(prepared)) \
+            or self._python_raw_tokens(prepared)
         codes, uniques, per_text = raw
         memo = self._raw
         subs = [memo.get(u) or self._sub(u) if u else [] for u in uniques]
         unique_len = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
         flat = np.fromiter(chain.from_iterable(subs), dtype=np.int64, count=int(unique_len.sum()))
-        if (kernels := _token_kernels()) is not None:
+        if kernels is not None:
             return kernels.lay_out(codes, per_text, unique_len, flat)  # type: ignore[no-any-return]
         per_raw = unique_len[codes]
         ends = np.cumsum(per_raw)
@@ -176,10 +179,7 @@ _OTHER_WHITESPACE_SEARCH = re.compile("[" + re.escape(OTHER_WHITESPACE) + "]").s
 def _compiled_raw_tokens(prepared: list[str]) -> tuple[np.ndarray, list[str], np.ndarray] | None:
     """:func:`_arrow_raw_tokens` by the compiled kernel (:mod:`analysis.diversity.token_kernel`: one
     pass over the UTF-8 bytes; no empty token), declining where pyarrow does (other white space, a
-    lone surrogate) or where the kernel cannot be imported."""
-    kernels = _token_kernels()
-    if kernels is None:
-        return None
+    lone surrogate); the caller has checked the kernel imports (:func:`_token_kernels`)."""
     import pyarrow as pa
 
     try:
@@ -189,9 +189,9 @@ def _compiled_raw_tokens(prepared: list[str]) -> tuple[np.ndarray, list[str], np
     _, offsets, data = texts.buffers()
     offsets_np = np.frombuffer(offsets, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
     data_np = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
-    codes, per_text, starts, lengths = kernels.number_raw_tokens(data_np, offsets_np)
-    blob = data_np.tobytes()
-    uniques = [blob[s : s + n].decode("utf-8") for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+    codes, per_text, starts, lengths = _token_kernels().number_raw_tokens(data_np, offsets_np)
+    view = data_np.data  # each distinct token decoded from its bytes in place: no copy of the batch
+    uniques = [str(view[s : s + n], "utf-8") for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
     if _OTHER_WHITESPACE_SEARCH("\x00".join(uniques)):
         return None
     return codes, uniques, per_text

@@ -51,7 +51,6 @@ for _byte, _letter in zip(b'\\\n\r\t\b\f', b'\\nrtbf', strict=True):
     _KIND[_byte] = 2
     _SHORT_ESCAPE[_byte] = _letter
 
-
 def list_column_fields(cells: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The CSV field of ``json.dumps`` of each cell of a list-of-strings column (see the module
     docstring), as a ``large_string`` array. ``cells``: ``list`` or ``large_list`` of ``string`` or

@@ -73,7 +73,8 @@ def map_chunks(fn: Callable[[list[T]], list[R]], items: Iterable[T], *, workers:
     Where the per-item work happens (:class:`_Keyed`): this process only drops repeated items (a
     dict, in C); the workers key the items, look the keys up in the cache's shards (each worker
     reads them once), compute what is not there, and keep the new values, each worker writing its
-    own to the cache as it exits (:func:`_write_kept`; without workers this process writes them). Why: keying and looking up a sweep's 400,000 items here, one Python call
+    own to the cache as it exits (:func:`_write_kept`; without workers this process writes them).
+    Why: keying and looking up a sweep's 400,000 items here, one Python call
     each (517,750 sha256 keys), was the main process's largest block between loading the runs and
     building the tables (a few seconds of CPU; its time holding the GIL fell from 47 s to 26 s on
     a loaded machine: ``docs/performance.md``). An item repeated across chunks under two values

@@ -124,11 +124,6 @@ class Chunked(Generic[T, R]):
         run = here or self._fn
         return [run(self._items[start:start + self._size]) for start in range(0, len(self._items), self._size)]
 
-    @property
-    def handed_out(self) -> bool:
-        """Whether any chunk went to the workers (else every chunk runs here)."""
-        return bool(self._futures)
-
     def _send(self) -> None:
         assert self._workers is not None
         self._futures.append(self._workers.submit(self._fn, self._items[self._sent:]))
@@ -209,6 +204,13 @@ def _exit_when_orphaned(parent_pid: int) -> None:
     os._exit(1)
 
 
+def forks_workers(size: int | None = None) -> bool:
+    """Whether :func:`analysis_workers` starts worker processes for ``size`` (default: the pool's
+    configured size): two or more, where the platform can fork."""
+    size = processes.default_workers(ANALYSIS_POOL) if size is None else size
+    return size >= 2 and "fork" in multiprocessing.get_all_start_methods()
+
+
 @contextmanager
 def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     """Forked workers for one analysis, or ``None`` when one process is asked for (or fork is not
@@ -216,7 +218,7 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     stopped on exit."""
     size = processes.default_workers(ANALYSIS_POOL) if size is None else processes.check_worker_count(size, "size", "analysis")
     keep_freed_memory()  # before the fork: the workers inherit it
-    if size < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if not forks_workers(size):
         yield None
         return
     executor = ProcessPoolExecutor(size, mp_context=multiprocessing.get_context("fork"),
@@ -224,8 +226,7 @@ def analysis_workers(size: int | None = None) -> Iterator[Workers | None]:
     try:
         # with fork every worker starts on the first submit, before the executor's own thread
         executor.submit(_ready).result()
-        workers = Workers(executor, size)
-        yield workers
+        yield Workers(executor, size)
     except BrokenProcessPool as exc:
         raise Pr1EvalError(f"an analysis worker process died ({exc}); it was most likely killed for memory: "
                            f"run again with fewer workers ({WORKERS_ENV}=1 does everything in one process, "

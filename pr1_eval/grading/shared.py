@@ -31,15 +31,21 @@ _early: list[tuple[subprocess.Popen[bytes], Connection]] = []
 def shared_pool() -> GradingPool:
     """The process-wide pool (created on first use, closed at exit; recreated after a fork,
     since a forked child inherits neither the dispatcher thread nor the right to the workers)."""
-    global _shared, _atexit_registered
+    global _shared
     with _shared_lock:
         if _shared is None or _shared.closed or _shared.pid != os.getpid():
             adopted = [_early.pop()] if _early else []
             _shared = GradingPool(_size(), warm=_warm, adopt=adopted)
-            if not _atexit_registered:
-                atexit.register(close_shared_pool)
-                _atexit_registered = True
+            _close_at_exit()
         return _shared
+
+
+def _close_at_exit() -> None:
+    """Register :func:`close_shared_pool` with ``atexit``, once (called with the lock held)."""
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(close_shared_pool)
+        _atexit_registered = True
 
 
 def start_worker_early() -> None:
@@ -54,14 +60,11 @@ def start_worker_early() -> None:
     a process and no thread. A forked child closes its copy of the worker's socket
     (:func:`_forget_early`); a worker no pool adopted is stopped at exit. Nothing happens when the
     pool already runs or a worker was started early already."""
-    global _atexit_registered
     with _shared_lock:
         if _early or (_shared is not None and not _shared.closed and _shared.pid == os.getpid()):
             return
         _early.append(start_worker(os.environ.get(TEST_HOOKS_ENV) == "1", _warm))
-        if not _atexit_registered:
-            atexit.register(close_shared_pool)
-            _atexit_registered = True
+        _close_at_exit()
 
 
 def _forget_early() -> None:
